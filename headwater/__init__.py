@@ -1,0 +1,32 @@
+"""Headwater: incremental, exactly-once ingestion into lakehouse tables, run as Spark jobs.
+
+The public surface is small: connector authors import from :mod:`headwater.sdk`;
+programs that drive syncs import from here.
+"""
+
+from headwater.errors import (
+    AuthenticationError,
+    ConfigError,
+    ConnectionLockedError,
+    ConnectorError,
+    DestinationError,
+    HeadwaterError,
+    SpecValidationError,
+    StateError,
+    SyncFailedError,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AuthenticationError",
+    "ConfigError",
+    "ConnectionLockedError",
+    "ConnectorError",
+    "DestinationError",
+    "HeadwaterError",
+    "SpecValidationError",
+    "StateError",
+    "SyncFailedError",
+    "__version__",
+]

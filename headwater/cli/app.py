@@ -1,0 +1,384 @@
+"""The ``headwater`` command.
+
+Exit codes mean the same everywhere: 0 success, 1 the sync (or check) failed,
+2 the connection file or a config is wrong, 3 credentials were refused.
+``--json`` prints exactly one JSON document on stdout (nothing else goes to
+stdout then); every message is masked for secrets before it is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from headwater.config import ConnectionConfig, install_log_masking, load_connection, mask, mask_obj
+from headwater.errors import ConfigError, HeadwaterError
+
+app = typer.Typer(
+    name="headwater",
+    help="Sync APIs, databases and object storage into lakehouse tables, on Spark.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+runs_app = typer.Typer(help="Run history: list runs, or show one.", invoke_without_command=True)
+state_app = typer.Typer(help="Show or reset the state of a connection's streams.",
+                        no_args_is_help=True)
+app.add_typer(runs_app, name="runs")
+app.add_typer(state_app, name="state")
+
+out = Console()
+err = Console(stderr=True)
+
+STORE_ENV = "HEADWATER_METADATA_STORE"
+HOME_ENV = "HEADWATER_HOME"
+
+ConnectionArg = Annotated[Path, typer.Argument(help="Connection YAML file.",
+                                               metavar="CONNECTION.yaml")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More logging.")]
+
+
+def home() -> Path:
+    """Where the embedded defaults live: metadata store, logs (``./.headwater``)."""
+    return Path(os.environ.get(HOME_ENV) or ".headwater")
+
+
+def store_url(connection: ConnectionConfig | None = None, explicit: str | None = None) -> str:
+    if explicit:
+        return explicit
+    if connection is not None and connection.metadata_store:
+        return connection.metadata_store
+    if os.environ.get(STORE_ENV):
+        return os.environ[STORE_ENV]
+    path = home() / "headwater.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def _open_store(url: str) -> Any:
+    from headwater.metadata_store import MetadataStore
+
+    return MetadataStore(url)
+
+
+def _setup_logging(verbose: int, as_json: bool) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root = logging.getLogger()
+    root.handlers.clear()
+    handler = RichHandler(console=err, show_path=False, rich_tracebacks=False)
+    root.addHandler(handler)
+    root.setLevel(level)
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    install_log_masking()
+
+
+def _emit_json(document: Any) -> None:
+    sys.stdout.write(mask(json.dumps(mask_obj(document), default=str, indent=2)) + "\n")
+    sys.stdout.flush()
+
+
+def _fail(exc: BaseException, as_json: bool) -> NoReturn:
+    if isinstance(exc, HeadwaterError):
+        code = exc.exit_code
+        kind = type(exc).__name__
+        message = str(exc)
+    else:
+        code = 1
+        kind = type(exc).__name__
+        message = f"{kind}: {exc}"
+    message = mask(message)
+    if as_json:
+        _emit_json({"status": "error", "error": {"type": kind, "message": message,
+                                                  "exit_code": code}})
+    else:
+        label = {2: "Config error", 3: "Authentication failed"}.get(code, "Error")
+        err.print(f"[bold red]{label}:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _handled(as_json: bool) -> Iterator[None]:
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        logging.getLogger("headwater").debug("command failed", exc_info=True)
+        _fail(exc, as_json)
+
+
+def _spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--conf expects KEY=VALUE, got {pair!r}", field="--conf")
+        conf[key.strip()] = value
+    return conf
+
+
+# ---------------------------------------------------------------------- sync
+
+
+@app.command()
+def sync(
+    connection: ConnectionArg,
+    as_json: JsonOpt = False,
+    master: Annotated[str | None, typer.Option(help="Spark master URL, e.g. spark://host:7077."
+                                               )] = None,
+    remote: Annotated[str | None, typer.Option(help="Spark Connect URL, e.g. sc://host:15002."
+                                               )] = None,
+    conf: Annotated[list[str] | None, typer.Option("--conf", help="Extra Spark conf KEY=VALUE."
+                                                   )] = None,
+    verbose: VerboseOpt = 0,
+) -> None:
+    """Sync a connection: read its streams on Spark and commit them exactly once."""
+    from headwater.cli._render import ProgressObserver, summary_table
+    from headwater.engine import SparkSettings, SyncEngine, SyncObserver, SyncOptions
+
+    _setup_logging(verbose, as_json)
+    with _handled(as_json):
+        config = load_connection(connection)
+        file_spark = config.spark
+        settings = SparkSettings(
+            master=master or (file_spark.master if file_spark else None),
+            remote=remote or (file_spark.remote if file_spark else None),
+            conf={**(file_spark.conf if file_spark else {}), **_spark_conf(conf)},
+            app_name=f"headwater-{config.name}",
+            jvm_log_path=home() / "logs" / "spark.log",
+        )
+        store = _open_store(store_url(config))
+        if as_json or not err.is_terminal:
+            engine = SyncEngine(config, store, SyncOptions(spark=settings), SyncObserver())
+            result = engine.run()
+        else:
+            with ProgressObserver(err) as observer:
+                engine = SyncEngine(config, store, SyncOptions(spark=settings), observer)
+                result = engine.run()
+        if as_json:
+            _emit_json(result.to_dict())
+        else:
+            out.print(summary_table(result))
+            for stream in result.streams:
+                if stream.error:
+                    err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)
+        if result.status != "succeeded":
+            raise typer.Exit(1)
+
+
+# ---------------------------------------------------------------------- check / discover
+
+
+@app.command()
+def check(connection: ConnectionArg, as_json: JsonOpt = False, verbose: VerboseOpt = 0) -> None:
+    """Validate the connection file and ask the source whether it can be read."""
+    from headwater.engine import build_source
+
+    _setup_logging(verbose, as_json)
+    with _handled(as_json):
+        config = load_connection(connection)
+        source = build_source(config)
+        source.check()
+        if as_json:
+            _emit_json({"status": "succeeded", "connection": config.name})
+        else:
+            out.print(f"[green]✓[/] {config.name}: source [bold]{config.source.type}[/] "
+                      "is reachable and the config is valid")
+
+
+@app.command()
+def discover(connection: ConnectionArg, as_json: JsonOpt = False,
+             verbose: VerboseOpt = 0) -> None:
+    """Show the source's catalog: streams, columns, keys, cursors, sync modes."""
+    from rich.table import Table
+
+    from headwater.engine import build_source, discover_catalog
+    from headwater.table_schema import arrow_type_for
+
+    _setup_logging(verbose, as_json)
+    with _handled(as_json):
+        config = load_connection(connection)
+        catalog = discover_catalog(build_source(config))
+        if as_json:
+            _emit_json(catalog.model_dump(mode="json", exclude_none=True))
+            return
+        for stream in catalog.streams:
+            keys = ", ".join(".".join(k) for k in stream.source_defined_primary_key or [])
+            cursor = ", ".join(stream.default_cursor_field or [])
+            modes = ", ".join(m.value for m in stream.supported_sync_modes)
+            table = Table(title=f"{stream.name}  (primary key: {keys or '-'}; "
+                          f"cursor: {cursor or '-'}; modes: {modes})", title_justify="left")
+            table.add_column("column")
+            table.add_column("JSON type")
+            table.add_column("table type")
+            for name, prop in (stream.json_schema.get("properties") or {}).items():
+                declared = prop.get("type")
+                fmt = prop.get("format")
+                label = "/".join(declared) if isinstance(declared, list) else str(declared)
+                table.add_row(name, label + (f" ({fmt})" if fmt else ""),
+                              str(arrow_type_for(prop)))
+            out.print(table)
+
+
+# ---------------------------------------------------------------------- runs
+
+
+def _run_summary(run: Any) -> dict[str, Any]:
+    streams = (run.stats or {}).get("streams", [])
+    return {
+        "run_id": run.run_id,
+        "connection": run.connection,
+        "kind": run.kind,
+        "status": run.status,
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "ended_at": run.ended_at.isoformat() if run.ended_at else None,
+        "attempts": len(run.attempts),
+        "records_written": sum(s.get("records_written", 0) for s in streams),
+        "records_rejected": sum(s.get("records_rejected", 0) for s in streams),
+    }
+
+
+@runs_app.callback()
+def runs(
+    ctx: typer.Context,
+    connection: Annotated[str | None, typer.Option("--connection", "-c",
+                                                   help="Only this connection.")] = None,
+    limit: Annotated[int, typer.Option(help="How many runs, newest first.")] = 20,
+    store: Annotated[str | None, typer.Option(help="Metadata store URL.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List recent runs, newest first."""
+    ctx.obj = {"store": store}
+    if ctx.invoked_subcommand is not None:
+        return
+    from headwater.cli._render import rows_table
+
+    with _handled(as_json):
+        records = _open_store(store_url(explicit=store)).list_runs(connection, limit=limit)
+        rows = [_run_summary(r) for r in records]
+        if as_json:
+            _emit_json({"runs": rows})
+            return
+        out.print(rows_table("runs", ["run_id", "connection", "kind", "status", "started_at",
+                                      "attempts", "records_written", "records_rejected"], rows))
+
+
+@runs_app.command("show")
+def runs_show(
+    ctx: typer.Context,
+    run_id: Annotated[str, typer.Argument(help="A run id from `headwater runs`.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one run: plan, per-stream and per-checkpoint figures, state before and after."""
+    from headwater.cli._render import key_value_table, rows_table
+
+    store_opt = (ctx.obj or {}).get("store")
+    with _handled(as_json):
+        store = _open_store(store_url(explicit=store_opt))
+        run = store.get_run(run_id)
+        if run is None:
+            raise ConfigError(f"no run {run_id!r} in the metadata store; see `headwater runs`",
+                              field="RUN_ID")
+        checkpoints = [
+            {"stream": c.stream, "index": c.index, "status": c.status,
+             **{k: v for k, v in c.stats.items() if k != "partitions"},
+             "partitions": len(c.stats.get("partitions", []))}
+            for c in store.list_checkpoints(run_id)
+        ]
+        document = {
+            **_run_summary(run),
+            "error": run.error,
+            "streams": (run.stats or {}).get("streams", []),
+            "checkpoints": checkpoints,
+            "attempt_details": [
+                {"number": a.number, "status": a.status, "pid": a.pid, "host": a.host,
+                 "started_at": a.started_at.isoformat() if a.started_at else None,
+                 "ended_at": a.ended_at.isoformat() if a.ended_at else None, "error": a.error}
+                for a in run.attempts
+            ],
+            "state_before": run.state_before,
+            "state_after": run.state_after,
+            "config": run.config_redacted,
+        }
+        if as_json:
+            _emit_json(document)
+            return
+        summary = _run_summary(run)
+        out.print(key_value_table(f"run {run_id}", [*summary.items(), ("error", run.error)]))
+        out.print(rows_table("streams", ["name", "mode", "status", "records_read",
+                                         "records_written", "records_rejected", "bytes",
+                                         "partitions", "duration_s", "error"],
+                             document["streams"]))
+        out.print(rows_table("checkpoints", ["stream", "index", "status", "partitions",
+                                             "records_written", "records_rejected", "bytes",
+                                             "duration_s", "attempt", "delta_version"],
+                             checkpoints))
+        out.print(rows_table("attempts", ["number", "status", "pid", "host", "started_at",
+                                          "ended_at", "error"], document["attempt_details"]))
+        out.print_json(data=mask_obj({"state_before": run.state_before,
+                                      "state_after": run.state_after}))
+
+
+# ---------------------------------------------------------------------- state
+
+
+@state_app.command("show")
+def state_show(connection: ConnectionArg, as_json: JsonOpt = False) -> None:
+    """Show the stored state of every stream of a connection."""
+    with _handled(as_json):
+        config = load_connection(connection)
+        states = _open_store(store_url(config)).get_states(config.name)
+        if as_json:
+            _emit_json({"connection": config.name, "streams": states})
+            return
+        if not states:
+            out.print(f"{config.name}: no state stored yet (the next sync reads everything)")
+            return
+        out.print_json(data=mask_obj({"connection": config.name, "streams": states}))
+
+
+@state_app.command("reset")
+def state_reset(
+    connection: ConnectionArg,
+    stream: Annotated[list[str] | None, typer.Option("--stream", "-s",
+                                                     help="Only these streams.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget stored state, so the next sync reads the streams from the start."""
+    with _handled(as_json):
+        config = load_connection(connection)
+        which = ", ".join(stream) if stream else "every stream"
+        if not yes and not as_json and not typer.confirm(
+                f"Reset the state of {which} of {config.name}?"):
+            raise typer.Exit(1)
+        reset = _open_store(store_url(config)).reset_state(config.name, stream or None)
+        if as_json:
+            _emit_json({"connection": config.name, "reset": reset})
+        else:
+            out.print(f"reset: {', '.join(reset) if reset else 'nothing was stored'}")
+
+
+def main(argv: list[str] | None = None) -> Callable[..., Any] | None:
+    """Console-script entry point."""
+    app(args=argv)
+    return None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,560 @@
+"""The connection file: one YAML file, meant to live in git, describing one connection.
+
+::
+
+    name: quickstart                  # optional, default: the file name without suffix
+    source:
+      type: sample
+      config: {users: 1000, api_key: "${SAMPLE_API_KEY}"}
+    destination:                      # optional, default: delta with its defaults
+      type: delta
+      config: {path: ./lakehouse}
+    streams:                          # optional, default: every stream, full_refresh + overwrite
+      - name: users
+        sync_mode: incremental
+        destination_sync_mode: append_dedup
+        cursor_field: updated_at      # optional: the source's default
+        primary_key: [id]             # optional: the source's default
+    spark: {master: "local[*]", conf: {spark.sql.shuffle.partitions: "8"}}
+    metadata_store: sqlite:///.headwater/headwater.db
+    checkpoint: {partitions_per_checkpoint: 8, concurrent_checkpoints: 2}
+
+Every model forbids unknown fields, so a typo is an error rather than a
+setting silently ignored.  Relative paths inside the file (a Delta folder, a
+SQLite URL) are *not* rewritten: like any command-line path they resolve
+against the current working directory of the process that runs the sync,
+which is what spark-submit and cluster deployments expect.
+
+:func:`load_connection` reports problems by field path and file line;
+:attr:`ConnectionConfig.field_lines` keeps the line of every field so later
+checks (the connector's spec, the catalog) can point at the file too.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+import pydantic
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from headwater.config._interpolation import interpolate
+from headwater.config._paths import format_path, line_of
+from headwater.errors import ConfigError, SpecValidationError
+
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+class SyncMode(StrEnum):
+    """How a stream is read: everything each time, or only what changed since the cursor."""
+
+    FULL_REFRESH = "full_refresh"
+    INCREMENTAL = "incremental"
+
+
+class DestinationSyncMode(StrEnum):
+    """How read records land: replace the table, add to it, or keep the latest per key."""
+
+    OVERWRITE = "overwrite"
+    APPEND = "append"
+    APPEND_DEDUP = "append_dedup"
+
+
+class ConnectorRef(BaseModel):
+    """A connector by name plus its config; the config is checked later against its spec.
+
+    The config may hold secrets, so it is left out of ``repr``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str = Field(min_length=1)
+    config: dict[str, Any] = Field(default_factory=dict, repr=False)
+
+    @field_validator("config", mode="before")
+    @classmethod
+    def _empty_config(cls, value: Any) -> Any:
+        # ``config:`` with nothing under it is YAML null: read it as "no settings".
+        return {} if value is None else value
+
+
+class StreamConfig(BaseModel):
+    """One configured stream: which sync mode, and what the file overrides of the source.
+
+    ``destination_sync_mode`` defaults from ``sync_mode``: ``overwrite`` for
+    full refresh, ``append`` for incremental.  ``cursor_field`` and
+    ``primary_key`` left as ``None`` mean "the source's default"; call
+    :meth:`resolve` once the source's catalog is known.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    sync_mode: SyncMode = SyncMode.FULL_REFRESH
+    destination_sync_mode: DestinationSyncMode = DestinationSyncMode.OVERWRITE
+    cursor_field: str | None = Field(default=None, min_length=1)
+    primary_key: list[str] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_destination_sync_mode(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "destination_sync_mode" not in data:
+            incremental = data.get("sync_mode") == SyncMode.INCREMENTAL.value
+            default = DestinationSyncMode.APPEND if incremental else DestinationSyncMode.OVERWRITE
+            return {**data, "destination_sync_mode": default.value}
+        return data
+
+    @field_validator("primary_key", mode="before")
+    @classmethod
+    def _single_column_key(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _valid_sync_mode(self) -> StreamConfig:
+        mode, destination = self.sync_mode, self.destination_sync_mode
+        if mode is SyncMode.FULL_REFRESH and destination is DestinationSyncMode.APPEND_DEDUP:
+            raise ValueError(
+                "full_refresh + append_dedup is not a sync mode: keeping the latest record per "
+                "primary key needs a cursor; use incremental + append_dedup, or full_refresh "
+                "with overwrite or append"
+            )
+        if mode is SyncMode.INCREMENTAL and destination is DestinationSyncMode.OVERWRITE:
+            raise ValueError(
+                "incremental + overwrite is not a sync mode: overwriting with only the changed "
+                "records would drop the rest; use incremental + append or append_dedup, or "
+                "full_refresh + overwrite"
+            )
+        if destination is DestinationSyncMode.APPEND_DEDUP and self.primary_key == []:
+            raise ValueError("append_dedup needs a primary key, and primary_key is empty")
+        return self
+
+    def resolve(
+        self, *, cursor_field: str | None = None, primary_key: Sequence[str] | None = None
+    ) -> StreamConfig:
+        """This stream with the source's defaults filled in, checked that it can run.
+
+        What the file says wins; ``cursor_field`` and ``primary_key`` are the
+        source stream's own (``None`` / empty when it has none).
+
+        Raises:
+            ConfigError: incremental without any cursor field, or
+                append_dedup without any primary key.
+        """
+        key = self.primary_key if self.primary_key is not None else primary_key
+        resolved = self.model_copy(
+            update={
+                "cursor_field": self.cursor_field or cursor_field,
+                "primary_key": list(key) if key is not None else None,
+            }
+        )
+        if resolved.sync_mode is SyncMode.INCREMENTAL and not resolved.cursor_field:
+            raise ConfigError(
+                "incremental sync needs a cursor field, and the source gives this stream none: "
+                "set cursor_field for the stream in the connection file",
+                stream=self.name,
+            )
+        if resolved.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP and not (
+            resolved.primary_key
+        ):
+            raise ConfigError(
+                "append_dedup needs a primary key, and the source gives this stream none: "
+                "set primary_key for the stream in the connection file",
+                stream=self.name,
+            )
+        return resolved
+
+
+class SparkConfig(BaseModel):
+    """Where syncs run: a master URL (``local[*]``, ``spark://host:7077``) or Spark Connect.
+
+    Both left unset lets the engine (or spark-submit) decide.  ``conf``
+    values are strings as Spark wants them; numbers and booleans in the file
+    are turned into ``"8"`` and ``"true"``.  ``conf`` may hold credentials
+    (``spark.hadoop.fs.s3a.secret.key``), so it is left out of ``repr``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    master: str | None = Field(default=None, min_length=1)
+    remote: str | None = Field(default=None, min_length=1)
+    conf: dict[str, str] = Field(default_factory=dict, repr=False)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _conf_as_strings(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            return value
+        converted: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(item, bool):
+                converted[key] = "true" if item else "false"
+            elif isinstance(item, int | float):
+                converted[key] = str(item)
+            else:
+                converted[key] = item
+        return converted
+
+    @field_validator("remote")
+    @classmethod
+    def _spark_connect_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("sc://"):
+            raise ValueError("must be a Spark Connect URL like sc://host:15002")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_connect(self) -> SparkConfig:
+        if self.master and self.remote:
+            raise ValueError(
+                "master and remote are mutually exclusive: set master to run Spark here or on "
+                "a cluster, or remote to use a Spark Connect server"
+            )
+        return self
+
+
+class CheckpointConfig(BaseModel):
+    """How partitions are grouped into checkpoints (the unit of commit and of state).
+
+    ``partitions_per_checkpoint`` left unset lets the engine choose;
+    ``concurrent_checkpoints`` bounds how many batches are written at once.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    partitions_per_checkpoint: int | None = Field(default=None, ge=1)
+    concurrent_checkpoints: int = Field(default=2, ge=1)
+
+
+class ConnectionConfig(BaseModel):
+    """A whole connection file, validated.
+
+    ``path`` is the file it was loaded from (``None`` when built in code) and
+    is never dumped.  ``streams`` of ``None`` means every stream of the
+    source, full_refresh + overwrite.  ``metadata_store`` is a SQLAlchemy URL
+    (``None``: the engine's embedded default); it may carry a password, so
+    it is left out of ``repr``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    source: ConnectorRef
+    destination: ConnectorRef = Field(default_factory=lambda: ConnectorRef(type="delta"))
+    streams: list[StreamConfig] | None = None
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    metadata_store: str | None = Field(default=None, repr=False)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    path: Path | None = Field(default=None, exclude=True)
+
+    _field_lines: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, value: str) -> str:
+        if not _NAME.fullmatch(value):
+            raise ValueError(
+                "must be letters, digits, '_', '.' or '-' only (it names state, runs and tables)"
+            )
+        return value
+
+    @field_validator("destination", mode="before")
+    @classmethod
+    def _delta_by_default(cls, value: Any) -> Any:
+        if value is None:
+            return {"type": "delta"}
+        if isinstance(value, Mapping) and "type" not in value:
+            return {"type": "delta", **value}
+        return value
+
+    @field_validator("spark", "checkpoint", mode="before")
+    @classmethod
+    def _null_section(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("streams")
+    @classmethod
+    def _unique_streams(cls, value: list[StreamConfig] | None) -> list[StreamConfig] | None:
+        if value is None:
+            return None
+        if not value:
+            raise ValueError("is empty: leave streams out to sync every stream of the source")
+        seen: set[str] = set()
+        for stream in value:
+            if stream.name in seen:
+                raise ValueError(f"stream {stream.name!r} is listed more than once")
+            seen.add(stream.name)
+        return value
+
+    @field_validator("metadata_store")
+    @classmethod
+    def _sqlalchemy_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from sqlalchemy.engine import make_url  # imported here: only files that set it pay
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            make_url(value)
+        except ArgumentError:
+            # Not chained into the message: sqlalchemy's repeats the URL and its password.
+            raise ValueError(
+                "is not a SQLAlchemy URL (for example sqlite:///.headwater/headwater.db or "
+                "postgresql+psycopg://user@host/headwater)"
+            ) from None
+        return value
+
+    @property
+    def field_lines(self) -> Mapping[str, int]:
+        """File line of every field path in the file (``source.config.users`` -> 5).
+
+        Empty for a connection built in code.  Pass it as ``source_lines`` to
+        :func:`validate_config` so spec problems name their line.
+        """
+        return dict(self._field_lines)
+
+    def field_line(self, field: str) -> int | None:
+        """The line of ``field``, or of its nearest ancestor written in the file."""
+        return line_of(self._field_lines, field)
+
+
+def load_connection(path: str | Path, env: Mapping[str, str] | None = None) -> ConnectionConfig:
+    """Read, interpolate and validate a connection file.
+
+    ``env`` fills ``${VAR}`` references (default: ``os.environ``).  The name
+    defaults to the file name without its suffix.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed (with its line), or
+            an environment variable without default is unset.
+        SpecValidationError: the file's structure is wrong; one
+            ``(field_path, expected)`` problem per mistake, with its line.
+    """
+    file = Path(path)
+    where = str(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError("connection file not found", file=where) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the connection file: {exc}", file=where) from exc
+
+    data, lines = _parse(text, where)
+    if data is None:
+        raise ConfigError("the connection file is empty", file=where)
+    if not isinstance(data, dict):
+        raise ConfigError(
+            f"the connection file must be a mapping of fields, not a {_kind(data)}",
+            file=where,
+            line=lines.get(""),
+        )
+
+    problems: list[tuple[str, str]] = []
+    if "path" in data:
+        # ``path`` is where the file was found, not something a file can claim.
+        data = {key: value for key, value in data.items() if key != "path"}
+        problems.append(("path", _with_line(f"unknown field{_allowed('path', ())}", lines, "path")))
+    data = interpolate(data, os.environ if env is None else env, lines=lines, file=where)
+    name_from_file = "name" not in data
+    if name_from_file:
+        data["name"] = file.stem
+
+    try:
+        connection = ConnectionConfig.model_validate({**data, "path": file})
+    except pydantic.ValidationError as exc:
+        problems += _problems(exc, lines, file.stem if name_from_file else None)
+    if problems:
+        count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
+        raise SpecValidationError(
+            f"the connection file is not valid ({count})", problems, file=where
+        )
+    connection._field_lines = lines
+    return connection
+
+
+def _parse(text: str, where: str) -> tuple[Any, dict[str, int]]:
+    """Parse YAML once into both the data and the line of every field path."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        lines: dict[str, int] = {}
+        _map_lines(node, (), lines, where, set())
+        return loader.construct_document(node), lines
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        # exc.problem / exc.context describe the mistake; str(exc) would also
+        # quote the offending line of the file, which may hold a secret.
+        what = ", ".join(part for part in (exc.problem, exc.context) if part)
+        raise ConfigError(
+            f"cannot parse the connection file: {what or 'invalid YAML'}",
+            file=where,
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+        ) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError("cannot parse the connection file as YAML", file=where) from exc
+    finally:
+        loader.dispose()
+
+
+def _map_lines(
+    node: yaml.Node,
+    path: tuple[str | int, ...],
+    lines: dict[str, int],
+    where: str,
+    ancestors: set[int],
+) -> None:
+    """Record the line of every key and list item; refuse duplicate keys.
+
+    PyYAML silently keeps the last of two equal keys, which hides a
+    copy-paste mistake in a file people edit by hand.
+    """
+    if id(node) in ancestors:  # an alias pointing back at its own parent
+        return
+    lines.setdefault(format_path(path), node.start_mark.line + 1)
+    ancestors = ancestors | {id(node)}
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.value == "<<":
+                continue
+            child = (*path, key_node.value)
+            if key_node.value in seen:
+                raise ConfigError(
+                    f"duplicate key {key_node.value!r}: YAML would silently keep only the last one",
+                    file=where,
+                    field=format_path(child),
+                    line=key_node.start_mark.line + 1,
+                )
+            seen.add(key_node.value)
+            lines[format_path(child)] = key_node.start_mark.line + 1
+            _map_lines(value_node, child, lines, where, ancestors)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _map_lines(item, (*path, index), lines, where, ancestors)
+
+
+# Pydantic error types that mean "the value has the wrong type", and the type wanted.
+_EXPECTED_TYPES = {
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "string_type": "a string",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def _problems(
+    exc: pydantic.ValidationError, lines: Mapping[str, int], name_from_file: str | None
+) -> list[tuple[str, str]]:
+    located = []
+    for error in exc.errors(include_url=False):
+        loc = tuple(error["loc"])
+        path = format_path(loc)
+        expected = _expected(error, loc)
+        if loc == ("name",) and name_from_file is not None:
+            expected += f" (the name comes from the file name {name_from_file!r}: set name:)"
+        line = line_of(lines, path)
+        located.append((line or 0, path, f"{expected} (line {line})" if line else expected))
+    # In file order, as a person fixes them.
+    return [(path, expected) for _, path, expected in sorted(located, key=lambda p: p[0])]
+
+
+def _expected(error: Any, loc: tuple[str | int, ...]) -> str:
+    """Say what was expected, showing the type of what was found, never a value.
+
+    The one exception is a misspelt keyword (a sync mode), shown so the
+    typo is visible; such fields never hold secrets.
+    """
+    kind, ctx, found = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field" + _allowed(str(loc[-1]), loc[:-1])
+    if kind in ("enum", "literal_error"):
+        shown = repr(found) if isinstance(found, str) and len(found) <= 40 else _kind(found)
+        return f"expected {ctx.get('expected', 'one of the allowed values')} (got {shown})"
+    if kind == "value_error":
+        return str(ctx.get("error", error["msg"]))
+    if kind in _EXPECTED_TYPES:
+        return f"expected {_EXPECTED_TYPES[kind]} (got {_kind(found)})"
+    if kind == "greater_than_equal":
+        return f"must be >= {ctx.get('ge')}"
+    if kind in ("string_too_short", "too_short"):
+        return "must not be empty"
+    message = str(error["msg"]).replace("Input should be", "expected", 1)
+    return f"{message} (got {_kind(found)})"
+
+
+def _allowed(key: str, parent: tuple[str | int, ...]) -> str:
+    """``" (did you mean 'x'? allowed: a, b)"`` for an unknown key under ``parent``."""
+    model = _model_at(parent)
+    if model is None:
+        return ""
+    names = [name for name, field in model.model_fields.items() if not field.exclude]
+    close = difflib.get_close_matches(key, names, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return f" ({hint}allowed: {', '.join(names)})"
+
+
+def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The model class that validates the value at ``loc`` of a connection file."""
+    current: Any = ConnectionConfig
+    for part in loc:
+        current = _without_none(current)
+        if isinstance(part, int):
+            args = get_args(current)
+            current = args[0] if get_origin(current) is list and args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(part)
+            current = field.annotation if field is not None else None
+        else:
+            return None
+    current = _without_none(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _without_none(annotation: Any) -> Any:
+    args = [arg for arg in get_args(annotation) if arg is not type(None)]
+    if get_origin(annotation) is not list and len(args) == 1:
+        return args[0]
+    return annotation
+
+
+def _with_line(expected: str, lines: Mapping[str, int], path: str) -> str:
+    line = line_of(lines, path)
+    return f"{expected} (line {line})" if line else expected
+
+
+def _kind(value: Any) -> str:
+    """The YAML-level name of a value's type, used instead of the value itself."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "mapping"
+    if isinstance(value, list | tuple):
+        return "list"
+    return type(value).__name__

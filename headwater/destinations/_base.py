@@ -1,0 +1,96 @@
+"""The writer interface every destination implements.
+
+Same shape as Spark's two-phase writes: executors produce the rows of one
+checkpoint batch, the destination commits them in one transaction, and says
+whether the commit happened now, had already happened in an earlier attempt,
+or failed.  Each destination states its guarantee.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from headwater.engine._plan import CheckpointPlan, StreamPlan
+
+
+@dataclass(frozen=True)
+class CommitMarker:
+    """Identifies one checkpoint's commit, durably, inside the destination.
+
+    ``app_id``/``version`` are what an idempotent destination keys on (Delta's
+    ``txnAppId``/``txnVersion``); ``tag`` is written with the commit so a resumed
+    attempt can find out whether a killed attempt's commit landed.
+    """
+
+    app_id: str
+    version: int
+    run_id: str
+    stream: str
+    checkpoint_index: int
+
+    @property
+    def tag(self) -> str:
+        return json.dumps(
+            {"headwater": {"run_id": self.run_id, "stream": self.stream,
+                           "checkpoint": self.checkpoint_index}},
+            sort_keys=True, separators=(",", ":"),
+        )
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """What one checkpoint commit did."""
+
+    rows: int
+    rejected: int
+    bytes: int
+    version: int | None
+    #: True when the commit had already landed in an earlier attempt.
+    already_committed: bool = False
+
+
+class Destination(ABC):
+    """Writes streams into tables; one implementation per kind of destination."""
+
+    type_name: ClassVar[str] = ""
+    #: "exactly-once" or "at-least-once (deduplicated by primary key)".
+    guarantee: ClassVar[str] = ""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = dict(config)
+
+    @classmethod
+    @abstractmethod
+    def spec(cls) -> dict[str, Any]:
+        """JSON Schema of the destination's config."""
+
+    @abstractmethod
+    def table_location(self, stream: str) -> str:
+        """Where the stream's table lives (a path or a table name)."""
+
+    @abstractmethod
+    def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
+        """Create or evolve the stream's table; return the data schema to write with.
+
+        New columns are added; a column whose type changed keeps the table's
+        type, and values that do not fit it are recorded per row by the engine.
+        """
+
+    @abstractmethod
+    def find_commit(self, spark: SparkSession, plan: StreamPlan,
+                    marker: CommitMarker) -> CommitResult | None:
+        """The earlier commit of ``marker``, if one landed (used when resuming)."""
+
+    @abstractmethod
+    def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+               rows: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Commit one checkpoint batch in one idempotent transaction."""

@@ -1,0 +1,5 @@
+"""Delta Lake destination (the default)."""
+
+from headwater.destinations.delta._destination import DeltaDestination
+
+__all__ = ["DeltaDestination"]

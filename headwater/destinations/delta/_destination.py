@@ -1,0 +1,233 @@
+"""Delta Lake destination: one table per stream, one idempotent commit per checkpoint.
+
+Guarantee: exactly once.  Every commit carries Delta's idempotent-write pair
+``txnAppId``/``txnVersion`` (the checkpoint's lane and global index), so a
+checkpoint re-executed after a crash is skipped by Delta itself; the commit
+also carries a ``userMetadata`` tag that lets a resumed attempt find out, before
+reading anything, that a killed attempt's commit already landed.
+
+Sync modes:
+
+* ``overwrite``: the run's first checkpoint replaces the table's rows, the
+  others append (readers see the new generation grow during the run; the
+  previous one stays readable by time travel).
+* ``append``: every checkpoint appends.
+* ``append_dedup``: every checkpoint is MERGEd on the primary key; the row with
+  the latest cursor wins (ties: the later checkpoint, then the later record).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+
+from headwater.destinations._base import CommitMarker, CommitResult, Destination
+from headwater.table_schema import META_FIELDS
+from headwater.errors import DestinationError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from headwater.engine._plan import CheckpointPlan, StreamPlan
+
+#: MERGE takes its idempotency keys and commit tag from *session* confs, which
+#: every thread of this process shares; this lock keeps one MERGE's confs from
+#: leaking into another's commit.
+_MERGE_CONF_LOCK = threading.Lock()
+_TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
+_USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class DeltaDestination(Destination):
+    type_name = "delta"
+    guarantee = "exactly-once"
+
+    @classmethod
+    def spec(cls) -> dict[str, Any]:
+        return {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "Delta Lake destination",
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Folder (or any URI Spark can write) holding one table per "
+                    "stream; relative paths resolve against the working directory.",
+                    "default": "lakehouse",
+                },
+            },
+        }
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        root = str(self.config.get("path") or "lakehouse")
+        if "://" not in root:
+            root = str(Path(root).resolve())
+        self.root = root.rstrip("/")
+
+    def table_location(self, stream: str) -> str:
+        return f"{self.root}/{stream}"
+
+    # ----------------------------------------------------------------- preparing
+
+    def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
+        from delta.tables import DeltaTable
+        from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+
+        location = self.table_location(plan.stream.name)
+        wanted = pa.schema(META_FIELDS + list(data_schema))
+        try:
+            if not DeltaTable.isDeltaTable(spark, location):
+                spark_schema = from_arrow_schema(wanted)
+                spark.createDataFrame([], spark_schema).write.format("delta").mode(
+                    "append").save(location)
+                return data_schema
+            existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
+            missing = [f for f in from_arrow_schema(wanted) if f.name not in existing]
+            if missing:
+                columns = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}"
+                                    for f in missing)
+                spark.sql(f"ALTER TABLE delta.{_quote(location)} ADD COLUMNS ({columns})")
+            fields = []
+            for field in data_schema:
+                if field.name in existing:
+                    fields.append(pa.field(field.name, to_arrow_type(existing[field.name].dataType)))
+                else:
+                    fields.append(field)
+            return pa.schema(fields)
+        except Exception as exc:
+            raise DestinationError(f"cannot prepare Delta table at {location}: {exc}",
+                                   stream=plan.stream.name) from exc
+
+    # ----------------------------------------------------------------- commits
+
+    def find_commit(self, spark: SparkSession, plan: StreamPlan,
+                    marker: CommitMarker) -> CommitResult | None:
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        location = self.table_location(plan.stream.name)
+        if not DeltaTable.isDeltaTable(spark, location):
+            return None
+        found = (
+            DeltaTable.forPath(spark, location).history()
+            .where(F.col("userMetadata") == marker.tag)
+            .select("version", "operationMetrics").limit(1).collect()
+        )
+        if not found:
+            return None
+        metrics = found[0]["operationMetrics"] or {}
+        rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows") or 0)
+        return CommitResult(rows=rows, rejected=0, bytes=int(metrics.get("numOutputBytes") or 0),
+                            version=int(found[0]["version"]), already_committed=True)
+
+    def _latest_metrics(self, spark: SparkSession, location: str,
+                        marker: CommitMarker) -> tuple[int | None, int]:
+        from delta.tables import DeltaTable
+        from pyspark.sql import functions as F
+
+        found = (
+            DeltaTable.forPath(spark, location).history(50)
+            .where(F.col("userMetadata") == marker.tag)
+            .select("version", "operationMetrics").limit(1).collect()
+        )
+        if not found:
+            return None, 0
+        metrics = found[0]["operationMetrics"] or {}
+        return int(found[0]["version"]), int(metrics.get("numOutputBytes") or 0)
+
+    def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+               rows: DataFrame, marker: CommitMarker) -> CommitResult:
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        location = self.table_location(plan.stream.name)
+        observation = Observation(f"hw_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
+        observed = rows.observe(observation, F.count(F.lit(1)).alias("rows"),
+                                F.count("_hw_notes").alias("rejected"))
+        mode = plan.stream.destination_sync_mode
+        first_of_run = checkpoint.index == plan.checkpoints[0].index
+        try:
+            if mode == "append_dedup":
+                self._merge(spark, plan, observed, marker, location)
+            else:
+                write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
+                (
+                    observed.write.format("delta").mode(write_mode)
+                    .option("txnAppId", marker.app_id)
+                    .option("txnVersion", marker.version)
+                    .option("userMetadata", marker.tag)
+                    .save(location)
+                )
+        except Exception as exc:
+            raise DestinationError(
+                f"commit of checkpoint {marker.checkpoint_index} to {location} failed: "
+                f"{type(exc).__name__}: {_first_line(exc)}",
+                stream=marker.stream,
+            ) from exc
+        metrics = observation.get
+        version, size = self._latest_metrics(spark, location, marker)
+        return CommitResult(rows=int(metrics["rows"]), rejected=int(metrics["rejected"]),
+                            bytes=size, version=version)
+
+    def _merge(self, spark: SparkSession, plan: StreamPlan, observed: DataFrame,
+               marker: CommitMarker, location: str) -> None:
+        from delta.tables import DeltaTable
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        keys = list(plan.stream.primary_key)
+        cursor = plan.stream.cursor_field
+        # Materialise the batch once: MERGE may scan its source twice, and a
+        # connector read twice is both slow and possibly different.
+        staged = observed.localCheckpoint(eager=True)
+        order = ([F.col(cursor).desc_nulls_last()] if cursor else []) + [
+            F.col("_hw_checkpoint").desc(), F.col("_hw_raw_id").desc()]
+        latest = (
+            staged.withColumn("_hw_rank", F.row_number().over(
+                Window.partitionBy(*[F.col(k) for k in keys]).orderBy(*order)))
+            .where(F.col("_hw_rank") == 1).drop("_hw_rank")
+        )
+        on = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in keys)
+        if cursor:
+            newer = (f"(t.{_quote(cursor)} IS NULL OR s.{_quote(cursor)} > t.{_quote(cursor)} OR "
+                     f"(s.{_quote(cursor)} = t.{_quote(cursor)} AND "
+                     f"s._hw_checkpoint >= t._hw_checkpoint))")
+        else:
+            newer = "s._hw_checkpoint >= t._hw_checkpoint"
+        with _MERGE_CONF_LOCK:
+            spark.conf.set(_TXN_APP_CONF, marker.app_id)
+            spark.conf.set(_TXN_VERSION_CONF, str(marker.version))
+            spark.conf.set(_USER_METADATA_CONF, marker.tag)
+            try:
+                (
+                    DeltaTable.forPath(spark, location).alias("t")
+                    .merge(latest.alias("s"), on)
+                    .whenMatchedUpdateAll(condition=newer)
+                    .whenNotMatchedInsertAll()
+                    .execute()
+                )
+            finally:
+                # These confs outlive the commit; left set, the next MERGE would be
+                # skipped as a duplicate of this one.
+                spark.conf.unset(_TXN_APP_CONF)
+                spark.conf.unset(_TXN_VERSION_CONF)
+                spark.conf.unset(_USER_METADATA_CONF)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
+
+
+__all__ = ["DeltaDestination"]

@@ -1,0 +1,54 @@
+"""Make Delta Lake's jars available before the first sync (run by ``scripts/setup``).
+
+The standard way is Ivy through ``spark.jars.packages``: starting one local
+session resolves and caches the pinned jars.  Where Ivy cannot reach Maven
+Central, Maven can often still (it honours ``~/.m2/settings.xml`` mirrors and
+proxies), so the fallback copies the same pinned jars with
+``mvn dependency:copy`` into ``.headwater/jars``, which ``_spark`` then puts on
+``spark.jars``.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from headwater.engine._spark import DELTA_JAR_VERSION, SparkSettings, delta_jars_dir, get_spark
+
+JARS = [
+    f"io.delta:delta-spark_4.2_2.13:{DELTA_JAR_VERSION}",
+    f"io.delta:delta-storage:{DELTA_JAR_VERSION}",
+]
+
+
+def fetch_with_maven(target: Path) -> None:
+    if shutil.which("mvn") is None:
+        raise SystemExit("Ivy could not resolve Delta's jars and Maven (mvn) is not installed")
+    target.mkdir(parents=True, exist_ok=True)
+    for artifact in JARS:
+        subprocess.run(["mvn", "-q", "dependency:copy", f"-Dartifact={artifact}",
+                        f"-DoutputDirectory={target}"], check=True)
+
+
+def main() -> None:
+    if delta_jars_dir() is not None:
+        print(f"Delta jars: {delta_jars_dir()} (fetched earlier with Maven)")
+        return
+    repo = Path(__file__).resolve().parents[2]
+    log = repo / ".headwater" / "logs" / "setup-spark.log"
+    try:
+        spark = get_spark(SparkSettings(master="local[1]", jvm_log_path=log))
+        spark.range(1).count()
+        spark.stop()
+        print("Delta jars: resolved by Ivy (spark.jars.packages)")
+    except Exception as exc:
+        print(f"Ivy could not resolve Delta's jars ({type(exc).__name__}); see {log}. "
+              "Falling back to mvn dependency:copy", file=sys.stderr)
+        fetch_with_maven(repo / ".headwater" / "jars")
+        print(f"Delta jars: {repo / '.headwater' / 'jars'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""Getting a SparkSession with Delta Lake, wherever the sync runs.
+
+The same connection file runs on ``local[*]``, on a cluster (``--master``), on
+Spark Connect (``--remote``) and under ``spark-submit``; only this module knows
+the difference.  Rules it follows:
+
+* An active session (spark-submit, a notebook, the test suite) is used as it is;
+  it must already have Delta configured, and we say so if it does not.
+* Spark Connect sessions are configured on the server; we only connect.
+* Otherwise we start one: Delta's jars come from Maven Central through
+  ``spark.jars.packages`` (Ivy), or from the folder ``scripts/setup`` filled with
+  ``mvn dependency:copy`` when Ivy could not reach Maven Central.
+* Python workers must run this interpreter (``PYSPARK_PYTHON``), or they start
+  the system Python and cannot import pyarrow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from headwater.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+#: delta-spark 4.4.1 on PyPI pairs with Spark 4.2, but Maven Central publishes the
+#: Spark-4.2 build of the jars only as 4.4.0 (checked 2026-11-22); the Python API is
+#: the same, so the jar version is pinned separately from the Python package.
+DELTA_JAR_VERSION = "4.4.0"
+DELTA_PACKAGE = f"io.delta:delta-spark_4.2_2.13:{DELTA_JAR_VERSION}"
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+#: Where ``scripts/setup`` puts jars fetched with Maven when Ivy cannot resolve them.
+LOCAL_JARS_ENV = "HEADWATER_JARS_DIR"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    """Where and how to run Spark; built from the CLI flags and the connection file."""
+
+    master: str | None = None
+    remote: str | None = None
+    conf: Mapping[str, str] = field(default_factory=dict)
+    app_name: str = "headwater"
+    #: Spark's own JVM output goes here instead of the terminal (None: inherit).
+    jvm_log_path: Path | None = None
+
+
+def delta_jars_dir() -> Path | None:
+    """The folder of Maven-fetched Delta jars, if the set-up had to make one."""
+    configured = os.environ.get(LOCAL_JARS_ENV)
+    candidates = [Path(configured)] if configured else []
+    candidates.append(Path(__file__).resolve().parents[2] / ".headwater" / "jars")
+    for folder in candidates:
+        if folder.is_dir() and any(folder.glob("delta-spark*.jar")):
+            return folder
+    return None
+
+
+def _base_conf(settings: SparkSettings) -> dict[str, str]:
+    python = sys.executable
+    conf = {
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.pyspark.python": python,
+        "spark.pyspark.driver.python": python,
+        "spark.executorEnv.PYSPARK_PYTHON": python,
+        # Our own progress display replaces Spark's console bar.
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # Nothing Headwater starts listens beyond this machine unless asked to.
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+        # MERGE reads its source once even when the source is a Python reader.
+        "spark.databricks.delta.merge.materializeSource": "auto",
+    }
+    master = settings.master or "local[*]"
+    if master.startswith("local"):
+        conf["spark.ui.enabled"] = "false"
+        conf["spark.sql.shuffle.partitions"] = str(max(2, (os.cpu_count() or 2) * 2))
+    jars = delta_jars_dir()
+    if jars is not None:
+        conf["spark.jars"] = ",".join(str(p) for p in sorted(jars.glob("*.jar")))
+    else:
+        conf["spark.jars.packages"] = DELTA_PACKAGE
+        conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))
+    return conf
+
+
+@contextlib.contextmanager
+def _jvm_output_to(path: Path | None) -> Iterator[None]:
+    """Send what the JVM prints while it starts (Ivy, log4j) to a file.
+
+    The JVM inherits this process's stdout/stderr when PySpark launches it and
+    keeps them for its whole life, so pointing fds 1 and 2 at a log file for
+    the moment of the launch keeps Spark's chatter out of the terminal.
+    """
+    if path is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    with open(path, "ab") as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
+
+
+def _has_delta(spark: SparkSession) -> bool:
+    try:
+        extensions = spark.conf.get("spark.sql.extensions", "") or ""
+    except Exception:  # Spark Connect may refuse to show static confs
+        return True
+    return DELTA_EXTENSION in extensions
+
+
+def get_spark(settings: SparkSettings) -> SparkSession:
+    """Return the session a sync runs on (see the module docstring for the rules)."""
+    from pyspark.sql import SparkSession
+
+    if settings.master and settings.remote:
+        raise ConfigError("choose either a Spark master or a Spark Connect remote, not both",
+                          field="spark")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+    if settings.remote:
+        builder = SparkSession.builder.remote(settings.remote).appName(settings.app_name)
+        for key, value in settings.conf.items():
+            builder = builder.config(key, value)
+        return builder.getOrCreate()
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        if not _has_delta(active):
+            raise ConfigError(
+                "the running Spark session has no Delta Lake; start it with "
+                f"--packages {DELTA_PACKAGE} --conf spark.sql.extensions={DELTA_EXTENSION} "
+                f"--conf spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
+                field="spark",
+            )
+        return active
+
+    under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ
+    builder = SparkSession.builder.appName(settings.app_name)
+    conf = _base_conf(settings)
+    if under_spark_submit:
+        # spark-submit already started the JVM: jars and master come from its flags.
+        conf = {k: v for k, v in conf.items() if not k.startswith("spark.jars")}
+    elif settings.master:
+        builder = builder.master(settings.master)
+    else:
+        builder = builder.master("local[*]")
+    if settings.master and not settings.master.startswith("local"):
+        # Executors on a cluster may run elsewhere: never pin the driver to loopback
+        # unless the cluster itself is on loopback.
+        if "127.0.0.1" not in settings.master and "localhost" not in settings.master:
+            conf.pop("spark.driver.bindAddress", None)
+            conf.pop("spark.driver.host", None)
+    conf.update(settings.conf)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    with _jvm_output_to(None if under_spark_submit else settings.jvm_log_path):
+        spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark

@@ -1,0 +1,416 @@
+"""One sync, end to end: plan, persist, run on Spark, commit, release state.
+
+The driver plans and commits; executors read and write.  The order of events,
+and why each step is where it is:
+
+1. take the connection's lock (two syncs of one connection would race on state);
+2. resume the connection's unfinished run if a killed attempt left one, else
+   plan a new run and persist the plan *before reading anything*;
+3. per stream (streams side by side), run the checkpoints on Spark in lanes
+   (see :class:`~headwater.engine._plan.CheckpointPlan`) and commit each one in
+   one idempotent destination transaction;
+4. after each commit, close its partitions in the stream's cursor and release,
+   in index order, the states the checkpoint manager says are ready (seed 003);
+5. at the end of a stream, save the cursor's state: its merged ranges describe
+   exactly the committed partitions, so even a failed stream leaves a state
+   that neither skips nor repeats data.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from headwater.config import ConnectionConfig, redact, register_secrets, secret_values
+from headwater.destinations import Destination, get_destination_class
+from headwater.destinations._base import CommitMarker, CommitResult
+from headwater.engine._faults import fault_point
+from headwater.engine._plan import (
+    CheckpointPlan,
+    ConfiguredStream,
+    RunPlan,
+    StreamPlan,
+    group_checkpoints,
+)
+from headwater.engine._spark import SparkSettings, get_spark
+from headwater.engine._task import TaskContext, make_task
+from headwater.table_schema import META_FIELDS, arrow_schema_for
+from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
+from headwater.engine.connection import build_source, resolve_streams
+from headwater.errors import HeadwaterError
+from headwater.metadata_store import MetadataStore
+from headwater.sdk import Cursor, Source, Stream
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class StreamStats:
+    """Per-stream figures of one run, as shown in the summary and in ``--json``."""
+
+    name: str
+    mode: str
+    status: str = "pending"
+    records_read: int = 0
+    records_written: int = 0
+    records_rejected: int = 0
+    bytes: int = 0
+    partitions: int = 0
+    checkpoints: int = 0
+    checkpoints_done: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "mode": self.mode,
+            "status": self.status,
+            "records_read": self.records_read,
+            "records_written": self.records_written,
+            "records_rejected": self.records_rejected,
+            "bytes": self.bytes,
+            "partitions": self.partitions,
+            "checkpoints": self.checkpoints,
+            "duration_s": round(self.duration_s, 3),
+            "error": self.error,
+        }
+
+
+@dataclass
+class SyncResult:
+    run_id: str
+    connection: str
+    status: str
+    resumed: bool
+    attempt: int
+    streams: list[StreamStats] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "connection": self.connection,
+            "status": self.status,
+            "resumed": self.resumed,
+            "attempt": self.attempt,
+            "duration_s": round(self.duration_s, 3),
+            "streams": [s.to_dict() for s in self.streams],
+        }
+
+
+class SyncObserver:
+    """Hooks the CLI uses to draw progress; every method may be called from any thread."""
+
+    def run_started(self, run_id: str, plan: RunPlan, resumed: bool) -> None:
+        """The plan is persisted and reading starts."""
+
+    def checkpoint_committed(self, stream: str, partitions: int, result: CommitResult) -> None:
+        """One checkpoint's data is durable."""
+
+    def stream_finished(self, stats: StreamStats) -> None:
+        """A stream succeeded or failed."""
+
+
+@dataclass(frozen=True)
+class SyncOptions:
+    spark: SparkSettings = field(default_factory=SparkSettings)
+    #: Partitions per checkpoint (default: from the connection, else 4 x Spark parallelism).
+    partitions_per_checkpoint: int | None = None
+
+
+def _parallelism(spark: SparkSession) -> int:
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext on the client
+        return int(spark.conf.get("spark.default.parallelism", "4") or 4)
+
+
+class SyncEngine:
+    """Runs one connection's sync (see the module docstring for the order of events)."""
+
+    def __init__(self, connection: ConnectionConfig, store: MetadataStore,
+                 options: SyncOptions | None = None, observer: SyncObserver | None = None) -> None:
+        self.connection = connection
+        self.store = store
+        self.options = options or SyncOptions()
+        self.observer = observer or SyncObserver()
+        self.source: Source = build_source(connection)
+        dest_cls = get_destination_class(connection.destination.type)
+        from headwater.config import validate_config
+
+        dest_config = validate_config(dest_cls.spec(), connection.destination.config,
+                                      where="destination.config")
+        register_secrets(secret_values(dest_cls.spec(), dest_config))
+        self.destination: Destination = dest_cls(dest_config)
+
+    # ------------------------------------------------------------------ planning
+
+    def plan(self, spark: SparkSession) -> RunPlan:
+        """Partitions and checkpoints of a new run, from the current state."""
+        conn = self.connection
+        per_checkpoint = (self.options.partitions_per_checkpoint
+                          or conn.checkpoint.partitions_per_checkpoint
+                          or max(4, _parallelism(spark) * 4))
+        lanes_wanted = conn.checkpoint.concurrent_checkpoints
+        stream_plans = []
+        for configured in resolve_streams(self.source, conn):
+            stream = self.source.stream(configured.name)
+            state = self.store.get_state(conn.name, configured.name) if configured.incremental \
+                else None
+            partitions = stream.partitions(state)
+            overwrite = configured.destination_sync_mode == "overwrite"
+            # MERGE commits of one table cannot run side by side.
+            lanes = 1 if configured.destination_sync_mode == "append_dedup" else lanes_wanted
+            count = -(-len(partitions) // per_checkpoint)
+            count = max(count, 1) if overwrite else count
+            first = self.store.allocate_checkpoint_indices(conn.name, configured.name, count) \
+                if count else 0
+            checkpoints = group_checkpoints(partitions, first_index=first,
+                                            per_checkpoint=per_checkpoint, lanes=lanes,
+                                            overwrite=overwrite)
+            stream_plans.append(StreamPlan(stream=configured, state_before=state, lanes=lanes,
+                                           checkpoints=checkpoints,
+                                           json_schema=stream.json_schema()))
+        return RunPlan(connection=conn.name, streams=tuple(stream_plans))
+
+    # ------------------------------------------------------------------ running
+
+    def run(self) -> SyncResult:
+        conn = self.connection
+        started = time.monotonic()
+        with self.store.lock(conn.name) as lock:
+            spark = get_spark(self.options.spark)
+            unfinished = self.store.find_unfinished_run(conn.name)
+            if unfinished is not None:
+                plan = RunPlan.from_dict(unfinished.plan)
+                run_id = unfinished.run_id
+                resumed = True
+                log.warning("resuming run %s of %s, left unfinished by a killed sync",
+                            run_id, conn.name)
+            else:
+                plan = self.plan(spark)
+                spec = type(self.source).spec()
+                run_id = self.store.create_run(
+                    conn.name,
+                    plan=plan.to_dict(),
+                    state_before={s.stream.name: s.state_before for s in plan.streams},
+                    config_redacted={"source": {"type": conn.source.type,
+                                                "config": redact(self.source.config, spec)},
+                                     "destination": {"type": conn.destination.type}},
+                )
+                resumed = False
+            lock.set_run_id(run_id)
+            attempt = self.store.start_attempt(run_id, pid=os.getpid(), host=socket.gethostname())
+            fault_point("after-plan")
+            self.observer.run_started(run_id, plan, resumed)
+            stats = self._run_streams(spark, plan, run_id, attempt)
+            failed = [s for s in stats if s.status != "succeeded"]
+            status = "failed" if failed else "succeeded"
+            error = "; ".join(f"{s.name}: {s.error}" for s in failed) or None
+            states_after = self.store.get_states(conn.name)
+            self.store.finish_attempt(run_id, attempt, status=status, error=error)
+            self.store.finish_run(run_id, status=status,
+                                  stats={"streams": [s.to_dict() for s in stats]},
+                                  state_after=states_after, error=error)
+        return SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
+                          attempt=attempt, streams=stats, duration_s=time.monotonic() - started)
+
+    def _run_streams(self, spark: SparkSession, plan: RunPlan, run_id: str,
+                     attempt: int) -> list[StreamStats]:
+        runners = [_StreamRunner(self, spark, stream_plan, run_id, attempt)
+                   for stream_plan in plan.streams]
+        if not runners:
+            return []
+        with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="hw-stream") as pool:
+            return list(pool.map(lambda r: r.run(), runners))
+
+
+class _StreamRunner:
+    """Runs one stream's checkpoints in lanes and moves its state."""
+
+    def __init__(self, engine: SyncEngine, spark: SparkSession, plan: StreamPlan, run_id: str,
+                 attempt: int) -> None:
+        self.engine = engine
+        self.spark = spark
+        self.plan = plan
+        self.run_id = run_id
+        self.attempt = attempt
+        self.name = plan.stream.name
+        self.connection = engine.connection.name
+        self.store = engine.store
+        self.stats = StreamStats(name=self.name, mode=plan.stream.mode_label,
+                                 partitions=plan.partition_count,
+                                 checkpoints=len(plan.checkpoints))
+        # Guards the cursor, the manager and the stats: lanes finish checkpoints
+        # concurrently, but state must be computed and released one at a time.
+        self._lock = threading.Lock()
+        self._failed = threading.Event()
+
+    def _marker(self, checkpoint: CheckpointPlan) -> CommitMarker:
+        app_id = f"headwater/{self.store.store_id}/{self.connection}/{self.name}/{checkpoint.lane}"
+        return CommitMarker(app_id=app_id, version=checkpoint.index, run_id=self.run_id,
+                            stream=self.name, checkpoint_index=checkpoint.index)
+
+    def run(self) -> StreamStats:
+        started = time.monotonic()
+        self.stats.status = "running"
+        try:
+            self._run()
+        except Exception as exc:
+            self._failed.set()
+            self.stats.error = _describe(exc)
+            log.error("stream %s failed: %s", self.name, self.stats.error)
+        self.stats.status = "failed" if (self._failed.is_set() or self.stats.error) \
+            else "succeeded"
+        if self.stats.status == "failed" and self.stats.error is None:
+            self.stats.error = "a checkpoint failed (see the log)"
+        self.stats.duration_s = time.monotonic() - started
+        self.engine.observer.stream_finished(self.stats)
+        return self.stats
+
+    def _run(self) -> None:
+        stream = self.engine.source.stream(self.name)
+        released = self.store.released_indices(self.run_id, self.name)
+        todo = [c for c in self.plan.checkpoints if c.index not in released]
+        self.stats.checkpoints_done = len(self.plan.checkpoints) - len(todo)
+        incremental = self.plan.stream.incremental
+        state = self.store.get_state(self.connection, self.name) if incremental else None
+        self.cursor: Cursor = stream.cursor(state, incremental)
+        self.manager: CheckpointManager[CommitResult] = CheckpointManager(
+            CheckpointKey(c.index, c.checkpoint_id) for c in todo)
+        data_schema = self.engine.destination.prepare(
+            self.spark, self.plan, arrow_schema_for(self.plan.json_schema))
+        self.context_schema = data_schema
+        if not todo:
+            return
+        overwrite_first = (self.plan.stream.destination_sync_mode == "overwrite"
+                           and todo[0].index == self.plan.checkpoints[0].index)
+        if overwrite_first:
+            self._run_lane(stream, [todo[0]])
+            todo = todo[1:]
+        lanes: dict[int, list[CheckpointPlan]] = {}
+        for checkpoint in todo:
+            lanes.setdefault(checkpoint.lane, []).append(checkpoint)
+        if not self._failed.is_set() and lanes:
+            with ThreadPoolExecutor(max_workers=len(lanes),
+                                    thread_name_prefix=f"hw-{self.name}") as pool:
+                list(pool.map(lambda cps: self._run_lane(stream, cps), lanes.values()))
+        if incremental:
+            # The cursor holds exactly the committed partitions (gaps included), so
+            # saving it is right even when a checkpoint failed.
+            with self._lock:
+                self.store.save_state(self.connection, self.name, self.cursor.state(),
+                                      run_id=self.run_id, checkpoint_index=None)
+
+    def _run_lane(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
+        for checkpoint in checkpoints:
+            if self._failed.is_set():
+                return
+            marker = self._marker(checkpoint)
+            began = time.monotonic()
+            try:
+                result = self._commit(stream, checkpoint, marker)
+            except Exception as exc:
+                self._failed.set()
+                with self._lock:
+                    self.manager.mark_failed(checkpoint.checkpoint_id)
+                    self.stats.error = _describe(exc)
+                self.store.record_checkpoint(
+                    self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
+                    status="failed", stats={"attempt": self.attempt, "error": self.stats.error})
+                log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
+                          self.stats.error)
+                return
+            self._committed(checkpoint, result, time.monotonic() - began)
+
+    def _commit(self, stream: Stream, checkpoint: CheckpointPlan,
+                marker: CommitMarker) -> CommitResult:
+        if self.attempt > 1:
+            earlier = self.engine.destination.find_commit(self.spark, self.plan, marker)
+            if earlier is not None:
+                return earlier
+        rows = self._rows(stream, checkpoint)
+        return self.engine.destination.commit(self.spark, self.plan, checkpoint, rows, marker)
+
+    def _rows(self, stream: Stream, checkpoint: CheckpointPlan) -> DataFrame:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        context = TaskContext(run_id=self.run_id, checkpoint_index=checkpoint.index,
+                              data_schema=self.context_schema)
+        spark_schema = from_arrow_schema(_nullable(context.output_schema))
+        count = len(checkpoint.partitions)
+        if count == 0:
+            return self.spark.createDataFrame([], spark_schema)
+        positions = self.spark.range(0, count, 1, numPartitions=count)
+        return positions.mapInArrow(make_task(stream, checkpoint.partitions, context),
+                                    spark_schema)
+
+    def _committed(self, checkpoint: CheckpointPlan, result: CommitResult,
+                   duration: float) -> None:
+        fault_point("after-commit")
+        stats = {
+            "attempt": self.attempt,
+            "records_read": result.rows,
+            "records_written": result.rows,
+            "records_rejected": result.rejected,
+            "bytes": result.bytes,
+            "duration_s": round(duration, 3),
+            "delta_version": result.version,
+            "already_committed": result.already_committed,
+            "partitions": [p.id for p in checkpoint.partitions],
+        }
+        self.store.record_checkpoint(self.run_id, self.name, checkpoint.index,
+                                     checkpoint.checkpoint_id, status="committed", stats=stats)
+        with self._lock:
+            for partition in checkpoint.partitions:
+                self.cursor.close_partition(partition)
+            self.stats.records_read += result.rows
+            self.stats.records_written += result.rows
+            self.stats.records_rejected += result.rejected
+            self.stats.bytes += result.bytes
+            self.stats.checkpoints_done += 1
+            self.manager.mark_committed(checkpoint.checkpoint_id, result)
+            for key, _ in self.manager.release_ready():
+                if self.plan.stream.incremental:
+                    self.store.save_state(self.connection, self.name, self.cursor.state(),
+                                          run_id=self.run_id, checkpoint_index=key.index)
+                self.store.record_checkpoint(self.run_id, self.name, key.index,
+                                             key.checkpoint_id, status="released", stats=stats
+                                             if key.index == checkpoint.index else
+                                             self._stats_of(key.index))
+                fault_point("after-release")
+        self.engine.observer.checkpoint_committed(self.name, len(checkpoint.partitions), result)
+
+    def _stats_of(self, index: int) -> dict[str, Any]:
+        for record in self.store.list_checkpoints(self.run_id):
+            if record.stream == self.name and record.index == index:
+                return dict(record.stats)
+        return {}
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([f.with_nullable(True) for f in schema])
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, HeadwaterError):
+        return str(exc)
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+__all__ = ["StreamStats", "SyncEngine", "SyncObserver", "SyncOptions", "SyncResult"]

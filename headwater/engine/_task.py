@@ -1,0 +1,143 @@
+"""What one Spark task does: read partitions with the connector, emit typed Arrow.
+
+This is the hard boundary between connector and engine: the connector's
+``Stream.read`` yields Arrow batches or dicts; this module adds the metadata
+columns and conforms the data columns to the table schema, on the executor.
+Rows never travel through the driver.
+
+Everything here is pickled to executors (by ``mapInArrow``), so it holds only the
+stream object, the partitions and a few plain values.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import itertools
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from headwater.table_schema import META_FIELDS, batch_from_records, conform_batch, notes_array
+from headwater.errors import ConnectorError
+from headwater.sdk import Partition, Stream
+
+#: Dict records are gathered into Arrow batches of this many rows.
+DICT_BATCH_ROWS = 10_000
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """Plain values every row of a checkpoint batch carries."""
+
+    run_id: str
+    checkpoint_index: int
+    data_schema: pa.Schema
+
+    @property
+    def output_schema(self) -> pa.Schema:
+        return pa.schema(META_FIELDS + list(self.data_schema))
+
+
+def _partition_digest(partition: Partition) -> str:
+    key = f"{partition.stream}\x00{partition.id}".encode()
+    return hashlib.blake2b(key, digest_size=8).hexdigest()
+
+
+def _constant(value: Any, length: int, type_: pa.DataType) -> pa.Array:
+    return pa.nulls(length, type_).fill_null(pa.scalar(value, type_))
+
+
+class _PartitionWriter:
+    """Turns one partition's records into output batches with metadata columns."""
+
+    def __init__(self, partition: Partition, context: TaskContext) -> None:
+        self.partition = partition
+        self.context = context
+        self.extracted_at = dt.datetime.now(dt.UTC)
+        self.digest = _partition_digest(partition)
+        self.record_number = 0
+
+    def _meta(self, length: int, notes: list[list[dict[str, str]]]) -> list[pa.Array]:
+        numbers = pa.array(range(self.record_number, self.record_number + length), pa.int64())
+        self.record_number += length
+        raw_ids = pc.binary_join_element_wise(
+            _constant(self.digest, length, pa.string()),
+            numbers.cast(pa.string()),
+            "-",
+        )
+        return [
+            raw_ids,
+            _constant(self.extracted_at, length, META_FIELDS[1].type),
+            _constant(self.context.run_id, length, pa.string()),
+            _constant(self.partition.id, length, pa.string()),
+            _constant(self.context.checkpoint_index, length, pa.int64()),
+            notes_array(notes),
+        ]
+
+    def from_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        notes: list[list[dict[str, str]]] = []
+        data = conform_batch(batch, self.context.data_schema, notes)
+        meta = self._meta(batch.num_rows, notes)
+        return pa.RecordBatch.from_arrays(meta + data, schema=self.context.output_schema)
+
+    def from_records(self, records: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
+        notes: list[list[dict[str, str]]] = []
+        data = batch_from_records(records, self.context.data_schema, notes)
+        meta = self._meta(len(records), notes)
+        return pa.RecordBatch.from_arrays(meta + data, schema=self.context.output_schema)
+
+
+def read_partition(stream: Stream, partition: Partition,
+                   context: TaskContext) -> Iterator[pa.RecordBatch]:
+    """Read one partition and yield output batches (metadata + typed data columns)."""
+    writer = _PartitionWriter(partition, context)
+    pending: list[Mapping[str, Any]] = []
+    try:
+        for item in stream.read(partition):
+            if isinstance(item, pa.RecordBatch):
+                if pending:
+                    yield writer.from_records(pending)
+                    pending = []
+                if item.num_rows:
+                    yield writer.from_batch(item)
+            elif isinstance(item, pa.Table):
+                for batch in item.to_batches():
+                    yield writer.from_batch(batch)
+            else:
+                pending.append(item)
+                if len(pending) >= DICT_BATCH_ROWS:
+                    yield writer.from_records(pending)
+                    pending = []
+        if pending:
+            yield writer.from_records(pending)
+    except ConnectorError:
+        raise
+    except Exception as exc:
+        raise ConnectorError(
+            f"reading partition failed: {type(exc).__name__}: {exc}",
+            stream=partition.stream, partition=partition.id,
+        ) from exc
+
+
+def make_task(stream: Stream, partitions: Sequence[Partition],
+              context: TaskContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function ``mapInArrow`` runs: its input rows are positions in ``partitions``."""
+    frozen = list(partitions)
+
+    def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in positions:
+            for position in batch.column(0).to_pylist():
+                yield from read_partition(stream, frozen[position], context)
+
+    return run
+
+
+def chunked(iterable: Sequence[Any], size: int) -> Iterator[list[Any]]:
+    """Consecutive pieces of at most ``size`` items."""
+    iterator = iter(iterable)
+    while piece := list(itertools.islice(iterator, size)):
+        yield piece

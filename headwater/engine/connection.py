@@ -1,0 +1,83 @@
+"""From a connection file to a ready source and its configured streams.
+
+Shared by ``sync``, ``check`` and ``discover``: validate the source config
+against the connector's spec (errors name the field), register its secrets for
+masking before anything can print them, and merge each configured stream with
+the source's own defaults (cursor field, primary key).
+"""
+
+from __future__ import annotations
+
+from headwater.config import ConnectionConfig, register_secrets, secret_values, validate_config
+from headwater.connectors import get_source_class
+from headwater.engine._plan import ConfiguredStream
+from headwater.errors import ConfigError
+from headwater.protocol import AirbyteCatalog, AirbyteStream, SyncMode
+from headwater.sdk import INCREMENTAL, Source
+
+
+def build_source(connection: ConnectionConfig) -> Source:
+    source_cls = get_source_class(connection.source.type)
+    spec = source_cls.spec()
+    # Secrets are registered from the raw config first, so even a validation
+    # error that quotes a value cannot show one.
+    register_secrets(secret_values(spec, connection.source.config))
+    config = validate_config(spec, connection.source.config, where="source.config",
+                             source_lines=connection.field_lines)
+    register_secrets(secret_values(spec, config))
+    return source_cls(config)
+
+
+def resolve_streams(source: Source, connection: ConnectionConfig) -> list[ConfiguredStream]:
+    """The streams to sync: those the file lists, or every stream as full refresh."""
+    available = {s.stream_name: s for s in source.streams()}
+    if not connection.streams:
+        return [ConfiguredStream(name=name, sync_mode="full_refresh",
+                                 destination_sync_mode="overwrite",
+                                 cursor_field=stream.cursor_field,
+                                 primary_key=tuple(stream.primary_key))
+                for name, stream in available.items()]
+    resolved = []
+    for position, configured in enumerate(connection.streams):
+        where = f"streams[{position}]"
+        stream = available.get(configured.name)
+        if stream is None:
+            known = ", ".join(sorted(available))
+            raise ConfigError(f"the source has no stream {configured.name!r}; it has: {known}",
+                              field=f"{where}.name")
+        cursor_field = configured.cursor_field or stream.cursor_field
+        primary_key = tuple(configured.primary_key or stream.primary_key)
+        if configured.sync_mode == INCREMENTAL:
+            if INCREMENTAL not in stream.supported_sync_modes:
+                raise ConfigError(f"stream {configured.name!r} does not support incremental sync",
+                                  field=f"{where}.sync_mode")
+            if cursor_field != stream.cursor_field:
+                raise ConfigError(
+                    f"stream {configured.name!r} reads incrementally on its cursor "
+                    f"{stream.cursor_field!r}; another cursor field is not supported",
+                    field=f"{where}.cursor_field")
+        if configured.destination_sync_mode == "append_dedup" and not primary_key:
+            raise ConfigError(f"append_dedup needs a primary key and stream "
+                              f"{configured.name!r} has none", field=f"{where}.primary_key")
+        resolved.append(ConfiguredStream(
+            name=configured.name, sync_mode=configured.sync_mode,
+            destination_sync_mode=configured.destination_sync_mode,
+            cursor_field=cursor_field, primary_key=primary_key))
+    return resolved
+
+
+def discover_catalog(source: Source) -> AirbyteCatalog:
+    """The source's streams as an Airbyte catalog (what ``discover`` prints)."""
+    streams = []
+    for stream in source.streams():
+        streams.append(AirbyteStream(
+            name=stream.stream_name,
+            namespace=stream.namespace,
+            json_schema=stream.json_schema(),
+            supported_sync_modes=[SyncMode(m) for m in stream.supported_sync_modes],
+            source_defined_cursor=bool(stream.cursor_field) or None,
+            default_cursor_field=[stream.cursor_field] if stream.cursor_field else None,
+            source_defined_primary_key=[[k] for k in stream.primary_key] or None,
+            is_resumable=True,
+        ))
+    return AirbyteCatalog(streams=streams)

@@ -1,0 +1,96 @@
+"""Every error Headwater raises on purpose, in one tree.
+
+Callers catch by meaning, and the CLI maps each branch to an exit code, so the
+tree is the contract::
+
+    HeadwaterError                     exit 1 unless a subclass says otherwise
+    ├── ConfigError                    exit 2: the connection file or a config is wrong
+    │   └── SpecValidationError        a source/destination config breaks its spec
+    ├── AuthenticationError            exit 3: credentials were refused
+    ├── ConnectorError                 a connector failed while checking/discovering/reading
+    ├── DestinationError               a destination failed to prepare or commit
+    ├── StateError                     stored state cannot be read or does not fit the stream
+    ├── MetadataStoreError             the metadata store is unreachable or inconsistent
+    │   └── ConnectionLockedError      another sync of the same connection is running
+    └── SyncFailedError                a sync ended with failed streams (carries the run id)
+
+Errors carry context as keyword arguments (``stream=``, ``partition=``,
+``field=``) so messages and ``--json`` output can show them, and third-party
+errors are translated at the boundary with ``raise ... from exc``.  Messages
+must never contain secret values: :mod:`headwater.config.secrets` masks known
+secrets again before anything is printed, as a second line of defence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class HeadwaterError(Exception):
+    """Root of every error Headwater raises on purpose."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str, **context: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.context: dict[str, Any] = {k: v for k, v in context.items() if v is not None}
+
+    def __str__(self) -> str:
+        if not self.context:
+            return self.message
+        where = ", ".join(f"{k}={v}" for k, v in self.context.items())
+        return f"{self.message} ({where})"
+
+
+class ConfigError(HeadwaterError):
+    """The connection file, or a config inside it, is not what Headwater expects."""
+
+    exit_code = 2
+
+
+class SpecValidationError(ConfigError):
+    """A config does not validate against its connector's spec.
+
+    ``problems`` holds one ``(field_path, expected)`` pair per violation, so a
+    person reads e.g. ``source.config.users: expected integer, got 'ten'``.
+    """
+
+    def __init__(self, message: str, problems: list[tuple[str, str]], **context: Any) -> None:
+        super().__init__(message, **context)
+        self.problems = problems
+
+    def __str__(self) -> str:
+        lines = [super().__str__()]
+        lines += [f"  - {path}: {expected}" for path, expected in self.problems]
+        return "\n".join(lines)
+
+
+class AuthenticationError(HeadwaterError):
+    """The source or destination refused the credentials in the config."""
+
+    exit_code = 3
+
+
+class ConnectorError(HeadwaterError):
+    """A connector failed while checking, discovering or reading."""
+
+
+class DestinationError(HeadwaterError):
+    """A destination failed to prepare a table or to commit a checkpoint batch."""
+
+
+class StateError(HeadwaterError):
+    """Stored state cannot be parsed or does not belong to the stream."""
+
+
+class MetadataStoreError(HeadwaterError):
+    """The metadata store cannot be reached or holds something inconsistent."""
+
+
+class ConnectionLockedError(MetadataStoreError):
+    """Another sync of the same connection holds the lock."""
+
+
+class SyncFailedError(HeadwaterError):
+    """A sync finished, but at least one stream failed; state of failed work did not move."""

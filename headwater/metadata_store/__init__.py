@@ -1,0 +1,36 @@
+"""Headwater's metadata store: everything about a connection that is not data.
+
+State of each stream (with its history), checkpoint index counters, runs with
+their plans, attempts and checkpoints, and the lock that keeps two syncs of one
+connection from running at once.  SQLite in ``.headwater/headwater.db`` by
+default, any PostgreSQL URL for a team; see :class:`MetadataStore`.
+"""
+
+from headwater.metadata_store._lock import LockHandle
+from headwater.metadata_store._models import (
+    AttemptRecord,
+    AttemptStatus,
+    CheckpointRecord,
+    CheckpointStatus,
+    LockHolder,
+    RunRecord,
+    RunStatus,
+    StateHistoryRecord,
+)
+from headwater.metadata_store._schema import SCHEMA_VERSION
+from headwater.metadata_store._store import FIRST_CHECKPOINT_INDEX, MetadataStore
+
+__all__ = [
+    "FIRST_CHECKPOINT_INDEX",
+    "SCHEMA_VERSION",
+    "AttemptRecord",
+    "AttemptStatus",
+    "CheckpointRecord",
+    "CheckpointStatus",
+    "LockHandle",
+    "LockHolder",
+    "MetadataStore",
+    "RunRecord",
+    "RunStatus",
+    "StateHistoryRecord",
+]

@@ -1,0 +1,105 @@
+"""Plain records the metadata store hands back: no session, no lazy loading.
+
+Every timestamp is an aware ``datetime`` in UTC.  JSON columns come back as
+fresh ``dict``/``list`` objects, so a caller may change them freely.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+#: ``running`` until :meth:`MetadataStore.finish_run` / ``finish_attempt`` says otherwise.
+RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
+AttemptStatus = RunStatus
+#: ``committed``: its data is durable; ``released``: its state moved too; ``failed``.
+CheckpointStatus = Literal["committed", "released", "failed"]
+
+RUN_STATUSES: frozenset[str] = frozenset({"running", "succeeded", "failed", "cancelled"})
+FINISHED_STATUSES: frozenset[str] = RUN_STATUSES - {"running"}
+CHECKPOINT_STATUSES: frozenset[str] = frozenset({"committed", "released", "failed"})
+
+
+@dataclass(frozen=True)
+class AttemptRecord:
+    """One try at executing a run's plan, by one process.
+
+    An attempt killed before it could finish stays ``running`` until the next
+    attempt of the same run starts and marks it ``failed``.
+    """
+
+    run_id: str
+    number: int
+    status: str
+    pid: int
+    host: str
+    started_at: datetime
+    ended_at: datetime | None
+    error: str | None
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One sync (or other run ``kind``) of a connection.
+
+    ``plan`` is exactly what the engine persisted before reading any data, so
+    a resumed attempt re-executes the same checkpoints.  ``state_after`` and
+    ``ended_at`` are ``None`` while the run is ``running``.
+    """
+
+    run_id: str
+    connection: str
+    kind: str
+    status: str
+    started_at: datetime
+    ended_at: datetime | None
+    plan: dict[str, Any]
+    state_before: dict[str, Any]
+    state_after: dict[str, Any] | None
+    stats: dict[str, Any]
+    error: str | None
+    config_redacted: dict[str, Any]
+    attempts: list[AttemptRecord] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class CheckpointRecord:
+    """What happened to one checkpoint of a run.
+
+    ``stats`` holds what the engine recorded: ``records_read``,
+    ``records_written``, ``records_rejected``, ``bytes``, ``duration_s``,
+    ``attempt``, ``delta_version`` and per-partition stats.
+    """
+
+    run_id: str
+    stream: str
+    index: int
+    checkpoint_id: str
+    status: str
+    stats: dict[str, Any]
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
+class StateHistoryRecord:
+    """One saved state of a stream; ``state is None`` marks a reset."""
+
+    connection: str
+    stream: str
+    state: dict[str, Any] | None
+    run_id: str | None
+    checkpoint_index: int | None
+    saved_at: datetime
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds (or held) the lock of a connection, as stored in the ``locks`` table."""
+
+    connection: str
+    pid: int
+    host: str
+    started_at: datetime
+    heartbeat_at: datetime
+    run_id: str | None

@@ -1,0 +1,361 @@
+"""The metadata store's tables, and how its database is opened.
+
+Portability rules (SQLite embedded, PostgreSQL for teams): JSON is stored as
+TEXT, timestamps are written as UTC and read back as aware UTC datetimes, no
+column is named after a reserved word, and read-modify-write sequences run
+inside one transaction.  SQLite gets three things on every connection:
+
+* WAL journal, so readers never block the writer and the writer never blocks
+  readers;
+* a busy timeout, so two processes writing at the same moment wait for each
+  other instead of failing with "database is locked";
+* SQLAlchemy emits ``BEGIN`` itself (``BEGIN IMMEDIATE`` for writes) instead of
+  the sqlite3 driver's legacy mode, which starts no transaction for ``SELECT``
+  and so would make a read-then-write sequence non-atomic.
+
+``SCHEMA_VERSION`` is stored in the ``meta`` table when the store is created;
+a later release that changes a table bumps it and migrates older stores.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import Connection, Dialect, Engine
+from sqlalchemy.engine.url import URL
+
+from headwater.errors import HeadwaterError, MetadataStoreError
+
+#: Version of the table layout below; stored in ``meta`` under ``schema_version``.
+SCHEMA_VERSION = 1
+
+#: How long a SQLite write waits for another process's write to finish.
+SQLITE_BUSY_TIMEOUT_S = 30.0
+
+#: Attempts at a write transaction that lost a race on a primary key.
+_CONFLICT_RETRIES = 5
+
+#: Execution option that makes SQLite start the transaction with ``BEGIN IMMEDIATE``.
+_WRITE_OPTION = "headwater_write"
+
+_T = TypeVar("_T")
+
+
+class JSONText(sa.types.TypeDecorator[Any]):
+    """A JSON value stored as TEXT, the same way on every database.
+
+    SQL ``NULL`` stands for Python ``None``.  ``NaN`` and non-JSON values are
+    refused when written, so whatever was stored reads back unchanged.
+    """
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        return json.dumps(value, allow_nan=False, separators=(",", ":"))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
+        return None if value is None else json.loads(value)
+
+
+class UTCDateTime(sa.types.TypeDecorator[datetime]):
+    """An aware datetime, stored as UTC and read back as UTC.
+
+    SQLite keeps no time zone, so the value is stored naive-in-UTC there and
+    given its zone back when read; PostgreSQL stores ``timestamptz``.
+    """
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: the metadata store keeps UTC times only")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+_NAME = sa.String(255)
+_RUN_ID = sa.String(64)
+_STATUS = sa.String(16)
+
+metadata = sa.MetaData()
+
+#: One row per setting of the store itself: ``schema_version``, ``store_id``, ``created_at``.
+meta = sa.Table(
+    "meta",
+    metadata,
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+)
+
+#: The current state of each stream.  A reset deletes the row.
+states = sa.Table(
+    "states",
+    metadata,
+    sa.Column("connection", _NAME, primary_key=True),
+    sa.Column("stream", _NAME, primary_key=True),
+    sa.Column("state", JSONText, nullable=True),
+    sa.Column("run_id", _RUN_ID, nullable=True),
+    sa.Column("checkpoint_index", sa.BigInteger, nullable=True),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+#: Every state ever saved (and every reset, as a ``NULL`` state), oldest first by ``id``.
+state_history = sa.Table(
+    "state_history",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("connection", _NAME, nullable=False),
+    sa.Column("stream", _NAME, nullable=False),
+    sa.Column("state", JSONText, nullable=True),
+    sa.Column("run_id", _RUN_ID, nullable=True),
+    sa.Column("checkpoint_index", sa.BigInteger, nullable=True),
+    sa.Column("saved_at", UTCDateTime, nullable=False),
+    sa.Index("ix_state_history_stream", "connection", "stream", "id"),
+)
+
+#: The next free checkpoint index of each (connection, stream); never reset.
+checkpoint_counters = sa.Table(
+    "checkpoint_counters",
+    metadata,
+    sa.Column("connection", _NAME, primary_key=True),
+    sa.Column("stream", _NAME, primary_key=True),
+    sa.Column("next_index", sa.BigInteger, nullable=False),
+)
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("run_id", _RUN_ID, primary_key=True),
+    sa.Column("connection", _NAME, nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("status", _STATUS, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("ended_at", UTCDateTime, nullable=True),
+    sa.Column("plan", JSONText, nullable=False),
+    sa.Column("state_before", JSONText, nullable=False),
+    sa.Column("state_after", JSONText, nullable=True),
+    sa.Column("stats", JSONText, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("config_redacted", JSONText, nullable=False),
+    sa.Index("ix_runs_connection_started", "connection", "started_at"),
+    sa.Index("ix_runs_connection_status", "connection", "status"),
+)
+
+attempts = sa.Table(
+    "attempts",
+    metadata,
+    sa.Column("run_id", _RUN_ID, sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("number", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("status", _STATUS, nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("host", _NAME, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("ended_at", UTCDateTime, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+)
+
+checkpoints = sa.Table(
+    "checkpoints",
+    metadata,
+    sa.Column("run_id", _RUN_ID, sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("stream", _NAME, primary_key=True),
+    sa.Column("checkpoint_index", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("checkpoint_id", sa.Text, nullable=False),
+    sa.Column("status", _STATUS, nullable=False),
+    sa.Column("stats", JSONText, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+#: At most one row per connection: the primary key is what makes the lock exclusive.
+locks = sa.Table(
+    "locks",
+    metadata,
+    sa.Column("connection", _NAME, primary_key=True),
+    sa.Column("token", sa.String(32), nullable=False),
+    sa.Column("run_id", _RUN_ID, nullable=True),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("host", _NAME, nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("heartbeat_at", UTCDateTime, nullable=False),
+)
+
+
+def utcnow() -> datetime:
+    """The current time, aware, in UTC: the only clock the store uses."""
+    return datetime.now(UTC)
+
+
+class WriteConflict(Exception):
+    """A write lost a race with another writer; :meth:`Database.write` retries it.
+
+    Raised for unique-key violations, and by a transaction function itself
+    when a conditional update finds the row changed under it.
+    """
+
+
+class Database:
+    """An engine on the store's database plus the two ways to use it.
+
+    :meth:`read` and :meth:`write` run a function inside one transaction and
+    translate database errors into :class:`MetadataStoreError` naming the store
+    (password hidden).  A write that fails on a unique key, because another
+    process inserted the same row first, is retried from the start, so
+    "update, else insert" is a correct upsert on every database.
+    """
+
+    def __init__(self, url: str) -> None:
+        try:
+            self.url: URL = sa.make_url(url)
+        except sa_exc.ArgumentError as exc:
+            # Not echoed: an unparsable URL may still hold a password.
+            raise MetadataStoreError(
+                "the metadata store URL is not a database URL; expected e.g. "
+                "sqlite:///path/to/headwater.db or postgresql://user@host/db"
+            ) from exc
+        self.safe_url = self.url.render_as_string(hide_password=True)
+        self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        try:
+            self.engine: Engine = self._create_engine()
+        except (sa_exc.SQLAlchemyError, ImportError) as exc:
+            raise MetadataStoreError(
+                f"cannot open the metadata store {self.safe_url}: {exc}; "
+                "for PostgreSQL install a driver such as psycopg"
+            ) from exc
+
+    def _create_engine(self) -> Engine:
+        if not self.is_sqlite:
+            return sa.create_engine(self.url, pool_pre_ping=True)
+        database = self.url.database or ""
+        if database in ("", ":memory:") or database.startswith("file:"):
+            raise MetadataStoreError(
+                f"the metadata store needs a SQLite file, not {self.safe_url}: "
+                "several processes and threads share it"
+            )
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(self.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+
+        @sa.event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            # Take BEGIN away from the driver (see the module docstring).
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            # IMMEDIATE takes the write lock up front: a read-then-write
+            # transaction can then never fail half way on a lock upgrade.
+            write = conn.get_execution_options().get(_WRITE_OPTION, False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+        return engine
+
+    def read(self, fn: Callable[[Connection], _T]) -> _T:
+        """Run ``fn`` in a read-only transaction and return what it returns."""
+        with self._errors(), self.engine.connect() as conn, conn.begin():
+            return fn(conn)
+
+    def write(self, fn: Callable[[Connection], _T]) -> _T:
+        """Run ``fn`` in one write transaction, retried if it loses a key race.
+
+        ``fn`` must only touch the database (it may run more than once).
+        Everything it wrote is committed together, or nothing is.
+        """
+        last: BaseException | None = None
+        for _ in range(_CONFLICT_RETRIES):
+            try:
+                with self._errors(), self.engine.connect() as conn:
+                    conn.execution_options(**{_WRITE_OPTION: True})
+                    with conn.begin():
+                        return fn(conn)
+            except WriteConflict as exc:
+                last = exc.__cause__
+        raise MetadataStoreError(
+            f"metadata store {self.safe_url}: a write still conflicted with other writers "
+            f"after {_CONFLICT_RETRIES} tries" + (f": {last}" if last is not None else "")
+        ) from last
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except HeadwaterError:
+            raise
+        except sa_exc.IntegrityError as exc:
+            raise WriteConflict() from exc
+        except sa_exc.OperationalError as exc:
+            detail = str(exc.orig)
+            if self.is_sqlite and "locked" in detail:
+                detail = (
+                    f"another process kept the database file busy for more than "
+                    f"{SQLITE_BUSY_TIMEOUT_S:.0f} s ({detail})"
+                )
+            raise MetadataStoreError(f"metadata store {self.safe_url}: {detail}") from exc
+        except sa_exc.StatementError as exc:
+            # Also raised for values the column types refuse (non-JSON, naive datetimes).
+            raise MetadataStoreError(f"metadata store {self.safe_url}: {exc.orig}") from exc
+        except sa_exc.SQLAlchemyError as exc:
+            raise MetadataStoreError(f"metadata store {self.safe_url}: {exc}") from exc
+
+    def create_schema(self) -> str:
+        """Create missing tables and the ``meta`` rows; return the store id.
+
+        Safe to call from several processes at once: creation runs in one write
+        transaction, and a process that loses the race retries and finds the
+        tables there.  Raises if the store was written by a newer layout.
+        """
+
+        def create(conn: Connection) -> str:
+            metadata.create_all(conn, checkfirst=True)
+            rows: dict[str, str] = {
+                key: value for key, value in conn.execute(sa.select(meta.c.key, meta.c.value))
+            }
+            if "store_id" not in rows:
+                rows = {
+                    "schema_version": str(SCHEMA_VERSION),
+                    "store_id": str(uuid.uuid4()),
+                    "created_at": utcnow().isoformat(),
+                }
+                conn.execute(sa.insert(meta), [{"key": k, "value": v} for k, v in rows.items()])
+            version = int(rows["schema_version"])
+            if version > SCHEMA_VERSION:
+                raise MetadataStoreError(
+                    f"metadata store {self.safe_url} has schema version {version}, newer than "
+                    f"this Headwater understands ({SCHEMA_VERSION}); upgrade Headwater"
+                )
+            return rows["store_id"]
+
+        try:
+            return self.write(create)
+        except MetadataStoreError as exc:
+            # PostgreSQL: a concurrent CREATE TABLE fails rather than waits; try once more.
+            if isinstance(exc.__cause__, sa_exc.ProgrammingError | sa_exc.IntegrityError):
+                return self.write(create)
+            raise
+
+    def dispose(self) -> None:
+        """Close every pooled connection (open transactions are rolled back)."""
+        self.engine.dispose()

@@ -1,0 +1,600 @@
+"""The metadata store: state, checkpoint counters, runs, attempts, checkpoints, locks.
+
+What it guarantees to the engine:
+
+* Every method is one transaction: what it writes is durable when it returns,
+  or nothing of it is.
+* Checkpoint indices of one (connection, stream) only grow, across runs and
+  resets: :meth:`MetadataStore.allocate_checkpoint_indices` hands out
+  contiguous blocks that never overlap, even to concurrent processes.
+* A stream's state never moves back to a lower checkpoint index
+  (:meth:`MetadataStore.save_state` refuses), and every saved state is kept in
+  ``state_history``.
+* A run's plan is stored whole when the run is created and never changed, so
+  a resumed attempt re-executes exactly the same checkpoints.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from headwater.errors import MetadataStoreError
+from headwater.metadata_store import _schema as t
+from headwater.metadata_store._lock import LockHandle, hold_lock, read_holder
+from headwater.metadata_store._models import (
+    CHECKPOINT_STATUSES,
+    FINISHED_STATUSES,
+    AttemptRecord,
+    AttemptStatus,
+    CheckpointRecord,
+    CheckpointStatus,
+    LockHolder,
+    RunRecord,
+    RunStatus,
+    StateHistoryRecord,
+)
+
+#: The first index a (connection, stream) counter hands out.
+FIRST_CHECKPOINT_INDEX = 1
+
+
+def new_run_id(now: datetime) -> str:
+    """``20261122T041500Z-1a2b3c``: sorts by start time, unique by its random tail."""
+    return f"{now.strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+class MetadataStore:
+    """Where Headwater keeps everything about a connection that is not data.
+
+    ``url`` is any SQLAlchemy URL: a SQLite file (the embedded default, see
+    :meth:`default_url`; its folder is created) or PostgreSQL for a team.
+    Tables are created on first use.  One instance may be shared by threads;
+    several processes and hosts may share the database.
+
+    Example::
+
+        store = MetadataStore(MetadataStore.default_url(Path.cwd()))
+        with store.lock("orders_to_lake") as lock:
+            run_id = store.create_run("orders_to_lake", plan=plan,
+                                      state_before=states, config_redacted=cfg)
+            lock.set_run_id(run_id)
+            attempt = store.start_attempt(run_id, pid=os.getpid(), host=host)
+            ...
+    """
+
+    def __init__(self, url: str) -> None:
+        self._db = t.Database(url)
+        self._store_id = self._db.create_schema()
+
+    @staticmethod
+    def default_url(workdir: Path) -> str:
+        """The embedded store of a project folder: ``<workdir>/.headwater/headwater.db``."""
+        return f"sqlite:///{(Path(workdir) / '.headwater' / 'headwater.db').resolve()}"
+
+    @property
+    def url(self) -> str:
+        """The store's URL with any password hidden, fit for messages."""
+        return self._db.safe_url
+
+    @property
+    def store_id(self) -> str:
+        """A UUID made once when the store was created; a new store gets a new one."""
+        return self._store_id
+
+    def close(self) -> None:
+        """Close the store's pooled connections (a later call opens new ones)."""
+        self._db.dispose()
+
+    def __enter__(self) -> MetadataStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- state ---------------------------------------------------------------
+
+    def get_state(self, connection: str, stream: str) -> dict[str, Any] | None:
+        """The current state of one stream, or ``None`` if it has none."""
+        query = sa.select(t.states.c.state).where(
+            t.states.c.connection == connection, t.states.c.stream == stream
+        )
+        return self._db.read(lambda conn: conn.execute(query).scalar_one_or_none())
+
+    def get_states(self, connection: str) -> dict[str, dict[str, Any]]:
+        """The current state of every stream of a connection that has one."""
+        query = sa.select(t.states.c.stream, t.states.c.state).where(
+            t.states.c.connection == connection, t.states.c.state.is_not(None)
+        )
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return {stream: state for stream, state in sorted(rows)}
+
+    def save_state(
+        self,
+        connection: str,
+        stream: str,
+        state: dict[str, Any] | None,
+        *,
+        run_id: str | None,
+        checkpoint_index: int | None,
+    ) -> None:
+        """Make ``state`` the stream's current state and add it to its history.
+
+        ``checkpoint_index`` is the checkpoint whose release moved the state
+        (``None`` for an imported or edited state).  Raises
+        :class:`MetadataStoreError` if it is lower than the index of the
+        current state: state moves in index order only.
+        """
+        self._db.write(
+            lambda conn: _save_state(
+                conn, connection, stream, state, run_id=run_id, checkpoint_index=checkpoint_index
+            )
+        )
+
+    def reset_state(self, connection: str, streams: Sequence[str] | None = None) -> list[str]:
+        """Forget the state of ``streams`` (all streams if ``None``); return those reset.
+
+        The next sync of a reset stream starts from scratch.  Checkpoint
+        counters are kept: indices never repeat, or Delta would skip new data
+        as already written.
+        """
+        now = t.utcnow()
+
+        def reset(conn: Connection) -> list[str]:
+            where = t.states.c.connection == connection
+            if streams is not None:
+                where = sa.and_(where, t.states.c.stream.in_(list(streams)))
+            names = sorted(conn.execute(sa.select(t.states.c.stream).where(where)).scalars())
+            if not names:
+                return []
+            conn.execute(sa.delete(t.states).where(where))
+            conn.execute(
+                sa.insert(t.state_history),
+                [
+                    {"connection": connection, "stream": name, "state": None, "saved_at": now}
+                    for name in names
+                ],
+            )
+            return names
+
+        return self._db.write(reset)
+
+    def state_history(
+        self, connection: str, stream: str | None = None, *, limit: int = 50
+    ) -> list[StateHistoryRecord]:
+        """Saved states of a connection (or one stream), newest first; resets have no state."""
+        h = t.state_history
+        query = sa.select(h).where(h.c.connection == connection)
+        if stream is not None:
+            query = query.where(h.c.stream == stream)
+        query = query.order_by(h.c.id.desc()).limit(limit)
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return [
+            StateHistoryRecord(
+                connection=r.connection,
+                stream=r.stream,
+                state=r.state,
+                run_id=r.run_id,
+                checkpoint_index=r.checkpoint_index,
+                saved_at=r.saved_at,
+            )
+            for r in rows
+        ]
+
+    # -- checkpoint counters -------------------------------------------------
+
+    def allocate_checkpoint_indices(self, connection: str, stream: str, count: int) -> int:
+        """Reserve ``count`` fresh checkpoint indices; return the first of the block.
+
+        The block is ``[first, first + count)``.  Blocks never overlap and
+        each starts where the previous one ended (the first ever starts at
+        ``FIRST_CHECKPOINT_INDEX``); indices of a run that failed are not reused.
+        """
+        if count < 1:
+            raise ValueError(f"count must be at least 1, got {count}")
+        c = t.checkpoint_counters
+        key = sa.and_(c.c.connection == connection, c.c.stream == stream)
+
+        def allocate(conn: Connection) -> int:
+            # The UPDATE locks the row (PostgreSQL) or the file (SQLite) until commit.
+            bumped = conn.execute(
+                sa.update(c).where(key).values(next_index=c.c.next_index + count)
+            ).rowcount
+            if bumped == 0:
+                conn.execute(
+                    sa.insert(c).values(
+                        connection=connection,
+                        stream=stream,
+                        next_index=FIRST_CHECKPOINT_INDEX + count,
+                    )
+                )
+                return FIRST_CHECKPOINT_INDEX
+            next_index: int = conn.execute(sa.select(c.c.next_index).where(key)).scalar_one()
+            return next_index - count
+
+        return self._db.write(allocate)
+
+    # -- runs ----------------------------------------------------------------
+
+    def create_run(
+        self,
+        connection: str,
+        *,
+        plan: dict[str, Any],
+        state_before: dict[str, Any],
+        config_redacted: dict[str, Any],
+        kind: str = "sync",
+    ) -> str:
+        """Record a new ``running`` run with its plan; return its run id.
+
+        Call it before reading any data: the stored plan is what a resumed
+        attempt re-executes.  ``config_redacted`` must already have its secrets
+        masked; the store keeps what it is given.
+        """
+
+        def create(conn: Connection) -> str:
+            now = t.utcnow()
+            run_id = new_run_id(now)
+            conn.execute(
+                sa.insert(t.runs).values(
+                    run_id=run_id,
+                    connection=connection,
+                    kind=kind,
+                    status="running",
+                    started_at=now,
+                    plan=plan,
+                    state_before=state_before,
+                    config_redacted=config_redacted,
+                )
+            )
+            return run_id
+
+        return self._db.write(create)
+
+    def get_run(self, run_id: str) -> RunRecord | None:
+        """One run with its attempts, or ``None`` if the store has no such run."""
+        runs = self._read_runs(sa.select(t.runs).where(t.runs.c.run_id == run_id))
+        return runs[0] if runs else None
+
+    def list_runs(self, connection: str | None = None, limit: int = 20) -> list[RunRecord]:
+        """The newest ``limit`` runs (of one connection, or all), newest first."""
+        query = sa.select(t.runs)
+        if connection is not None:
+            query = query.where(t.runs.c.connection == connection)
+        query = query.order_by(t.runs.c.started_at.desc(), t.runs.c.run_id.desc()).limit(limit)
+        return self._read_runs(query)
+
+    def find_unfinished_run(self, connection: str) -> RunRecord | None:
+        """The newest run of ``connection`` still ``running``: one to resume, if any.
+
+        A run stays ``running`` when its process was killed; only the holder
+        of the connection's lock should conclude that it is abandoned.
+        """
+        query = (
+            sa.select(t.runs)
+            .where(t.runs.c.connection == connection, t.runs.c.status == "running")
+            .order_by(t.runs.c.started_at.desc(), t.runs.c.run_id.desc())
+            .limit(1)
+        )
+        runs = self._read_runs(query)
+        return runs[0] if runs else None
+
+    def finish_run(
+        self,
+        run_id: str,
+        *,
+        status: RunStatus,
+        stats: dict[str, Any],
+        state_after: dict[str, Any],
+        error: str | None,
+    ) -> None:
+        """Close a ``running`` run; a run is finished once, then never changes."""
+        _check_status(status, FINISHED_STATUSES, "run")
+
+        def finish(conn: Connection) -> None:
+            _require_running_run(conn, run_id)
+            conn.execute(
+                sa.update(t.runs)
+                .where(t.runs.c.run_id == run_id)
+                .values(
+                    status=status,
+                    ended_at=t.utcnow(),
+                    stats=stats,
+                    state_after=state_after,
+                    error=error,
+                )
+            )
+
+        self._db.write(finish)
+
+    def _read_runs(self, query: sa.Select[Any]) -> list[RunRecord]:
+        def read(conn: Connection) -> list[RunRecord]:
+            rows = conn.execute(query).all()
+            if not rows:
+                return []
+            a = t.attempts
+            attempts: dict[str, list[AttemptRecord]] = {r.run_id: [] for r in rows}
+            for r in conn.execute(
+                sa.select(a).where(a.c.run_id.in_(list(attempts))).order_by(a.c.number)
+            ):
+                attempts[r.run_id].append(
+                    AttemptRecord(
+                        run_id=r.run_id,
+                        number=r.number,
+                        status=r.status,
+                        pid=r.pid,
+                        host=r.host,
+                        started_at=r.started_at,
+                        ended_at=r.ended_at,
+                        error=r.error,
+                    )
+                )
+            return [
+                RunRecord(
+                    run_id=r.run_id,
+                    connection=r.connection,
+                    kind=r.kind,
+                    status=r.status,
+                    started_at=r.started_at,
+                    ended_at=r.ended_at,
+                    plan=r.plan,
+                    state_before=r.state_before,
+                    state_after=r.state_after,
+                    stats=r.stats or {},
+                    error=r.error,
+                    config_redacted=r.config_redacted,
+                    attempts=attempts[r.run_id],
+                )
+                for r in rows
+            ]
+
+        return self._db.read(read)
+
+    # -- attempts ------------------------------------------------------------
+
+    def start_attempt(self, run_id: str, *, pid: int, host: str) -> int:
+        """Record a new attempt at a ``running`` run; return its number (1, 2, ...).
+
+        Earlier attempts still marked ``running`` are marked ``failed``: a new
+        attempt is started by the holder of the connection's lock, so no
+        earlier attempt can still be alive (its process was killed).
+        """
+        a = t.attempts
+
+        def start(conn: Connection) -> int:
+            _require_running_run(conn, run_id)
+            now = t.utcnow()
+            conn.execute(
+                sa.update(a)
+                .where(a.c.run_id == run_id, a.c.status == "running")
+                .values(
+                    status="failed",
+                    ended_at=now,
+                    error="the attempt ended without finishing (its process was killed or lost)",
+                )
+            )
+            last = conn.execute(
+                sa.select(sa.func.max(a.c.number)).where(a.c.run_id == run_id)
+            ).scalar_one()
+            number = (last or 0) + 1
+            conn.execute(
+                sa.insert(a).values(
+                    run_id=run_id,
+                    number=number,
+                    status="running",
+                    pid=pid,
+                    host=host,
+                    started_at=now,
+                )
+            )
+            return number
+
+        return self._db.write(start)
+
+    def finish_attempt(
+        self, run_id: str, number: int, *, status: AttemptStatus, error: str | None = None
+    ) -> None:
+        """Close one attempt with ``succeeded``, ``failed`` or ``cancelled``."""
+        _check_status(status, FINISHED_STATUSES, "attempt")
+        a = t.attempts
+
+        def finish(conn: Connection) -> None:
+            updated = conn.execute(
+                sa.update(a)
+                .where(a.c.run_id == run_id, a.c.number == number)
+                .values(status=status, ended_at=t.utcnow(), error=error)
+            ).rowcount
+            if updated == 0:
+                raise MetadataStoreError(f"run {run_id} has no attempt {number}", run_id=run_id)
+
+        self._db.write(finish)
+
+    # -- checkpoints ---------------------------------------------------------
+
+    def record_checkpoint(
+        self,
+        run_id: str,
+        stream: str,
+        index: int,
+        checkpoint_id: str,
+        *,
+        status: CheckpointStatus,
+        stats: dict[str, Any],
+    ) -> None:
+        """Record (or update) what happened to checkpoint ``index`` of a run's stream."""
+        _check_status(status, CHECKPOINT_STATUSES, "checkpoint")
+
+        def record(conn: Connection) -> None:
+            _require_run(conn, run_id)
+            _record_checkpoint(
+                conn, run_id, stream, index, checkpoint_id, status=status, stats=stats
+            )
+
+        self._db.write(record)
+
+    def release_checkpoint(
+        self,
+        run_id: str,
+        stream: str,
+        index: int,
+        checkpoint_id: str,
+        *,
+        state: dict[str, Any] | None,
+        stats: dict[str, Any],
+    ) -> None:
+        """Move the stream's state and mark the checkpoint ``released``, atomically.
+
+        The same as :meth:`save_state` followed by :meth:`record_checkpoint`
+        with ``status="released"``, in one transaction: a crash can never
+        leave the state moved but the checkpoint not released, or the reverse.
+        """
+
+        def release(conn: Connection) -> None:
+            connection = _require_run(conn, run_id)[0]
+            _save_state(conn, connection, stream, state, run_id=run_id, checkpoint_index=index)
+            _record_checkpoint(
+                conn, run_id, stream, index, checkpoint_id, status="released", stats=stats
+            )
+
+        self._db.write(release)
+
+    def list_checkpoints(self, run_id: str) -> list[CheckpointRecord]:
+        """Every recorded checkpoint of a run, by stream then index."""
+        c = t.checkpoints
+        query = sa.select(c).where(c.c.run_id == run_id).order_by(c.c.stream, c.c.checkpoint_index)
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return [
+            CheckpointRecord(
+                run_id=r.run_id,
+                stream=r.stream,
+                index=r.checkpoint_index,
+                checkpoint_id=r.checkpoint_id,
+                status=r.status,
+                stats=r.stats,
+                updated_at=r.updated_at,
+            )
+            for r in rows
+        ]
+
+    def released_indices(self, run_id: str, stream: str) -> set[int]:
+        """Indices of the run's checkpoints of ``stream`` whose state was released."""
+        c = t.checkpoints
+        query = sa.select(c.c.checkpoint_index).where(
+            c.c.run_id == run_id, c.c.stream == stream, c.c.status == "released"
+        )
+        return self._db.read(lambda conn: set(conn.execute(query).scalars()))
+
+    # -- lock ----------------------------------------------------------------
+
+    @contextmanager
+    def lock(
+        self, connection: str, *, run_id: str | None = None, stale_after_s: float = 600
+    ) -> Iterator[LockHandle]:
+        """Hold the lock of ``connection`` for the ``with`` block.
+
+        At most one process (on any host sharing the store) holds it.  Raises
+        :class:`~headwater.errors.ConnectionLockedError` naming the holder's
+        pid, host, start time and run if it is held and not stale; takes a
+        stale lock over with a WARNING.  See :mod:`headwater.metadata_store._lock`.
+        """
+        with hold_lock(self._db, connection, run_id=run_id, stale_after_s=stale_after_s) as h:
+            yield h
+
+    def lock_holder(self, connection: str) -> LockHolder | None:
+        """Who holds ``connection``'s lock now (the row may be stale), or ``None``."""
+        return self._db.read(lambda conn: read_holder(conn, connection))
+
+
+def _check_status(status: str, allowed: frozenset[str], what: str) -> None:
+    if status not in allowed:
+        raise ValueError(f"{what} status must be one of {sorted(allowed)}, got {status!r}")
+
+
+def _require_run(conn: Connection, run_id: str) -> tuple[str, str]:
+    """``(connection, status)`` of a run; raises if the store has no such run."""
+    row = conn.execute(
+        sa.select(t.runs.c.connection, t.runs.c.status).where(t.runs.c.run_id == run_id)
+    ).first()
+    if row is None:
+        raise MetadataStoreError(f"the metadata store has no run {run_id}", run_id=run_id)
+    return row.connection, row.status
+
+
+def _require_running_run(conn: Connection, run_id: str) -> None:
+    status = _require_run(conn, run_id)[1]
+    if status != "running":
+        raise MetadataStoreError(
+            f"run {run_id} already finished with status {status}", run_id=run_id
+        )
+
+
+def _save_state(
+    conn: Connection,
+    connection: str,
+    stream: str,
+    state: dict[str, Any] | None,
+    *,
+    run_id: str | None,
+    checkpoint_index: int | None,
+) -> None:
+    s = t.states
+    key = sa.and_(s.c.connection == connection, s.c.stream == stream)
+    now = t.utcnow()
+    current = conn.execute(sa.select(s.c.checkpoint_index).where(key)).first()
+    if (
+        current is not None
+        and current.checkpoint_index is not None
+        and checkpoint_index is not None
+        and checkpoint_index < current.checkpoint_index
+    ):
+        raise MetadataStoreError(
+            f"state of stream '{stream}' would move back from checkpoint "
+            f"{current.checkpoint_index} to {checkpoint_index}; state moves in index order only",
+            connection=connection,
+            stream=stream,
+        )
+    values = {"state": state, "run_id": run_id, "checkpoint_index": checkpoint_index}
+    if current is None:
+        conn.execute(
+            sa.insert(s).values(connection=connection, stream=stream, updated_at=now, **values)
+        )
+    else:
+        conn.execute(sa.update(s).where(key).values(updated_at=now, **values))
+    conn.execute(
+        sa.insert(t.state_history).values(
+            connection=connection, stream=stream, saved_at=now, **values
+        )
+    )
+
+
+def _record_checkpoint(
+    conn: Connection,
+    run_id: str,
+    stream: str,
+    index: int,
+    checkpoint_id: str,
+    *,
+    status: str,
+    stats: dict[str, Any],
+) -> None:
+    c = t.checkpoints
+    values = {"checkpoint_id": checkpoint_id, "status": status, "stats": stats}
+    now = t.utcnow()
+    updated = conn.execute(
+        sa.update(c)
+        .where(c.c.run_id == run_id, c.c.stream == stream, c.c.checkpoint_index == index)
+        .values(updated_at=now, **values)
+    ).rowcount
+    if updated == 0:
+        conn.execute(
+            sa.insert(c).values(
+                run_id=run_id, stream=stream, checkpoint_index=index, updated_at=now, **values
+            )
+        )

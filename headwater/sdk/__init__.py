@@ -1,0 +1,31 @@
+"""The connector SDK: what a source author imports.
+
+A source declares its streams; a stream declares its schema, keys and cursor,
+splits itself into partitions and reads one partition.  The engine does the rest.
+"""
+
+from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
+from headwater.sdk._partition import Partition
+from headwater.sdk._state_converters import (
+    EpochSecondsStateConverter,
+    IntegerStateConverter,
+    IsoDateTimeStateConverter,
+    StateConverter,
+)
+from headwater.sdk._stream import FULL_REFRESH, INCREMENTAL, RecordOrBatch, Source, Stream
+
+__all__ = [
+    "FULL_REFRESH",
+    "INCREMENTAL",
+    "ConcurrentCursor",
+    "Cursor",
+    "EpochSecondsStateConverter",
+    "FinalStateCursor",
+    "IntegerStateConverter",
+    "IsoDateTimeStateConverter",
+    "Partition",
+    "RecordOrBatch",
+    "Source",
+    "StateConverter",
+    "Stream",
+]

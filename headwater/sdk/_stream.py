@@ -1,0 +1,139 @@
+"""Stream and Source: what a connector author implements.
+
+The author declares, the framework loops: a stream says what it is (name,
+schema, primary key, cursor field), how to split itself into partitions, and how
+to read one partition.  Paging through partitions, running them on Spark,
+typing values, committing and moving state are the engine's job.
+
+Serialization rule (as in PySpark's data source API): a ``Stream`` object is
+pickled to executors together with the partitions it reads, so keep only
+config and plain values on it and open connections, clients and files inside
+``read``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, TypeAlias
+
+import pyarrow as pa
+
+from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
+from headwater.sdk._partition import Partition
+from headwater.sdk._state_converters import StateConverter
+
+#: What ``Stream.read`` may yield: Arrow record batches (fast path) or plain dicts.
+RecordOrBatch: TypeAlias = pa.RecordBatch | Mapping[str, Any]
+
+FULL_REFRESH = "full_refresh"
+INCREMENTAL = "incremental"
+
+
+class Stream(ABC):
+    """One stream of a source: a table, an API collection, a folder of objects.
+
+    Subclasses set the class attributes (or override the properties) and
+    implement :meth:`json_schema`, :meth:`partitions` and :meth:`read`.
+    Incremental streams also set ``cursor_field`` and ``state_converter`` and
+    get a :class:`ConcurrentCursor` for free.
+    """
+
+    name: ClassVar[str] = ""
+    namespace: ClassVar[str | None] = None
+    #: Column names forming the primary key (empty when the stream has none).
+    primary_key: ClassVar[Sequence[str]] = ()
+    #: The field that only grows when a record changes (``None``: no incremental sync).
+    cursor_field: ClassVar[str | None] = None
+    #: How the cursor is stored in state; required when ``cursor_field`` is set.
+    state_converter: ClassVar[StateConverter | None] = None
+
+    @property
+    def stream_name(self) -> str:
+        """The stream's name (instances may override ``name`` dynamically)."""
+        return self.name
+
+    @property
+    def supported_sync_modes(self) -> list[str]:
+        return [FULL_REFRESH, INCREMENTAL] if self.cursor_field else [FULL_REFRESH]
+
+    @abstractmethod
+    def json_schema(self) -> dict[str, Any]:
+        """The JSON Schema of one record; it decides the destination's typed columns."""
+
+    def cursor_start(self) -> Any:
+        """Where an incremental stream's history begins, in the converter's stored form."""
+        raise NotImplementedError(f"stream {self.stream_name!r} must define cursor_start()")
+
+    def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
+        """The cursor that turns closed partitions into stream state.
+
+        Incremental streams get the concurrent cursor (merged completed ranges,
+        seed 000); full refresh gets the final-state cursor.
+        """
+        if incremental and self.cursor_field:
+            if self.state_converter is None:
+                raise TypeError(f"stream {self.stream_name!r} has a cursor but no state_converter")
+            return ConcurrentCursor(
+                cursor_field=self.cursor_field,
+                converter=self.state_converter,
+                state=state,
+                start=self.cursor_start(),
+            )
+        return FinalStateCursor()
+
+    @abstractmethod
+    def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
+        """Split the stream into partitions to read, starting from ``state``.
+
+        ``state`` is ``None`` for a full refresh or the first incremental sync.
+        For incremental streams, partitions must cover every gap the cursor
+        reports (``self.cursor(state, True).gaps(until)``) so data is never
+        skipped, even when an earlier sync finished partitions out of order.
+        """
+
+    @abstractmethod
+    def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
+        """Yield the records of one partition, as Arrow record batches or dicts.
+
+        Runs on an executor.  Record batches may hold a subset of the schema's
+        columns and looser types: the engine casts them and records every value
+        that does not fit.
+        """
+
+
+class Source(ABC):
+    """A source connector: ``spec``, ``check``, ``discover`` and its streams.
+
+    A source is constructed from its validated config and is pickled to
+    executors inside its streams, so keep it free of open connections.
+    """
+
+    #: Name used in connection files (``source.type``).
+    type_name: ClassVar[str] = ""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = dict(config)
+
+    @classmethod
+    @abstractmethod
+    def spec(cls) -> dict[str, Any]:
+        """JSON Schema of the config; secret fields carry ``"airbyte_secret": true``."""
+
+    @abstractmethod
+    def check(self) -> None:
+        """Raise :class:`~headwater.errors.AuthenticationError` or
+        :class:`~headwater.errors.ConnectorError` if the source cannot be read."""
+
+    @abstractmethod
+    def streams(self) -> list[Stream]:
+        """Every stream this source can read, with its current schema."""
+
+    def stream(self, name: str) -> Stream:
+        for candidate in self.streams():
+            if candidate.stream_name == name:
+                return candidate
+        from headwater.errors import ConfigError
+
+        known = ", ".join(sorted(s.stream_name for s in self.streams()))
+        raise ConfigError(f"source has no stream {name!r}; it has: {known}", stream=name)

@@ -1,0 +1,325 @@
+"""Table schema of a stream: typed Arrow columns from its JSON Schema, plus metadata columns.
+
+Runs on executors, on every batch a stream yields, so the common case (the
+reader already produced the right Arrow type) costs nothing, a column of the
+wrong type is cast with Arrow's vectorised kernels, and only a column whose cast
+fails falls back to value-by-value conversion.  A value that does not fit its
+column becomes null and leaves a note ``{field, reason, value}`` in the row's
+``_hw_notes``: never dropped silently, never fatal to the sync.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
+LOCAL_TIMESTAMP = pa.timestamp("us")
+
+NOTE_TYPE = pa.struct([("field", pa.string()), ("reason", pa.string()), ("value", pa.string())])
+NOTES_TYPE = pa.list_(NOTE_TYPE)
+
+#: Metadata columns, first in every table so Delta always keeps statistics on them.
+META_FIELDS: list[pa.Field] = [
+    pa.field("_hw_raw_id", pa.string(), nullable=False),
+    pa.field("_hw_extracted_at", UTC_TIMESTAMP, nullable=False),
+    pa.field("_hw_run_id", pa.string(), nullable=False),
+    pa.field("_hw_partition_id", pa.string(), nullable=False),
+    pa.field("_hw_checkpoint", pa.int64(), nullable=False),
+    pa.field("_hw_notes", NOTES_TYPE),
+]
+META_NAMES = [f.name for f in META_FIELDS]
+
+#: Notes keep at most this much of a misfit value: enough to debug, bounded per row.
+MAX_NOTE_VALUE = 1000
+
+
+def _types_of(prop: Mapping[str, Any]) -> list[str]:
+    declared = prop.get("type", [])
+    types = [declared] if isinstance(declared, str) else list(declared)
+    if not types:
+        for key in ("anyOf", "oneOf"):
+            for branch in prop.get(key, []):
+                types += _types_of(branch)
+    return [t for t in types if t != "null"]
+
+
+def arrow_type_for(prop: Mapping[str, Any]) -> pa.DataType:
+    """The Arrow type a JSON Schema property lands as.
+
+    Objects, mixed types and untyped values are kept as JSON text: a lakehouse
+    column must have one type, and JSON text loses nothing.
+    """
+    types = _types_of(prop)
+    if len(types) != 1:
+        return pa.string()
+    kind = types[0]
+    fmt = prop.get("format")
+    airbyte_type = prop.get("airbyte_type")
+    if kind == "integer":
+        return pa.int64()
+    if kind == "number":
+        return pa.int64() if airbyte_type == "integer" else pa.float64()
+    if kind == "boolean":
+        return pa.bool_()
+    if kind == "string":
+        if fmt == "date-time":
+            if airbyte_type == "timestamp_without_timezone":
+                return LOCAL_TIMESTAMP
+            return UTC_TIMESTAMP
+        if fmt == "date":
+            return pa.date32()
+        return pa.string()
+    if kind == "array":
+        items = prop.get("items")
+        if isinstance(items, Mapping):
+            item_type = arrow_type_for(items)
+            if not pa.types.is_list(item_type):
+                return pa.list_(item_type)
+        return pa.string()
+    return pa.string()
+
+
+def arrow_schema_for(json_schema: Mapping[str, Any]) -> pa.Schema:
+    """Data columns for a stream, in the schema's property order."""
+    props = json_schema.get("properties") or {}
+    return pa.schema([pa.field(name, arrow_type_for(prop)) for name, prop in props.items()])
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ValueError("boolean is not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("has a fractional part")
+        return int(value)
+    if isinstance(value, str):
+        return int(value.strip())
+    raise ValueError(f"{type(value).__name__} is not an integer")
+
+
+def _to_float(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError("boolean is not a number")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        result = float(value.strip())
+        if math.isnan(result) and value.strip().lower() != "nan":
+            raise ValueError("not a number")
+        return result
+    raise ValueError(f"{type(value).__name__} is not a number")
+
+
+def _to_bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "false", "1", "0"}:
+        return value.strip().lower() in {"true", "1"}
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"{value!r} is not a boolean")
+
+
+def _to_datetime(value: Any, aware: bool) -> dt.datetime:
+    if isinstance(value, dt.datetime):
+        parsed = value
+    elif isinstance(value, dt.date):
+        parsed = dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        text = value.strip()
+        if text.endswith("Z"):
+            text = text[:-1] + "+00:00"
+        parsed = dt.datetime.fromisoformat(text)
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        parsed = dt.datetime.fromtimestamp(value, tz=dt.UTC)
+    else:
+        raise ValueError(f"{type(value).__name__} is not a date-time")
+    if aware:
+        if parsed.tzinfo is None:
+            return parsed.replace(tzinfo=dt.UTC)
+        return parsed.astimezone(dt.UTC)
+    if parsed.tzinfo is not None:
+        return parsed.astimezone(dt.UTC).replace(tzinfo=None)
+    return parsed
+
+
+def _to_date(value: Any) -> dt.date:
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        return dt.date.fromisoformat(value.strip()[:10])
+    raise ValueError(f"{type(value).__name__} is not a date")
+
+
+def _converter(target: pa.DataType) -> Callable[[Any], Any]:
+    if pa.types.is_string(target) or pa.types.is_large_string(target):
+        return _to_text
+    if pa.types.is_integer(target):
+        return _to_int
+    if pa.types.is_floating(target):
+        return _to_float
+    if pa.types.is_boolean(target):
+        return _to_bool
+    if pa.types.is_timestamp(target):
+        aware = target.tz is not None
+        return lambda v: _to_datetime(v, aware)
+    if pa.types.is_date(target):
+        return _to_date
+    if pa.types.is_list(target):
+        item = _converter(target.value_type)
+
+        def to_list(value: Any) -> list[Any]:
+            if isinstance(value, str):
+                value = json.loads(value)
+            if not isinstance(value, list | tuple):
+                raise ValueError(f"{type(value).__name__} is not an array")
+            return [None if v is None else item(v) for v in value]
+
+        return to_list
+    return lambda v: v
+
+
+def _describe(target: pa.DataType) -> str:
+    if pa.types.is_timestamp(target):
+        return "date-time"
+    if pa.types.is_list(target):
+        return f"array of {_describe(target.value_type)}"
+    return str(target)
+
+
+def _clip(value: Any) -> str:
+    text = _to_text(value)
+    return text if len(text) <= MAX_NOTE_VALUE else text[:MAX_NOTE_VALUE] + "…"
+
+
+def coerce_values(
+    name: str, values: Sequence[Any], target: pa.DataType, notes: list[list[dict[str, str]]]
+) -> pa.Array:
+    """Convert values one by one; each misfit becomes null plus a note on its row."""
+    convert = _converter(target)
+    out: list[Any] = []
+    for row, value in enumerate(values):
+        if value is None:
+            out.append(None)
+            continue
+        try:
+            out.append(convert(value))
+        except (ValueError, TypeError, OverflowError, json.JSONDecodeError) as exc:
+            out.append(None)
+            notes[row].append(
+                {"field": name, "reason": f"expected {_describe(target)}: {exc}",
+                 "value": _clip(value)}
+            )
+    try:
+        return pa.array(out, type=target)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+        # Values that converted in Python but still overflow the Arrow type.
+        fixed: list[Any] = []
+        for row, value in enumerate(out):
+            try:
+                pa.array([value], type=target)
+                fixed.append(value)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+                fixed.append(None)
+                notes[row].append({"field": name, "reason": f"out of range: {exc}",
+                                   "value": _clip(values[row])})
+        return pa.array(fixed, type=target)
+
+
+def coerce_column(
+    name: str, column: pa.Array | pa.ChunkedArray, target: pa.DataType,
+    notes: list[list[dict[str, str]]],
+) -> pa.Array:
+    """One column of a reader's batch, cast to its table type."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if column.type == target:
+        return column
+    if pa.types.is_null(column.type):
+        return pa.nulls(len(column), target)
+    if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
+        if column.type.tz is None and target.tz is not None:
+            column = pc.assume_timezone(column, "UTC")
+        return pc.cast(column, target)
+    if not (pa.types.is_string(target) and not pa.types.is_string(column.type)):
+        try:
+            return pc.cast(column, target, safe=True)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
+    return coerce_values(name, column.to_pylist(), target, notes)
+
+
+def notes_array(notes: list[list[dict[str, str]]]) -> pa.Array:
+    """Per-row notes, null for rows without any (so ``count(_hw_notes)`` counts misfits)."""
+    if not any(notes):
+        return pa.nulls(len(notes), NOTES_TYPE)
+    return pa.array([n or None for n in notes], type=NOTES_TYPE)
+
+
+def batch_from_records(records: Iterable[Mapping[str, Any]], schema: pa.Schema,
+                       notes: list[list[dict[str, str]]]) -> list[pa.Array]:
+    """Columns for a list of dict records; fields outside the schema are kept as notes."""
+    rows = list(records)
+    notes.extend([] for _ in rows)
+    known = set(schema.names)
+    for row_number, record in enumerate(rows):
+        if not isinstance(record, Mapping):
+            notes[row_number].append({"field": "", "reason": "record is not an object",
+                                      "value": _clip(record)})
+            continue
+        for key in record.keys() - known:
+            notes[row_number].append({"field": key, "reason": "not in the stream schema",
+                                      "value": _clip(record[key])})
+    columns = []
+    for field in schema:
+        values = [r.get(field.name) if isinstance(r, Mapping) else None for r in rows]
+        try:
+            columns.append(pa.array(values, type=field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+            columns.append(coerce_values(field.name, values, field.type, notes))
+    return columns
+
+
+def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
+                  notes: list[list[dict[str, str]]]) -> list[pa.Array]:
+    """Columns of an Arrow batch in ``schema``'s order and types.
+
+    Missing columns become nulls; columns outside the schema are kept as notes
+    so nothing a reader produced disappears silently.
+    """
+    notes.extend([] for _ in range(batch.num_rows))
+    extra = [name for name in batch.schema.names if name not in schema.names]
+    if extra:
+        for name in extra:
+            for row, value in enumerate(batch.column(name).to_pylist()):
+                if value is not None:
+                    notes[row].append({"field": name, "reason": "not in the stream schema",
+                                       "value": _clip(value)})
+    columns = []
+    for field in schema:
+        index = batch.schema.get_field_index(field.name)
+        if index < 0:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+        else:
+            columns.append(coerce_column(field.name, batch.column(index), field.type, notes))
+    return columns
