@@ -37,8 +37,9 @@ state_app = typer.Typer(help="Show or reset the state of a connection's streams.
 app.add_typer(runs_app, name="runs")
 app.add_typer(state_app, name="state")
 
-out = Console()
-err = Console(stderr=True)
+# Wide enough for the summary table when output is piped (rich assumes 80 columns).
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 STORE_ENV = "HEADWATER_METADATA_STORE"
 HOME_ENV = "HEADWATER_HOME"

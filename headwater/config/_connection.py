@@ -368,6 +368,8 @@ def load_connection(path: str | Path, env: Mapping[str, str] | None = None) -> C
     try:
         connection = ConnectionConfig.model_validate({**data, "path": file})
     except pydantic.ValidationError as exc:
+        # Translated into problems and deliberately not chained: pydantic's
+        # own text repeats every input value, secrets included.
         problems += _problems(exc, lines, file.stem if name_from_file else None)
     if problems:
         count = f"{len(problems)} problem" + ("s" if len(problems) > 1 else "")
@@ -390,17 +392,19 @@ def _parse(text: str, where: str) -> tuple[Any, dict[str, int]]:
         return loader.construct_document(node), lines
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        # exc.problem / exc.context describe the mistake; str(exc) would also
-        # quote the offending line of the file, which may hold a secret.
+        # exc.problem / exc.context describe the mistake; str(exc) also quotes
+        # the offending line of the file, which may hold a secret that is not
+        # registered with the masker yet, so the YAML error is not chained
+        # (a traceback would print it).
         what = ", ".join(part for part in (exc.problem, exc.context) if part)
         raise ConfigError(
             f"cannot parse the connection file: {what or 'invalid YAML'}",
             file=where,
             line=mark.line + 1 if mark else None,
             column=mark.column + 1 if mark else None,
-        ) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError("cannot parse the connection file as YAML", file=where) from exc
+        ) from None
+    except yaml.YAMLError:
+        raise ConfigError("cannot parse the connection file as YAML", file=where) from None
     finally:
         loader.dispose()
 

@@ -136,8 +136,9 @@ class _SecretRegistry:
     """The process-wide set of secret values and the pattern that finds them.
 
     The lock exists because connections are validated (and their secrets
-    registered) on the driver while other threads log; readers take the
-    compiled pattern as one reference and never see a half-built one.
+    registered) on the driver while other threads log: it keeps the set and
+    the pattern built from it consistent.  Readers take the compiled pattern
+    as one reference, so they never see a half-built one.
     """
 
     def __init__(self) -> None:
@@ -159,8 +160,7 @@ class _SecretRegistry:
             if variants <= self._values:
                 return
             self._values |= variants
-            ordered = sorted(self._values, key=len, reverse=True)
-            self._pattern = re.compile("|".join(re.escape(value) for value in ordered))
+            self._pattern = None  # rebuilt by the next mask(), once per batch of additions
 
     def clear(self) -> None:
         with self._lock:
@@ -168,9 +168,15 @@ class _SecretRegistry:
             self._pattern = None
 
     def mask(self, text: str) -> str:
-        pattern = self._pattern
-        if pattern is None or not text:
+        if not text or not self._values:
             return text
+        pattern = self._pattern
+        if pattern is None:
+            with self._lock:
+                if self._pattern is None:
+                    ordered = sorted(self._values, key=len, reverse=True)
+                    self._pattern = re.compile("|".join(map(re.escape, ordered)))
+                pattern = self._pattern
         return pattern.sub(REDACTED, text)
 
 

@@ -333,6 +333,9 @@ class _StreamRunner:
                 log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
                           self.stats.error)
                 return
+            log.info("stream %s checkpoint %s: %s rows in %.1fs%s", self.name, checkpoint.index,
+                     result.rows, time.monotonic() - began,
+                     " (committed by an earlier attempt)" if result.already_committed else "")
             self._committed(checkpoint, result, time.monotonic() - began)
 
     def _commit(self, stream: Stream, checkpoint: CheckpointPlan,

@@ -4,6 +4,7 @@ from headwater.connectors.sample._source import (
     OrdersStream,
     SampleConfig,
     SampleSource,
+    SampleStream,
     UsersStream,
 )
 

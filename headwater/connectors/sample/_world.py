@@ -78,6 +78,34 @@ _TIERS = pa.array(["bronze", "silver", "gold", "platinum"])
 _CURRENCIES = pa.array(["USD", "EUR", "GBP", "CAD", "AUD"])
 _STATUSES = pa.array(["placed", "paid", "shipped", "delivered"])
 
+#: Column kinds: their JSON Schema (declared) and Arrow type (read).
+_KINDS: dict[str, tuple[dict[str, str], pa.DataType]] = {
+    "integer": ({"type": "integer"}, pa.int64()),
+    "number": ({"type": "number"}, pa.float64()),
+    "string": ({"type": "string"}, pa.string()),
+    "date-time": ({"type": "string", "format": "date-time"}, _TIMESTAMP),
+}
+_COLUMNS = {
+    "users": [
+        ("id", "integer"),
+        ("name", "string"),
+        ("email", "string"),
+        ("country", "string"),
+        ("age", "integer"),
+        ("created_at", "date-time"),
+        ("updated_at", "date-time"),
+    ],
+    "orders": [
+        ("id", "integer"),
+        ("user_id", "integer"),
+        ("amount", "number"),
+        ("currency", "string"),
+        ("status", "string"),
+        ("created_at", "date-time"),
+        ("updated_at", "date-time"),
+    ],
+}
+
 _I64 = npt.NDArray[np.int64]
 _U64 = npt.NDArray[np.uint64]
 
@@ -200,16 +228,14 @@ class World:
         line = self.timeline(stream)
         first, last = max(lo, 0), min(hi, n)
         for chunk in range(first, last, MAX_BATCH_ROWS):
-            ids = np.arange(chunk, min(chunk + MAX_BATCH_ROWS, last), dtype=np.int64)
+            stop = min(chunk + MAX_BATCH_ROWS, last)
+            ids = np.arange(chunk, stop, dtype=np.int64)
             # Initial rows touched by a generation now live at their event time.
-            moved = line.touched_initial[
-                np.searchsorted(line.touched_initial, ids[0]) : np.searchsorted(
-                    line.touched_initial, ids[-1], side="right"
-                )
-            ]
+            touched = line.touched_initial
+            moved = touched[np.searchsorted(touched, chunk) : np.searchsorted(touched, stop)]
             if len(moved):
                 keep = np.ones(len(ids), dtype=bool)
-                keep[moved - ids[0]] = False
+                keep[moved - chunk] = False
                 ids = ids[keep]
             if len(ids):
                 yield self._batch(stream, ids, np.zeros(len(ids), np.int64), ids, ids)
@@ -227,63 +253,26 @@ class World:
         table = pa.Table.from_batches(batches, schema=self.arrow_schema(stream))
         return table.sort_by("id")
 
+    def columns(self, stream: str) -> list[tuple[str, str]]:
+        """``(name, kind)`` of every column, in order; kind is a key of :data:`_KINDS`."""
+        columns = list(_COLUMNS[_check_stream(stream)])
+        if stream == "users" and self.schema_version >= 2:
+            columns.append(("loyalty_tier", "string"))
+        return columns
+
     def arrow_schema(self, stream: str) -> pa.Schema:
         """The Arrow schema of the batches; ``age`` is a string when bad values are on."""
-        if _check_stream(stream) == "orders":
-            return pa.schema(
-                [
-                    ("id", pa.int64()),
-                    ("user_id", pa.int64()),
-                    ("amount", pa.float64()),
-                    ("currency", pa.string()),
-                    ("status", pa.string()),
-                    ("created_at", _TIMESTAMP),
-                    ("updated_at", _TIMESTAMP),
-                ]
-            )
-        fields = [
-            ("id", pa.int64()),
-            ("name", pa.string()),
-            ("email", pa.string()),
-            ("country", pa.string()),
-            ("age", pa.string() if self.bad_value_every else pa.int64()),
-            ("created_at", _TIMESTAMP),
-            ("updated_at", _TIMESTAMP),
-        ]
-        if self.schema_version >= 2:
-            fields.append(("loyalty_tier", pa.string()))
-        return pa.schema(fields)
+        return pa.schema(
+            (name, pa.string() if name == "age" and self.bad_value_every else _KINDS[kind][1])
+            for name, kind in self.columns(stream)
+        )
 
     def json_schema(self, stream: str) -> dict[str, Any]:
         """The declared record schema: what the destination's typed columns are."""
-        integer, number, text = {"type": "integer"}, {"type": "number"}, {"type": "string"}
-        moment = {"type": "string", "format": "date-time"}
-        if _check_stream(stream) == "orders":
-            props: dict[str, Any] = {
-                "id": integer,
-                "user_id": integer,
-                "amount": number,
-                "currency": text,
-                "status": text,
-                "created_at": moment,
-                "updated_at": moment,
-            }
-        else:
-            props = {
-                "id": integer,
-                "name": text,
-                "email": text,
-                "country": text,
-                "age": integer,
-                "created_at": moment,
-                "updated_at": moment,
-            }
-            if self.schema_version >= 2:
-                props["loyalty_tier"] = text
         return {
             "$schema": "http://json-schema.org/draft-07/schema#",
             "type": "object",
-            "properties": {name: dict(kind) for name, kind in props.items()},
+            "properties": {name: dict(_KINDS[kind][0]) for name, kind in self.columns(stream)},
         }
 
     def _created(self, stream: str, ids: _I64) -> _I64:

@@ -101,12 +101,14 @@ class DeltaDestination(Destination):
             fields = []
             for field in data_schema:
                 if field.name in existing:
-                    fields.append(pa.field(field.name, to_arrow_type(existing[field.name].dataType)))
+                    fields.append(pa.field(
+                        field.name, to_arrow_type(existing[field.name].dataType, timezone="UTC")))
                 else:
                     fields.append(field)
             return pa.schema(fields)
         except Exception as exc:
-            raise DestinationError(f"cannot prepare Delta table at {location}: {exc}",
+            raise DestinationError(f"cannot prepare Delta table at {location}: "
+                                   f"{type(exc).__name__}: {_first_line(exc)}",
                                    stream=plan.stream.name) from exc
 
     # ----------------------------------------------------------------- commits
@@ -128,7 +130,7 @@ class DeltaDestination(Destination):
             return None
         metrics = found[0]["operationMetrics"] or {}
         rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows") or 0)
-        return CommitResult(rows=rows, rejected=0, bytes=int(metrics.get("numOutputBytes") or 0),
+        return CommitResult(rows=rows, rejected=0, bytes=_bytes_written(metrics),
                             version=int(found[0]["version"]), already_committed=True)
 
     def _latest_metrics(self, spark: SparkSession, location: str,
@@ -144,7 +146,7 @@ class DeltaDestination(Destination):
         if not found:
             return None, 0
         metrics = found[0]["operationMetrics"] or {}
-        return int(found[0]["version"]), int(metrics.get("numOutputBytes") or 0)
+        return int(found[0]["version"]), _bytes_written(metrics)
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -223,6 +225,11 @@ class DeltaDestination(Destination):
                 spark.conf.unset(_TXN_APP_CONF)
                 spark.conf.unset(_TXN_VERSION_CONF)
                 spark.conf.unset(_USER_METADATA_CONF)
+
+
+def _bytes_written(metrics: Mapping[str, str]) -> int:
+    # WRITE reports numOutputBytes; MERGE reports the bytes of the files it added.
+    return int(metrics.get("numOutputBytes") or metrics.get("numTargetBytesAdded") or 0)
 
 
 def _first_line(exc: BaseException) -> str:

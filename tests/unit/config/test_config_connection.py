@@ -132,9 +132,13 @@ def test_missing_required_field_points_at_the_enclosing_mapping(tmp_path: Path) 
 
 def test_wrong_type_shows_the_type_not_the_value(tmp_path: Path) -> None:
     path = write(tmp_path, "source: {type: sample, config: hunter2-password}\n")
-    problems = problems_of(path)
-    assert problems == {"source.config": "expected a mapping (got string) (line 1)"}
-    assert "hunter2" not in str(problems)
+    with pytest.raises(SpecValidationError) as info:
+        load_connection(path, env={})
+    assert info.value.problems == [("source.config", "expected a mapping (got string) (line 1)")]
+    assert "hunter2" not in str(info.value)
+    # pydantic's error repeats input values: it must not travel along as a cause.
+    assert info.value.__cause__ is None
+    assert info.value.__context__ is None
 
 
 def test_unknown_top_level_field_and_path_key_are_rejected(tmp_path: Path) -> None:
@@ -227,6 +231,9 @@ def test_yaml_error_does_not_quote_the_offending_line(tmp_path: Path) -> None:
         load_connection(path, env={})
     assert info.value.context["line"] == 3
     assert "hunter2" not in str(info.value)
+    # Not chained either: PyYAML's own message quotes the line, and tracebacks print causes.
+    assert info.value.__cause__ is None
+    assert info.value.__suppress_context__
 
 
 def test_duplicate_yaml_keys_are_an_error(tmp_path: Path) -> None:

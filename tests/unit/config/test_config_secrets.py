@@ -1,0 +1,212 @@
+"""Secrets found through the spec, redacted in configs, masked in logs and output."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from headwater.config import (
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    SecretMaskingFilter,
+    install_log_masking,
+    mask,
+    mask_obj,
+    redact,
+    register_secrets,
+    secret_paths,
+    secret_values,
+)
+from headwater.config._secrets import _registry
+
+SPEC: dict[str, Any] = {
+    "connectionSpecification": {
+        "type": "object",
+        "properties": {
+            "host": {"type": "string"},
+            "password": {"type": "string", "airbyte_secret": True},
+            "credentials": {
+                "type": "object",
+                "oneOf": [
+                    {
+                        "properties": {
+                            "method": {"const": "key"},
+                            "api_key": {"type": "string", "airbyte_secret": True},
+                        }
+                    },
+                    {
+                        "properties": {
+                            "method": {"const": "oauth"},
+                            "client_id": {"type": "string"},
+                            "client_secret": {"type": "string", "airbyte_secret": True},
+                            "refresh": {
+                                "type": "object",
+                                "properties": {"token": {"type": "string", "airbyte_secret": True}},
+                            },
+                        }
+                    },
+                ],
+            },
+            "tunnels": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"ssh_key": {"type": "string", "airbyte_secret": True}},
+                },
+            },
+            "extra": {"anyOf": [{"properties": {"pin": {"airbyte_secret": True}}}]},
+        },
+    }
+}
+
+
+@pytest.fixture(autouse=True)
+def empty_registry() -> Iterator[None]:
+    """The masker is process-wide; each test starts and ends with no secrets registered."""
+    _registry.clear()
+    yield
+    _registry.clear()
+
+
+def test_secret_paths_go_through_nested_objects_oneof_anyof_and_items() -> None:
+    assert secret_paths(SPEC) == [
+        ("password",),
+        ("credentials", "api_key"),
+        ("credentials", "client_secret"),
+        ("credentials", "refresh", "token"),
+        ("tunnels", "*", "ssh_key"),
+        ("extra", "pin"),
+    ]
+
+
+def test_secret_values_are_the_non_empty_strings_at_secret_paths() -> None:
+    config = {
+        "host": "db.internal",
+        "password": "pw-123456",
+        "credentials": {"method": "oauth", "client_id": "cid", "client_secret": ""},
+        "tunnels": [{"ssh_key": "key-one"}, {"ssh_key": "key-two"}, {}],
+        "extra": {"pin": 1234},
+    }
+    assert secret_values(SPEC, config) == ["pw-123456", "key-one", "key-two"]
+
+
+def test_redact_replaces_secrets_in_a_copy() -> None:
+    config: dict[str, Any] = {
+        "host": "db.internal",
+        "password": "pw-123456",
+        "credentials": {"method": "oauth", "client_id": "cid", "refresh": {"token": "rt-1"}},
+        "tunnels": [{"ssh_key": "key-one"}],
+        "extra": {"pin": 1234},
+    }
+    redacted = redact(config, SPEC)
+    assert redacted == {
+        "host": "db.internal",
+        "password": REDACTED,
+        "credentials": {"method": "oauth", "client_id": "cid", "refresh": {"token": REDACTED}},
+        "tunnels": [{"ssh_key": REDACTED}],
+        "extra": {"pin": REDACTED},
+    }
+    assert config["password"] == "pw-123456"
+    assert config["credentials"]["refresh"]["token"] == "rt-1"
+
+
+def test_redact_keeps_unset_secrets_visible_as_unset() -> None:
+    assert redact({"password": None}, SPEC) == {"password": None}
+
+
+def test_mask_replaces_registered_secrets_longest_first() -> None:
+    register_secrets(["abcd1234", "abcd1234-extended"])
+    assert mask("x abcd1234-extended y abcd1234 z") == f"x {REDACTED} y {REDACTED} z"
+
+
+def test_short_secrets_are_not_masked() -> None:
+    short = "x" * (MIN_SECRET_LENGTH - 1)
+    register_secrets([short, ""])
+    assert mask(f"value {short}") == f"value {short}"
+
+
+def test_url_encoded_and_json_escaped_forms_are_masked_too() -> None:
+    secret = 'p@ss/word"\nline2'
+    register_secrets([secret])
+    assert "p%40ss" not in mask("postgresql://u:p%40ss%2Fword%22%0Aline2@host/db")
+    assert mask('{"password": "p@ss/word\\"\\nline2"}') == f'{{"password": "{REDACTED}"}}'
+
+
+def test_mask_without_secrets_returns_text_unchanged() -> None:
+    assert mask("nothing to hide") == "nothing to hide"
+
+
+def test_mask_obj_walks_dicts_lists_and_tuples() -> None:
+    register_secrets(["tok-98765"])
+    obj = {
+        "error": "auth failed with tok-98765",
+        "items": [("tok-98765", 3), None, 2.5],
+        "tok-98765": True,
+    }
+    assert mask_obj(obj) == {
+        "error": f"auth failed with {REDACTED}",
+        "items": [(REDACTED, 3), None, 2.5],
+        REDACTED: True,
+    }
+    assert obj["error"] == "auth failed with tok-98765"
+
+
+def test_log_records_are_masked_in_message_args_and_exception(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    register_secrets(["hunter2-secret"])
+    install_log_masking()
+    logger = logging.getLogger("headwater.test.secrets")
+    with caplog.at_level(logging.INFO, logger="headwater.test.secrets"):
+        logger.info("connecting with password %s", "hunter2-secret")
+        try:
+            raise RuntimeError("refused: hunter2-secret")
+        except RuntimeError:
+            logger.exception("failed")
+
+    assert "hunter2-secret" not in caplog.text
+    assert f"connecting with password {REDACTED}" in caplog.text
+    assert f"RuntimeError: refused: {REDACTED}" in caplog.text
+    assert caplog.records[0].getMessage() == f"connecting with password {REDACTED}"
+
+
+def test_install_log_masking_is_idempotent(caplog: pytest.LogCaptureFixture) -> None:
+    install_log_masking()
+    install_log_masking()
+    for target in [caplog.handler, logging.getLogger("py4j"), logging.getLogger("pyspark")]:
+        masking = [f for f in target.filters if isinstance(f, SecretMaskingFilter)]
+        assert len(masking) == 1
+
+
+def test_filter_keeps_records_without_secrets_as_they_were() -> None:
+    register_secrets(["hunter2-secret"])
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "read %d rows", (5,), None)
+    assert SecretMaskingFilter().filter(record) is True
+    assert (record.msg, record.args) == ("read %d rows", (5,))
+
+
+def test_filter_survives_arguments_that_do_not_fit_the_format() -> None:
+    register_secrets(["hunter2-secret"])
+    record = logging.LogRecord(
+        "x", logging.INFO, __file__, 1, "%s %s hunter2-secret", ("hunter2-secret",), None
+    )
+    SecretMaskingFilter().filter(record)
+    assert record.getMessage() == f"%s %s {REDACTED}"
+
+
+def test_registry_is_safe_under_concurrent_registration() -> None:
+    def register(start: int) -> None:
+        for n in range(start, start + 200):
+            register_secrets([f"secret-{n:05d}"])
+
+    threads = [threading.Thread(target=register, args=(i * 200,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    text = " ".join(f"secret-{n:05d}" for n in range(800))
+    assert mask(text) == " ".join([REDACTED] * 800)
