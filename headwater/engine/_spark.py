@@ -170,12 +170,13 @@ def get_spark(settings: SparkSettings) -> SparkSession:
         builder = builder.master(settings.master)
     else:
         builder = builder.master("local[*]")
-    if settings.master and not settings.master.startswith("local"):
-        # Executors on a cluster may run elsewhere: never pin the driver to loopback
-        # unless the cluster itself is on loopback.
-        if "127.0.0.1" not in settings.master and "localhost" not in settings.master:
-            conf.pop("spark.driver.bindAddress", None)
-            conf.pop("spark.driver.host", None)
+    remote_cluster = bool(settings.master) and not any(
+        marker in (settings.master or "") for marker in ("local", "127.0.0.1", "localhost"))
+    if remote_cluster:
+        # Executors elsewhere must reach the driver: pin it to loopback only when
+        # the cluster itself is on loopback.
+        conf.pop("spark.driver.bindAddress", None)
+        conf.pop("spark.driver.host", None)
     conf.update(settings.conf)
     for key, value in conf.items():
         builder = builder.config(key, value)

@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -34,19 +34,18 @@ from headwater.destinations._base import CommitMarker, CommitResult
 from headwater.engine._faults import fault_point
 from headwater.engine._plan import (
     CheckpointPlan,
-    ConfiguredStream,
     RunPlan,
     StreamPlan,
     group_checkpoints,
 )
 from headwater.engine._spark import SparkSettings, get_spark
 from headwater.engine._task import TaskContext, make_task
-from headwater.table_schema import META_FIELDS, arrow_schema_for
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import HeadwaterError
-from headwater.metadata_store import MetadataStore
+from headwater.metadata_store import MetadataStore, RunStatus
 from headwater.sdk import Cursor, Source, Stream
+from headwater.table_schema import arrow_schema_for
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -217,7 +216,7 @@ class SyncEngine:
             self.observer.run_started(run_id, plan, resumed)
             stats = self._run_streams(spark, plan, run_id, attempt)
             failed = [s for s in stats if s.status != "succeeded"]
-            status = "failed" if failed else "succeeded"
+            status: RunStatus = "failed" if failed else "succeeded"
             error = "; ".join(f"{s.name}: {s.error}" for s in failed) or None
             states_after = self.store.get_states(conn.name)
             self.store.finish_attempt(run_id, attempt, status=status, error=error)

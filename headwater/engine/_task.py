@@ -21,9 +21,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater.table_schema import META_FIELDS, batch_from_records, conform_batch, notes_array
 from headwater.errors import ConnectorError
 from headwater.sdk import Partition, Stream
+from headwater.table_schema import META_FIELDS, batch_from_records, conform_batch, notes_array
 
 #: Dict records are gathered into Arrow batches of this many rows.
 DICT_BATCH_ROWS = 10_000
@@ -123,8 +123,10 @@ def read_partition(stream: Stream, partition: Partition,
         ) from exc
 
 
-def make_task(stream: Stream, partitions: Sequence[Partition],
-              context: TaskContext) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskContext) -> ArrowTask:
     """The function ``mapInArrow`` runs: its input rows are positions in ``partitions``."""
     frozen = list(partitions)
 

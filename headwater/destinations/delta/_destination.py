@@ -21,13 +21,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from headwater.destinations._base import CommitMarker, CommitResult, Destination
-from headwater.table_schema import META_FIELDS
 from headwater.errors import DestinationError
+from headwater.table_schema import META_FIELDS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -1,0 +1,27 @@
+"""Fixtures shared by the whole suite: one Spark session per test run, not per test."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# Spark's Python workers must run this interpreter (see DESIGN.md, field notes).
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The one local Spark session (with Delta Lake) every integration test shares."""
+    from headwater.engine import SparkSettings, get_spark
+
+    logs = tmp_path_factory.mktemp("spark-logs")
+    session = get_spark(SparkSettings(master="local[2]", app_name="headwater-tests",
+                                      conf={"spark.sql.shuffle.partitions": "4"},
+                                      jvm_log_path=Path(logs) / "spark.log"))
+    yield session
+    session.stop()

@@ -1,0 +1,330 @@
+"""Drive ``headwater`` as a real subprocess, and check what it landed against the source.
+
+The crash and cluster tests must run the CLI in its own process: a SIGKILL has
+to hit a whole sync (driver, Spark JVM, Python workers), and a cluster's
+executors must receive partitions pickled by a driver that is not the test.
+
+Layout of one test's folder (the CLI's working directory)::
+
+    tmp_path/
+      <name>.yaml        the connection, written by :func:`write_connection`
+      .headwater/        HEADWATER_HOME: metadata store (headwater.db), logs/spark.log
+      lakehouse/<stream> the Delta tables
+
+Every CLI process starts in a new session (its own process group), so the JVM
+that PySpark launches, and the Python workers that JVM forks, can be awaited
+and, as a last resort, killed with it after the driver was killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import yaml
+
+from headwater.connectors.sample import SampleSource
+from headwater.metadata_store import MetadataStore
+
+#: The console script of the venv the tests run in.
+HEADWATER = str(Path(sys.executable).with_name("headwater"))
+HOME = ".headwater"
+LAKEHOUSE = "lakehouse"
+#: One sync of a few thousand rows takes well under a minute alone; the machine is shared.
+SYNC_TIMEOUT_S = 900.0
+#: How long the JVM of a killed driver may take to notice (stdin EOF) and exit.
+ORPHAN_EXIT_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class CliResult:
+    """How one CLI process ended: its exit code (``-9``: SIGKILL) and its ``--json`` document."""
+
+    exit_code: int
+    document: dict[str, Any] | None
+    stdout: str
+    stderr: str
+
+    def describe(self) -> str:
+        """Everything needed to see why a run failed, for assertion messages."""
+        return (
+            f"exit code {self.exit_code}\n--- stdout ---\n{self.stdout[-4000:]}\n"
+            f"--- stderr ---\n{self.stderr[-4000:]}"
+        )
+
+
+def write_connection(
+    tmp_path: Path,
+    *,
+    source: Mapping[str, Any],
+    streams: Sequence[Mapping[str, Any]],
+    name: str = "crashy",
+    checkpoint: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write a ``sample`` -> Delta connection file into ``tmp_path`` and return its path.
+
+    Paths inside it are relative: the CLI runs with ``tmp_path`` as its working
+    directory, exactly as a user would run it from a project folder.  Writing
+    again with another ``source`` (say, a later ``generation``) keeps the name,
+    hence the state and the tables.
+    """
+    document: dict[str, Any] = {
+        "name": name,
+        "source": {"type": "sample", "config": dict(source)},
+        "destination": {"type": "delta", "config": {"path": LAKEHOUSE}},
+        "streams": [dict(s) for s in streams],
+    }
+    if checkpoint is not None:
+        document["checkpoint"] = dict(checkpoint)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The CLI's environment: this one, with its home in ``tmp_path`` and no inherited fault."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("HEADWATER_FAULT", "HEADWATER_METADATA_STORE")
+    }
+    env["HEADWATER_HOME"] = str(tmp_path / HOME)
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    env.update(extra or {})
+    return env
+
+
+def start_cli(
+    tmp_path: Path, *args: str, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """Start ``headwater ARGS`` in ``tmp_path``, in a process group of its own."""
+    return subprocess.Popen(
+        [HEADWATER, *args],
+        cwd=tmp_path,
+        env=cli_env(tmp_path, env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finish_cli(process: subprocess.Popen[str], timeout: float = SYNC_TIMEOUT_S) -> CliResult:
+    """Wait for a CLI process, then for the rest of its process group; parse its JSON."""
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_group(process.pid)
+        stdout, stderr = process.communicate()
+        raise AssertionError(
+            f"headwater did not finish in {timeout:.0f} s\n{stderr[-4000:]}"
+        ) from None
+    wait_for_group_exit(process.pid)
+    document: dict[str, Any] | None = None
+    if stdout.strip():
+        try:
+            document = json.loads(stdout)
+        except json.JSONDecodeError:
+            document = None
+    return CliResult(process.returncode, document, stdout, stderr)
+
+
+def run_cli(
+    tmp_path: Path,
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = SYNC_TIMEOUT_S,
+) -> CliResult:
+    """Run ``headwater ARGS`` to its end (see :func:`start_cli`, :func:`finish_cli`)."""
+    return finish_cli(start_cli(tmp_path, *args, env=env), timeout)
+
+
+def sync(
+    tmp_path: Path, connection: Path, *extra: str, env: Mapping[str, str] | None = None
+) -> CliResult:
+    """``headwater sync CONNECTION --json EXTRA...``."""
+    return run_cli(tmp_path, "sync", str(connection), "--json", *extra, env=env)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of process group ``pgid``, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rpartition(")")[2].split()
+        # fields: state, ppid, pgrp, ...
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def wait_for_group_exit(pgid: int, timeout: float = ORPHAN_EXIT_TIMEOUT_S) -> None:
+    """Wait until nothing of a CLI's process group runs any more.
+
+    A driver killed alone leaves its JVM behind for a moment (it exits when its
+    stdin, the driver's pipe, closes).  Resuming while it still runs would be a
+    real-world race too, but the tests want the crash, then the resume.  After
+    ``timeout`` the group is killed: those are processes this test started.
+    """
+    deadline = time.monotonic() + timeout
+    while _group_members(pgid):
+        if time.monotonic() > deadline:
+            _kill_group(pgid)
+            time.sleep(1.0)
+            return
+        time.sleep(0.2)
+
+
+def kill_cli(process: subprocess.Popen[str], *, whole_group: bool = False) -> CliResult:
+    """SIGKILL a running CLI: its driver only (a crashed driver), or its whole process
+    group (driver, JVM and Python workers at once: a machine that died)."""
+    if whole_group:
+        _kill_group(process.pid)
+    else:
+        process.send_signal(signal.SIGKILL)
+    return finish_cli(process, timeout=ORPHAN_EXIT_TIMEOUT_S)
+
+
+def store(tmp_path: Path) -> MetadataStore:
+    """The CLI's embedded metadata store in ``tmp_path`` (the file must exist)."""
+    return MetadataStore(f"sqlite:///{tmp_path / HOME / 'headwater.db'}")
+
+
+def table_location(tmp_path: Path, stream: str) -> str:
+    return str(tmp_path / LAKEHOUSE / stream)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def read_table(spark: Any, location: str, columns: Sequence[str]) -> pa.Table:
+    """The Delta table's ``columns`` as Arrow, timestamps as microseconds since the epoch.
+
+    Comparing integers keeps the check free of time-zone conversions between
+    Spark, Arrow and Python.
+    """
+    from pyspark.sql import functions as F
+
+    frame = spark.read.format("delta").load(location)
+    kinds = dict(frame.dtypes)
+    selected = [F.unix_micros(c).alias(c) if kinds[c] == "timestamp" else F.col(c) for c in columns]
+    return frame.select(*selected).toArrow()
+
+
+def expected_rows(source: Mapping[str, Any], stream: str) -> pa.Table:
+    """What the source holds now, timestamps as microseconds (see :func:`read_table`)."""
+    table = SampleSource(dict(source)).expected_rows(stream)
+    columns = [
+        pc.cast(table.column(name), pa.int64())
+        if pa.types.is_timestamp(table.schema.field(name).type)
+        else table.column(name)
+        for name in table.column_names
+    ]
+    return pa.table(columns, names=table.column_names)
+
+
+def _rows(table: pa.Table, columns: Sequence[str]) -> Counter[tuple[Any, ...]]:
+    return Counter(zip(*(table.column(c).to_pylist() for c in columns), strict=True))
+
+
+def assert_table_equals_source(
+    spark: Any, location: str, source: Mapping[str, Any], stream: str
+) -> None:
+    """The table holds exactly the source's rows: each id once, every value equal.
+
+    The message names missing and doubled ids, which is what a broken
+    exactly-once guarantee looks like.
+    """
+    expected = expected_rows(source, stream)
+    actual = read_table(spark, location, expected.column_names)
+    ids = Counter(actual.column("id").to_pylist())
+    doubled = sorted(i for i, n in ids.items() if n > 1)
+    missing = sorted(set(expected.column("id").to_pylist()) - set(ids))
+    extra = sorted(set(ids) - set(expected.column("id").to_pylist()))
+    assert not doubled, f"{len(doubled)} ids twice or more, first: {doubled[:10]}"
+    assert not missing, f"{len(missing)} ids missing, first: {missing[:10]}"
+    assert not extra, f"{len(extra)} ids the source does not have, first: {extra[:10]}"
+    assert actual.num_rows == expected.num_rows
+    differ = _rows(actual, expected.column_names) - _rows(expected, expected.column_names)
+    assert not differ, f"{len(differ)} rows differ from the source, e.g. {list(differ)[:3]}"
+
+
+def assert_appended_history(
+    spark: Any, location: str, before: Mapping[str, Any], after: Mapping[str, Any], stream: str
+) -> None:
+    """An append table after syncs at ``before`` then ``after``: every version once.
+
+    It holds the world at ``before`` plus exactly the rows ``after`` changed or
+    added (each at its new version), nothing twice; deduplicated by the latest
+    ``updated_at`` it equals the world at ``after``.
+    """
+    old = expected_rows(before, stream)
+    new = expected_rows(after, stream)
+    columns = new.column_names
+    wanted = _rows(old, columns) + (_rows(new, columns) - _rows(old, columns))
+    actual = _rows(read_table(spark, location, columns), columns)
+    doubled = [row for row, n in actual.items() if n > 1]
+    assert not doubled, f"{len(doubled)} rows appended twice, e.g. {doubled[:3]}"
+    assert not (wanted - actual), f"rows missing, e.g. {list(wanted - actual)[:3]}"
+    assert not (actual - wanted), f"unexpected rows, e.g. {list(actual - wanted)[:3]}"
+
+
+def tagged_commits(spark: Any, location: str, run_id: str, stream: str) -> Counter[int]:
+    """How many commits of the Delta table carry each checkpoint index of the run."""
+    from delta.tables import DeltaTable
+
+    commits: Counter[int] = Counter()
+    for row in DeltaTable.forPath(spark, location).history().select("userMetadata").collect():
+        if not row["userMetadata"]:
+            continue
+        tag = json.loads(row["userMetadata"]).get("headwater", {})
+        if tag.get("run_id") == run_id and tag.get("stream") == stream:
+            commits[int(tag["checkpoint"])] += 1
+    return commits
+
+
+def assert_each_checkpoint_committed_once(
+    spark: Any, location: str, tmp_path: Path, run_id: str, stream: str
+) -> None:
+    """Every planned checkpoint of the run has exactly one commit in the Delta log.
+
+    Data alone cannot show a repeated MERGE or overwrite (the rows come out the
+    same); the commit tags in the table's history can: a checkpoint whose
+    commit a killed attempt had already made must have been skipped.
+    """
+    run = store(tmp_path).get_run(run_id)
+    assert run is not None, f"no run {run_id} in the metadata store"
+    planned = sorted(
+        c["index"]
+        for s in run.plan["streams"]
+        if s["stream"]["name"] == stream
+        for c in s["checkpoints"]
+    )
+    commits = tagged_commits(spark, location, run_id, stream)
+    assert sorted(commits) == planned, f"planned {planned}, committed {sorted(commits)}"
+    repeated = {index: n for index, n in commits.items() if n > 1}
+    assert not repeated, f"checkpoints committed more than once: {repeated}"

@@ -1,0 +1,169 @@
+"""A real Spark standalone cluster on 127.0.0.1, from the pip package alone.
+
+One master and one worker, each its own JVM started with ``spark-class``
+(the pip package has no ``sbin/start-*.sh``).  Executors the worker launches
+are separate JVMs with their own Python workers, so a sync that passes here
+has had its partitions and readers pickled, shipped and run in processes
+that share nothing with the driver but the file system.
+
+Everything listens on loopback only, on free ports; logs and the worker's
+work dir go into a folder the caller gives (a test's ``tmp_path``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+HOST = "127.0.0.1"
+SPARK_CLASS = str(Path(sys.executable).with_name("spark-class"))
+MASTER_CLASS = "org.apache.spark.deploy.master.Master"
+WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
+#: Two JVMs starting on a small shared machine: give them time.
+START_TIMEOUT_S = 180.0
+STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class StandaloneCluster:
+    """A running master and worker: where to submit, where to look afterwards."""
+
+    master_url: str
+    web_ui_url: str
+    work_dir: Path
+    log_dir: Path
+
+    def status(self) -> dict[str, Any]:
+        """The master's web UI JSON: workers, active and completed applications."""
+        with urllib.request.urlopen(f"{self.web_ui_url}/json/", timeout=5) as response:
+            document: dict[str, Any] = json.load(response)
+        return document
+
+
+def free_port() -> int:
+    """A TCP port free on loopback right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _start(args: list[str], log: TextIO, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    # A session of its own, so the worker's executors (its children) can be stopped with it.
+    return subprocess.Popen(
+        [SPARK_CLASS, *args],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group (Spark's shutdown hooks stop executors), then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(timeout=STOP_TIMEOUT_S)
+    # Executors may outlive a worker that was slow to stop them; they are ours to end.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+def _wait_for_worker(
+    cluster: StandaloneCluster, master: subprocess.Popen[bytes], worker: subprocess.Popen[bytes]
+) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        for name, process in (("master", master), ("worker", worker)):
+            if process.poll() is not None:
+                log = (cluster.log_dir / f"{name}.log").read_text()[-4000:]
+                raise RuntimeError(f"the Spark {name} exited with {process.returncode}:\n{log}")
+        try:
+            if cluster.status().get("aliveworkers", 0) >= 1:
+                return
+        except (urllib.error.URLError, OSError, ValueError):
+            pass  # the master's web UI is not up yet
+        time.sleep(0.5)
+    raise RuntimeError(
+        f"no worker registered with {cluster.master_url} in "
+        f"{START_TIMEOUT_S:.0f} s; see {cluster.log_dir}"
+    )
+
+
+@contextlib.contextmanager
+def standalone_cluster(
+    folder: Path, *, cores: int = 2, memory: str = "2g"
+) -> Iterator[StandaloneCluster]:
+    """Run a master and one worker for the ``with`` block; both are stopped on the way out.
+
+    Yields once the worker has registered, so an application submitted at
+    once gets executors.
+    """
+    port, ui_port, worker_ui_port = free_port(), free_port(), free_port()
+    log_dir = folder / "cluster-logs"
+    work_dir = folder / "cluster-work"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    cluster = StandaloneCluster(
+        master_url=f"spark://{HOST}:{port}",
+        web_ui_url=f"http://{HOST}:{ui_port}",
+        work_dir=work_dir,
+        log_dir=log_dir,
+    )
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": HOST,
+        "SPARK_LOCAL_HOSTNAME": HOST,
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    started: list[subprocess.Popen[bytes]] = []
+    with (
+        (log_dir / "master.log").open("w") as master_log,
+        (log_dir / "worker.log").open("w") as worker_log,
+    ):
+        try:
+            master = _start(
+                [MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(ui_port)],
+                master_log,
+                env,
+            )
+            started.append(master)
+            worker = _start(
+                [
+                    WORKER_CLASS,
+                    cluster.master_url,
+                    "--host",
+                    HOST,
+                    "--cores",
+                    str(cores),
+                    "--memory",
+                    memory,
+                    "--webui-port",
+                    str(worker_ui_port),
+                    "--work-dir",
+                    str(work_dir),
+                ],
+                worker_log,
+                env,
+            )
+            started.append(worker)
+            _wait_for_worker(cluster, master, worker)
+            yield cluster
+        finally:
+            for process in reversed(started):
+                _stop(process)

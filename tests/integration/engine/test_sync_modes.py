@@ -1,0 +1,197 @@
+"""Every sync mode end to end on real Spark and real Delta tables, against the source's truth."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from headwater.cli.app import app
+from headwater.config import load_connection
+from headwater.connectors.sample import SampleSource
+from headwater.engine import SyncEngine, SyncResult
+from headwater.errors import ConnectionLockedError
+from headwater.metadata_store import MetadataStore
+
+pytestmark = pytest.mark.spark
+
+USERS = 3000
+SOURCE = {"seed": 7, "users": USERS, "orders": 0, "rows_per_partition": 500,
+          "updates_per_generation": 40, "new_per_generation": 25}
+
+
+def write_connection(tmp_path: Path, streams: list[dict[str, Any]], **source: Any) -> Path:
+    config = {**SOURCE, **source}
+    document = {
+        "name": "it",
+        "source": {"type": "sample", "config": config},
+        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake")}},
+        "streams": streams,
+        "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}",
+        "checkpoint": {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
+    }
+    path = tmp_path / "it.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def sync(path: Path) -> SyncResult:
+    connection = load_connection(path)
+    store = MetadataStore(connection.metadata_store or "")
+    return SyncEngine(connection, store).run()
+
+
+def table(spark: Any, tmp_path: Path, stream: str = "users") -> pa.Table:
+    return spark.read.format("delta").load(str(tmp_path / "lake" / stream)).toArrow()
+
+
+def expected(stream: str = "users", **source: Any) -> pa.Table:
+    return SampleSource({**SOURCE, **source}).expected_rows(stream)
+
+
+def keyed(rows: pa.Table) -> Counter[tuple[int, Any]]:
+    """(id, updated_at) pairs with their multiplicity: duplicates and misses both show."""
+    return Counter(zip(rows.column("id").to_pylist(), rows.column("updated_at").to_pylist(),
+                       strict=True))
+
+
+USERS_INCREMENTAL_DEDUP = [{"name": "users", "sync_mode": "incremental",
+                            "destination_sync_mode": "append_dedup",
+                            "cursor_field": "updated_at", "primary_key": ["id"]}]
+
+
+def test_full_refresh_overwrite_replaces_the_table(spark: Any, tmp_path: Path) -> None:
+    streams = [{"name": "users", "sync_mode": "full_refresh",
+                "destination_sync_mode": "overwrite"}]
+    first = sync(write_connection(tmp_path, streams))
+    assert first.status == "succeeded"
+    assert keyed(table(spark, tmp_path)) == keyed(expected())
+
+    second = sync(write_connection(tmp_path, streams, generation=1))
+    assert second.streams[0].records_written == USERS + 25
+    assert keyed(table(spark, tmp_path)) == keyed(expected(generation=1))
+
+
+def test_full_refresh_append_keeps_every_generation(spark: Any, tmp_path: Path) -> None:
+    streams = [{"name": "users", "sync_mode": "full_refresh", "destination_sync_mode": "append"}]
+    sync(write_connection(tmp_path, streams))
+    sync(write_connection(tmp_path, streams))
+    rows = table(spark, tmp_path)
+    assert rows.num_rows == 2 * USERS
+    assert set(Counter(rows.column("id").to_pylist()).values()) == {2}
+    assert len(set(rows.column("_hw_run_id").to_pylist())) == 2
+
+
+def test_incremental_append_reads_only_what_changed(spark: Any, tmp_path: Path) -> None:
+    streams = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append",
+                "cursor_field": "updated_at"}]
+    sync(write_connection(tmp_path, streams))
+    second = sync(write_connection(tmp_path, streams, generation=1))
+    assert second.streams[0].records_read == 40 + 25
+
+    world0, world1 = keyed(expected()), keyed(expected(generation=1))
+    changed = world1 - world0
+    assert sum(changed.values()) == 40 + 25
+    assert keyed(table(spark, tmp_path)) == world0 + changed
+
+    third = sync(write_connection(tmp_path, streams, generation=1))
+    assert third.streams[0].records_read == 0
+
+
+def test_incremental_dedup_keeps_the_latest_row_per_key(spark: Any, tmp_path: Path) -> None:
+    for generation in (0, 1, 2):
+        result = sync(write_connection(tmp_path, USERS_INCREMENTAL_DEDUP, generation=generation))
+        assert result.status == "succeeded"
+    rows = table(spark, tmp_path)
+    assert keyed(rows) == keyed(expected(generation=2))
+    truth = expected(generation=2)
+    by_id = dict(zip(truth.column("id").to_pylist(), truth.column("age").to_pylist(),
+                     strict=True))
+    assert dict(zip(rows.column("id").to_pylist(), rows.column("age").to_pylist(),
+                    strict=True)) == by_id
+
+
+def test_state_and_run_history_are_recorded(spark: Any, tmp_path: Path) -> None:
+    path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP)
+    result = sync(path)
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    run = store.get_run(result.run_id)
+    assert run is not None and run.status == "succeeded"
+    planned = [p for c in run.plan["streams"][0]["checkpoints"] for p in c["partitions"]]
+    assert len(planned) == USERS // 500
+    state = store.get_state("it", "users")
+    assert state is not None
+    stream = SampleSource(SOURCE).stream("users")
+    assert state["slices"] == [{"start": stream.cursor_start(), "end": stream.now()}]
+    released = store.released_indices(result.run_id, "users")
+    assert len(released) == len(run.plan["streams"][0]["checkpoints"])
+    rows = table(spark, tmp_path)
+    assert set(rows.column("_hw_run_id").to_pylist()) == {result.run_id}
+    assert len(set(rows.column("_hw_raw_id").to_pylist())) == USERS
+
+
+def test_values_that_do_not_fit_are_kept_with_their_reason(spark: Any, tmp_path: Path) -> None:
+    streams = [{"name": "users", "sync_mode": "full_refresh", "destination_sync_mode": "overwrite"}]
+    result = sync(write_connection(tmp_path, streams, bad_value_every=7))
+    assert result.status == "succeeded"
+    bad_ids = {i for i in range(USERS) if (i + 1) % 7 == 0}
+    assert result.streams[0].records_rejected == len(bad_ids)
+    assert result.streams[0].records_written == USERS
+    rows = table(spark, tmp_path).to_pylist()
+    noted = {r["id"]: r["_hw_notes"] for r in rows if r["_hw_notes"]}
+    assert set(noted) == bad_ids
+    for notes in noted.values():
+        assert notes == [{"field": "age", "reason": notes[0]["reason"], "value": "unknown"}]
+        assert "expected int64" in notes[0]["reason"]
+    assert all(r["age"] is None for r in rows if r["id"] in bad_ids)
+    assert all(r["age"] is not None for r in rows if r["id"] not in bad_ids)
+
+
+def test_new_source_columns_are_added_to_the_table(spark: Any, tmp_path: Path) -> None:
+    sync(write_connection(tmp_path, USERS_INCREMENTAL_DEDUP))
+    assert "loyalty_tier" not in table(spark, tmp_path).column_names
+    sync(write_connection(tmp_path, USERS_INCREMENTAL_DEDUP, generation=1, schema_version=2))
+    rows = table(spark, tmp_path)
+    assert "loyalty_tier" in rows.column_names
+    truth = expected(generation=1, schema_version=2)
+    world0 = keyed(expected())
+    changed_ids = {i for (i, _), _n in (keyed(truth) - world0).items()}
+    tiers = dict(zip(rows.column("id").to_pylist(), rows.column("loyalty_tier").to_pylist(),
+                     strict=True))
+    expected_tiers = dict(zip(truth.column("id").to_pylist(),
+                              truth.column("loyalty_tier").to_pylist(), strict=True))
+    assert {i: tiers[i] for i in changed_ids} == {i: expected_tiers[i] for i in changed_ids}
+    assert all(tiers[i] is None for i in tiers if i not in changed_ids)
+
+
+def test_a_second_sync_of_a_locked_connection_is_refused(spark: Any, tmp_path: Path) -> None:
+    path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP)
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    with store.lock("it"), pytest.raises(ConnectionLockedError, match="already being synced"):
+        sync(path)
+    assert sync(path).status == "succeeded"
+
+
+def test_cli_json_and_history_never_show_secrets(spark: Any, tmp_path: Path) -> None:
+    secret = "sk-live-7Hq9ZzSECRET"
+    path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP, api_key=secret)
+    runner = CliRunner()
+    result = runner.invoke(app, ["sync", str(path), "--json", "-v"])
+    assert result.exit_code == 0, result.output
+    assert secret not in result.output
+    document = json.loads(result.stdout)
+    assert document["status"] == "succeeded"
+    assert [s["name"] for s in document["streams"]] == ["users"]
+    assert {"records_read", "records_written", "records_rejected"} <= set(document["streams"][0])
+
+    shown = runner.invoke(app, ["runs", "--store", f"sqlite:///{tmp_path / 'meta.db'}",
+                                "show", document["run_id"], "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert secret not in shown.output
+    assert json.loads(shown.stdout)["config"]["source"]["config"]["api_key"] == "**********"

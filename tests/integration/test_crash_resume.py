@@ -1,0 +1,262 @@
+"""SIGKILL a sync where it hurts, resume it, and find the table equal to the source.
+
+The guarantee under test (DESIGN.md, "Exactly once"): a run killed at any
+point and then resumed lands every row of the source once, none missing and
+none twice.  Each test runs the real CLI as a subprocess, kills it (with a
+named fault point, or from outside while it reads), runs it again, and
+compares the Delta table with :meth:`SampleSource.expected_rows`.
+
+``incremental`` + ``append`` is the strictest mode: a checkpoint committed
+twice shows up as rows twice.  For ``append_dedup`` and ``overwrite`` a
+repeated commit would not show in the data, so the Delta log is checked too:
+each planned checkpoint of the run has exactly one tagged commit.
+
+The source is small (12,000 rows in 12 partitions, 6 checkpoints in 2 lanes):
+the cost of a sync here is Spark's per-job overhead, not rows, and the
+machine running the suite is small and shared.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration._cli import (
+    HOME,
+    CliResult,
+    assert_appended_history,
+    assert_each_checkpoint_committed_once,
+    assert_table_equals_source,
+    kill_cli,
+    start_cli,
+    store,
+    sync,
+    table_location,
+    tagged_commits,
+    write_connection,
+)
+
+pytestmark = [pytest.mark.crash, pytest.mark.spark]
+
+NAME = "crashy"
+STREAM = "users"
+UPDATES, NEW = 30, 20
+SOURCE: dict[str, Any] = {
+    "seed": 11,
+    "users": 12_000,
+    "orders": 0,
+    "rows_per_partition": 1_000,
+    "updates_per_generation": UPDATES,
+    "new_per_generation": NEW,
+}
+CHECKPOINT = {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2}
+PLANNED_CHECKPOINTS = 6
+STREAMS: dict[str, dict[str, Any]] = {
+    "append": {
+        "name": STREAM,
+        "sync_mode": "incremental",
+        "destination_sync_mode": "append",
+        "cursor_field": "updated_at",
+    },
+    "append_dedup": {
+        "name": STREAM,
+        "sync_mode": "incremental",
+        "destination_sync_mode": "append_dedup",
+        "cursor_field": "updated_at",
+        "primary_key": ["id"],
+    },
+    "overwrite": {
+        "name": STREAM,
+        "sync_mode": "full_refresh",
+        "destination_sync_mode": "overwrite",
+    },
+}
+KILLED = -signal.SIGKILL
+
+
+@dataclass
+class Connection:
+    """One test's connection: the sample source in one sync mode, in ``tmp_path``."""
+
+    tmp_path: Path
+    mode: str
+
+    def source(self, generation: int = 0) -> dict[str, Any]:
+        return {**SOURCE, "generation": generation}
+
+    def write(self, generation: int = 0) -> Path:
+        return write_connection(
+            self.tmp_path,
+            name=NAME,
+            source=self.source(generation),
+            streams=[STREAMS[self.mode]],
+            checkpoint=CHECKPOINT,
+        )
+
+    def sync(self, generation: int = 0, fault: str | None = None) -> CliResult:
+        env = {"HEADWATER_FAULT": fault} if fault else None
+        return sync(self.tmp_path, self.write(generation), env=env)
+
+    def start(self, generation: int = 0) -> subprocess.Popen[str]:
+        return start_cli(self.tmp_path, "sync", str(self.write(generation)), "--json")
+
+    @property
+    def location(self) -> str:
+        return table_location(self.tmp_path, STREAM)
+
+
+@pytest.fixture(params=sorted(STREAMS))
+def connection(request: pytest.FixtureRequest, tmp_path: Path) -> Connection:
+    return Connection(tmp_path, request.param)
+
+
+def crashed_run(conn: Connection, result: CliResult) -> str:
+    """Assert the sync died by SIGKILL and left its run unfinished; return the run id."""
+    assert result.exit_code == KILLED, result.describe()
+    run = store(conn.tmp_path).find_unfinished_run(NAME)
+    assert run is not None, "a killed sync must leave its run unfinished"
+    return run.run_id
+
+
+def landed_checkpoints(conn: Connection, run_id: str) -> list[int]:
+    """Indices the metadata store knows were committed (or released) in this run."""
+    return [
+        c.index
+        for c in store(conn.tmp_path).list_checkpoints(run_id)
+        if c.stream == STREAM and c.status in ("committed", "released")
+    ]
+
+
+def resume(spark: Any, conn: Connection, run_id: str, attempt: int) -> None:
+    """Run the sync again, no fault: it must resume the run and land the source exactly."""
+    result = conn.sync()
+    assert result.exit_code == 0, result.describe()
+    document = result.document
+    assert document is not None, result.describe()
+    assert document["status"] == "succeeded"
+    assert document["resumed"] is True
+    assert document["run_id"] == run_id
+    assert document["attempt"] == attempt
+    assert store(conn.tmp_path).find_unfinished_run(NAME) is None
+    assert_table_equals_source(spark, conn.location, conn.source(), STREAM)
+    assert_each_checkpoint_committed_once(spark, conn.location, conn.tmp_path, run_id, STREAM)
+
+
+def next_generation(spark: Any, conn: Connection, run_id: str) -> None:
+    """After the resumed run, the next sync reads exactly what changed since (generation 1)."""
+    result = conn.sync(generation=1)
+    assert result.exit_code == 0, result.describe()
+    document = result.document
+    assert document is not None, result.describe()
+    assert document["resumed"] is False
+    assert document["run_id"] != run_id
+    written = document["streams"][0]["records_written"]
+    if conn.mode == "overwrite":
+        assert written == SOURCE["users"] + NEW
+        assert_table_equals_source(spark, conn.location, conn.source(1), STREAM)
+    elif conn.mode == "append":
+        assert written == UPDATES + NEW
+        assert_appended_history(spark, conn.location, conn.source(0), conn.source(1), STREAM)
+    else:
+        assert written == UPDATES + NEW
+        assert_table_equals_source(spark, conn.location, conn.source(1), STREAM)
+
+
+def kill_while_reading(
+    conn: Connection,
+    process: subprocess.Popen[str],
+    *,
+    after: int,
+    delay_s: float,
+    whole_group: bool = False,
+) -> CliResult:
+    """SIGKILL a running sync once its run has ``after`` checkpoints committed, plus a delay.
+
+    The delay lands the kill somewhere in the reading (and writing) of the
+    next checkpoints, different per test but the same on every run of it.
+    """
+    db = conn.tmp_path / HOME / "headwater.db"
+    deadline = time.monotonic() + 600
+    while True:
+        assert process.poll() is None, "the sync ended before it could be killed"
+        assert time.monotonic() < deadline, "the sync committed nothing in 600 s"
+        if db.exists():
+            run = store(conn.tmp_path).find_unfinished_run(NAME)
+            if run is not None and len(landed_checkpoints(conn, run.run_id)) >= after:
+                break
+        time.sleep(0.1)
+    time.sleep(delay_s)
+    return kill_cli(process, whole_group=whole_group)
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_killed_after_a_delta_commit_before_its_state(spark: Any, connection: Connection) -> None:
+    """The third checkpoint's commit is in Delta, the store does not know: resume skips it."""
+    run_id = crashed_run(connection, connection.sync(fault="after-commit:3"))
+    known = set(landed_checkpoints(connection, run_id))
+    in_delta = set(tagged_commits(spark, connection.location, run_id, STREAM))
+    assert len(in_delta) >= 3
+    assert known < in_delta, f"Delta holds {in_delta}, the store should know fewer: {known}"
+
+    resume(spark, connection, run_id, attempt=2)
+    next_generation(spark, connection, run_id)
+
+
+@pytest.mark.parametrize("mode", ["append", "append_dedup"])
+def test_killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str) -> None:
+    """State of two checkpoints is released; the resumed attempt runs only the rest."""
+    conn = Connection(tmp_path, mode)
+    run_id = crashed_run(conn, conn.sync(fault="after-release:2"))
+    released = store(tmp_path).released_indices(run_id, STREAM)
+    assert len(released) == 2, f"two released checkpoints expected, got {sorted(released)}"
+    assert store(tmp_path).get_state(NAME, STREAM) is not None
+
+    resume(spark, conn, run_id, attempt=2)
+
+
+def test_killed_after_the_plan(spark: Any, tmp_path: Path) -> None:
+    """The plan is persisted, nothing was read: the resumed run executes that same plan."""
+    conn = Connection(tmp_path, "append")
+    run_id = crashed_run(conn, conn.sync(fault="after-plan"))
+    run = store(tmp_path).get_run(run_id)
+    assert run is not None
+    assert len(run.plan["streams"][0]["checkpoints"]) == PLANNED_CHECKPOINTS
+    assert landed_checkpoints(conn, run_id) == []
+
+    resume(spark, conn, run_id, attempt=2)
+
+
+def test_killed_while_reading(spark: Any, connection: Connection) -> None:
+    """Killed from outside at an arbitrary moment after the first commit."""
+    delay_s = random.Random(f"while-reading-{connection.mode}").uniform(0.0, 2.0)
+    process = connection.start()
+    result = kill_while_reading(connection, process, after=1, delay_s=delay_s)
+    run_id = crashed_run(connection, result)
+
+    resume(spark, connection, run_id, attempt=2)
+
+
+def test_killed_twice_then_resumed(spark: Any, tmp_path: Path) -> None:
+    """Killed after a Delta commit, then (the whole machine, as it were) while resuming."""
+    conn = Connection(tmp_path, "append")
+    run_id = crashed_run(conn, conn.sync(fault="after-commit:2"))
+    first = landed_checkpoints(conn, run_id)
+
+    process = conn.start()
+    result = kill_while_reading(conn, process, after=len(first) + 2, delay_s=0.5, whole_group=True)
+    assert crashed_run(conn, result) == run_id
+    run = store(tmp_path).get_run(run_id)
+    assert run is not None
+    assert [a.number for a in run.attempts] == [1, 2]
+
+    resume(spark, conn, run_id, attempt=3)
+    next_generation(spark, conn, run_id)
