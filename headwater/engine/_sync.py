@@ -287,7 +287,7 @@ class _StreamRunner:
         incremental = self.plan.stream.incremental
         state = self.store.get_state(self.connection, self.name) if incremental else None
         self.cursor: Cursor = stream.cursor(state, incremental)
-        self.manager: CheckpointManager[CommitResult] = CheckpointManager(
+        self.manager: CheckpointManager[dict[str, Any]] = CheckpointManager(
             CheckpointKey(c.index, c.checkpoint_id) for c in todo)
         data_schema = self.engine.destination.prepare(
             self.spark, self.plan, arrow_schema_for(self.plan.json_schema))
@@ -383,23 +383,19 @@ class _StreamRunner:
             self.stats.records_rejected += result.rejected
             self.stats.bytes += result.bytes
             self.stats.checkpoints_done += 1
-            self.manager.mark_committed(checkpoint.checkpoint_id, result)
-            for key, _ in self.manager.release_ready():
+            self.manager.mark_committed(checkpoint.checkpoint_id, stats)
+            for key, released_stats in self.manager.release_ready():
                 if self.plan.stream.incremental:
-                    self.store.save_state(self.connection, self.name, self.cursor.state(),
-                                          run_id=self.run_id, checkpoint_index=key.index)
-                self.store.record_checkpoint(self.run_id, self.name, key.index,
-                                             key.checkpoint_id, status="released", stats=stats
-                                             if key.index == checkpoint.index else
-                                             self._stats_of(key.index))
+                    # State and the checkpoint's release move in one transaction.
+                    self.store.release_checkpoint(self.run_id, self.name, key.index,
+                                                  key.checkpoint_id, state=self.cursor.state(),
+                                                  stats=released_stats)
+                else:
+                    self.store.record_checkpoint(self.run_id, self.name, key.index,
+                                                 key.checkpoint_id, status="released",
+                                                 stats=released_stats)
                 fault_point("after-release")
         self.engine.observer.checkpoint_committed(self.name, len(checkpoint.partitions), result)
-
-    def _stats_of(self, index: int) -> dict[str, Any]:
-        for record in self.store.list_checkpoints(self.run_id):
-            if record.stream == self.name and record.index == index:
-                return dict(record.stats)
-        return {}
 
 
 def _nullable(schema: pa.Schema) -> pa.Schema:
