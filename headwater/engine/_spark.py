@@ -89,6 +89,9 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
     if master.startswith("local"):
         conf["spark.ui.enabled"] = "false"
         conf["spark.sql.shuffle.partitions"] = str(max(2, (os.cpu_count() or 2) * 2))
+        # Delta rebuilds a table's snapshot in this many tasks on every idempotent
+        # commit; the default 50 costs ~3 s per commit on a laptop (bench/RESULTS.md).
+        conf["spark.databricks.delta.snapshotPartitions"] = str(os.cpu_count() or 2)
     jars = delta_jars_dir()
     if jars is not None:
         conf["spark.jars"] = ",".join(str(p) for p in sorted(jars.glob("*.jar")))

@@ -125,7 +125,7 @@ class SyncObserver:
 @dataclass(frozen=True)
 class SyncOptions:
     spark: SparkSettings = field(default_factory=SparkSettings)
-    #: Partitions per checkpoint (default: from the connection, else 4 x Spark parallelism).
+    #: Partitions per checkpoint (default: from the connection, else 8 x Spark parallelism).
     partitions_per_checkpoint: int | None = None
 
 
@@ -161,7 +161,7 @@ class SyncEngine:
         conn = self.connection
         per_checkpoint = (self.options.partitions_per_checkpoint
                           or conn.checkpoint.partitions_per_checkpoint
-                          or max(4, _parallelism(spark) * 4))
+                          or max(8, _parallelism(spark) * 8))
         lanes_wanted = conn.checkpoint.concurrent_checkpoints
         stream_plans = []
         for configured in resolve_streams(self.source, conn):

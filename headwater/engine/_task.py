@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -62,7 +63,8 @@ class _PartitionWriter:
         self.record_number = 0
 
     def _meta(self, length: int, notes: list[list[dict[str, str]]]) -> list[pa.Array]:
-        numbers = pa.array(range(self.record_number, self.record_number + length), pa.int64())
+        numbers = pa.array(np.arange(self.record_number, self.record_number + length,
+                                     dtype=np.int64))
         self.record_number += length
         raw_ids = pc.binary_join_element_wise(
             _constant(self.digest, length, pa.string()),
