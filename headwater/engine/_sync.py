@@ -36,6 +36,7 @@ from headwater.engine._plan import (
     CheckpointPlan,
     RunPlan,
     StreamPlan,
+    checkpoint_count,
     group_checkpoints,
 )
 from headwater.engine._spark import SparkSettings, get_spark
@@ -172,8 +173,7 @@ class SyncEngine:
             overwrite = configured.destination_sync_mode == "overwrite"
             # MERGE commits of one table cannot run side by side.
             lanes = 1 if configured.destination_sync_mode == "append_dedup" else lanes_wanted
-            count = -(-len(partitions) // per_checkpoint)
-            count = max(count, 1) if overwrite else count
+            count = checkpoint_count(len(partitions), per_checkpoint, overwrite)
             first = self.store.allocate_checkpoint_indices(conn.name, configured.name, count) \
                 if count else 0
             checkpoints = group_checkpoints(partitions, first_index=first,
