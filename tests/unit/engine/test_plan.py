@@ -1,0 +1,43 @@
+"""Grouping partitions into checkpoints and lanes; plans survive their JSON round trip."""
+
+from __future__ import annotations
+
+import json
+
+from headwater.engine._plan import (
+    CheckpointPlan,
+    ConfiguredStream,
+    RunPlan,
+    StreamPlan,
+    checkpoint_count,
+    group_checkpoints,
+)
+from headwater.sdk import Partition
+
+PARTS = [Partition("users", f"p{i}", {"start": i, "end": i + 1}) for i in range(7)]
+
+
+def test_append_checkpoints_alternate_lanes_in_index_order() -> None:
+    plan = group_checkpoints(PARTS, first_index=10, per_checkpoint=2, lanes=2, overwrite=False)
+    assert [c.index for c in plan] == [10, 11, 12, 13]
+    assert [c.lane for c in plan] == [0, 1, 0, 1]
+    assert [len(c.partitions) for c in plan] == [2, 2, 2, 1]
+    assert checkpoint_count(len(PARTS), 2, overwrite=False) == len(plan)
+
+
+def test_overwrite_commits_its_first_checkpoint_alone_and_never_plans_nothing() -> None:
+    plan = group_checkpoints(PARTS, first_index=1, per_checkpoint=2, lanes=2, overwrite=True)
+    assert [c.lane for c in plan] == [0, 0, 1, 0]
+    empty = group_checkpoints([], first_index=5, per_checkpoint=2, lanes=2, overwrite=True)
+    assert [(c.index, c.partitions) for c in empty] == [(5, ())]
+    assert checkpoint_count(0, 2, overwrite=True) == 1
+    assert group_checkpoints([], first_index=5, per_checkpoint=2, lanes=2, overwrite=False) == ()
+
+
+def test_a_plan_reads_back_from_json_unchanged() -> None:
+    stream = ConfiguredStream("users", "incremental", "append_dedup", "updated_at", ("id",))
+    checkpoints: tuple[CheckpointPlan, ...] = group_checkpoints(
+        PARTS, first_index=1, per_checkpoint=3, lanes=1, overwrite=False)
+    plan = RunPlan("c", (StreamPlan(stream, {"slices": []}, 1, checkpoints,
+                                    {"properties": {"id": {"type": "integer"}}}),))
+    assert RunPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
