@@ -116,37 +116,17 @@ class DeltaDestination(Destination):
     def find_commit(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:
         from delta.tables import DeltaTable
-        from pyspark.sql import functions as F
 
         location = self.table_location(plan.stream.name)
         if not DeltaTable.isDeltaTable(spark, location):
             return None
-        found = (
-            DeltaTable.forPath(spark, location).history()
-            .where(F.col("userMetadata") == marker.tag)
-            .select("version", "operationMetrics").limit(1).collect()
-        )
-        if not found:
+        found = _tagged_commit(spark, location, marker)
+        if found is None:
             return None
-        metrics = found[0]["operationMetrics"] or {}
+        version, metrics = found
         rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows") or 0)
         return CommitResult(rows=rows, rejected=0, bytes=_bytes_written(metrics),
-                            version=int(found[0]["version"]), already_committed=True)
-
-    def _latest_metrics(self, spark: SparkSession, location: str,
-                        marker: CommitMarker) -> tuple[int | None, int]:
-        from delta.tables import DeltaTable
-        from pyspark.sql import functions as F
-
-        found = (
-            DeltaTable.forPath(spark, location).history(50)
-            .where(F.col("userMetadata") == marker.tag)
-            .select("version", "operationMetrics").limit(1).collect()
-        )
-        if not found:
-            return None, 0
-        metrics = found[0]["operationMetrics"] or {}
-        return int(found[0]["version"]), _bytes_written(metrics)
+                            version=version, already_committed=True)
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -178,9 +158,11 @@ class DeltaDestination(Destination):
                 stream=marker.stream,
             ) from exc
         metrics = observation.get
-        version, size = self._latest_metrics(spark, location, marker)
+        # Lanes commit side by side, so look among the latest few commits for ours.
+        found = _tagged_commit(spark, location, marker, within_latest=50)
+        version, commit_metrics = found if found is not None else (None, {})
         return CommitResult(rows=int(metrics["rows"]), rejected=int(metrics["rejected"]),
-                            bytes=size, version=version)
+                            bytes=_bytes_written(commit_metrics), version=version)
 
     def _merge(self, spark: SparkSession, plan: StreamPlan, observed: DataFrame,
                marker: CommitMarker, location: str) -> None:
@@ -225,6 +207,21 @@ class DeltaDestination(Destination):
                 spark.conf.unset(_TXN_APP_CONF)
                 spark.conf.unset(_TXN_VERSION_CONF)
                 spark.conf.unset(_USER_METADATA_CONF)
+
+
+def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
+                   within_latest: int | None = None) -> tuple[int, Mapping[str, str]] | None:
+    """The version and operation metrics of the commit carrying ``marker``'s tag."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    table = DeltaTable.forPath(spark, location)
+    history = table.history(within_latest) if within_latest else table.history()
+    found = (history.where(F.col("userMetadata") == marker.tag)
+             .select("version", "operationMetrics").limit(1).collect())
+    if not found:
+        return None
+    return int(found[0]["version"]), found[0]["operationMetrics"] or {}
 
 
 def _bytes_written(metrics: Mapping[str, str]) -> int:
