@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from headwater.destinations._base import CommitMarker, CommitResult, Destination
+from headwater.destinations.delta._sql import history, is_delta_table, merge, quote, table_ref
 from headwater.errors import DestinationError
 from headwater.table_schema import META_FIELDS
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
     from headwater.engine._plan import CheckpointPlan, StreamPlan
 
@@ -41,10 +42,6 @@ _MERGE_CONF_LOCK = threading.Lock()
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-
-
-def _quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 class DeltaDestination(Destination):
@@ -81,13 +78,12 @@ class DeltaDestination(Destination):
     # ----------------------------------------------------------------- preparing
 
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
-        from delta.tables import DeltaTable
         from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
 
         location = self.table_location(plan.stream.name)
         wanted = pa.schema(META_FIELDS + list(data_schema))
         try:
-            if not DeltaTable.isDeltaTable(spark, location):
+            if not is_delta_table(spark, location):
                 spark_schema = from_arrow_schema(wanted)
                 spark.createDataFrame([], spark_schema).write.format("delta").mode(
                     "append").save(location)
@@ -95,9 +91,9 @@ class DeltaDestination(Destination):
             existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
             missing = [f for f in from_arrow_schema(wanted) if f.name not in existing]
             if missing:
-                columns = ", ".join(f"{_quote(f.name)} {f.dataType.simpleString()}"
+                columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}"
                                     for f in missing)
-                spark.sql(f"ALTER TABLE delta.{_quote(location)} ADD COLUMNS ({columns})")
+                spark.sql(f"ALTER TABLE {table_ref(location)} ADD COLUMNS ({columns})")
             fields = []
             for field in data_schema:
                 if field.name in existing:
@@ -115,10 +111,8 @@ class DeltaDestination(Destination):
 
     def find_commit(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:
-        from delta.tables import DeltaTable
-
         location = self.table_location(plan.stream.name)
-        if not DeltaTable.isDeltaTable(spark, location):
+        if not is_delta_table(spark, location):
             return None
         found = _tagged_commit(spark, location, marker)
         if found is None:
@@ -131,18 +125,17 @@ class DeltaDestination(Destination):
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
         from pyspark.sql import Observation
-        from pyspark.sql import functions as F
 
         location = self.table_location(plan.stream.name)
-        observation = Observation(f"hw_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
-        observed = rows.observe(observation, F.count(F.lit(1)).alias("rows"),
-                                F.count("_hw_notes").alias("rejected"))
         mode = plan.stream.destination_sync_mode
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         try:
             if mode == "append_dedup":
-                self._merge(spark, plan, observed, marker, location)
+                metrics = self._merge(spark, plan, rows, marker, location)
             else:
+                observation = Observation(
+                    f"hw_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
+                observed = rows.observe(observation, *_counts())
                 write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
                 (
                     observed.write.format("delta").mode(write_mode)
@@ -151,22 +144,22 @@ class DeltaDestination(Destination):
                     .option("userMetadata", marker.tag)
                     .save(location)
                 )
+                metrics = observation.get
         except Exception as exc:
             raise DestinationError(
                 f"commit of checkpoint {marker.checkpoint_index} to {location} failed: "
                 f"{type(exc).__name__}: {_first_line(exc)}",
                 stream=marker.stream,
             ) from exc
-        metrics = observation.get
         # Lanes commit side by side, so look among the latest few commits for ours.
         found = _tagged_commit(spark, location, marker, within_latest=50)
         version, commit_metrics = found if found is not None else (None, {})
         return CommitResult(rows=int(metrics["rows"]), rejected=int(metrics["rejected"]),
                             bytes=_bytes_written(commit_metrics), version=version)
 
-    def _merge(self, spark: SparkSession, plan: StreamPlan, observed: DataFrame,
-               marker: CommitMarker, location: str) -> None:
-        from delta.tables import DeltaTable
+    def _merge(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
+               marker: CommitMarker, location: str) -> Mapping[str, Any]:
+        """MERGE one checkpoint on the primary key; return its row and reject counts."""
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
@@ -174,7 +167,10 @@ class DeltaDestination(Destination):
         cursor = plan.stream.cursor_field
         # Materialise the batch once: MERGE may scan its source twice, and a
         # connector read twice is both slow and possibly different.
-        staged = observed.localCheckpoint(eager=True)
+        staged = rows.localCheckpoint(eager=True)
+        # Counted on the materialised batch rather than observed: Spark Connect does
+        # not report metrics observed on a plan that is local-checkpointed.
+        counted = staged.agg(*_counts()).first()
         order = ([F.col(cursor).desc_nulls_last()] if cursor else []) + [
             F.col("_hw_checkpoint").desc(), F.col("_hw_raw_id").desc()]
         latest = (
@@ -182,11 +178,11 @@ class DeltaDestination(Destination):
                 Window.partitionBy(*[F.col(k) for k in keys]).orderBy(*order)))
             .where(F.col("_hw_rank") == 1).drop("_hw_rank")
         )
-        on = " AND ".join(f"t.{_quote(k)} <=> s.{_quote(k)}" for k in keys)
+        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
         if cursor:
-            newer = (f"(t.{_quote(cursor)} IS NULL OR s.{_quote(cursor)} > t.{_quote(cursor)} OR "
-                     f"(s.{_quote(cursor)} = t.{_quote(cursor)} AND "
-                     f"s._hw_checkpoint >= t._hw_checkpoint))")
+            newer = (f"t.{quote(cursor)} IS NULL OR s.{quote(cursor)} > t.{quote(cursor)} OR "
+                     f"(s.{quote(cursor)} = t.{quote(cursor)} AND "
+                     f"s._hw_checkpoint >= t._hw_checkpoint)")
         else:
             newer = "s._hw_checkpoint >= t._hw_checkpoint"
         with _MERGE_CONF_LOCK:
@@ -194,30 +190,29 @@ class DeltaDestination(Destination):
             spark.conf.set(_TXN_VERSION_CONF, str(marker.version))
             spark.conf.set(_USER_METADATA_CONF, marker.tag)
             try:
-                (
-                    DeltaTable.forPath(spark, location).alias("t")
-                    .merge(latest.alias("s"), on)
-                    .whenMatchedUpdateAll(condition=newer)
-                    .whenNotMatchedInsertAll()
-                    .execute()
-                )
+                merge(spark, location, latest, on=on, update_when=newer)
             finally:
                 # These confs outlive the commit; left set, the next MERGE would be
                 # skipped as a duplicate of this one.
                 spark.conf.unset(_TXN_APP_CONF)
                 spark.conf.unset(_TXN_VERSION_CONF)
                 spark.conf.unset(_USER_METADATA_CONF)
+        return counted.asDict() if counted is not None else {"rows": 0, "rejected": 0}
+
+
+def _counts() -> list[Column]:
+    """The figures every commit reports: rows, and rows with notes (rejected values)."""
+    from pyspark.sql import functions as F
+
+    return [F.count(F.lit(1)).alias("rows"), F.count("_hw_notes").alias("rejected")]
 
 
 def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
                    within_latest: int | None = None) -> tuple[int, Mapping[str, str]] | None:
     """The version and operation metrics of the commit carrying ``marker``'s tag."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
-    table = DeltaTable.forPath(spark, location)
-    history = table.history(within_latest) if within_latest else table.history()
-    found = (history.where(F.col("userMetadata") == marker.tag)
+    found = (history(spark, location, within_latest).where(F.col("userMetadata") == marker.tag)
              .select("version", "operationMetrics").limit(1).collect())
     if not found:
         return None
