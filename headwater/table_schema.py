@@ -39,6 +39,11 @@ META_NAMES = [f.name for f in META_FIELDS]
 #: Notes keep at most this much of a misfit value: enough to debug, bounded per row.
 MAX_NOTE_VALUE = 1000
 
+#: A reader may attach notes to its own rows (a line it could not parse, a ragged
+#: CSV row) in a column or dict key of this name, of :data:`NOTES_TYPE` shape; they are
+#: merged with the notes the engine writes, so such rows count as rejected too.
+READER_NOTES = "_hw_notes"
+
 
 def _types_of(prop: Mapping[str, Any]) -> list[str]:
     declared = prop.get("type", [])
@@ -281,12 +286,13 @@ def batch_from_records(records: Iterable[Mapping[str, Any]], schema: pa.Schema,
     """Columns for a list of dict records; fields outside the schema are kept as notes."""
     rows = list(records)
     notes.extend([] for _ in rows)
-    known = set(schema.names)
+    known = set(schema.names) | {READER_NOTES}
     for row_number, record in enumerate(rows):
         if not isinstance(record, Mapping):
             notes[row_number].append({"field": "", "reason": "record is not an object",
                                       "value": _clip(record)})
             continue
+        notes[row_number].extend(record.get(READER_NOTES) or ())
         for key in record.keys() - known:
             notes[row_number].append({"field": key, "reason": "not in the stream schema",
                                       "value": _clip(record[key])})
@@ -308,7 +314,14 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
     so nothing a reader produced disappears silently.
     """
     notes.extend([] for _ in range(batch.num_rows))
-    extra = [name for name in batch.schema.names if name not in schema.names]
+    first = len(notes) - batch.num_rows
+    if READER_NOTES in batch.schema.names and READER_NOTES not in schema.names:
+        column = batch.column(READER_NOTES)
+        if column.null_count < len(column):
+            for row, given in enumerate(column.to_pylist()):
+                notes[first + row].extend(given or ())
+    extra = [name for name in batch.schema.names
+             if name not in schema.names and name != READER_NOTES]
     if extra:
         for name in extra:
             for row, value in enumerate(batch.column(name).to_pylist()):

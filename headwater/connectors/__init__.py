@@ -25,6 +25,7 @@ SOURCE_ENTRY_POINT_GROUP = "headwater.sources"
 
 _BUILT_INS = {
     "sample": "headwater.connectors.sample:SampleSource",
+    "object_storage": "headwater.connectors.object_storage:ObjectStorageSource",
 }
 
 

@@ -1,0 +1,156 @@
+"""The object storage source's config: one pydantic model gives the spec and the parsing.
+
+Credentials are optional: when absent, each fsspec implementation looks in the
+environment as its SDK does (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` /
+``AWS_PROFILE`` for S3, application default credentials for GCS,
+``AZURE_STORAGE_*`` for Azure).  Every credential field is a secret
+(``airbyte_secret``), so it is masked in logs, errors, run history and ``--json``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, WithJsonSchema
+
+__all__ = [
+    "AvroFormat",
+    "CsvFormat",
+    "JsonlFormat",
+    "ObjectStorageConfig",
+    "ParquetFormat",
+    "StreamConfig",
+]
+
+MIB = 1024 * 1024
+
+
+def _secret(description: str) -> Any:
+    return Annotated[
+        SecretStr | None,
+        WithJsonSchema({"type": "string", "airbyte_secret": True, "description": description}),
+    ]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class CsvFormat(_Model):
+    """CSV: pyarrow's streaming reader with these options."""
+
+    type: Literal["csv"] = "csv"
+    delimiter: str = Field(",", min_length=1, max_length=1)
+    quote_char: str | None = Field('"', description="null: values are never quoted.")
+    header: bool = Field(True, description="The first row holds the column names.")
+    column_names: list[str] | None = Field(
+        None, description="Column names when there is no header (default f0, f1, ...).")
+    encoding: str = Field("utf-8", description="Text encoding of the objects.")
+    skip_rows: int = Field(0, ge=0, description="Rows to skip before the header.")
+    newlines_in_values: bool = Field(
+        False,
+        description="Quoted values may hold line breaks. Such objects are never split by "
+                    "byte range (a split could start inside a value).")
+
+
+class JsonlFormat(_Model):
+    """JSON Lines: one JSON object per line."""
+
+    type: Literal["jsonl"] = "jsonl"
+
+
+class ParquetFormat(_Model):
+    type: Literal["parquet"] = "parquet"
+
+
+class AvroFormat(_Model):
+    type: Literal["avro"] = "avro"
+
+
+Format = Annotated[CsvFormat | JsonlFormat | ParquetFormat | AvroFormat,
+                   Field(discriminator="type")]
+
+
+class StreamConfig(_Model):
+    """One stream: the objects under ``prefix`` whose key matches one of ``globs``."""
+
+    name: str = Field(..., min_length=1)
+    globs: list[str] = Field(
+        ["**"], min_length=1,
+        description="Glob patterns on the object key relative to url ('**' spans folders).")
+    prefix: str = Field("", description="Only list keys that start with this prefix.")
+    format: Format = Field(default_factory=JsonlFormat)
+    compression: Literal["infer", "none", "gzip", "bzip2", "zstd"] = Field(
+        "infer", description="'infer' goes by the key's suffix: .gz, .bz2, .zst.")
+    json_schema: dict[str, Any] | None = Field(
+        None, alias="schema",
+        description="JSON Schema properties that override the inferred ones, by column.")
+    primary_key: list[str] = Field(default_factory=list)
+    infer_records: int = Field(
+        1000, ge=1, description="Records sampled (from the first objects) to infer the schema.")
+    split_bytes: int = Field(
+        128 * MIB, ge=1,
+        description="Uncompressed CSV/JSONL objects and Parquet objects larger than this are "
+                    "read as several partitions (byte ranges, row groups).")
+    changed_objects: Literal["reread", "ignore"] = Field(
+        "reread",
+        description="An object already read that changed since (same key, new etag or "
+                    "size/mtime): 'reread' reads it again as a whole and appends its records, "
+                    "'ignore' leaves it.")
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ObjectStorageConfig(_Model):
+    """Where the objects are and how to reach them."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, title="Object storage source",
+        json_schema_extra={"description": (
+            "Objects in S3 (and S3-compatible stores), GCS, Azure or a local folder, read in "
+            "key order as CSV, JSON Lines, Parquet or Avro (optionally gzip, bzip2 or zstd).")})
+
+    url: str = Field(
+        ..., min_length=1,
+        description="Root of the objects: s3://bucket/prefix, gs://..., az://container/..., "
+                    "file:///path or a local path.")
+    streams: list[StreamConfig] = Field(..., min_length=1)
+    recent_keys: int = Field(
+        10_000, ge=1,
+        description="How many processed keys the state remembers above its floor key; an "
+                    "object that arrives with a key below the floor is not seen.")
+    endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO, ...).")
+    region: str | None = Field(None, description="S3 region.")
+    aws_access_key_id: _secret("S3 access key id (default: from the environment).") = None
+    aws_secret_access_key: _secret("S3 secret access key (default: from the environment).") \
+        = None
+    aws_session_token: _secret("S3 session token.") = None
+    gcs_token: _secret("GCS token: a service-account JSON file path or 'anon'.") = None
+    azure_account_name: str | None = None
+    azure_account_key: _secret("Azure storage account key.") = None
+    azure_connection_string: _secret("Azure storage connection string.") = None
+
+    def storage_options(self) -> dict[str, Any]:
+        """fsspec options for the url's protocol (only what was configured)."""
+        def plain(value: SecretStr | None) -> str | None:
+            return value.get_secret_value() if value is not None else None
+
+        options: dict[str, Any] = {}
+        protocol = self.url.split("://", 1)[0] if "://" in self.url else "file"
+        if protocol in ("s3", "s3a"):
+            pairs = {"key": plain(self.aws_access_key_id),
+                     "secret": plain(self.aws_secret_access_key),
+                     "token": plain(self.aws_session_token)}
+            options.update({k: v for k, v in pairs.items() if v is not None})
+            client = {k: v for k, v in (("endpoint_url", self.endpoint_url),
+                                         ("region_name", self.region)) if v}
+            if client:
+                options["client_kwargs"] = client
+        elif protocol in ("gs", "gcs") and self.gcs_token is not None:
+            options["token"] = plain(self.gcs_token)
+        elif protocol in ("az", "abfs", "abfss"):
+            pairs = {"account_name": self.azure_account_name,
+                     "account_key": plain(self.azure_account_key),
+                     "connection_string": plain(self.azure_connection_string)}
+            options.update({k: v for k, v in pairs.items() if v is not None})
+        return options

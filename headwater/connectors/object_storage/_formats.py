@@ -1,0 +1,308 @@
+"""Transformers: the bytes of one object (or split) into records with record numbers.
+
+Every batch a reader yields carries two source columns: ``_source_key`` (the
+object's key) and ``_source_record`` (the record's number in the object,
+counted from 0; CSV and JSONL count data lines, skipping blank ones, Parquet and
+Avro count rows).  A record that cannot be read is not dropped: it becomes a row
+with null data columns and a note in ``_hw_notes`` (see
+:data:`headwater.table_schema.READER_NOTES`) saying why, so the engine counts it
+as rejected and the table keeps key, record number and reason.
+
+Readers take a schema of the data columns (without the source columns) and may
+yield looser types: the engine casts, and records every value that does not fit.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.json as pa_json
+
+from headwater.connectors.object_storage._config import CsvFormat
+from headwater.connectors.object_storage._io import line_blocks, newlines_before
+from headwater.sdk import RecordOrBatch
+from headwater.table_schema import MAX_NOTE_VALUE, NOTES_TYPE, READER_NOTES
+
+__all__ = ["KEY_COLUMN", "RECORD_COLUMN", "ReadPosition", "Rejects", "read_avro", "read_csv",
+           "read_jsonl", "read_parquet", "reject_batch"]
+
+KEY_COLUMN = "_source_key"
+RECORD_COLUMN = "_source_record"
+#: Rows per batch of the Avro reader (dicts) and the Parquet reader.
+BATCH_ROWS = 65_536
+
+
+def _note(reason: str, value: Any = None, field: str = "") -> dict[str, str]:
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", errors="backslashreplace")
+    text = "" if value is None else str(value)
+    if len(text) > MAX_NOTE_VALUE:
+        text = text[:MAX_NOTE_VALUE] + "…"
+    return {"field": field, "reason": reason, "value": text}
+
+
+def reject_batch(key: str, rejects: Sequence[tuple[int, str, Any]]) -> pa.RecordBatch:
+    """Rows for records that could not be read: ``(record number, reason, raw value)``."""
+    return pa.RecordBatch.from_arrays(
+        [pa.array([key] * len(rejects), pa.string()),
+         pa.array([r[0] for r in rejects], pa.int64()),
+         pa.array([[_note(r[1], r[2])] for r in rejects], NOTES_TYPE)],
+        names=[KEY_COLUMN, RECORD_COLUMN, READER_NOTES])
+
+
+def _with_source(batch: pa.RecordBatch | pa.Table, key: str,
+                 numbers: np.ndarray[Any, Any]) -> pa.RecordBatch:
+    if isinstance(batch, pa.Table):
+        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else \
+            pa.RecordBatch.from_pylist([], schema=batch.schema)
+    keys = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)),
+                                          pa.array([key])).cast(pa.string())
+    return batch.append_column(KEY_COLUMN, keys).append_column(
+        RECORD_COLUMN, pa.array(numbers, pa.int64()))
+
+
+@dataclass
+class ReadPosition:
+    """Where a reader is in its object: the next record number (shared with the caller,
+    so a reader that fails half way tells after how many records it stopped)."""
+
+    next_record: int = 0
+
+
+Rejects = list[tuple[int, str, Any]]
+
+
+# ----------------------------------------------------------------------------- JSONL
+
+
+def _jsonl_numbers(block: bytes, first: int, rows: int, lines: int) -> np.ndarray[Any, Any]:
+    if rows == lines:  # no blank lines: the common, vectorised case
+        return np.arange(first, first + rows, dtype=np.int64)
+    kept = [i for i, line in enumerate(block.split(b"\n")[:lines]) if line.strip()]
+    return np.asarray(kept, dtype=np.int64) + first
+
+
+def _jsonl_slow(block: bytes, first: int, key: str) -> Iterator[RecordOrBatch]:
+    """Line by line, for a block pyarrow refused: bad lines become rejects."""
+    rejects: Rejects = []
+    for offset, line in enumerate(block.split(b"\n")[:-1]):
+        if not line.strip():
+            continue
+        number = first + offset
+        try:
+            record = json.loads(line)
+        except UnicodeDecodeError as exc:
+            rejects.append((number, f"not valid UTF-8: {exc}", line))
+            continue
+        except ValueError as exc:
+            rejects.append((number, f"malformed JSON: {exc}", line))
+            continue
+        if not isinstance(record, dict):
+            rejects.append((number, f"a JSON {type(record).__name__}, not an object", line))
+            continue
+        record[KEY_COLUMN] = key
+        record[RECORD_COLUMN] = number
+        yield record
+    if rejects:
+        yield reject_batch(key, rejects)
+
+
+def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosition,
+               start: int = 0, end: int | None = None) -> Iterator[RecordOrBatch]:
+    """JSON Lines through pyarrow's reader block by block; a block it refuses (a broken
+    line, a value of another type) is read again line by line."""
+    if start > 0:
+        position.next_record = newlines_before(stream, start - 1) + 1
+    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer",
+                                   newlines_in_values=False)
+    for block in line_blocks(stream, start, end):
+        lines = block.count(b"\n")
+        first = position.next_record
+        try:
+            table = pa_json.read_json(
+                io.BytesIO(block),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1),
+                parse_options=options)
+        except (pa.ArrowInvalid, UnicodeDecodeError, ValueError):
+            yield from _jsonl_slow(block, first, key)
+        else:
+            numbers = _jsonl_numbers(block, first, table.num_rows, lines)
+            for batch in table.to_batches():
+                yield _with_source(batch, key, numbers[: batch.num_rows])
+                numbers = numbers[batch.num_rows :]
+        position.next_record = first + lines
+
+
+# ----------------------------------------------------------------------------- CSV
+
+
+class _LineStream(io.RawIOBase):
+    """A file over an iterator of byte blocks (a header plus a byte range's lines)."""
+
+    def __init__(self, blocks: Iterator[bytes]) -> None:
+        self._blocks = blocks
+        self._buffer = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._buffer:
+            try:
+                self._buffer = next(self._blocks)
+            except StopIteration:
+                return 0
+        size = min(len(buffer), len(self._buffer))
+        buffer[:size] = self._buffer[:size]
+        self._buffer = self._buffer[size:]
+        return size
+
+
+def _decode_columns(batch: pa.RecordBatch, binary: Sequence[str]) -> pa.RecordBatch:
+    """Binary CSV columns to UTF-8 strings; invalid bytes become null plus a note."""
+    notes: list[list[dict[str, str]]] | None = None
+    arrays, names = [], []
+    for name, column in zip(batch.schema.names, batch.columns, strict=True):
+        if name in binary and pa.types.is_binary(column.type):
+            try:
+                column = column.cast(pa.string())
+            except pa.ArrowInvalid:
+                values = []
+                notes = notes or [[] for _ in range(batch.num_rows)]
+                for row, raw in enumerate(column.to_pylist()):
+                    try:
+                        values.append(None if raw is None else raw.decode("utf-8"))
+                    except UnicodeDecodeError as exc:
+                        values.append(None)
+                        notes[row].append(_note(f"not valid UTF-8: {exc}", raw, field=name))
+                column = pa.array(values, pa.string())
+        arrays.append(column)
+        names.append(name)
+    if notes is not None:
+        arrays.append(pa.array([n or None for n in notes], NOTES_TYPE))
+        names.append(READER_NOTES)
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _header_lines(stream: BinaryIO, fmt: CsvFormat) -> bytes:
+    stream.seek(0)
+    return b"".join(stream.readline() for _ in range(fmt.skip_rows + int(fmt.header)))
+
+
+def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
+             position: ReadPosition, start: int = 0, end: int | None = None,
+             ) -> Iterator[RecordOrBatch]:
+    """CSV through pyarrow's streaming reader.
+
+    Columns are read as bytes and decoded here, so one invalid UTF-8 value costs
+    that value (null plus a note), not the object; rows with the wrong number of
+    columns are rejected with their line (pyarrow's ``invalid_row_handler``).
+    A rejected row is numbered after the good rows of the batch it was found in.
+    """
+    if end is not None or start > 0:
+        header = _header_lines(stream, fmt)
+        skipped = header.count(b"\n")
+        if start > 0:
+            position.next_record = newlines_before(stream, start - 1) + 1 - skipped
+        body = line_blocks(stream, max(start, len(header)), end)
+        source: BinaryIO = io.BufferedReader(  # type: ignore[assignment]
+            _LineStream(_chain(header, body)))
+    else:
+        source = stream
+    utf8 = fmt.encoding.lower().replace("_", "-") in ("utf-8", "utf8")
+    binary = list(schema.names) if utf8 else []
+    bad: list[tuple[str, str]] = []  # (reason, row text) of rows the parser refused
+
+    def on_invalid(row: Any) -> str:
+        line = f" (line {row.number})" if row.number else ""
+        bad.append((f"expected {row.expected_columns} columns, got {row.actual_columns}{line}",
+                    row.text))
+        return "skip"
+
+    read_options = pa_csv.ReadOptions(
+        use_threads=False, block_size=8 * 1024 * 1024, encoding=fmt.encoding,
+        skip_rows=fmt.skip_rows if start == 0 and end is None else 0,
+        column_names=fmt.column_names if not fmt.header else None,
+        autogenerate_column_names=not fmt.header and not fmt.column_names)
+    parse_options = pa_csv.ParseOptions(
+        delimiter=fmt.delimiter, quote_char=fmt.quote_char or False,
+        newlines_in_values=fmt.newlines_in_values, invalid_row_handler=on_invalid)
+    convert_options = pa_csv.ConvertOptions(
+        column_types={n: (pa.binary() if utf8 else pa.string()) for n in schema.names},
+        strings_can_be_null=True, quoted_strings_can_be_null=False)
+    try:
+        reader = pa_csv.open_csv(source, read_options=read_options, parse_options=parse_options,
+                                 convert_options=convert_options)
+    except pa.ArrowInvalid as exc:
+        if "Empty CSV file" in str(exc):
+            return
+        raise
+    for batch in reader:
+        first = position.next_record
+        yield _with_source(_decode_columns(batch, binary), key,
+                           np.arange(first, first + batch.num_rows, dtype=np.int64))
+        position.next_record += batch.num_rows
+        if bad:
+            yield _rejected_rows(key, bad, position)
+    if bad:  # rows refused after the last batch
+        yield _rejected_rows(key, bad, position)
+
+
+def _rejected_rows(key: str, bad: list[tuple[str, str]], position: ReadPosition) -> pa.RecordBatch:
+    first = position.next_record
+    batch = reject_batch(key, [(first + i, reason, text) for i, (reason, text) in enumerate(bad)])
+    position.next_record += len(bad)
+    bad.clear()
+    return batch
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    if first:
+        yield first
+    yield from rest
+
+
+# ----------------------------------------------------------------------------- Parquet
+
+
+def read_parquet(stream: BinaryIO, key: str, position: ReadPosition,
+                 row_groups: Sequence[int] | None = None) -> Iterator[RecordOrBatch]:
+    """Row groups of a Parquet object (all of them unless ``row_groups``)."""
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(stream)
+    if row_groups is not None and row_groups:
+        metadata = parquet.metadata
+        position.next_record = sum(metadata.row_group(i).num_rows
+                                   for i in range(row_groups[0]))
+    for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=row_groups,
+                                      use_threads=False):
+        first = position.next_record
+        yield _with_source(batch, key, np.arange(first, first + batch.num_rows, dtype=np.int64))
+        position.next_record += batch.num_rows
+
+
+# ----------------------------------------------------------------------------- Avro
+
+
+def read_avro(stream: BinaryIO, key: str, position: ReadPosition) -> Iterator[RecordOrBatch]:
+    """Avro object container files through fastavro, as dict records."""
+    import fastavro
+
+    for record in fastavro.reader(stream):
+        if isinstance(record, Mapping):
+            row = dict(record)
+            row[KEY_COLUMN] = key
+            row[RECORD_COLUMN] = position.next_record
+            yield row
+        else:
+            yield reject_batch(key, [(position.next_record,
+                                      "an Avro record that is not a record type", record)])
+        position.next_record += 1

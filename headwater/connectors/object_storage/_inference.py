@@ -1,0 +1,156 @@
+"""A stream's JSON Schema from a sample of its first objects, overridable by column.
+
+Types come from pyarrow's own inference on a sample (CSV, JSONL), the Parquet
+footer, or Avro records; the config's ``schema`` replaces any column's type.
+Every column is nullable: an object that lacks a column is not an error.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import fsspec
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+
+from headwater.connectors.object_storage._config import CsvFormat, StreamConfig
+from headwater.connectors.object_storage._formats import KEY_COLUMN, RECORD_COLUMN
+from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
+from headwater.connectors.object_storage._listing import ObjectInfo
+
+__all__ = ["infer_json_schema", "json_schema_of", "sample_schema"]
+
+#: Objects looked at, at most, to fill the sample.
+SAMPLE_OBJECTS = 10
+#: Bytes of a CSV/JSONL object read, at most, for the sample.
+SAMPLE_BYTES = 4 * 1024 * 1024
+
+
+def json_schema_of(arrow_type: pa.DataType) -> dict[str, Any]:
+    """The nullable JSON Schema property a column of ``arrow_type`` declares."""
+    t = arrow_type
+    if pa.types.is_boolean(t):
+        kind: dict[str, Any] = {"type": "boolean"}
+    elif pa.types.is_integer(t):
+        kind = {"type": "integer"}
+    elif pa.types.is_floating(t) or pa.types.is_decimal(t):
+        kind = {"type": "number"}
+    elif pa.types.is_timestamp(t):
+        # pyarrow's CSV/JSON inference yields naive timestamps already normalised to
+        # UTC, so every timestamp lands as UTC (a naive one is taken to be UTC).
+        kind = {"type": "string", "format": "date-time"}
+    elif pa.types.is_date(t):
+        kind = {"type": "string", "format": "date"}
+    elif pa.types.is_list(t) or pa.types.is_large_list(t):
+        return {"type": ["null", "array"], "items": json_schema_of(t.value_type)}
+    elif pa.types.is_struct(t) or pa.types.is_map(t):
+        return {"type": ["null", "object"]}
+    else:  # strings, binary, null (no value seen yet): text loses nothing
+        kind = {"type": "string"}
+    return {**kind, "type": ["null", kind["type"]]}
+
+
+def _sample_lines(stream: Any, records: int) -> bytes:
+    data = stream.read(SAMPLE_BYTES)
+    cut = len(data)
+    if len(data) == SAMPLE_BYTES:
+        cut = data.rfind(b"\n") + 1
+    lines = data[:cut].split(b"\n")
+    return b"\n".join(lines[: records + 1])
+
+
+def _sample_csv(stream: Any, fmt: CsvFormat, records: int) -> pa.Table:
+    data = _sample_lines(stream, records + fmt.skip_rows + int(fmt.header))
+    return pa_csv.read_csv(
+        io.BytesIO(data),
+        read_options=pa_csv.ReadOptions(
+            encoding=fmt.encoding, skip_rows=fmt.skip_rows,
+            column_names=fmt.column_names if not fmt.header else None,
+            autogenerate_column_names=not fmt.header and not fmt.column_names),
+        parse_options=pa_csv.ParseOptions(delimiter=fmt.delimiter,
+                                          quote_char=fmt.quote_char or False,
+                                          newlines_in_values=fmt.newlines_in_values,
+                                          invalid_row_handler=lambda row: "skip"))
+
+
+def _sample_jsonl(stream: Any, records: int) -> pa.Table:
+    import pyarrow.json as pa_json
+
+    sample = _sample_lines(stream, records)
+    try:  # pyarrow's inference knows timestamps; it refuses a sample with a bad line
+        return pa_json.read_json(io.BytesIO(sample))
+    except (pa.ArrowInvalid, ValueError):
+        pass
+    rows = []
+    for line in sample.split(b"\n"):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            rows.append(value)
+    return pa.Table.from_pylist(rows)
+
+
+def _sample_object(fs: fsspec.AbstractFileSystem, obj: ObjectInfo, config: StreamConfig,
+                   records: int) -> pa.Schema:
+    fmt = config.format
+    with StorageFile(fs, obj.path) as raw:
+        stream = decompress(raw, compression_of(obj.key, config.compression))
+        if fmt.type == "csv":
+            return _sample_csv(stream, fmt, records).schema
+        if fmt.type == "jsonl":
+            return _sample_jsonl(stream, records).schema
+        if fmt.type == "parquet":
+            import pyarrow.parquet as pq
+
+            if compression_of(obj.key, config.compression):
+                stream = io.BytesIO(stream.read())
+            return pq.ParquetFile(stream).schema_arrow
+        import fastavro
+
+        rows = [dict(r) for r in itertools.islice(fastavro.reader(stream), records)
+                if isinstance(r, Mapping)]
+        return pa.Table.from_pylist(rows).schema
+
+
+def sample_schema(fs: fsspec.AbstractFileSystem, objects: Sequence[ObjectInfo],
+                  config: StreamConfig) -> pa.Schema:
+    """The unified Arrow schema of the first readable objects (empty when there are none)."""
+    schemas = []
+    for obj in objects[:SAMPLE_OBJECTS]:
+        if obj.size == 0:
+            continue
+        try:
+            schemas.append(_sample_object(fs, obj, config, config.infer_records))
+        except Exception:  # an unreadable object says nothing about the schema
+            continue
+        if len(schemas) >= 3:
+            break
+    if not schemas:
+        return pa.schema([])
+    try:
+        return pa.unify_schemas(schemas, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        names: dict[str, pa.DataType] = {}
+        for schema in schemas:
+            for field in schema:
+                seen = names.setdefault(field.name, field.type)
+                if seen != field.type:
+                    names[field.name] = pa.string()
+        return pa.schema(list(names.items()))
+
+
+def infer_json_schema(arrow: pa.Schema, overrides: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The stream's JSON Schema: sampled columns, the config's overrides, the source columns."""
+    properties: dict[str, Any] = {f.name: json_schema_of(f.type) for f in arrow}
+    for name, prop in (overrides or {}).items():
+        properties[name] = dict(prop)
+    properties[KEY_COLUMN] = {"type": "string"}
+    properties[RECORD_COLUMN] = {"type": "integer"}
+    return {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+            "properties": properties}

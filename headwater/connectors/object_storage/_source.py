@@ -1,0 +1,214 @@
+"""The ``object_storage`` source: streams of objects, read in key order, exactly once.
+
+Example connection snippet::
+
+    source:
+      type: object_storage
+      config:
+        url: s3://landing/events
+        endpoint_url: http://127.0.0.1:9000     # S3-compatible stores
+        streams:
+          - name: clicks
+            globs: ["clicks/**/*.jsonl.gz"]
+            format: {type: jsonl}
+          - name: orders
+            globs: ["orders/*.csv"]
+            format: {type: csv, delimiter: ";"}
+            schema: {amount: {type: number}}
+
+Each object (or byte range / row-group range of a large one) is one partition;
+the cursor (:class:`._cursor.ObjectCursor`) keeps which objects and parts are
+committed.  Rows carry ``_source_key`` and ``_source_record``; a record that
+cannot be read is kept as a row with null data columns and a note, and counted
+as rejected.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import fsspec
+from pydantic import ValidationError
+
+from headwater.connectors.object_storage._config import ObjectStorageConfig, StreamConfig
+from headwater.connectors.object_storage._cursor import ObjectCursor
+from headwater.connectors.object_storage._formats import (
+    KEY_COLUMN,
+    ReadPosition,
+    read_avro,
+    read_csv,
+    read_jsonl,
+    read_parquet,
+    reject_batch,
+)
+from headwater.connectors.object_storage._inference import infer_json_schema, sample_schema
+from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
+from headwater.connectors.object_storage._listing import (
+    ObjectInfo,
+    list_objects,
+    open_filesystem,
+    root_path,
+)
+from headwater.connectors.object_storage._splitting import plan
+from headwater.errors import AuthenticationError, ConnectorError, SpecValidationError
+from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
+from headwater.table_schema import arrow_schema_for
+
+__all__ = ["ObjectStorageSource", "ObjectStream"]
+
+log = logging.getLogger(__name__)
+
+
+class ObjectStream(Stream):
+    """The objects of one configured stream.  Holds only config (it is pickled to
+    executors); the filesystem is opened where it is used."""
+
+    cursor_field = KEY_COLUMN
+
+    def __init__(self, settings: ObjectStorageConfig, config: StreamConfig) -> None:
+        self._settings = settings
+        self._config = config
+        self._schema: dict[str, Any] | None = None
+
+    @property
+    def stream_name(self) -> str:
+        return self._config.name
+
+    @property
+    def primary_key(self) -> tuple[str, ...]:  # type: ignore[override]
+        return tuple(self._config.primary_key)
+
+    def _fs(self) -> tuple[fsspec.AbstractFileSystem, str]:
+        return open_filesystem(self._settings.url, self._settings.storage_options())
+
+    def list(self) -> list[ObjectInfo]:
+        """The stream's objects now, in key order."""
+        fs, root = self._fs()
+        return list_objects(fs, root, self._config.prefix, self._config.globs)
+
+    def json_schema(self) -> dict[str, Any]:
+        """Inferred once per stream object from the first objects, then the overrides."""
+        if self._schema is None:
+            fs, root = self._fs()
+            objects = list_objects(fs, root, self._config.prefix, self._config.globs)
+            self._schema = infer_json_schema(sample_schema(fs, objects, self._config),
+                                             self._config.json_schema)
+        return self._schema
+
+    def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
+        if not incremental:
+            return FinalStateCursor()
+        return ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
+
+    def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
+        cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
+        fs, root = self._fs()
+        objects = list_objects(fs, root, self._config.prefix, self._config.globs)
+        return plan(fs, self.stream_name, objects, self._config, cursor.decide)
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
+        params = partition.params
+        key = str(params["key"])
+        position = ReadPosition()
+        if int(params.get("size") or 0) == 0:
+            return  # an empty object holds no records (an empty CSV has not even a header)
+        fs, _ = self._fs()
+        try:
+            with StorageFile(fs, str(params["path"])) as raw:
+                yield from self._read(raw, params, position)
+        except ConnectorError:
+            raise  # the store failed, not the object: the sync retries the partition
+        except FileNotFoundError:
+            yield reject_batch(key, [(position.next_record,
+                                      "object not found: deleted after it was listed", None)])
+        except Exception as exc:  # the object's bytes: record why, keep what was read
+            log.warning("object %s is unreadable after %d records: %s", key,
+                        position.next_record, exc)
+            yield reject_batch(key, [(position.next_record,
+                                      f"object unreadable after {position.next_record} "
+                                      f"records: {type(exc).__name__}: {exc}", None)])
+
+    def _data_schema(self) -> Any:
+        schema = arrow_schema_for(self.json_schema())
+        return schema.remove(schema.get_field_index(KEY_COLUMN)).remove(
+            schema.get_field_index("_source_record") - 1)
+
+    def _read(self, raw: Any, params: Mapping[str, Any],
+              position: ReadPosition) -> Iterator[RecordOrBatch]:
+        key = str(params["key"])
+        fmt = self._config.format
+        unit = params["unit"]
+        stream = decompress(raw, compression_of(key, self._config.compression))
+        if fmt.type in ("csv", "jsonl"):
+            start, end = (int(params["start"]), int(params["end"])) if unit == "bytes" \
+                else (0, None)
+            if fmt.type == "csv":
+                yield from read_csv(stream, key, self._data_schema(), fmt, position, start, end)
+            else:
+                yield from read_jsonl(stream, key, self._data_schema(), position, start, end)
+        elif fmt.type == "parquet":
+            if stream is not raw:  # a compressed Parquet object must be seekable
+                stream = io.BytesIO(stream.read())
+            groups = range(int(params["start"]), int(params["end"])) if unit == "row_groups" \
+                else None
+            yield from read_parquet(stream, key, position, groups)
+        else:
+            yield from read_avro(stream, key, position)
+
+
+class ObjectStorageSource(Source):
+    """Objects in a folder or bucket as streams; see the module docstring."""
+
+    type_name = "object_storage"
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        try:
+            self._settings = ObjectStorageConfig.model_validate(dict(config))
+        except ValidationError as exc:
+            problems = [(".".join(["source.config", *(str(p) for p in e["loc"])]), e["msg"])
+                        for e in exc.errors(include_input=False)]
+            raise SpecValidationError("the object storage source config does not match its "
+                                      "spec", problems) from exc
+        names = [s.name for s in self._settings.streams]
+        if len(set(names)) != len(names):
+            raise SpecValidationError("stream names must be unique",
+                                      [("source.config.streams", f"names: {names}")])
+
+    @classmethod
+    def spec(cls) -> dict[str, Any]:
+        schema = ObjectStorageConfig.model_json_schema(mode="validation", by_alias=True)
+        for name, prop in schema["properties"].items():
+            if prop.get("airbyte_secret"):
+                prop.pop("default", None)
+            if name == "azure_account_name" or prop.get("default", 0) is None:
+                prop.pop("default", None)
+        return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
+
+    def check(self) -> None:
+        """Lists the url once: wrong credentials and missing buckets show here."""
+        fs, root = open_filesystem(self._settings.url, self._settings.storage_options())
+        where = fs.unstrip_protocol(root)
+        try:
+            fs.ls(root_path(root, ""), detail=False)
+        except FileNotFoundError as exc:
+            raise ConnectorError(f"{where} does not exist", field="source.config.url") from exc
+        except PermissionError as exc:
+            raise AuthenticationError(f"{where}: access denied: {exc}",
+                                      field="source.config") from exc
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            if any(w in text for w in ("AccessDenied", "InvalidAccessKeyId", "SignatureDoes",
+                                       "Forbidden", "403")):
+                raise AuthenticationError(f"{where}: credentials refused: {text}",
+                                          field="source.config") from exc
+            raise ConnectorError(f"cannot list {where}: {text}",
+                                 field="source.config.url") from exc
+
+    def streams(self) -> list[Stream]:
+        return [ObjectStream(self._settings, c) for c in self._settings.streams]
