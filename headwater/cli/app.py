@@ -147,6 +147,9 @@ def sync(
     conf: Annotated[list[str] | None, typer.Option("--conf", help="Extra Spark conf KEY=VALUE."
                                                    )] = None,
     verbose: VerboseOpt = 0,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Keep syncing new data (back off up to 5 s when there is none) until "
+                        "Ctrl-C/SIGTERM; with --json, one JSON line per sync.")] = False,
 ) -> None:
     """Sync a connection: read its streams on Spark and commit them exactly once."""
     from headwater.cli._render import ProgressObserver, summary_table
@@ -164,6 +167,11 @@ def sync(
             jvm_log_path=home() / "logs" / "spark.log",
         )
         store = _open_store(store_url(config))
+        if watch:
+            from headwater.cli._watch import watch_sync
+
+            raise typer.Exit(watch_sync(config, store, SyncOptions(spark=settings), as_json,
+                                        out, err))
         if as_json or not err.is_terminal:
             engine = SyncEngine(config, store, SyncOptions(spark=settings), SyncObserver())
             result = engine.run()

@@ -103,10 +103,22 @@ class ObjectStream(Stream):
             return FinalStateCursor()
         return ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Infer on the driver, once, before the stream travels to executors: every
+        # task then reads with the same schema and none lists the store again.
+        self.json_schema()
+        return dict(self.__dict__)
+
     def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
+        """Partitions of every object the cursor says to read, in key order.
+
+        The schema is sampled again (objects may have arrived with new columns
+        since the last plan, as in ``--watch``)."""
         cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
         fs, root = self._fs()
         objects = list_objects(fs, root, self._config.prefix, self._config.globs)
+        self._schema = infer_json_schema(sample_schema(fs, objects, self._config),
+                                         self._config.json_schema)
         return plan(fs, self.stream_name, objects, self._config, cursor.decide)
 
     # ------------------------------------------------------------------ reading
@@ -179,6 +191,9 @@ class ObjectStorageSource(Source):
         if len(set(names)) != len(names):
             raise SpecValidationError("stream names must be unique",
                                       [("source.config.streams", f"names: {names}")])
+        # One stream object per stream for the source's life, so the schema a plan
+        # sampled is the one its tasks read with.
+        self._streams = [ObjectStream(self._settings, c) for c in self._settings.streams]
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
@@ -211,4 +226,4 @@ class ObjectStorageSource(Source):
                                  field="source.config.url") from exc
 
     def streams(self) -> list[Stream]:
-        return [ObjectStream(self._settings, c) for c in self._settings.streams]
+        return list(self._streams)

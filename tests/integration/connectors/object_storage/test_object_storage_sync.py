@@ -1,0 +1,183 @@
+"""The object storage source end to end: moto's S3 server and local folders into Delta.
+
+In-process syncs share the suite's Spark session; the crash and ``--watch``
+tests run the real CLI (a SIGKILL must hit a whole sync, a watcher must be
+signalled like a user's).  Data are small: the cost is Spark's per-job overhead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from headwater.config import load_connection
+from headwater.engine import SyncEngine, SyncResult
+from headwater.metadata_store import MetadataStore
+from tests.integration._cli import HOME, LAKEHOUSE, kill_cli, start_cli, store, sync
+from tests.integration.connectors.object_storage.conftest import SECRET_KEY, S3Server
+from tests.unit.connectors.object_storage.conftest import COMPRESSORS, ROWS, encode
+
+pytestmark = pytest.mark.spark
+
+SUFFIX = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet", "avro": ".avro"}
+
+
+def connection(tmp_path: Path, source: dict[str, Any], streams: list[str],
+               name: str = "objects", checkpoint: dict[str, Any] | None = None) -> Path:
+    document: dict[str, Any] = {
+        "name": name,
+        "source": {"type": "object_storage", "config": source},
+        "destination": {"type": "delta", "config": {"path": str(tmp_path / LAKEHOUSE)}},
+        "streams": [{"name": s, "sync_mode": "incremental", "destination_sync_mode": "append"}
+                    for s in streams],
+        "metadata_store": f"sqlite:///{tmp_path / HOME / 'headwater.db'}",
+    }
+    if checkpoint:
+        document["checkpoint"] = checkpoint
+    (tmp_path / HOME).mkdir(exist_ok=True)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    return path
+
+
+def run(path: Path) -> SyncResult:
+    config = load_connection(path)
+    return SyncEngine(config, MetadataStore(config.metadata_store or "")).run()
+
+
+def rows(spark: Any, tmp_path: Path, stream: str) -> list[dict[str, Any]]:
+    return [r.asDict() for r in spark.read.format("delta")
+            .load(str(tmp_path / LAKEHOUSE / stream)).collect()]
+
+
+def test_s3_every_format_and_compression_then_only_new_objects(
+        spark: Any, tmp_path: Path, s3_server: S3Server) -> None:
+    s3 = s3_server.client()
+    s3.create_bucket(Bucket="landing")
+    for fmt, suffix in SUFFIX.items():
+        for compression, compress in COMPRESSORS.items():
+            s3.put_object(Bucket="landing", Key=f"{fmt}/day1{suffix}{compression}",
+                          Body=compress(encode(ROWS, fmt)))
+    source = s3_server.source_config("landing", streams=[
+        {"name": fmt, "globs": [f"{fmt}/*"], "format": {"type": fmt}} for fmt in SUFFIX])
+    path = connection(tmp_path, source, list(SUFFIX))
+    first = run(path)
+    assert first.status == "succeeded", first.to_dict()
+    for stats in first.streams:
+        assert (stats.records_read, stats.records_rejected) == (4 * len(ROWS), 0), stats
+    types: dict[str, str] = {}
+    for fmt in SUFFIX:
+        frame = spark.read.format("delta").load(str(tmp_path / LAKEHOUSE / fmt))
+        types = dict(frame.dtypes)
+        assert (types["id"], types["amount"], types["active"], types["at"]) == \
+            ("bigint", "double", "boolean", "timestamp"), (fmt, types)
+        got = sorted((r["_source_key"], r["_source_record"], r["id"], r["name"])
+                     for r in frame.collect())
+        want = sorted((f"{fmt}/day1{SUFFIX[fmt]}{c}", i, r["id"], r["name"])
+                      for c in COMPRESSORS for i, r in enumerate(ROWS))
+        assert got == want
+    # secrets never reach the run history
+    history = json.dumps(MetadataStore(load_connection(path).metadata_store or "")
+                         .get_run(first.run_id).__dict__, default=str)
+    assert SECRET_KEY not in history
+
+    s3.put_object(Bucket="landing", Key="jsonl/day2.jsonl", Body=encode(ROWS[:5], "jsonl"))
+    s3.put_object(Bucket="landing", Key="csv/day0-late.csv", Body=encode(ROWS[:3], "csv"))
+    second = run(path)
+    read = {s.name: s.records_read for s in second.streams}
+    assert read == {"csv": 3, "jsonl": 5, "parquet": 0, "avro": 0}
+    assert len(rows(spark, tmp_path, "jsonl")) == 4 * len(ROWS) + 5
+    third = run(path)
+    assert sum(s.records_read for s in third.streams) == 0
+
+
+def test_malformed_corpus_syncs_with_exact_reject_counts(spark: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    good = encode(ROWS[:4], "jsonl")
+    (folder / "a.jsonl").write_bytes(good)
+    (folder / "b.jsonl").write_bytes(b'{"id": 1, "name": "x"\n[1]\n{"id": "one"}\n'
+                                     b'{"name": "\xff"}\n' + good)
+    (folder / "c.jsonl").write_bytes(b"")
+    (folder / "d.jsonl.gz").write_bytes(gzip.compress(good * 100)[:-25])
+    (folder / "e.csv").write_bytes(b"id,name\n1,a\n2,b,c\n3\n4,d\n")
+    (folder / "f.csv").write_bytes(b"id,name\n1,\xff\n")
+    source = {"url": str(folder), "streams": [
+        {"name": "lines", "globs": ["*.jsonl*"], "schema": {"id": {"type": "integer"}}},
+        {"name": "table", "globs": ["*.csv"], "format": {"type": "csv"}}]}
+    result = run(connection(tmp_path, source, ["lines", "table"]))
+    assert result.status == "succeeded", result.to_dict()
+    stats = {s.name: s for s in result.streams}
+    lines = rows(spark, tmp_path, "lines")
+    truncated = [r for r in lines if r["_source_key"] == "d.jsonl.gz"]
+    # b: 4 bad lines; d: one row for the damage; e: 2 ragged rows; f: 1 bad UTF-8 value
+    assert stats["lines"].records_rejected == 4 + 1
+    assert stats["table"].records_rejected == 2 + 1
+    assert stats["lines"].records_read == 4 + (4 + 4) + len(truncated)
+    assert sorted(r["_source_record"] for r in lines
+                  if r["_source_key"] == "b.jsonl" and r["_hw_notes"]) == [0, 1, 2, 3]
+    damaged = [r for r in truncated if r["_hw_notes"]]
+    assert len(damaged) == 1 and "unreadable" in damaged[0]["_hw_notes"][0]["reason"]
+
+
+@pytest.mark.crash
+def test_sigkill_in_a_large_object_then_resume_lands_every_record_once(
+        tmp_path: Path, spark: Any) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    records = 30_000
+    lines = [json.dumps({"id": i, "payload": f"p{i:06d}"}) + "\n" for i in range(records)]
+    (folder / "big.jsonl").write_text("".join(lines))
+    size = (folder / "big.jsonl").stat().st_size
+    source = {"url": str(folder), "streams": [
+        {"name": "big", "globs": ["*.jsonl"], "split_bytes": size // 6 + 1}]}
+    path = connection(tmp_path, source, ["big"], name="crashy",
+                      checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
+    killed = sync(tmp_path, path, env={"HEADWATER_FAULT": "after-release:3"})
+    assert killed.exit_code == -signal.SIGKILL, killed.describe()
+    state = store(tmp_path).get_state("crashy", "big")
+    assert state is not None
+    flight = state["in_flight"]["big.jsonl"]
+    assert flight["unit"] == "bytes" and flight["total"] == size
+    assert flight["done"] == [[0, flight["done"][0][1]]] and 0 < flight["done"][0][1] < size
+    resumed = sync(tmp_path, path)
+    assert resumed.exit_code == 0, resumed.describe()
+    assert resumed.document and resumed.document["resumed"] is True
+    landed = rows(spark, tmp_path, "big")
+    ids = sorted(r["id"] for r in landed)
+    assert ids == list(range(records)), "every record exactly once"
+    assert sorted(r["_source_record"] for r in landed) == list(range(records))
+    final = store(tmp_path).get_state("crashy", "big")
+    assert final["in_flight"] == {} and "big.jsonl" in final["recent"]
+
+
+def test_watch_picks_up_new_objects_and_stops_on_sigterm(tmp_path: Path, spark: Any) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "001.jsonl").write_bytes(encode(ROWS[:3], "jsonl"))
+    source = {"url": str(folder), "streams": [{"name": "events", "globs": ["*.jsonl"]}]}
+    path = connection(tmp_path, source, ["events"], name="watched")
+    process = start_cli(tmp_path, "sync", str(path), "--watch", "--json")
+    assert process.stdout is not None
+    try:
+        first = json.loads(process.stdout.readline())
+        assert first["streams"][0]["records_read"] == 3, first
+        (folder / "002.jsonl").write_bytes(encode(ROWS[3:10], "jsonl"))
+        second = json.loads(process.stdout.readline())
+        assert second["streams"][0]["records_read"] == 7, second
+        time.sleep(1.0)
+        os.kill(process.pid, signal.SIGTERM)
+        process.wait(timeout=120)
+    except BaseException:
+        kill_cli(process, whole_group=True)
+        raise
+    assert process.returncode == 0, process.stderr.read() if process.stderr else ""
+    assert sorted(r["id"] for r in rows(spark, tmp_path, "events")) == list(range(10))
