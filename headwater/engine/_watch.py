@@ -54,8 +54,8 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
                     signal.Signals(signum).name)
         stop.set()
 
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        previous[signum] = signal.signal(signum, handler)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous[sig] = signal.signal(sig, handler)
     try:
         yield
     finally:

@@ -25,11 +25,8 @@ __all__ = [
 MIB = 1024 * 1024
 
 
-def _secret(description: str) -> Any:
-    return Annotated[
-        SecretStr | None,
-        WithJsonSchema({"type": "string", "airbyte_secret": True, "description": description}),
-    ]
+#: A credential: never printed (``SecretStr``) and masked everywhere (``airbyte_secret``).
+_Secret = Annotated[SecretStr | None, WithJsonSchema({"type": "string", "airbyte_secret": True})]
 
 
 class _Model(BaseModel):
@@ -121,14 +118,17 @@ class ObjectStorageConfig(_Model):
                     "object that arrives with a key below the floor is not seen.")
     endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO, ...).")
     region: str | None = Field(None, description="S3 region.")
-    aws_access_key_id: _secret("S3 access key id (default: from the environment).") = None
-    aws_secret_access_key: _secret("S3 secret access key (default: from the environment).") \
-        = None
-    aws_session_token: _secret("S3 session token.") = None
-    gcs_token: _secret("GCS token: a service-account JSON file path or 'anon'.") = None
+    aws_access_key_id: _Secret = Field(
+        None, description="S3 access key id (default: from the environment).")
+    aws_secret_access_key: _Secret = Field(
+        None, description="S3 secret access key (default: from the environment).")
+    aws_session_token: _Secret = Field(None, description="S3 session token.")
+    gcs_token: _Secret = Field(
+        None, description="GCS token: a service-account JSON file path or 'anon'.")
     azure_account_name: str | None = None
-    azure_account_key: _secret("Azure storage account key.") = None
-    azure_connection_string: _secret("Azure storage connection string.") = None
+    azure_account_key: _Secret = Field(None, description="Azure storage account key.")
+    azure_connection_string: _Secret = Field(
+        None, description="Azure storage connection string.")
 
     def storage_options(self) -> dict[str, Any]:
         """fsspec options for the url's protocol (only what was configured)."""

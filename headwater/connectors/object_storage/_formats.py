@@ -212,7 +212,7 @@ def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
         if start > 0:
             position.next_record = newlines_before(stream, start - 1) + 1 - skipped
         body = line_blocks(stream, max(start, len(header)), end)
-        source: BinaryIO = io.BufferedReader(  # type: ignore[assignment]
+        source: BinaryIO = io.BufferedReader(
             _LineStream(_chain(header, body)))
     else:
         source = stream

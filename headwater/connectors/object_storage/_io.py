@@ -94,7 +94,7 @@ class StorageFile(io.RawIOBase):
             super().close()
 
 
-def decompress(raw: BinaryIO, compression: str | None) -> BinaryIO:
+def decompress(raw: Any, compression: str | None) -> BinaryIO:
     """A stream of the object's decompressed bytes (``raw`` itself when uncompressed)."""
     if compression is None:
         return raw
@@ -104,7 +104,7 @@ def decompress(raw: BinaryIO, compression: str | None) -> BinaryIO:
         return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
     if compression == "zstd":
         reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(reader)  # type: ignore[arg-type]
+        return io.BufferedReader(reader)
     raise ValueError(f"unknown compression {compression!r}")
 
 

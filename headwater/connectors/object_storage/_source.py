@@ -84,7 +84,7 @@ class ObjectStream(Stream):
     def _fs(self) -> tuple[fsspec.AbstractFileSystem, str]:
         return open_filesystem(self._settings.url, self._settings.storage_options())
 
-    def list(self) -> list[ObjectInfo]:
+    def objects(self) -> list[ObjectInfo]:
         """The stream's objects now, in key order."""
         fs, root = self._fs()
         return list_objects(fs, root, self._config.prefix, self._config.globs)

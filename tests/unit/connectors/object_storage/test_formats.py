@@ -71,7 +71,7 @@ def test_globs_and_prefix_choose_objects_in_key_order(tmp_path: Path) -> None:
     for key in ["b/2.jsonl", "a/1.jsonl", "a/sub/3.jsonl", "a/skip.csv", "c/4.jsonl"]:
         write(tmp_path, key, encode(ROWS[:1], "jsonl"))
     stream = source(str(tmp_path), prefix="a", globs=["a/**/*.jsonl", "a/*.jsonl"]).streams()[0]
-    assert [o.key for o in stream.list()] == ["a/1.jsonl", "a/sub/3.jsonl"]
+    assert [o.key for o in stream.objects()] == ["a/1.jsonl", "a/sub/3.jsonl"]
     everything = source(str(tmp_path), globs=["**/*.jsonl"]).streams()[0]
-    assert [o.key for o in everything.list()] == ["a/1.jsonl", "a/sub/3.jsonl", "b/2.jsonl",
+    assert [o.key for o in everything.objects()] == ["a/1.jsonl", "a/sub/3.jsonl", "b/2.jsonl",
                                                   "c/4.jsonl"]
