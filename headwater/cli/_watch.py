@@ -10,7 +10,7 @@ from rich.console import Console
 
 from headwater.config import ConnectionConfig, mask, mask_obj
 from headwater.engine import SyncEngine, SyncObserver, SyncOptions, SyncResult
-from headwater.engine._watch import stop_on_signals, watch
+from headwater.engine._watch import stop_on_signals, watch_engine
 
 
 def watch_sync(config: ConnectionConfig, store: Any, options: SyncOptions, as_json: bool,
@@ -33,5 +33,5 @@ def watch_sync(config: ConnectionConfig, store: Any, options: SyncOptions, as_js
     if not as_json:
         err.print(f"watching {config.name}: Ctrl-C stops after the sync in progress")
     with stop_on_signals(stop):
-        results = watch(engine, stop, on_result=report)
+        results = watch_engine(engine, stop, on_result=report)
     return 1 if results and results[-1].status != "succeeded" else 0

@@ -1,6 +1,6 @@
 """Continuous mode: sync again and again, each batch of new objects committed once.
 
-``headwater sync CONNECTION --watch`` calls :func:`watch`.  Each round asks
+``headwater sync CONNECTION --watch`` calls :func:`watch_engine`.  Each round asks
 every incremental stream for its partitions (a listing, nothing is read); when
 there are none it sleeps, doubling the pause up to :data:`MAX_BACKOFF_S` (the
 seed's bound of 5 s); when there are some it runs one whole sync, which plans,
@@ -24,7 +24,8 @@ from headwater.engine._sync import SyncEngine, SyncResult
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
 
-__all__ = ["MAX_BACKOFF_S", "MIN_BACKOFF_S", "has_new_data", "stop_on_signals", "watch"]
+__all__ = ["MAX_BACKOFF_S", "MIN_BACKOFF_S", "has_new_data", "stop_on_signals", "watch",
+           "watch_engine"]
 
 log = logging.getLogger(__name__)
 
@@ -63,25 +64,33 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(signum, old)
 
 
-def watch(engine: SyncEngine, stop: threading.Event,
-          on_result: Callable[[SyncResult], None] = lambda result: None,
-          sleep: Callable[[float], Any] | None = None) -> list[SyncResult]:
-    """Sync whenever there is something new until ``stop`` is set; returns every run.
-
-    A failed run does not end the loop (the next round resumes it), but its
-    result is reported like any other.
-    """
+def watch_engine(engine: SyncEngine, stop: threading.Event,
+                 on_result: Callable[[SyncResult], None] = lambda result: None,
+                 ) -> list[SyncResult]:
+    """Watch one connection (every configured stream must be incremental)."""
     conn = engine.connection
     full = [s.name for s in resolve_streams(engine.source, conn) if not s.incremental]
     if full:
         raise ConfigError(f"--watch needs incremental streams; full refresh: {full}",
                           field="streams")
+    return watch(engine.run, lambda: has_new_data(engine), stop, on_result)
+
+
+def watch(run: Callable[[], SyncResult], has_new: Callable[[], bool], stop: threading.Event,
+          on_result: Callable[[SyncResult], None] = lambda result: None,
+          sleep: Callable[[float], Any] | None = None) -> list[SyncResult]:
+    """Call ``run`` whenever ``has_new()`` until ``stop`` is set; returns every result.
+
+    Between empty polls the pause doubles from :data:`MIN_BACKOFF_S` up to
+    :data:`MAX_BACKOFF_S`; a sync resets it.  A failed sync does not end the
+    loop (the next round resumes its run) but waits the longest pause first.
+    """
     wait = sleep or stop.wait
     results: list[SyncResult] = []
     pause = MIN_BACKOFF_S
     while not stop.is_set():
-        if has_new_data(engine):
-            result = engine.run()
+        if has_new():
+            result = run()
             results.append(result)
             on_result(result)
             pause = MIN_BACKOFF_S

@@ -1,0 +1,65 @@
+"""The --watch loop: back off up to 5 s when nothing is new, sync when something is."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from headwater.engine import SyncResult
+from headwater.engine._watch import MAX_BACKOFF_S, MIN_BACKOFF_S, stop_on_signals, watch
+
+
+def result(status: str = "succeeded") -> SyncResult:
+    return SyncResult(run_id="r", connection="c", status=status, resumed=False, attempt=1)
+
+
+def test_backs_off_to_five_seconds_and_syncs_each_batch_once() -> None:
+    stop = threading.Event()
+    polls = iter([False] * 7 + [True] + [False, False, True])
+    pauses: list[float] = []
+    runs: list[SyncResult] = []
+
+    def has_new() -> bool:
+        try:
+            return next(polls)
+        except StopIteration:
+            stop.set()
+            return False
+
+    def run() -> SyncResult:
+        runs.append(result())
+        return runs[-1]
+
+    got = watch(run, has_new, stop, sleep=pauses.append)
+    assert got == runs and len(runs) == 2
+    assert pauses[:7] == [0.25, 0.5, 1.0, 2.0, 4.0, 5.0, 5.0]
+    assert max(pauses) == MAX_BACKOFF_S
+    assert pauses[7:9] == [MIN_BACKOFF_S, 2 * MIN_BACKOFF_S]  # reset after a sync
+
+
+def test_a_failed_sync_waits_the_longest_pause_and_goes_on() -> None:
+    stop = threading.Event()
+    outcomes = iter(["failed", "succeeded"])
+    pauses: list[float] = []
+
+    def run() -> SyncResult:
+        status = next(outcomes)
+        if status == "succeeded":
+            stop.set()
+        return result(status)
+
+    got = watch(run, lambda: True, stop, sleep=pauses.append)
+    assert [r.status for r in got] == ["failed", "succeeded"]
+    assert pauses == [MAX_BACKOFF_S]
+
+
+def test_sigterm_and_sigint_set_the_stop_flag_instead_of_raising() -> None:
+    stop = threading.Event()
+    with stop_on_signals(stop):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.wait(5)
+        stop.clear()
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.wait(5)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

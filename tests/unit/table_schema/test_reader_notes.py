@@ -1,0 +1,30 @@
+"""Notes a reader attaches to its own rows are kept, and such rows count as rejected."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from headwater.table_schema import NOTES_TYPE, READER_NOTES, batch_from_records, conform_batch
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
+NOTE = {"field": "", "reason": "malformed JSON", "value": "{broken"}
+
+
+def test_a_notes_column_merges_with_the_engine_notes_and_is_not_an_extra_column() -> None:
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([1, None, 3]), pa.array(["a", None, "x"]),
+         pa.array([None, [NOTE], None], NOTES_TYPE)],
+        names=["id", "name", READER_NOTES])
+    notes: list[list[dict[str, str]]] = []
+    columns = conform_batch(batch.set_column(0, "id", pa.array(["1", None, "three"])),
+                            SCHEMA, notes)
+    assert columns[0].to_pylist() == [1, None, None]
+    assert notes[0] == [] and notes[1] == [NOTE]
+    assert [n["field"] for n in notes[2]] == ["id"]  # the engine's own note, no "extra" one
+
+
+def test_a_notes_key_in_dict_records_is_kept() -> None:
+    notes: list[list[dict[str, str]]] = []
+    columns = batch_from_records([{"id": 1}, {READER_NOTES: [NOTE]}], SCHEMA, notes)
+    assert columns[0].to_pylist() == [1, None]
+    assert notes == [[], [NOTE]]
