@@ -57,11 +57,8 @@ def reject_batch(key: str, rejects: Sequence[tuple[int, str, Any]]) -> pa.Record
         names=[KEY_COLUMN, RECORD_COLUMN, READER_NOTES])
 
 
-def _with_source(batch: pa.RecordBatch | pa.Table, key: str,
+def _with_source(batch: pa.RecordBatch, key: str,
                  numbers: np.ndarray[Any, Any]) -> pa.RecordBatch:
-    if isinstance(batch, pa.Table):
-        batch = batch.combine_chunks().to_batches()[0] if batch.num_rows else \
-            pa.RecordBatch.from_pylist([], schema=batch.schema)
     keys = pa.DictionaryArray.from_arrays(pa.array(np.zeros(batch.num_rows, np.int32)),
                                           pa.array([key])).cast(pa.string())
     return batch.append_column(KEY_COLUMN, keys).append_column(
@@ -191,9 +188,11 @@ def _decode_columns(batch: pa.RecordBatch, binary: Sequence[str]) -> pa.RecordBa
     return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
-def _header_lines(stream: BinaryIO, fmt: CsvFormat) -> bytes:
+def _prefix_lines(stream: BinaryIO, fmt: CsvFormat) -> tuple[bytes, bytes]:
+    """(every line before the data, the header line or ``b""``)."""
     stream.seek(0)
-    return b"".join(stream.readline() for _ in range(fmt.skip_rows + int(fmt.header)))
+    lines = [stream.readline() for _ in range(fmt.skip_rows + int(fmt.header))]
+    return b"".join(lines), (lines[-1] if fmt.header and lines else b"")
 
 
 def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
@@ -207,11 +206,13 @@ def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
     A rejected row is numbered after the good rows of the batch it was found in.
     """
     if end is not None or start > 0:
-        header = _header_lines(stream, fmt)
-        skipped = header.count(b"\n")
-        if start > 0:
-            position.next_record = newlines_before(stream, start - 1) + 1 - skipped
-        body = line_blocks(stream, max(start, len(header)), end)
+        # A byte range: the header line, then the lines that start in the range.
+        prefix, header = _prefix_lines(stream, fmt)
+        first = max(start, len(prefix))
+        if first > len(prefix):
+            position.next_record = newlines_before(stream, first - 1) + 1 \
+                - prefix.count(b"\n")
+        body = line_blocks(stream, first, end)
         source: BinaryIO = io.BufferedReader(
             _LineStream(_chain(header, body)))
     else:

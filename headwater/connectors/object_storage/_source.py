@@ -31,12 +31,14 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import fsspec
+import pyarrow as pa
 from pydantic import ValidationError
 
 from headwater.connectors.object_storage._config import ObjectStorageConfig, StreamConfig
 from headwater.connectors.object_storage._cursor import ObjectCursor
 from headwater.connectors.object_storage._formats import (
     KEY_COLUMN,
+    RECORD_COLUMN,
     ReadPosition,
     read_avro,
     read_csv,
@@ -145,10 +147,10 @@ class ObjectStream(Stream):
                                       f"object unreadable after {position.next_record} "
                                       f"records: {type(exc).__name__}: {exc}", None)])
 
-    def _data_schema(self) -> Any:
-        schema = arrow_schema_for(self.json_schema())
-        return schema.remove(schema.get_field_index(KEY_COLUMN)).remove(
-            schema.get_field_index("_source_record") - 1)
+    def _data_schema(self) -> pa.Schema:
+        """The columns a reader parses: the stream's, without the source columns."""
+        return pa.schema([f for f in arrow_schema_for(self.json_schema())
+                          if f.name not in (KEY_COLUMN, RECORD_COLUMN)])
 
     def _read(self, raw: Any, params: Mapping[str, Any],
               position: ReadPosition) -> Iterator[RecordOrBatch]:

@@ -101,3 +101,14 @@ def test_parquet_splits_by_row_group_with_object_wide_record_numbers(tmp_path: P
     got = read_all(stream, partitions)
     assert sorted(zip(got.column("_source_record").to_pylist(),
                       got.column("id").to_pylist(), strict=True)) == [(i, i) for i in range(100)]
+
+
+def test_csv_byte_ranges_with_rows_skipped_before_the_header(tmp_path: Path) -> None:
+    body = encode([{"id": i, "text": f"t{i}"} for i in range(200)], "csv")
+    write(tmp_path, "big.csv", b"exported by a tool\nsecond junk line\n" + body)
+    for split in (5, 100, 10**6):
+        stream = source(str(tmp_path), format={"type": "csv", "skip_rows": 2},
+                        split_bytes=split).streams()[0]
+        table = read_all(stream)
+        assert sorted(table.column("id").to_pylist()) == list(range(200)), split
+        assert sorted(table.column("_source_record").to_pylist()) == list(range(200)), split
