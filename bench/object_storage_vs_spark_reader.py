@@ -163,15 +163,19 @@ def main() -> None:
     cores = int(spark.sparkContext.defaultParallelism)
     results = []
     with scratch_dir("hw-bench-objects-") as scratch:
+        # Warm-up of the sync path (Python workers, Delta classes, metadata store).
+        write_files(scratch / "warm", "jsonl", 1000, 2)
+        headwater_sync(connection(scratch, scratch / "warm", "jsonl", "warm"))
         for fmt in args.formats.split(","):
             folder = scratch / f"in-{fmt}"
             write_files(folder, fmt, args.rows, args.files)
             size = sum(f.stat().st_size for f in folder.iterdir())
-            # warm-up: one small job of each kind (JVM, Python workers, Delta classes)
+            # warm-up of Spark's reader for this format
             spark_reader(spark, folder, fmt, scratch / f"warm-{fmt}")
             baseline = spark_reader(spark, folder, fmt, scratch / f"spark-{fmt}")
             hw_s, written = headwater_sync(connection(scratch, folder, fmt, f"hw-{fmt}"))
-            assert written == args.rows, (written, args.rows)
+            if written != args.rows:
+                raise SystemExit(f"{fmt}: the sync wrote {written:,} rows, not {args.rows:,}")
             parse, transfer = split(spark, connection(scratch, folder, fmt, f"split-{fmt}"),
                                     fmt, cores)
             results.append([fmt, f"{size / 2**20:,.0f}", f"{baseline:.2f}", f"{hw_s:.2f}",
