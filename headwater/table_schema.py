@@ -271,6 +271,14 @@ def coerce_column(
             return pc.cast(column, target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
+    if pa.types.is_string(column.type) and pa.types.is_timestamp(target) and target.tz:
+        # Date-time text without an offset ("2024-01-01 10:00:00", common in CSV) is
+        # UTC, as the value-by-value path reads it, but Arrow's cast wants an offset.
+        try:
+            naive = pc.cast(column, pa.timestamp(target.unit), safe=True)
+            return pc.assume_timezone(naive, "UTC").cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            pass
     return coerce_values(name, column.to_pylist(), target, notes)
 
 

@@ -246,9 +246,9 @@ def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
             return
         raise
     for batch in reader:
-        first = position.next_record
+        begin = position.next_record
         yield _with_source(_decode_columns(batch, binary), key,
-                           np.arange(first, first + batch.num_rows, dtype=np.int64))
+                           np.arange(begin, begin + batch.num_rows, dtype=np.int64))
         position.next_record += batch.num_rows
         if bad:
             yield _rejected_rows(key, bad, position)

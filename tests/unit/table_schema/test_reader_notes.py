@@ -28,3 +28,15 @@ def test_a_notes_key_in_dict_records_is_kept() -> None:
     columns = batch_from_records([{"id": 1}, {READER_NOTES: [NOTE]}], SCHEMA, notes)
     assert columns[0].to_pylist() == [1, None]
     assert notes == [[], [NOTE]]
+
+
+def test_date_time_text_without_an_offset_is_cast_as_utc_in_one_step() -> None:
+    from headwater.table_schema import UTC_TIMESTAMP, coerce_column
+
+    notes: list[list[dict[str, str]]] = [[], [], []]
+    text = pa.array(["2024-01-01T10:00:00", "2024-01-01 10:00:00.5", None])
+    cast = coerce_column("at", text, UTC_TIMESTAMP, notes)
+    slow = coerce_column("at", text.cast(pa.large_string()), UTC_TIMESTAMP, [[], [], []])
+    assert cast.type == UTC_TIMESTAMP and cast.to_pylist() == slow.to_pylist()
+    assert cast.to_pylist()[0].isoformat() == "2024-01-01T10:00:00+00:00"
+    assert notes == [[], [], []]
