@@ -200,11 +200,11 @@ class ObjectStorageSource(Source):
     @classmethod
     def spec(cls) -> dict[str, Any]:
         schema = ObjectStorageConfig.model_json_schema(mode="validation", by_alias=True)
-        for name, prop in schema["properties"].items():
-            if prop.get("airbyte_secret"):
-                prop.pop("default", None)
-            if name == "azure_account_name" or prop.get("default", 0) is None:
-                prop.pop("default", None)
+        for prop in schema["properties"].values():
+            if "default" in prop and prop["default"] is None:
+                # "absent" is the default; a null default would not fit a string-typed
+                # secret, and spec validation would fill it in
+                del prop["default"]
         return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
 
     def check(self) -> None:
