@@ -15,7 +15,7 @@ record belongs to exactly one partition.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import fsspec
@@ -26,7 +26,7 @@ from headwater.connectors.object_storage._io import StorageFile, compression_of
 from headwater.connectors.object_storage._listing import ObjectInfo
 from headwater.sdk import Partition
 
-__all__ = ["object_partitions", "split_unit"]
+__all__ = ["object_partitions", "plan", "split_unit"]
 
 
 def split_unit(obj: ObjectInfo, config: StreamConfig) -> str:
@@ -93,11 +93,11 @@ def object_partitions(fs: fsspec.AbstractFileSystem, stream: str, obj: ObjectInf
 
 
 def plan(fs: fsspec.AbstractFileSystem, stream: str, objects: Sequence[ObjectInfo],
-         config: StreamConfig, decide: Any) -> list[Partition]:
+         config: StreamConfig, decide: Callable[[str, str], Decision]) -> list[Partition]:
     """Partitions for every listed object ``decide(key, identity)`` says to read, in key order."""
     partitions: list[Partition] = []
     for obj in objects:
-        decision: Decision = decide(obj.key, obj.identity)
+        decision = decide(obj.key, obj.identity)
         if decision.read:
             partitions.extend(object_partitions(fs, stream, obj, config, decision))
     return partitions
