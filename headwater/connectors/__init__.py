@@ -26,6 +26,7 @@ SOURCE_ENTRY_POINT_GROUP = "headwater.sources"
 _BUILT_INS = {
     "sample": "headwater.connectors.sample:SampleSource",
     "object_storage": "headwater.connectors.object_storage:ObjectStorageSource",
+    "rest": "headwater.connectors.rest:RestSource",
 }
 
 

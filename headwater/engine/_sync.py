@@ -39,11 +39,12 @@ from headwater.engine._plan import (
     checkpoint_count,
     group_checkpoints,
 )
+from headwater.engine._plan_reads import headwater_error_from, spark_plan_context
 from headwater.engine._spark import SparkSettings, get_spark
 from headwater.engine._task import TaskContext, make_task
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
-from headwater.errors import HeadwaterError
+from headwater.errors import AuthenticationError
 from headwater.metadata_store import MetadataStore, RunStatus
 from headwater.sdk import Cursor, Source, Stream
 from headwater.table_schema import arrow_schema_for
@@ -154,6 +155,8 @@ class SyncEngine:
                                       where="destination.config")
         register_secrets(secret_values(dest_cls.spec(), dest_config))
         self.destination: Destination = dest_cls(dest_config)
+        #: Set when a stream failed because the source refused the credentials.
+        self.refused: AuthenticationError | None = None
 
     # ------------------------------------------------------------------ planning
 
@@ -164,12 +167,13 @@ class SyncEngine:
                           or conn.checkpoint.partitions_per_checkpoint
                           or max(8, _parallelism(spark) * 8))
         lanes_wanted = conn.checkpoint.concurrent_checkpoints
+        context = spark_plan_context(spark, _parallelism(spark))
         stream_plans = []
         for configured in resolve_streams(self.source, conn):
             stream = self.source.stream(configured.name)
             state = self.store.get_state(conn.name, configured.name) if configured.incremental \
                 else None
-            partitions = stream.partitions(state)
+            partitions = stream.plan(state, context)
             overwrite = configured.destination_sync_mode == "overwrite"
             # MERGE commits of one table cannot run side by side.
             lanes = 1 if configured.destination_sync_mode == "append_dedup" else lanes_wanted
@@ -223,6 +227,10 @@ class SyncEngine:
             self.store.finish_run(run_id, status=status,
                                   stats={"streams": [s.to_dict() for s in stats]},
                                   state_after=states_after, error=error)
+        if self.refused is not None:
+            # Credentials refused while reading: the run is recorded as failed and
+            # state did not move; the caller sees why (exit code 3), not a crash.
+            raise self.refused
         return SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
                           attempt=attempt, streams=stats, duration_s=time.monotonic() - started)
 
@@ -257,6 +265,11 @@ class _StreamRunner:
         self._lock = threading.Lock()
         self._failed = threading.Event()
 
+    def _note_refused(self, exc: BaseException) -> None:
+        found = headwater_error_from(exc)
+        if isinstance(found, AuthenticationError):
+            self.engine.refused = found
+
     def _marker(self, checkpoint: CheckpointPlan) -> CommitMarker:
         app_id = f"headwater/{self.store.store_id}/{self.connection}/{self.name}/{checkpoint.lane}"
         return CommitMarker(app_id=app_id, version=checkpoint.index, run_id=self.run_id,
@@ -269,6 +282,7 @@ class _StreamRunner:
             self._run()
         except Exception as exc:
             self._failed.set()
+            self._note_refused(exc)
             self.stats.error = _describe(exc)
             log.error("stream %s failed: %s", self.name, self.stats.error)
         self.stats.status = "failed" if (self._failed.is_set() or self.stats.error) \
@@ -323,6 +337,7 @@ class _StreamRunner:
                 result = self._commit(stream, checkpoint, marker)
             except Exception as exc:
                 self._failed.set()
+                self._note_refused(exc)
                 with self._lock:
                     self.manager.mark_failed(checkpoint.checkpoint_id)
                     self.stats.error = _describe(exc)
@@ -405,8 +420,9 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, HeadwaterError):
-        return str(exc)
+    found = headwater_error_from(exc)  # also a connector's error that Spark wrapped
+    if found is not None:
+        return str(found)
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater.errors import ConnectorError
+from headwater.errors import AuthenticationError, ConnectorError
 from headwater.sdk import Partition, Stream
 from headwater.table_schema import META_FIELDS, batch_from_records, conform_batch, notes_array
 
@@ -116,7 +116,7 @@ def read_partition(stream: Stream, partition: Partition,
                     pending = []
         if pending:
             yield writer.from_records(pending)
-    except ConnectorError:
+    except (ConnectorError, AuthenticationError):
         raise
     except Exception as exc:
         raise ConnectorError(

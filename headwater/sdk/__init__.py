@@ -6,6 +6,7 @@ splits itself into partitions and reads one partition.  The engine does the rest
 
 from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
 from headwater.sdk._partition import Partition
+from headwater.sdk._plan_context import FieldReader, PlanContext, read_fields_locally
 from headwater.sdk._state_converters import (
     EpochSecondsStateConverter,
     IntegerStateConverter,
@@ -20,12 +21,15 @@ __all__ = [
     "ConcurrentCursor",
     "Cursor",
     "EpochSecondsStateConverter",
+    "FieldReader",
     "FinalStateCursor",
     "IntegerStateConverter",
     "IsoDateTimeStateConverter",
     "Partition",
+    "PlanContext",
     "RecordOrBatch",
     "Source",
     "StateConverter",
     "Stream",
+    "read_fields_locally",
 ]

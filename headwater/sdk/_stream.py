@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
 from headwater.sdk._partition import Partition
+from headwater.sdk._plan_context import PlanContext
 from headwater.sdk._state_converters import StateConverter
 
 #: What ``Stream.read`` may yield: Arrow record batches (fast path) or plain dicts.
@@ -91,6 +92,15 @@ class Stream(ABC):
         reports (``self.cursor(state, True).gaps(until)``) so data is never
         skipped, even when an earlier sync finished partitions out of order.
         """
+
+    def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
+        """The partitions of a run, knowing how the run executes (see :class:`PlanContext`).
+
+        The engine calls this; the default is :meth:`partitions`.  Override it to
+        split a shared budget across ``context.parallel_tasks`` or to plan a
+        substream from its parent's records (``context.read_fields``).
+        """
+        return self.partitions(state)
 
     @abstractmethod
     def read(self, partition: Partition) -> Iterator[RecordOrBatch]:

@@ -1,0 +1,95 @@
+"""Reads a stream needs while it is being planned, run on Spark.
+
+A substream's partitions come from its parent's records.  The parent's
+partitions are read here on the executors (one Spark task each, like a sync),
+and only the few fields the child needs come back to the driver, as one JSON
+string per record: rows never travel through the driver, keys do.
+
+Errors raised by a connector on an executor reach the driver wrapped in a
+Spark exception; :func:`headwater_error_from` recovers the Headwater error
+(an :class:`~headwater.errors.AuthenticationError` must stay one, so the CLI
+exits with the credentials' exit code).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from headwater import errors
+from headwater.errors import ConnectorError, HeadwaterError
+from headwater.sdk import Partition, PlanContext, Stream
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+__all__ = ["headwater_error_from", "spark_plan_context"]
+
+_REMOTE_ERROR = re.compile(r"headwater\.errors\.(\w+): (.+)")
+
+
+def headwater_error_from(exc: BaseException) -> HeadwaterError | None:
+    """The Headwater error behind ``exc``, even when Spark wrapped it; else ``None``."""
+    if isinstance(exc, HeadwaterError):
+        return exc
+    matches = _REMOTE_ERROR.findall(str(exc))
+    if not matches:
+        return None
+    name, message = matches[-1]
+    kind = getattr(errors, name, None)
+    if not (isinstance(kind, type) and issubclass(kind, HeadwaterError)) \
+            or kind is errors.SpecValidationError:
+        kind = ConnectorError
+    return kind(message.strip())
+
+
+def _fields_task(stream: Stream, partitions: Sequence[Partition],
+                 fields: Sequence[str]) -> Any:
+    frozen = list(partitions)
+    names = list(fields)
+
+    def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        from headwater.sdk import read_fields_locally
+
+        for batch in positions:
+            for position in batch.column(0).to_pylist():
+                rows = read_fields_locally(stream, [frozen[position]], names)
+                text = [json.dumps(row, default=str, sort_keys=True) for row in rows]
+                yield pa.RecordBatch.from_arrays([pa.array(text, pa.string())], ["row"])
+
+    return run
+
+
+def read_fields_on_spark(spark: SparkSession, stream: Stream, partitions: Sequence[Partition],
+                         fields: Sequence[str]) -> list[dict[str, Any]]:
+    """Read ``partitions`` of ``stream`` on the executors; return ``fields`` per record."""
+    if not partitions:
+        return []
+    count = len(partitions)
+    positions = spark.range(0, count, 1, numPartitions=count)
+    frame = positions.mapInArrow(_fields_task(stream, partitions, fields), "row string")
+    try:
+        table = frame.toArrow()
+    except Exception as exc:
+        found = headwater_error_from(exc)
+        if found is None:
+            raise ConnectorError(f"reading the parent stream {stream.stream_name!r} to plan "
+                                 f"its substream failed: {type(exc).__name__}",
+                                 stream=stream.stream_name) from exc
+        raise found from exc
+    return [json.loads(text) for text in table.column("row").to_pylist()]
+
+
+def spark_plan_context(spark: SparkSession, parallel_tasks: int) -> PlanContext:
+    """The context the engine plans with: Spark's parallelism and reads on Spark."""
+
+    def read_fields(stream: Stream, partitions: Sequence[Partition],
+                    fields: Sequence[str]) -> list[dict[str, Any]]:
+        return read_fields_on_spark(spark, stream, partitions, fields)
+
+    return PlanContext(parallel_tasks=parallel_tasks, read_fields=read_fields)

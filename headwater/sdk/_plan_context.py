@@ -1,0 +1,62 @@
+"""What the engine tells a stream while it plans: how the run will execute.
+
+Most streams ignore it (:meth:`Stream.plan` defaults to
+:meth:`Stream.partitions`).  Two kinds of streams need it:
+
+* a stream that shares something across the tasks running at once, like an
+  API call budget, needs ``parallel_tasks`` (how many Spark tasks the cluster
+  runs at the same time) to split it evenly;
+* a substream takes its partitions from its parent's records, and reads them
+  with ``read_fields``: the parent's partitions are read on the executors and
+  only the named fields of each record come back to the driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from headwater.sdk._partition import Partition
+
+if TYPE_CHECKING:
+    from headwater.sdk._stream import Stream
+
+__all__ = ["FieldReader", "PlanContext", "read_fields_locally"]
+
+#: ``(stream, partitions, fields) -> one dict of those fields per record``.
+FieldReader = Callable[["Stream", Sequence[Partition], Sequence[str]], list[dict[str, Any]]]
+
+
+def read_fields_locally(stream: Stream, partitions: Sequence[Partition],
+                        fields: Sequence[str]) -> list[dict[str, Any]]:
+    """Read ``partitions`` in this process and keep ``fields`` of each record.
+
+    The fallback when no engine is planning (tests, a notebook); the engine
+    reads on Spark instead.
+    """
+    return [row for partition in partitions for row in _field_rows(stream, partition, fields)]
+
+
+def _field_rows(stream: Stream, partition: Partition,
+                fields: Sequence[str]) -> Iterator[dict[str, Any]]:
+    for item in stream.read(partition):
+        if isinstance(item, dict):
+            yield {name: item.get(name) for name in fields}
+        else:  # an Arrow record batch
+            columns = {name: (item.column(name).to_pylist() if name in item.schema.names
+                              else [None] * item.num_rows) for name in fields}
+            for position in range(item.num_rows):
+                yield {name: columns[name][position] for name in fields}
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """How the planned run executes; see the module docstring.
+
+    ``parallel_tasks`` is the number of tasks that run at once across the
+    cluster (Spark's default parallelism: every executor core).
+    """
+
+    parallel_tasks: int = 1
+    read_fields: FieldReader = read_fields_locally

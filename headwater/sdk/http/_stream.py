@@ -1,0 +1,276 @@
+"""HttpStream: a REST collection as a Headwater stream, mostly declared.
+
+The author (or a YAML file, through the ``rest`` source) declares the path,
+query parameters, record selector, paginator, keys and cursor; the stream
+plans partitions and reads them.  Three shapes of partition:
+
+* **date windows** (``cursor_field`` set): the concurrent cursor's gaps cut
+  into partitions of ``windows_per_partition`` API windows of
+  ``window_size_s``; the API windows of one partition are fetched by parallel
+  threads (I/O concurrency), the partitions by parallel Spark tasks;
+* **parent records** (``parent`` set, a substream): the parent's partitions
+  are read on the executors at plan time (``PlanContext.read_fields``), and
+  each partition of the child holds the key fields of up to
+  ``parents_per_partition`` parent records, fetched by parallel threads;
+* **one partition** for a plain full-refresh collection.
+
+Path and parameter templates are ``str.format`` strings over ``{start}`` and
+``{end}`` (the window, in the cursor's stored form) and ``{parent.<field>}``.
+
+Every partition carries ``tasks``: how many tasks the plan said run at once,
+so the client splits the call budget and the concurrency the same way on
+every executor (and again when a resumed run re-executes the plan).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from types import SimpleNamespace
+from typing import Any, Literal
+
+from headwater.errors import ConfigError, ConnectorError, StateError
+from headwater.sdk._cursor import ConcurrentCursor
+from headwater.sdk._partition import Partition
+from headwater.sdk._plan_context import PlanContext
+from headwater.sdk._state_converters import (
+    EpochSecondsStateConverter,
+    IsoDateTimeStateConverter,
+    StateConverter,
+)
+from headwater.sdk._stream import Stream
+from headwater.sdk.http._client import HttpClient, HttpSettings, NotFoundError
+from headwater.sdk.http._paginators import NoPagination, Paginator
+
+__all__ = ["HttpStream", "HttpStreamSpec", "ParentLink"]
+
+CursorFormat = Literal["iso", "epoch"]
+
+
+@dataclass(frozen=True)
+class ParentLink:
+    """How a substream hangs off its parent.
+
+    ``fields`` are the parent record fields the child needs (its path uses
+    ``{parent.id}``); ``copy_to`` copies some of them into every child record
+    (``{"survey_id": "id"}``) so the child's rows say whose they are.
+    """
+
+    stream: str
+    fields: tuple[str, ...] = ("id",)
+    copy_to: Mapping[str, str] = field(default_factory=dict)
+    parents_per_partition: int = 10
+
+
+@dataclass(frozen=True)
+class HttpStreamSpec:
+    """The declaration of one HTTP stream (what a YAML ``streams`` entry holds)."""
+
+    name: str
+    path: str
+    json_schema: Mapping[str, Any]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    record_path: str | None = None
+    primary_key: tuple[str, ...] = ()
+    paginator: Paginator = field(default_factory=NoPagination)
+    cursor_field: str | None = None
+    cursor_format: CursorFormat = "iso"
+    start_date: str | None = None
+    end_date: str | None = None
+    window_size_s: int = 86_400
+    windows_per_partition: int = 10
+    parent: ParentLink | None = None
+    ignore_404: bool = False
+
+
+def _converter(fmt: CursorFormat) -> StateConverter:
+    return EpochSecondsStateConverter() if fmt == "epoch" else IsoDateTimeStateConverter()
+
+
+def _render(template: Any, values: Mapping[str, Any], what: str) -> Any:
+    if not isinstance(template, str):
+        return template
+    try:
+        return template.format_map(values)
+    except (KeyError, AttributeError, IndexError) as exc:
+        raise ConfigError(f"{what} template {template!r} uses {exc}, which is not available "
+                          "here ({start}, {end} and {parent.<field>} are)", field=what) from exc
+
+
+class HttpStream(Stream):
+    """A stream read from an HTTP API; see the module docstring.
+
+    Subclass it for unusual APIs and override :meth:`request_params` or
+    :meth:`transform`; the loops (pages, windows, parents, retries) stay here.
+    Pickled to executors: it holds only its spec, the client settings and its
+    parent stream.
+    """
+
+    def __init__(self, spec: HttpStreamSpec, settings: HttpSettings,
+                 parent: HttpStream | None = None) -> None:
+        if spec.parent is not None and parent is None:
+            raise ConfigError(f"stream {spec.name!r} needs its parent stream "
+                              f"{spec.parent.stream!r}", stream=spec.name)
+        if spec.parent is not None and spec.cursor_field:
+            raise ConfigError(f"substream {spec.name!r} cannot be incremental itself; its "
+                              "parent may be", stream=spec.name)
+        if spec.cursor_field and not spec.start_date:
+            raise ConfigError(f"incremental stream {spec.name!r} needs a start_date",
+                              stream=spec.name, field="start_date")
+        self.spec = spec
+        self.settings = settings
+        self.parent = parent
+        self.name = spec.name  # type: ignore[misc]
+        self.primary_key = tuple(spec.primary_key)  # type: ignore[misc]
+        self.cursor_field = spec.cursor_field  # type: ignore[misc]
+        self.state_converter = (  # type: ignore[misc]
+            _converter(spec.cursor_format) if spec.cursor_field else None)
+
+    # -- declaration ------------------------------------------------------------------
+
+    def json_schema(self) -> dict[str, Any]:
+        return dict(self.spec.json_schema)
+
+    def cursor_start(self) -> Any:
+        return self._stored(self.spec.start_date, "start_date")
+
+    def cursor_end(self) -> Any:
+        """Where this run's windows end: ``end_date``, else now (whole seconds)."""
+        if self.spec.end_date:
+            return self._stored(self.spec.end_date, "end_date")
+        now = datetime.now(UTC).replace(microsecond=0)
+        assert self.state_converter is not None
+        return self.state_converter.serialize(now)
+
+    def _stored(self, iso: str | None, what: str) -> Any:
+        assert self.state_converter is not None
+        try:
+            value = IsoDateTimeStateConverter().parse(iso)
+        except StateError as exc:
+            raise ConfigError(f"stream {self.name!r}: {what} {iso!r} is not an ISO 8601 "
+                              "date-time", stream=self.name, field=what) from exc
+        return self.state_converter.serialize(value)
+
+    # -- planning ---------------------------------------------------------------------
+
+    def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
+        return self.plan(state, PlanContext())
+
+    def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
+        tasks = max(context.parallel_tasks, 1)
+        if self.parent is not None and self.spec.parent is not None:
+            return self._parent_partitions(self.parent, self.spec.parent, context, tasks)
+        if self.cursor_field:
+            cursor = self.cursor(state, incremental=True)
+            assert isinstance(cursor, ConcurrentCursor)
+            size = self.spec.window_size_s * self.spec.windows_per_partition
+            return [Partition(self.name, f"{self.name}:{low}/{high}",
+                              {"start": low, "end": high, "tasks": tasks})
+                    for low, high in cursor.windows(self.cursor_end(), size)]
+        return [Partition(self.name, f"{self.name}:all", {"tasks": tasks})]
+
+    def _parent_partitions(self, parent: HttpStream, link: ParentLink, context: PlanContext,
+                           tasks: int) -> list[Partition]:
+        parent_partitions = parent.plan(None, context)
+        rows = context.read_fields(parent, parent_partitions, link.fields)
+        unique = {tuple(row.get(f) for f in link.fields): row for row in rows}
+        ordered = [unique[key] for key in sorted(unique, key=repr)]
+        plan = []
+        size = max(link.parents_per_partition, 1)
+        for chunk in (ordered[i:i + size] for i in range(0, len(ordered), size)):
+            digest = hashlib.blake2b(repr([sorted(r.items()) for r in chunk]).encode(),
+                                     digest_size=8).hexdigest()
+            plan.append(Partition(self.name, f"{self.name}:parents:{digest}",
+                                  {"parents": list(chunk), "tasks": tasks}))
+        return plan
+
+    # -- reading ----------------------------------------------------------------------
+
+    def request_params(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """Query parameters of one API window or parent (templates rendered)."""
+        return {key: _render(value, values, f"streams.{self.name}.params.{key}")
+                for key, value in self.spec.params.items()}
+
+    def transform(self, record: dict[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+        """Hook for unusual APIs: change a record before it is yielded."""
+        return record
+
+    def read(self, partition: Partition) -> Iterator[dict[str, Any]]:
+        units = self._units(partition)
+        tasks = int(partition.params.get("tasks", 1))
+        with HttpClient(self.settings, tasks=tasks) as client:
+            if len(units) == 1:
+                yield from self._read_unit(client, units[0])
+                return
+            pool = ThreadPoolExecutor(max_workers=min(client.concurrency, len(units)),
+                                      thread_name_prefix=f"hw-http-{self.name}")
+            try:
+                for records in pool.map(lambda unit: list(self._read_unit(client, unit)),
+                                        units):
+                    yield from records
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+    def _units(self, partition: Partition) -> list[dict[str, Any]]:
+        """The API calls (each a paginated collection) one partition is made of."""
+        params = partition.params
+        if "parents" in params:
+            return [{"parent": dict(p)} for p in params["parents"]]
+        if "start" in params and self.state_converter is not None:
+            conv = self.state_converter
+            low, high = conv.parse(params["start"]), conv.parse(params["end"])
+            step = conv.step(self.spec.window_size_s)
+            units = []
+            while low < high:
+                end = min(low + step, high)
+                units.append({"start": conv.serialize(low), "end": conv.serialize(end),
+                              "_range": (low, end)})
+                low = end
+            return units
+        if "start" in params or "parents" in params:
+            raise ConnectorError("partition does not fit this stream", stream=self.name,
+                                 partition=partition.id)
+        return [{}]
+
+    def _read_unit(self, client: HttpClient, unit: Mapping[str, Any]
+                   ) -> Iterator[dict[str, Any]]:
+        parent = unit.get("parent") or {}
+        values = {"start": unit.get("start"), "end": unit.get("end"),
+                  "parent": SimpleNamespace(**parent)}
+        path = _render(self.spec.path, values, f"streams.{self.name}.path")
+        window = unit.get("_range")
+        try:
+            for page in client.pages(path, self.request_params(values), self.spec.paginator,
+                                     self.spec.record_path):
+                for record in page.records:
+                    if not isinstance(record, dict):
+                        raise ConnectorError(f"{path}: a record is a {type(record).__name__}, "
+                                             "not an object; check record_selector",
+                                             stream=self.name)
+                    if window is not None and not self._in_window(record, window):
+                        continue
+                    if self.spec.parent is not None:
+                        for target, source in self.spec.parent.copy_to.items():
+                            record.setdefault(target, parent.get(source))
+                    yield self.transform(record, values)
+        except NotFoundError:
+            if not self.spec.ignore_404:
+                raise
+            return
+
+    def _in_window(self, record: Mapping[str, Any], window: tuple[Any, Any]) -> bool:
+        """Drop records outside ``[start, end)``: APIs whose filters include both ends
+        would otherwise give a boundary record to two windows."""
+        value = record.get(self.cursor_field or "")
+        if value is None or self.state_converter is None:
+            return True
+        try:
+            parsed = self.state_converter.parse_record_value(value)
+        except StateError:
+            return True
+        return bool(window[0] <= parsed < window[1])
+
