@@ -211,8 +211,8 @@ class ApiServer:
                 return 404, {}, {"error": "no such survey"}
             return self._enveloped(path, query, self.data.responses.get(survey, []))
         if path == "/repos/acme/widgets/issues":
-            low = parse_iso(arg("since") or iso(0))
-            high = parse_iso(arg("until") or iso(2**40))
+            low = parse_iso(arg("since")) if arg("since") else 0
+            high = parse_iso(arg("until")) if arg("until") else 2**62
             rows = sorted((i for i in self.data.issues.values()
                            if low <= parse_iso(i["updated_at"]) < high),
                           key=lambda i: i["number"])
