@@ -32,18 +32,28 @@ _REMOTE_ERROR = re.compile(r"headwater\.errors\.(\w+): (.+)")
 
 
 def headwater_error_from(exc: BaseException) -> HeadwaterError | None:
-    """The Headwater error behind ``exc``, even when Spark wrapped it; else ``None``."""
-    if isinstance(exc, HeadwaterError):
-        return exc
-    matches = _REMOTE_ERROR.findall(str(exc))
-    if not matches:
-        return None
-    name, message = matches[-1]
-    kind = getattr(errors, name, None)
-    if not (isinstance(kind, type) and issubclass(kind, HeadwaterError)) \
-            or kind is errors.SpecValidationError:
-        kind = ConnectorError
-    return kind(message.strip())
+    """The Headwater error behind ``exc``, even when Spark wrapped it; else ``None``.
+
+    Walks the chain of causes: a connector's error raised on an executor is
+    found in the text of the Spark exception it travelled in (the innermost one
+    wins, it says what actually went wrong); otherwise the first Headwater
+    error of the chain is returned.
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    for candidate in reversed(chain):
+        matches = _REMOTE_ERROR.findall(str(candidate))
+        if matches and not isinstance(candidate, HeadwaterError):
+            name, message = matches[-1]
+            kind = getattr(errors, name, None)
+            if not (isinstance(kind, type) and issubclass(kind, HeadwaterError)) \
+                    or kind is errors.SpecValidationError:
+                kind = ConnectorError
+            return kind(message.strip())
+    return next((c for c in chain if isinstance(c, HeadwaterError)), None)
 
 
 def _fields_task(stream: Stream, partitions: Sequence[Partition],
