@@ -17,6 +17,7 @@ Windows are half-open ``[start, end)`` on both collections.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -267,7 +268,7 @@ def _handler_for(api: ApiServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        def do_GET(self) -> None:
             parts = urlsplit(self.path)
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, extra, body = api.answer(parts.path, parse_qs(parts.query), headers)
@@ -281,12 +282,11 @@ def _handler_for(api: ApiServer) -> type[BaseHTTPRequestHandler]:
             for key, value in extra.items():
                 self.send_header(key, value)
             self.end_headers()
-            try:
+            # The client may have given up already (a timeout we injected).
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                 self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up (a timeout we injected)
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             """The OAuth2 token endpoint: client credentials in, the API's token out."""
             length = int(self.headers.get("Content-Length") or 0)
             form = parse_qs(self.rfile.read(length).decode())

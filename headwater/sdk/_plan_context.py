@@ -13,7 +13,7 @@ Most streams ignore it (:meth:`Stream.plan` defaults to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +41,7 @@ def read_fields_locally(stream: Stream, partitions: Sequence[Partition],
 def _field_rows(stream: Stream, partition: Partition,
                 fields: Sequence[str]) -> Iterator[dict[str, Any]]:
     for item in stream.read(partition):
-        if isinstance(item, dict):
+        if isinstance(item, Mapping):
             yield {name: item.get(name) for name in fields}
         else:  # an Arrow record batch
             columns = {name: (item.column(name).to_pylist() if name in item.schema.names

@@ -25,7 +25,6 @@ every executor (and again when a resumed run re-executes the plan).
 from __future__ import annotations
 
 import hashlib
-import itertools
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field

@@ -1,0 +1,102 @@
+"""Pages per second of a ``rest`` source sync against a 50 ms API, by concurrency.
+
+The loopback API (tests/api_server.py) answers every page after ``--latency``
+seconds; ``events`` holds ``--pages`` pages of 100 records, one page per API
+window, so each call is one page.  For each concurrency setting a full
+``headwater`` sync (real ``SyncEngine``, local Spark, Delta) reads them all.
+
+Baseline: the ideal rate ``concurrency / latency`` (a client that always has
+``concurrency`` requests in flight and costs nothing).  Figures are pages/s of
+the whole sync (planning, Spark tasks, Delta commits included) as a share of it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._common import header, load_line, scratch_dir, table  # noqa: E402
+from headwater.config import load_connection  # noqa: E402
+from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark  # noqa: E402
+from headwater.metadata_store import MetadataStore  # noqa: E402
+from tests.api_server import BASE_EPOCH, TOKEN, ApiData, iso, running  # noqa: E402
+
+RECORDS_PER_PAGE = 100
+
+
+def connection(folder: Path, url: str, pages: int, concurrency: int, per_partition: int) -> Path:
+    end = BASE_EPOCH + pages * RECORDS_PER_PAGE
+    document = {
+        "name": f"bench-c{concurrency}",
+        "source": {"type": "rest", "config": {
+            "base_url": url,
+            "auth": {"type": "bearer", "token": TOKEN},
+            "paginator": {"type": "next_url", "next_url_path": "links.next"},
+            "concurrency": concurrency,
+            "streams": [{
+                "name": "events", "path": "/events",
+                "params": {"from": "{start}", "to": "{end}", "per_page": RECORDS_PER_PAGE},
+                "record_selector": "data", "primary_key": ["id"],
+                "cursor_field": "ts", "cursor_format": "epoch",
+                "start_date": iso(BASE_EPOCH), "end_date": iso(end),
+                "window_size_seconds": RECORDS_PER_PAGE,
+                "windows_per_partition": per_partition,
+                "schema": {"type": "object", "properties": {
+                    "id": {"type": "integer"}, "ts": {"type": "integer"},
+                    "value": {"type": "integer"}}},
+            }],
+        }},
+        "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
+        "streams": [{"name": "events", "sync_mode": "full_refresh",
+                     "destination_sync_mode": "overwrite"}],
+        "metadata_store": f"sqlite:///{folder / 'meta.db'}",
+    }
+    path = folder / f"c{concurrency}.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=2000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 10, 32])
+    parser.add_argument("--windows-per-partition", type=int, default=64)
+    parser.add_argument("--master", default="local[*]")
+    args = parser.parse_args()
+    header("rest source: pages/s by concurrency vs the ideal concurrency/latency", sys.argv)
+    spark = get_spark(SparkSettings(master=args.master, app_name="bench-http"))
+    tasks = int(spark.sparkContext.defaultParallelism)
+    rows = []
+    with running(ApiData(events=args.pages * RECORDS_PER_PAGE),
+                 latency_s=args.latency) as api, scratch_dir("hw-bench-http") as folder:
+        for concurrency in args.concurrency:
+            path = connection(folder, api.url, args.pages, concurrency,
+                              args.windows_per_partition)
+            conn = load_connection(path)
+            calls_before = len(api.calls)
+            started = time.perf_counter()
+            result = SyncEngine(conn, MetadataStore(conn.metadata_store or ""),
+                                SyncOptions(spark=SparkSettings(master=args.master))).run()
+            elapsed = time.perf_counter() - started
+            assert result.status == "succeeded", result.to_dict()
+            assert result.streams[0].records_written == args.pages * RECORDS_PER_PAGE
+            pages = len(api.calls) - calls_before
+            in_flight = max(concurrency // tasks, 1) * tasks
+            ideal = concurrency / args.latency
+            rate = pages / elapsed
+            rows.append([concurrency, in_flight, pages, f"{elapsed:.1f}", f"{rate:.0f}",
+                         f"{ideal:.0f}", f"{rate / ideal:.2f}"])
+    print(table(["concurrency", "max in flight", "calls", "sync s", "pages/s", "ideal pages/s",
+                 "ratio to ideal"], rows))
+    print(f"Spark tasks at once: {tasks}; {load_line()}")
+
+
+if __name__ == "__main__":
+    main()
