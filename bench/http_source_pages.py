@@ -21,11 +21,11 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import header, load_line, scratch_dir, table  # noqa: E402
-from headwater.config import load_connection  # noqa: E402
-from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark  # noqa: E402
-from headwater.metadata_store import MetadataStore  # noqa: E402
-from tests.api_server import BASE_EPOCH, TOKEN, ApiData, iso, running  # noqa: E402
+from bench._common import header, load_line, scratch_dir, table
+from headwater.config import load_connection
+from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark
+from headwater.metadata_store import MetadataStore
+from tests.api_server import BASE_EPOCH, TOKEN, ApiData, iso, running
 
 RECORDS_PER_PAGE = 100
 

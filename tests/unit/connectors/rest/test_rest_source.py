@@ -1,0 +1,115 @@
+"""The declarative ``rest`` source: its spec, its secrets, its plans (no Spark)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from headwater.config import secret_values, validate_config
+from headwater.connectors import get_source_class
+from headwater.connectors.rest import RestSource
+from headwater.errors import AuthenticationError, ConfigError, SpecValidationError
+from headwater.sdk import PlanContext
+from tests.api_server import TOKEN, ApiData, running
+
+EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
+
+
+def example(name: str, **changes: Any) -> dict[str, Any]:
+    config: dict[str, Any] = yaml.safe_load((EXAMPLES / name).read_text())["source"]["config"]
+    config.update({"base_url": "http://127.0.0.1:9", "auth": {"type": "bearer", "token": TOKEN},
+                   **changes})
+    return config
+
+
+def source(config: dict[str, Any]) -> RestSource:
+    return RestSource(validate_config(RestSource.spec(), config, where="source.config"))
+
+
+def test_rest_is_a_built_in_source() -> None:
+    assert get_source_class("rest") is RestSource
+
+
+@pytest.mark.parametrize("auth", [
+    {"type": "bearer", "token": "T0KEN"},
+    {"type": "api_key", "name": "key", "value": "T0KEN", "where": "query"},
+    {"type": "basic", "username": "u", "password": "T0KEN"},
+    {"type": "oauth2", "token_url": "http://x/t", "client_id": "c", "client_secret": "T0KEN"},
+])
+def test_every_credential_is_a_spec_secret(auth: dict[str, Any]) -> None:
+    config = example("surveys.yaml", auth=auth)
+    assert "T0KEN" in secret_values(RestSource.spec(), config)
+
+
+def test_a_wrong_config_names_the_field() -> None:
+    config = example("github.yaml")
+    config["streams"][0]["cursor_format"] = "unix"
+    with pytest.raises(SpecValidationError) as caught:
+        source(config)
+    assert "streams" in str(caught.value) and "cursor_format" in str(caught.value)
+
+
+def test_parents_must_exist_and_not_form_cycles() -> None:
+    config = example("surveys.yaml")
+    config["streams"][1]["parent"]["stream"] = "nope"
+    with pytest.raises(ConfigError, match="parent 'nope'"):
+        source(config)
+    config = example("surveys.yaml")
+    config["streams"][0]["parent"] = {"stream": "survey_responses"}
+    config["streams"][0].pop("cursor_field")
+    with pytest.raises(ConfigError, match="cycle"):
+        source(config)
+
+
+def test_incremental_windows_cover_the_gaps_and_carry_the_task_count() -> None:
+    config = example("surveys.yaml")
+    config["streams"][0].update(end_date="2024-01-15T00:00:00Z")
+    stream = source(config).stream("surveys")
+    state = {"state_type": "date-range", "cursor_field": "date_modified",
+             "slices": [{"start": 1_704_067_200, "end": 1_704_067_200 + 7 * 86_400}]}
+    plan = stream.plan(state, PlanContext(parallel_tasks=4))
+    assert [(p.params["start"], p.params["end"]) for p in plan] == [
+        (1_704_067_200 + 7 * 86_400, 1_704_067_200 + 14 * 86_400)]
+    assert plan[0].params["tasks"] == 4
+
+
+def test_substream_partitions_come_from_parent_records() -> None:
+    with running(ApiData.sample(surveys=25)) as api:
+        config = example("surveys.yaml", base_url=api.url)
+        config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
+        config["streams"][1]["parent"]["parents_per_partition"] = 10
+        child = source(config).stream("survey_responses")
+        plan = child.plan(None, PlanContext(parallel_tasks=2))
+        assert [len(p.params["parents"]) for p in plan] == [10, 10, 5]
+        assert sorted(p["id"] for part in plan for p in part.params["parents"]) == \
+            list(range(1, 26))
+        rows = [r for part in plan for r in child.read(part)]
+    assert sorted(r["id"] for r in rows) == sorted(
+        r["id"] for rs in api.data.responses.values() for r in rs)
+    assert all(r["survey_id"] == r["id"] // 1000 for r in rows)
+
+
+def test_ignore_404_reads_nothing_for_a_deleted_parent() -> None:
+    with running(ApiData.sample(surveys=3)) as api:
+        config = example("surveys.yaml", base_url=api.url)
+        config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
+        child = source(config).stream("survey_responses")
+        plan = child.plan(None, PlanContext())
+        del api.data.surveys[2]  # deleted after planning: its responses answer 404
+        rows = [r for part in plan for r in child.read(part)]
+    # Survey i has i % 7 responses: 1 and 3 have some, 2 is gone.
+    assert {r["survey_id"] for r in rows} == {1, 3}
+    assert 404 in [status for _, _, status in api.calls]
+
+
+def test_check_reports_a_refused_token() -> None:
+    with running(ApiData.sample(surveys=3)) as api:
+        good = source(example("github.yaml", base_url=api.url))
+        good.check()
+        bad = source(example("github.yaml", base_url=api.url,
+                             auth={"type": "bearer", "token": "nope"}))
+        with pytest.raises(AuthenticationError, match="HTTP 401"):
+            bad.check()
