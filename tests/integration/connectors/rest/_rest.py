@@ -27,7 +27,7 @@ def connection(tmp_path: Path, api: ApiServer, example: str, *, end: str,
     document = yaml.safe_load((EXAMPLES / example).read_text())
     config = copy.deepcopy(document["source"]["config"])
     config.update(base_url=api.url, auth={"type": "bearer", "token": token},
-                  timeout_seconds=0.5,
+                  timeout_seconds=2.0,
                   retries={"max_attempts": 4, "backoff_seconds": 0.05,
                            "max_backoff_seconds": 0.2},
                   rate_limit={"budgets": [{"calls": LIMIT, "period_seconds": PERIOD_S}]})

@@ -46,7 +46,7 @@ def test_surveys_incremental_with_responses_substream(spark: Any, tmp_path: Path
     # Faults on the way: a 429 with Retry-After, two 500s, one answer slower than the timeout.
     api.faults += [Fault("^/v3/surveys$", status=429, retry_after=0.3),
                    Fault("/responses$", status=500, times=2),
-                   Fault("/responses$", status=0, delay_s=1.0)]
+                   Fault("/responses$", status=0, delay_s=3.0)]
     first = sync(connection(tmp_path, api, "surveys.yaml", end=END_1))
     assert first.status == "succeeded", first.to_dict()
     end_1 = 1_704_067_200 + 11 * 86_400

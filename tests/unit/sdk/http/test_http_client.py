@@ -91,8 +91,8 @@ def test_429_waits_for_retry_after_then_succeeds(api: ApiServer) -> None:
 
 def test_500s_and_timeouts_are_retried(api: ApiServer) -> None:
     api.faults += [Fault("/v3/surveys", status=500, times=2),
-                   Fault("/v3/surveys", status=0, delay_s=1.0, times=1)]
-    with client(api, timeout_s=0.3, max_attempts=5) as http:
+                   Fault("/v3/surveys", status=0, delay_s=1.5, times=1)]
+    with client(api, timeout_s=0.5, max_attempts=8) as http:
         assert http.get("/v3/surveys", WINDOW).status_code == 200
 
 
