@@ -111,9 +111,7 @@ class ApiServer:
 
     def start(self) -> ApiServer:
         handler = _handler_for(self)
-        server = ThreadingHTTPServer((HOST, self.port), handler)
-        server.daemon_threads = True
-        server.request_queue_size = 128
+        server = _Server((HOST, self.port), handler)
         self.port = server.server_address[1]
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1},
@@ -150,9 +148,8 @@ class ApiServer:
 
     # -- serving ----------------------------------------------------------------------
 
-    def _admit(self, path: str) -> tuple[int, dict[str, str], Any] | None:
+    def _admit(self, path: str, now: float) -> tuple[int, dict[str, str], Any] | None:
         """Count the call; return a fault or rate-limit answer, or None to serve it."""
-        now = time.monotonic()
         with self._lock:
             calls_so_far = len(self.calls)
             if self.die_after is not None and calls_so_far >= self.die_after:
@@ -181,14 +178,15 @@ class ApiServer:
 
     def answer(self, path: str, query: dict[str, list[str]],
                headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
-        admitted = self._admit(path)
+        arrived = time.monotonic()  # calls are logged (and limited) by arrival time
+        admitted = self._admit(path, arrived)
         if admitted is not None:
             return admitted
         if self.latency_s:
             time.sleep(self.latency_s)
         status, extra, body = self._route(path, query, headers)
         with self._lock:
-            self.calls.append((time.monotonic(), path, status))
+            self.calls.append((arrived, path, status))
         return status, extra, body
 
     def _route(self, path: str, query: dict[str, list[str]],
@@ -246,6 +244,12 @@ class ApiServer:
         chunk, more, page, _ = self._page(query, rows)
         headers = {"Link": f'<{self._next_url(path, query, page)}>; rel="next"'} if more else {}
         return 200, headers, chunk
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 128  # many executor threads connect at once
+    allow_reuse_address = True  # a restarted server takes its old port back
 
 
 class _EventRows:

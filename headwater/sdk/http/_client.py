@@ -124,8 +124,14 @@ class HttpClient:
         self._http = httpx.Client(
             base_url=settings.base_url, auth=settings.auth, headers=dict(settings.headers),
             timeout=settings.timeout_s, follow_redirects=True,
+            # Every request the client sends (retries, redirects, an OAuth2 retry after
+            # a 401 included) spends budget right before it leaves.
+            event_hooks={"request": [self._spend]},
             limits=httpx.Limits(max_connections=per_task + 2,
                                 max_keepalive_connections=per_task + 2))
+
+    def _spend(self, request: httpx.Request) -> None:
+        self.gate.spend(str(request.url))
 
     def __enter__(self) -> HttpClient:
         return self

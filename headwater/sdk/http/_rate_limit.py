@@ -113,7 +113,7 @@ def _host(url: str) -> str:
 
 
 class CallGate:
-    """Every request passes here first: pause, budgets, then the in-flight cap.
+    """Every request passes here: the in-flight cap, pauses, then the budgets.
 
     ``concurrency`` caps requests in flight in this process (the task's share of
     the stream's concurrency setting).  Picklable: it holds plain values and
@@ -129,18 +129,26 @@ class CallGate:
 
     @contextmanager
     def call(self, url: str) -> Iterator[None]:
-        """Wait until ``url`` may be called, and hold an in-flight slot meanwhile."""
+        """Wait out any pause for ``url``'s host, and hold an in-flight slot meanwhile.
+
+        The budget itself is spent by :meth:`spend`, as late as possible (just
+        before the request goes out), so the time between counting a call and
+        the server seeing it stays small.
+        """
         host = _host(url)
         with _registry_lock:
             semaphore = _semaphores.setdefault(
                 (host, self.concurrency), threading.BoundedSemaphore(self.concurrency))
         with semaphore:
             self._wait_pause(host)
-            for budget in self.budgets:
-                if budget.matches(url):
-                    _limiter(budget, url, self.tasks, self.redis_url).try_acquire(
-                        "call", blocking=True)
             yield
+
+    def spend(self, url: str) -> None:
+        """Block until every budget ``url`` counts against allows one more call, and take it."""
+        for budget in self.budgets:
+            if budget.matches(url):
+                _limiter(budget, url, self.tasks, self.redis_url).try_acquire(
+                    "call", blocking=True)
 
     def pause_for(self, url: str, seconds: float) -> None:
         """Hold back every call to ``url``'s host in this process for ``seconds``."""

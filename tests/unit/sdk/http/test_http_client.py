@@ -94,6 +94,9 @@ def test_500s_and_timeouts_are_retried(api: ApiServer) -> None:
                    Fault("/v3/surveys", status=0, delay_s=1.5, times=1)]
     with client(api, timeout_s=0.5, max_attempts=8) as http:
         assert http.get("/v3/surveys", WINDOW).status_code == 200
+    (_, _, first), (failed_at, _, second), (ok_at, _, ok) = api.calls[:3]
+    assert (first, second, ok) == (500, 500, 200)
+    assert ok_at - failed_at >= 0.5  # in between, an attempt waited for its timeout
 
 
 def test_exhausted_retries_name_the_masked_url_and_status(api: ApiServer) -> None:
