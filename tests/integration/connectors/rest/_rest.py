@@ -34,13 +34,13 @@ def connection(tmp_path: Path, api: ApiServer, example: str, *, end: str,
     config.update(source)
     for stream in config["streams"]:
         if stream.get("cursor_field"):
-            stream.update(end_date=end, window_size_seconds=86_400, windows_per_partition=2)
+            stream.update(end_date=end, window_size_seconds=86_400, windows_per_partition=3)
         stream["params"]["per_page"] = 4
     document["source"]["config"] = config
     document["destination"]["config"]["path"] = str(tmp_path / "lake")
     if store:
         document["metadata_store"] = f"sqlite:///{tmp_path / 'meta.db'}"
-    document["checkpoint"] = {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2}
+    document["checkpoint"] = {"partitions_per_checkpoint": 4, "concurrent_checkpoints": 2}
     path = tmp_path / example
     path.write_text(yaml.safe_dump(document))
     return path
