@@ -92,7 +92,8 @@ class RestSource(Source):
             max_backoff_s=float(retries.get("max_backoff_seconds", 60)),
             concurrency=int(config.get("concurrency", 10)),
             budgets=tuple(CallBudget(calls=int(b["calls"]), period_s=float(b["period_seconds"]),
-                                     path_pattern=b.get("path_pattern"))
+                                     path_pattern=b.get("path_pattern"),
+                                     margin_s=float(b.get("margin_seconds", 0.25)))
                           for b in limits.get("budgets") or []),
             redis_url=limits.get("redis_url"),
         )

@@ -120,6 +120,9 @@ _BUDGET = {
         "path_pattern": {"type": ["string", "null"],
                          "description": "Regular expression on the URL path; default: every "
                                         "call to the host."},
+        "margin_seconds": {"type": "number", "minimum": 0, "default": 0.25,
+                           "description": "Added to the window, for the time between "
+                                          "counting a call and the API seeing it."},
     },
 }
 

@@ -16,9 +16,10 @@ cluster:
   Redis bucket under one key, so the whole budget is shared exactly (and
   nothing is lost to uneven splitting).
 
-A safety margin is added to the window: the server sees a call slightly after
-the client sent it, and without the margin two calls sent exactly one window
-apart could arrive inside one window.
+A safety margin (``margin_s``, default 0.25 s) is added to the window: the
+server sees a call slightly after the client counted it (network, scheduling on
+both sides), and without the margin two calls counted exactly one window apart
+could arrive inside one window.  Raise it on a slow or congested path.
 
 ``Retry-After`` and ``X-RateLimit-Remaining: 0`` responses pause every thread of
 the process that calls the same host (:meth:`CallGate.pause_for`).
@@ -39,7 +40,7 @@ from headwater.errors import ConfigError
 
 __all__ = ["CallBudget", "CallGate", "split_share"]
 
-#: Added to every budget's window (seconds), see the module docstring.
+#: Added to a budget's window by default (seconds), see the module docstring.
 WINDOW_MARGIN_S = 0.25
 
 
@@ -55,6 +56,7 @@ class CallBudget:
     calls: int
     period_s: float
     path_pattern: str | None = None
+    margin_s: float = WINDOW_MARGIN_S
 
     def matches(self, url: str) -> bool:
         return self.path_pattern is None or re.search(self.path_pattern,
@@ -64,6 +66,7 @@ class CallBudget:
         """The bucket this call counts against: host and pattern."""
         parts = urlsplit(url)
         return f"{parts.scheme}://{parts.netloc}|{self.path_pattern or '*'}|{self.period_s}"
+
 
 
 def split_share(budget: CallBudget, tasks: int) -> int:
@@ -89,11 +92,11 @@ _paused_until: dict[str, float] = {}
 def _limiter(budget: CallBudget, url: str, tasks: int, redis_url: str | None) -> Any:
     from pyrate_limiter import InMemoryBucket, Limiter, Rate, RedisBucket
 
-    key = (budget.key(url), tasks, redis_url, budget.calls)
+    key = (budget.key(url), tasks, redis_url, budget.calls, budget.margin_s)
     with _registry_lock:
         limiter = _limiters.get(key)
         if limiter is None:
-            window_ms = int((budget.period_s + WINDOW_MARGIN_S) * 1000)
+            window_ms = int((budget.period_s + budget.margin_s) * 1000)
             if redis_url:
                 import redis
 
