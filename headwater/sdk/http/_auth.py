@@ -139,10 +139,8 @@ class OAuth2Auth(Authenticator):
         self._init_cache()
 
     def secrets(self) -> list[str]:
-        values = [self.client_secret, *( [self.refresh_token] if self.refresh_token else [])]
-        if self._token:
-            values.append(self._token)
-        return values
+        values = [self.client_secret, self.refresh_token, self._token]
+        return [v for v in values if v]
 
     def access_token(self, *, force: bool = False) -> str:
         """A valid access token, fetched or refreshed when needed."""

@@ -120,7 +120,6 @@ class HttpClient:
         self.concurrency = per_task
         self.gate = CallGate(settings.budgets, tasks=tasks, concurrency=per_task,
                              redis_url=settings.redis_url)
-        self._secrets = [s for s in settings.auth.secrets() if s]
         self._http = httpx.Client(
             base_url=settings.base_url, auth=settings.auth, headers=dict(settings.headers),
             timeout=settings.timeout_s, follow_redirects=True,
@@ -144,7 +143,8 @@ class HttpClient:
 
     def mask(self, text: str) -> str:
         """``text`` with every secret the authenticator carries replaced by ``****``."""
-        for secret in [*self._secrets, *self.settings.auth.secrets()]:
+        # Asked each time: an OAuth2 access token appears only once it is fetched.
+        for secret in self.settings.auth.secrets():
             if secret:
                 text = text.replace(secret, "****")
         return text

@@ -44,6 +44,7 @@ from headwater.sdk._state_converters import (
 from headwater.sdk._stream import Stream
 from headwater.sdk.http._client import HttpClient, HttpSettings, NotFoundError
 from headwater.sdk.http._paginators import NoPagination, Paginator
+from headwater.sdk.http._rate_limit import split_share
 
 __all__ = ["HttpStream", "HttpStreamSpec", "ParentLink"]
 
@@ -161,6 +162,9 @@ class HttpStream(Stream):
 
     def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
         tasks = max(context.parallel_tasks, 1)
+        if not self.settings.redis_url:
+            for budget in self.settings.budgets:
+                split_share(budget, tasks)  # a budget too small to split fails here, not later
         if self.parent is not None and self.spec.parent is not None:
             return self._parent_partitions(self.parent, self.spec.parent, context, tasks)
         if self.cursor_field:

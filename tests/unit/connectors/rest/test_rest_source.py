@@ -113,3 +113,14 @@ def test_check_reports_a_refused_token() -> None:
                              auth={"type": "bearer", "token": "nope"}))
         with pytest.raises(AuthenticationError, match="HTTP 401"):
             bad.check()
+
+
+def test_a_budget_too_small_to_split_fails_at_plan_time() -> None:
+    config = example("github.yaml", rate_limit={"budgets": [{"calls": 3, "period_seconds": 60}]})
+    config["streams"][0].update(end_date="2024-01-15T00:00:00Z")
+    stream = source(config).stream("issues")
+    assert len(stream.plan(None, PlanContext(parallel_tasks=3))) == 1
+    with pytest.raises(ConfigError, match="cannot be split across 4"):
+        stream.plan(None, PlanContext(parallel_tasks=4))
+    config["rate_limit"]["redis_url"] = "redis://127.0.0.1:9/0"  # one shared budget: no split
+    assert source(config).stream("issues").plan(None, PlanContext(parallel_tasks=4))
