@@ -295,6 +295,7 @@ def runs_show(
 ) -> None:
     """Show one run: plan, per-stream and per-checkpoint figures, state before and after."""
     from headwater.cli._render import key_value_table, rows_table
+    from headwater.cli._run_detail import partition_rows, stream_rows
 
     store_opt = (ctx.obj or {}).get("store")
     with _handled(as_json):
@@ -305,15 +306,17 @@ def runs_show(
                               field="RUN_ID")
         checkpoints = [
             {"stream": c.stream, "index": c.index, "status": c.status,
-             **{k: v for k, v in c.stats.items() if k != "partitions"},
+             **{k: v for k, v in c.stats.items() if k not in ("partitions", "partition_stats")},
              "partitions": len(c.stats.get("partitions", []))}
             for c in store.list_checkpoints(run_id)
         ]
         document = {
             **_run_summary(run),
             "error": run.error,
-            "streams": (run.stats or {}).get("streams", []),
+            "replay_of": (run.stats or {}).get("replay_of") or run.plan.get("replay_of"),
+            "streams": stream_rows(run),
             "checkpoints": checkpoints,
+            "partitions": partition_rows(store.list_checkpoints(run_id)),
             "attempt_details": [
                 {"number": a.number, "status": a.status, "pid": a.pid, "host": a.host,
                  "started_at": a.started_at.isoformat() if a.started_at else None,
@@ -337,6 +340,9 @@ def runs_show(
                                              "records_written", "records_rejected", "bytes",
                                              "duration_s", "attempt", "delta_version"],
                              checkpoints))
+        out.print(rows_table("partitions", ["stream", "checkpoint", "partition", "records_read",
+                                            "records_written", "records_rejected", "bytes",
+                                            "duration_s", "retries"], document["partitions"]))
         out.print(rows_table("attempts", ["number", "status", "pid", "host", "started_at",
                                           "ended_at", "error"], document["attempt_details"]))
         out.print_json(data=mask_obj({"state_before": run.state_before,
@@ -381,6 +387,15 @@ def state_reset(
             _emit_json({"connection": config.name, "reset": reset})
         else:
             out.print(f"reset: {', '.join(reset) if reset else 'nothing was stored'}")
+
+
+# Commands that live in their own modules (they import this one, so this comes last).
+from headwater.cli import _plan_cmd, _rerun, _serve, _validate  # noqa: E402
+
+_rerun.register(app)  # replay, backfill
+_plan_cmd.register(app)
+_validate.register(app)
+_serve.register(app)
 
 
 def main(argv: list[str] | None = None) -> Callable[..., Any] | None:

@@ -38,7 +38,7 @@ import re
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 import pydantic
 import yaml
@@ -232,6 +232,32 @@ class CheckpointConfig(BaseModel):
     concurrent_checkpoints: int = Field(default=2, ge=1)
 
 
+class HookConfig(BaseModel):
+    """A command run after each run of the connection (see ``headwater.engine._hooks``).
+
+    ``command`` is a shell string (run by ``/bin/sh -c``) or an argument list;
+    ``when`` says after which runs: ``success`` (default), ``failure`` or ``always``.
+    In the file a plain string is short for ``{command: <string>}``.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | list[str] = Field(min_length=1)
+    when: Literal["success", "failure", "always"] = "success"
+    timeout_s: float = Field(default=3600.0, gt=0)
+
+
+class RetryConfig(BaseModel):
+    """How ``headwater serve`` retries a failed scheduled run: at most ``max_retries``
+    times, waiting ``backoff_s`` and doubling the wait each time up to ``max_backoff_s``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_retries: int = Field(default=3, ge=0)
+    backoff_s: float = Field(default=60.0, ge=0)
+    max_backoff_s: float = Field(default=3600.0, ge=0)
+
+
 class ConnectionConfig(BaseModel):
     """A whole connection file, validated.
 
@@ -251,6 +277,10 @@ class ConnectionConfig(BaseModel):
     spark: SparkConfig = Field(default_factory=SparkConfig)
     metadata_store: str | None = Field(default=None, repr=False)
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    #: Cron expression ``headwater serve`` runs the connection on (5 fields, or 6 with seconds).
+    schedule: str | None = None
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    after_sync: list[HookConfig] = Field(default_factory=list)
     path: Path | None = Field(default=None, exclude=True)
 
     _field_lines: dict[str, int] = PrivateAttr(default_factory=dict)
@@ -273,7 +303,30 @@ class ConnectionConfig(BaseModel):
             return {"type": "delta", **value}
         return value
 
-    @field_validator("spark", "checkpoint", mode="before")
+    @field_validator("schedule")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        from croniter import croniter  # imported here: only files with a schedule pay
+
+        if not croniter.is_valid(value):
+            raise ValueError(
+                "is not a cron expression (minute hour day-of-month month day-of-week, "
+                "e.g. '0 * * * *' for hourly; a 6th field counts seconds)"
+            )
+        return value
+
+    @field_validator("after_sync", mode="before")
+    @classmethod
+    def _hook_shorthand(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, list):
+            return [{"command": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("spark", "checkpoint", "retry", mode="before")
     @classmethod
     def _null_section(cls, value: Any) -> Any:
         return {} if value is None else value

@@ -94,3 +94,17 @@ class Destination(ABC):
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
         """Commit one checkpoint batch in one idempotent transaction."""
+
+    def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                    rows: DataFrame, marker: CommitMarker, *,
+                    replaced_run_id: str) -> CommitResult:
+        """Replace every row run ``replaced_run_id`` wrote with ``rows``, in one transaction.
+
+        What ``headwater replay`` commits for append and overwrite tables;
+        destinations that cannot delete and insert atomically do not support it.
+        """
+        from headwater.errors import DestinationError
+
+        raise DestinationError(f"the {self.type_name or type(self).__name__} destination "
+                               "cannot replay a run (it cannot replace a run's rows atomically)",
+                               stream=plan.stream.name)

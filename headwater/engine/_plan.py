@@ -119,19 +119,40 @@ class StreamPlan:
         )
 
 
+#: What a run is for.  A ``sync`` moves state; a ``backfill`` (a cursor window read
+#: again) and a ``replay`` (a past run's partitions read again, replacing that run's
+#: rows) commit exactly like a sync but never touch state.
+RUN_PURPOSES = ("sync", "backfill", "replay")
+
+
 @dataclass(frozen=True)
 class RunPlan:
     connection: str
     streams: tuple[StreamPlan, ...]
+    purpose: str = "sync"
+    #: The run whose rows a ``replay`` replaces (its rows keep that run's id).
+    replay_of: str | None = None
+
+    @property
+    def moves_state(self) -> bool:
+        return self.purpose == "sync"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"connection": self.connection, "streams": [s.to_dict() for s in self.streams]}
+        data: dict[str, Any] = {"connection": self.connection,
+                                "streams": [s.to_dict() for s in self.streams]}
+        if self.purpose != "sync":
+            data["purpose"] = self.purpose
+        if self.replay_of is not None:
+            data["replay_of"] = self.replay_of
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunPlan:
         return cls(
             connection=data["connection"],
             streams=tuple(StreamPlan.from_dict(s) for s in data["streams"]),
+            purpose=str(data.get("purpose") or "sync"),
+            replay_of=data.get("replay_of"),
         )
 
 

@@ -23,7 +23,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -32,8 +32,11 @@ from headwater.config import ConnectionConfig, redact, register_secrets, secret_
 from headwater.destinations import Destination, get_destination_class
 from headwater.destinations._base import CommitMarker, CommitResult
 from headwater.engine._faults import fault_point
+from headwater.engine._hooks import run_after_sync_hooks
+from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import (
     CheckpointPlan,
+    ConfiguredStream,
     RunPlan,
     StreamPlan,
     checkpoint_count,
@@ -44,9 +47,9 @@ from headwater.engine._spark import SparkSettings, get_spark
 from headwater.engine._task import TaskContext, make_task
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
-from headwater.errors import AuthenticationError
+from headwater.errors import AuthenticationError, HeadwaterError
 from headwater.metadata_store import MetadataStore, RunStatus
-from headwater.sdk import Cursor, Source, Stream
+from headwater.sdk import Cursor, Partition, PlanContext, Source, Stream
 from headwater.table_schema import arrow_schema_for
 
 if TYPE_CHECKING:
@@ -98,9 +101,14 @@ class SyncResult:
     attempt: int
     streams: list[StreamStats] = field(default_factory=list)
     duration_s: float = 0.0
+    #: ``sync``, ``backfill`` or ``replay`` (see :data:`~headwater.engine._plan.RUN_PURPOSES`).
+    kind: str = "sync"
+    replay_of: str | None = None
+    #: What each ``after_sync`` hook did (command, exit code), in order.
+    hooks: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "run_id": self.run_id,
             "connection": self.connection,
             "status": self.status,
@@ -109,6 +117,13 @@ class SyncResult:
             "duration_s": round(self.duration_s, 3),
             "streams": [s.to_dict() for s in self.streams],
         }
+        if self.kind != "sync":
+            data["kind"] = self.kind
+        if self.replay_of is not None:
+            data["replay_of"] = self.replay_of
+        if self.hooks:
+            data["hooks"] = self.hooks
+        return data
 
 
 class SyncObserver:
@@ -161,41 +176,92 @@ class SyncEngine:
     # ------------------------------------------------------------------ planning
 
     def plan(self, spark: SparkSession) -> RunPlan:
-        """Partitions and checkpoints of a new run, from the current state."""
+        """Partitions and checkpoints of a new run, from the current state.
+
+        Allocates the checkpoint indices in the store: call it for a run that
+        will be recorded (``preview`` is the side-effect-free twin).
+        """
+        parallelism = _parallelism(spark)
+        return self._plan(parallelism, spark_plan_context(spark, parallelism), allocate=True)
+
+    def preview(self, parallelism: int | None = None) -> RunPlan:
+        """The plan a sync would run now, without reading data or writing anything.
+
+        No run is recorded and no checkpoint index is allocated, so each
+        stream's indices here count from 0 (positions, not the indices the real
+        run will get).  ``parallelism`` stands in for Spark's default
+        parallelism when the connection does not set ``partitions_per_checkpoint``
+        (default: this machine's cores, what ``local[*]`` would have).  A
+        substream that plans from its parent's records reads those fields in
+        this process (:func:`~headwater.sdk.read_fields_locally`): its plan needs them.
+        """
+        parallelism = parallelism or os.cpu_count() or 1
+        return self._plan(parallelism, PlanContext(parallel_tasks=parallelism), allocate=False)
+
+    def per_checkpoint(self, parallelism: int) -> int:
+        """Partitions per checkpoint: the option, else the connection's, else 8 x parallelism."""
+        return (self.options.partitions_per_checkpoint
+                or self.connection.checkpoint.partitions_per_checkpoint
+                or max(8, parallelism * 8))
+
+    def stream_plan(self, configured: ConfiguredStream, partitions: Sequence[Partition],
+                    state: dict[str, Any] | None, *, per_checkpoint: int,
+                    allocate: bool = True) -> StreamPlan:
+        """Group ``partitions`` into checkpoints, with fresh indices when ``allocate``."""
         conn = self.connection
-        per_checkpoint = (self.options.partitions_per_checkpoint
-                          or conn.checkpoint.partitions_per_checkpoint
-                          or max(8, _parallelism(spark) * 8))
-        lanes_wanted = conn.checkpoint.concurrent_checkpoints
-        context = spark_plan_context(spark, _parallelism(spark))
+        overwrite = configured.destination_sync_mode == "overwrite"
+        # MERGE commits of one table cannot run side by side.
+        lanes = 1 if configured.destination_sync_mode == "append_dedup" \
+            else conn.checkpoint.concurrent_checkpoints
+        count = checkpoint_count(len(partitions), per_checkpoint, overwrite)
+        first = self.store.allocate_checkpoint_indices(conn.name, configured.name, count) \
+            if count and allocate else 0
+        checkpoints = group_checkpoints(partitions, first_index=first,
+                                        per_checkpoint=per_checkpoint, lanes=lanes,
+                                        overwrite=overwrite)
+        return StreamPlan(stream=configured, state_before=state, lanes=lanes,
+                          checkpoints=checkpoints,
+                          json_schema=self.source.stream(configured.name).json_schema())
+
+    def _plan(self, parallelism: int, context: PlanContext, *, allocate: bool) -> RunPlan:
+        conn = self.connection
+        per_checkpoint = self.per_checkpoint(parallelism)
         stream_plans = []
         for configured in resolve_streams(self.source, conn):
             stream = self.source.stream(configured.name)
             state = self.store.get_state(conn.name, configured.name) if configured.incremental \
                 else None
-            partitions = stream.plan(state, context)
-            overwrite = configured.destination_sync_mode == "overwrite"
-            # MERGE commits of one table cannot run side by side.
-            lanes = 1 if configured.destination_sync_mode == "append_dedup" else lanes_wanted
-            count = checkpoint_count(len(partitions), per_checkpoint, overwrite)
-            first = self.store.allocate_checkpoint_indices(conn.name, configured.name, count) \
-                if count else 0
-            checkpoints = group_checkpoints(partitions, first_index=first,
-                                            per_checkpoint=per_checkpoint, lanes=lanes,
-                                            overwrite=overwrite)
-            stream_plans.append(StreamPlan(stream=configured, state_before=state, lanes=lanes,
-                                           checkpoints=checkpoints,
-                                           json_schema=stream.json_schema()))
+            stream_plans.append(self.stream_plan(configured, stream.plan(state, context), state,
+                                                 per_checkpoint=per_checkpoint,
+                                                 allocate=allocate))
         return RunPlan(connection=conn.name, streams=tuple(stream_plans))
 
     # ------------------------------------------------------------------ running
 
     def run(self) -> SyncResult:
+        """Sync the connection (or finish its unfinished run first, whatever its kind)."""
+        return self._execute(self.plan, new_runs_only=False)
+
+    def run_plan(self, make_plan: Callable[[SparkSession], RunPlan]) -> SyncResult:
+        """Record and run the plan ``make_plan`` returns (a backfill or a replay).
+
+        ``make_plan`` is called under the connection's lock, so the indices it
+        allocates and the state it reads cannot race with a sync.  A killed
+        earlier run must be finished by ``sync`` first: refuses otherwise.
+        """
+        return self._execute(make_plan, new_runs_only=True)
+
+    def _execute(self, make_plan: Callable[[SparkSession], RunPlan], *,
+                 new_runs_only: bool) -> SyncResult:
         conn = self.connection
         started = time.monotonic()
         with self.store.lock(conn.name) as lock:
             spark = get_spark(self.options.spark)
             unfinished = self.store.find_unfinished_run(conn.name)
+            if unfinished is not None and new_runs_only:
+                raise HeadwaterError(
+                    f"connection {conn.name} has an unfinished run {unfinished.run_id} "
+                    f"(a killed {unfinished.kind}); run `headwater sync` to finish it first")
             if unfinished is not None:
                 plan = RunPlan.from_dict(unfinished.plan)
                 run_id = unfinished.run_id
@@ -203,7 +269,7 @@ class SyncEngine:
                 log.warning("resuming run %s of %s, left unfinished by a killed sync",
                             run_id, conn.name)
             else:
-                plan = self.plan(spark)
+                plan = make_plan(spark)
                 spec = type(self.source).spec()
                 run_id = self.store.create_run(
                     conn.name,
@@ -212,6 +278,7 @@ class SyncEngine:
                     config_redacted={"source": {"type": conn.source.type,
                                                 "config": redact(self.source.config, spec)},
                                      "destination": {"type": conn.destination.type}},
+                    kind=plan.purpose,
                 )
                 resumed = False
             lock.set_run_id(run_id)
@@ -224,19 +291,25 @@ class SyncEngine:
             error = "; ".join(f"{s.name}: {s.error}" for s in failed) or None
             states_after = self.store.get_states(conn.name)
             self.store.finish_attempt(run_id, attempt, status=status, error=error)
-            self.store.finish_run(run_id, status=status,
-                                  stats={"streams": [s.to_dict() for s in stats]},
+            run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
+            if plan.replay_of:
+                run_stats["replay_of"] = plan.replay_of
+            self.store.finish_run(run_id, status=status, stats=run_stats,
                                   state_after=states_after, error=error)
+        result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
+                            attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
+                            kind=plan.purpose, replay_of=plan.replay_of)
+        # After the lock: a hook (dbt build, a notification) must not block the next sync.
+        result.hooks = run_after_sync_hooks(conn, result)
         if self.refused is not None:
             # Credentials refused while reading: the run is recorded as failed and
             # state did not move; the caller sees why (exit code 3), not a crash.
             raise self.refused
-        return SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
-                          attempt=attempt, streams=stats, duration_s=time.monotonic() - started)
+        return result
 
     def _run_streams(self, spark: SparkSession, plan: RunPlan, run_id: str,
                      attempt: int) -> list[StreamStats]:
-        runners = [_StreamRunner(self, spark, stream_plan, run_id, attempt)
+        runners = [_StreamRunner(self, spark, stream_plan, run_id, attempt, run_plan=plan)
                    for stream_plan in plan.streams]
         if not runners:
             return []
@@ -248,8 +321,12 @@ class _StreamRunner:
     """Runs one stream's checkpoints in lanes and moves its state."""
 
     def __init__(self, engine: SyncEngine, spark: SparkSession, plan: StreamPlan, run_id: str,
-                 attempt: int) -> None:
+                 attempt: int, run_plan: RunPlan) -> None:
         self.engine = engine
+        #: Backfills and replays commit like a sync but leave state alone.
+        self.moves_state = run_plan.moves_state
+        #: A replay's rows keep the id of the run they replace (so replaying is idempotent).
+        self.replay_of = run_plan.replay_of
         self.spark = spark
         self.plan = plan
         self.run_id = run_id
@@ -264,6 +341,8 @@ class _StreamRunner:
         # concurrently, but state must be computed and released one at a time.
         self._lock = threading.Lock()
         self._failed = threading.Event()
+        #: Per-partition figures of the checkpoints being read, by checkpoint index.
+        self._collectors: dict[int, PartitionStatsCollector] = {}
 
     def _note_refused(self, exc: BaseException) -> None:
         found = headwater_error_from(exc)
@@ -320,7 +399,7 @@ class _StreamRunner:
             with ThreadPoolExecutor(max_workers=len(lanes),
                                     thread_name_prefix=f"hw-{self.name}") as pool:
                 list(pool.map(lambda cps: self._run_lane(stream, cps), lanes.values()))
-        if incremental:
+        if incremental and self.moves_state:
             # The cursor holds exactly the committed partitions (gaps included), so
             # saving it is right even when a checkpoint failed.
             with self._lock:
@@ -359,25 +438,35 @@ class _StreamRunner:
             if earlier is not None:
                 return earlier
         rows = self._rows(stream, checkpoint)
-        return self.engine.destination.commit(self.spark, self.plan, checkpoint, rows, marker)
+        destination = self.engine.destination
+        if self.replay_of is not None and self.plan.stream.destination_sync_mode != "append_dedup":
+            return destination.replace_run(self.spark, self.plan, checkpoint, rows, marker,
+                                           replaced_run_id=self.replay_of)
+        return destination.commit(self.spark, self.plan, checkpoint, rows, marker)
 
     def _rows(self, stream: Stream, checkpoint: CheckpointPlan) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        context = TaskContext(run_id=self.run_id, checkpoint_index=checkpoint.index,
+        context = TaskContext(run_id=self.replay_of or self.run_id,
+                              checkpoint_index=checkpoint.index,
                               data_schema=self.context_schema)
         spark_schema = from_arrow_schema(_nullable(context.output_schema))
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
         positions = self.spark.range(0, count, 1, numPartitions=count)
-        return positions.mapInArrow(make_task(stream, checkpoint.partitions, context),
+        collector = PartitionStatsCollector.start(self.spark)
+        if collector is not None:
+            with self._lock:
+                self._collectors[checkpoint.index] = collector
+        return positions.mapInArrow(make_task(stream, checkpoint.partitions, context,
+                                              collector.sink if collector else None),
                                     spark_schema)
 
     def _committed(self, checkpoint: CheckpointPlan, result: CommitResult,
                    duration: float) -> None:
         fault_point("after-commit")
-        stats = {
+        stats: dict[str, Any] = {
             "attempt": self.attempt,
             "records_read": result.rows,
             "records_written": result.rows,
@@ -388,6 +477,10 @@ class _StreamRunner:
             "already_committed": result.already_committed,
             "partitions": [p.id for p in checkpoint.partitions],
         }
+        with self._lock:
+            collector = self._collectors.pop(checkpoint.index, None)
+        if collector is not None and not result.already_committed:
+            stats["partition_stats"] = collector.stats(checkpoint.partitions)
         self.store.record_checkpoint(self.run_id, self.name, checkpoint.index,
                                      checkpoint.checkpoint_id, status="committed", stats=stats)
         with self._lock:
@@ -400,7 +493,7 @@ class _StreamRunner:
             self.stats.checkpoints_done += 1
             self.manager.mark_committed(checkpoint.checkpoint_id, stats)
             for key, released_stats in self.manager.release_ready():
-                if self.plan.stream.incremental:
+                if self.plan.stream.incremental and self.moves_state:
                     # State and the checkpoint's release move in one transaction.
                     self.store.release_checkpoint(self.run_id, self.name, key.index,
                                                   key.checkpoint_id, state=self.cursor.state(),

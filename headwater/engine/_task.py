@@ -14,17 +14,22 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import itertools
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater.engine._partition_stats import PartitionFigures, task_attempt
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.sdk import Partition, Stream
 from headwater.table_schema import META_FIELDS, batch_from_records, conform_batch, notes_array
+
+if TYPE_CHECKING:
+    from pyspark import Accumulator
 
 #: Dict records are gathered into Arrow batches of this many rows.
 DICT_BATCH_ROWS = 10_000
@@ -128,16 +133,43 @@ def read_partition(stream: Stream, partition: Partition,
 ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
-def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskContext) -> ArrowTask:
-    """The function ``mapInArrow`` runs: its input rows are positions in ``partitions``."""
+def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskContext,
+              stats: Accumulator[PartitionFigures] | None = None) -> ArrowTask:
+    """The function ``mapInArrow`` runs: its input rows are positions in ``partitions``.
+
+    With ``stats``, each partition's figures are added to that accumulator
+    when the partition is fully read (see :mod:`._partition_stats`).
+    """
     frozen = list(partitions)
 
     def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in positions:
             for position in batch.column(0).to_pylist():
-                yield from read_partition(stream, frozen[position], context)
+                batches = read_partition(stream, frozen[position], context)
+                if stats is None:
+                    yield from batches
+                else:
+                    yield from _counted(batches, frozen[position].id, stats)
 
     return run
+
+
+def _counted(batches: Iterator[pa.RecordBatch], partition_id: str,
+             stats: Accumulator[PartitionFigures]) -> Iterator[pa.RecordBatch]:
+    records = rejected = size = 0
+    seconds = 0.0
+    started = time.perf_counter()
+    for batch in batches:
+        records += batch.num_rows
+        notes = batch.column("_hw_notes")
+        rejected += batch.num_rows - notes.null_count
+        size += batch.nbytes
+        seconds += time.perf_counter() - started
+        yield batch
+        started = time.perf_counter()  # time Spark spends downstream is not the source's
+    seconds += time.perf_counter() - started
+    stats.add({partition_id: {"records": records, "rejected": rejected, "bytes": size,
+                              "duration_s": seconds, "attempt": task_attempt()}})
 
 
 def chunked(iterable: Sequence[Any], size: int) -> Iterator[list[Any]]:

@@ -102,6 +102,52 @@ class Stream(ABC):
         """
         return self.partitions(state)
 
+    def estimate_rows(self, partition: Partition) -> int | None:
+        """How many records ``partition`` holds, if the source can tell without reading it.
+
+        Shown by ``headwater plan``; ``None`` (the default) means "unknown".
+        Must be cheap: no data is read to plan.
+        """
+        return None
+
+    def window_partitions(self, start: Any, end: Any) -> list[Partition]:
+        """Partitions covering exactly the cursor window ``[start, end)`` (a backfill).
+
+        ``start`` and ``end`` are in the state converter's stored form.  The
+        default plans the whole history with :meth:`partitions` (so the stream's
+        own partitioning is kept) and clips it to the window: partitions
+        outside are dropped, the two that straddle an end are cut there (their
+        ids get the clipped window appended).  Override it when planning the
+        whole history is expensive.
+        """
+        from headwater.errors import ConfigError
+
+        if not self.cursor_field or self.state_converter is None:
+            raise ConfigError(f"stream {self.stream_name!r} has no cursor field, so it has no "
+                              "windows to backfill", stream=self.stream_name)
+        cursor = self.cursor(None, incremental=True)
+        if not isinstance(cursor, ConcurrentCursor):  # pragma: no cover - the SDK's promise
+            raise TypeError(f"stream {self.stream_name!r} expected a concurrent cursor")
+        low_key, high_key = cursor.boundary_fields
+        parse = self.state_converter.parse
+        low, high = parse(start), parse(end)
+        if not low < high:
+            raise ConfigError(f"the window is empty: {start!r} is not before {end!r}",
+                              field="--from", stream=self.stream_name)
+        clipped = []
+        for partition in self.partitions(None):
+            a, b = parse(partition.params[low_key]), parse(partition.params[high_key])
+            if b <= low or a >= high:
+                continue
+            if low <= a and b <= high:
+                clipped.append(partition)
+                continue
+            a_stored = partition.params[low_key] if a >= low else start
+            b_stored = partition.params[high_key] if b <= high else end
+            clipped.append(Partition(partition.stream, f"{partition.id}[{a_stored},{b_stored})",
+                                     {**partition.params, low_key: a_stored, high_key: b_stored}))
+        return clipped
+
     @abstractmethod
     def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
         """Yield the records of one partition, as Arrow record batches or dicts.

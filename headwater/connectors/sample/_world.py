@@ -247,6 +247,19 @@ class World:
             created = self._created(stream, ids)
             yield self._batch(stream, ids, line.versions[window], created, line.times[window])
 
+    def count(self, stream: str, lo: int, hi: int) -> int:
+        """How many rows :meth:`batches` yields for ``[lo, hi)``, without making them."""
+        n = self.initial_rows(stream)
+        line = self.timeline(stream)
+        first, last = max(lo, 0), min(hi, n)
+        initial = 0
+        if first < last:
+            touched = line.touched_initial
+            moved = int(np.searchsorted(touched, last) - np.searchsorted(touched, first))
+            initial = last - first - moved
+        events = int(np.searchsorted(line.times, hi) - np.searchsorted(line.times, lo))
+        return initial + events
+
     def table(self, stream: str) -> pa.Table:
         """The whole current world of ``stream``, sorted by id."""
         batches = list(self.batches(stream, 0, self.now_offset(stream)))

@@ -157,6 +157,55 @@ class DeltaDestination(Destination):
         return CommitResult(rows=int(metrics["rows"]), rejected=int(metrics["rejected"]),
                             bytes=_bytes_written(commit_metrics), version=version)
 
+    def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                    rows: DataFrame, marker: CommitMarker, *,
+                    replaced_run_id: str) -> CommitResult:
+        """One Delta commit: ``replaceWhere _hw_run_id = <run>`` with the re-read rows.
+
+        Rows of every other run are untouched; the rows written carry the
+        replaced run's id, so a retried replay replaces them again (and the
+        commit's ``txnAppId``/``txnVersion`` make a retried commit a no-op).
+        An overwrite table is replayed only while it still holds nothing but
+        that run's rows: after a later full refresh they are not its content.
+        """
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        location = self.table_location(plan.stream.name)
+        literal = replaced_run_id.replace("\\", "\\\\").replace("'", "\\'")
+        if plan.stream.destination_sync_mode == "overwrite":
+            others = (spark.read.format("delta").load(location)
+                      .where(F.col("_hw_run_id") != replaced_run_id).limit(1).count())
+            if others:
+                raise DestinationError(
+                    f"the table at {location} was overwritten by a later full refresh, so run "
+                    f"{replaced_run_id}'s rows are no longer its content: replaying it would "
+                    "mix two generations of the table; sync it again instead",
+                    stream=marker.stream)
+        observation = Observation(f"hw_replay_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
+        observed = rows.observe(observation, *_counts())
+        try:
+            (
+                observed.write.format("delta").mode("overwrite")
+                .option("replaceWhere", f"_hw_run_id = '{literal}'")
+                .option("txnAppId", marker.app_id)
+                .option("txnVersion", marker.version)
+                .option("userMetadata", marker.tag)
+                .save(location)
+            )
+        except Exception as exc:
+            raise DestinationError(
+                f"replacing the rows of run {replaced_run_id} in {location} failed: "
+                f"{type(exc).__name__}: {_first_line(exc)}",
+                stream=marker.stream,
+            ) from exc
+        metrics = observation.get
+        found = _tagged_commit(spark, location, marker, within_latest=50)
+        version, commit_metrics = found if found is not None else (None, {})
+        return CommitResult(rows=int(metrics.get("rows", 0)),
+                            rejected=int(metrics.get("rejected", 0)),
+                            bytes=_bytes_written(commit_metrics), version=version)
+
     def _merge(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
                marker: CommitMarker, location: str) -> Mapping[str, Any]:
         """MERGE one checkpoint on the primary key; return its row and reject counts."""

@@ -1,0 +1,96 @@
+"""``headwater plan``: what a sync would do now, without reading data or writing anything."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from headwater.cli import app as cli
+from headwater.config import load_connection, mask_obj
+
+if TYPE_CHECKING:
+    from headwater.engine import SyncEngine
+
+
+def describe_plan(engine: SyncEngine, parallelism: int | None = None) -> dict[str, Any]:
+    """The plan document ``plan --json`` prints (also used by tests and the Airflow operator).
+
+    Per stream: sync mode, the state it starts from, partition and checkpoint
+    counts, the cursor bounds the partitions cover, each partition with the
+    rows the source estimates (``None``: the source cannot tell), and the sum
+    when every partition has an estimate.
+    """
+    plan = engine.preview(parallelism)
+    streams = []
+    for stream_plan in plan.streams:
+        stream = engine.source.stream(stream_plan.stream.name)
+        partitions = [p for c in stream_plan.checkpoints for p in c.partitions]
+        estimates = [stream.estimate_rows(p) for p in partitions]
+        known = [e for e in estimates if e is not None]
+        streams.append({
+            "name": stream_plan.stream.name,
+            "sync_mode": stream_plan.stream.mode_label,
+            "state_before": stream_plan.state_before,
+            "partitions": len(partitions),
+            "checkpoints": len(stream_plan.checkpoints),
+            "lanes": stream_plan.lanes,
+            "bounds": _bounds(partitions),
+            "estimated_rows": sum(known) if len(known) == len(estimates) else None,
+            "partition_list": [{"id": p.id, "params": dict(p.params), "estimated_rows": e}
+                               for p, e in zip(partitions, estimates, strict=True)],
+        })
+    return {"connection": plan.connection, "streams": streams}
+
+
+def _bounds(partitions: list[Any]) -> dict[str, Any] | None:
+    """``{"start", "end"}`` of cursor windows (the lowest start, the highest end)."""
+    windows = [(p.params["start"], p.params["end"]) for p in partitions
+               if "start" in p.params and "end" in p.params]
+    if not windows or len(windows) != len(partitions):
+        return None
+    try:
+        return {"start": min(w[0] for w in windows), "end": max(w[1] for w in windows)}
+    except TypeError:  # bounds of mixed kinds cannot be ordered
+        return None
+
+
+def plan(
+    connection: cli.ConnectionArg,
+    as_json: cli.JsonOpt = False,
+    parallelism: Annotated[int | None, typer.Option(
+        help="Spark parallelism to size checkpoints by (default: this machine's cores).")] = None,
+    verbose: cli.VerboseOpt = 0,
+) -> None:
+    """Show the partitions a sync would run per stream, without reading data.
+
+    Nothing is written: no run is recorded and no checkpoint index allocated.
+    """
+    from headwater.cli._render import rows_table
+    from headwater.engine import SyncEngine
+
+    cli._setup_logging(verbose, as_json)
+    with cli._handled(as_json):
+        config = load_connection(connection)
+        engine = SyncEngine(config, cli._open_store(cli.store_url(config)))
+        document = describe_plan(engine, parallelism)
+        if as_json:
+            cli._emit_json(document)
+            return
+        rows = [{**s, "from": (s["bounds"] or {}).get("start"),
+                 "to": (s["bounds"] or {}).get("end"),
+                 "state": "none" if s["state_before"] is None else "stored",
+                 "estimated_rows": "unknown" if s["estimated_rows"] is None
+                 else f"{s['estimated_rows']:,}"}
+                for s in document["streams"]]
+        cli.out.print(rows_table(f"plan of {document['connection']} (nothing is read)",
+                                 ["name", "sync_mode", "state", "partitions", "checkpoints",
+                                  "from", "to", "estimated_rows"], rows))
+        for stream in document["streams"]:
+            if stream["state_before"] is not None:
+                cli.out.print(f"[bold]{stream['name']}[/] starts from state:")
+                cli.out.print_json(data=mask_obj(stream["state_before"]))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(plan)

@@ -1,0 +1,108 @@
+"""``headwater replay`` and ``headwater backfill``: runs that re-read without moving state."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from headwater.cli import app as cli
+from headwater.config import ConnectionConfig, load_connection, mask
+
+if TYPE_CHECKING:
+    from headwater.engine import SparkSettings, SyncEngine, SyncResult
+
+StreamsOpt = Annotated[list[str] | None, typer.Option("--stream", "-s",
+                                                      help="Only these streams.")]
+MasterOpt = Annotated[str | None, typer.Option(help="Spark master URL.")]
+RemoteOpt = Annotated[str | None, typer.Option(help="Spark Connect URL.")]
+ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Extra Spark conf KEY=VALUE.")]
+
+
+def spark_settings(config: ConnectionConfig, master: str | None = None,
+                   remote: str | None = None, conf: list[str] | None = None) -> SparkSettings:
+    """The Spark settings ``sync`` would use: options over the connection file's."""
+    from headwater.engine import SparkSettings
+
+    file_spark = config.spark
+    return SparkSettings(
+        master=master or (file_spark.master if file_spark else None),
+        remote=remote or (file_spark.remote if file_spark else None),
+        conf={**(file_spark.conf if file_spark else {}), **cli._spark_conf(conf)},
+        app_name=f"headwater-{config.name}",
+        jvm_log_path=cli.home() / "logs" / "spark.log",
+    )
+
+
+def _engine(connection: Path, master: str | None, remote: str | None,
+            conf: list[str] | None) -> SyncEngine:
+    from headwater.engine import SyncEngine, SyncObserver, SyncOptions
+
+    config = load_connection(connection)
+    store = cli._open_store(cli.store_url(config))
+    options = SyncOptions(spark=spark_settings(config, master, remote, conf))
+    return SyncEngine(config, store, options, SyncObserver())
+
+
+def _report(result: SyncResult, as_json: bool) -> None:
+    from headwater.cli._render import summary_table
+
+    if as_json:
+        cli._emit_json(result.to_dict())
+    else:
+        cli.out.print(summary_table(result))
+        for stream in result.streams:
+            if stream.error:
+                cli.err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)
+    if result.status != "succeeded":
+        raise typer.Exit(1)
+
+
+def replay(
+    connection: cli.ConnectionArg,
+    run_id: Annotated[str, typer.Argument(help="The run to replay (see `headwater runs`).")],
+    stream: StreamsOpt = None,
+    as_json: cli.JsonOpt = False,
+    master: MasterOpt = None,
+    remote: RemoteOpt = None,
+    conf: ConfOpt = None,
+    verbose: cli.VerboseOpt = 0,
+) -> None:
+    """Re-read exactly the partitions RUN_ID committed and replace the rows it wrote.
+
+    One Delta transaction per stream; other runs' rows and the state stay as
+    they are; the replay is recorded as a run of kind `replay`.
+    """
+    from headwater.engine._rerun import replay as replay_run
+
+    cli._setup_logging(verbose, as_json)
+    with cli._handled(as_json):
+        engine = _engine(connection, master, remote, conf)
+        _report(replay_run(engine, run_id, stream or None), as_json)
+
+
+def backfill(
+    connection: cli.ConnectionArg,
+    stream: Annotated[str, typer.Option("--stream", "-s", help="The stream to backfill.")],
+    start: Annotated[str, typer.Option("--from", help="Window start (inclusive), e.g. 2024-01-01."
+                                       )],
+    end: Annotated[str, typer.Option("--to", help="Window end (exclusive), e.g. 2024-02-01.")],
+    as_json: cli.JsonOpt = False,
+    master: MasterOpt = None,
+    remote: RemoteOpt = None,
+    conf: ConfOpt = None,
+    verbose: cli.VerboseOpt = 0,
+) -> None:
+    """Read the cursor window [--from, --to) of one stream again, without moving its state."""
+    from headwater.engine._rerun import backfill as backfill_run
+
+    cli._setup_logging(verbose, as_json)
+    with cli._handled(as_json):
+        engine = _engine(connection, master, remote, conf)
+        _report(backfill_run(engine, stream, start, end), as_json)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(replay)
+    app.command()(backfill)

@@ -1,0 +1,131 @@
+"""Runs that read again what is already planned or past: ``replay`` and ``backfill``.
+
+Both are recorded runs with a persisted plan, committed exactly like a sync
+(one idempotent destination transaction per checkpoint, keyed by fresh
+checkpoint indices) and both leave every stream's state where it was:
+
+* **replay** re-reads exactly the partitions a past run committed (its
+  persisted plan, less any checkpoint that never committed) and replaces, in
+  one transaction per stream, the rows that run wrote.  Append and overwrite
+  tables: Delta ``replaceWhere _hw_run_id = '<run>'``; dedup tables: the
+  re-read rows MERGE under the usual latest-cursor rule.  Replayed rows keep
+  the replayed run's id, so a replay can itself be repeated; replaying a
+  replay replays the run it replayed.
+* **backfill** reads one cursor window ``[from, to)`` with the stream's own
+  partitioning (:meth:`~headwater.sdk.Stream.window_partitions`) and appends
+  (or merges, for dedup tables) what it finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from headwater.engine._plan import RunPlan, StreamPlan
+from headwater.engine.connection import resolve_streams
+from headwater.errors import ConfigError
+from headwater.sdk import Partition
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from headwater.engine._sync import SyncEngine, SyncResult
+    from headwater.metadata_store import RunRecord
+
+
+def replay(engine: SyncEngine, run_id: str, streams: Sequence[str] | None = None) -> SyncResult:
+    """Replay run ``run_id`` of ``engine``'s connection (all its streams, or ``streams``)."""
+    run = _replayable_run(engine, run_id)
+    committed = {(c.stream, c.index) for c in engine.store.list_checkpoints(run.run_id)
+                 if c.status in ("committed", "released")}
+    original = RunPlan.from_dict(run.plan)
+    replay_of = original.replay_of or run.run_id
+    known = [s.stream.name for s in original.streams]
+    for name in streams or ():
+        if name not in known:
+            raise ConfigError(f"run {run_id} did not sync stream {name!r}; it synced: "
+                              f"{', '.join(known) or 'no stream'}", field="--stream")
+
+    def make_plan(spark: SparkSession) -> RunPlan:
+        plans = []
+        for stream_plan in original.streams:
+            name = stream_plan.stream.name
+            if streams and name not in streams:
+                continue
+            partitions = [p for c in stream_plan.checkpoints if (name, c.index) in committed
+                          for p in c.partitions]
+            if not partitions:
+                continue  # the run committed nothing of this stream: no rows to replace
+            state = engine.store.get_state(engine.connection.name, name)
+            plans.append(engine.stream_plan(stream_plan.stream, partitions, state,
+                                            per_checkpoint=len(partitions)))
+        if not plans:
+            raise ConfigError(f"run {run_id} committed no data to replay"
+                              + (f" for {', '.join(streams)}" if streams else ""),
+                              field="RUN_ID")
+        return RunPlan(connection=engine.connection.name, streams=tuple(plans),
+                       purpose="replay", replay_of=replay_of)
+
+    return engine.run_plan(make_plan)
+
+
+def backfill(engine: SyncEngine, stream: str, start: Any, end: Any) -> SyncResult:
+    """Read cursor window ``[start, end)`` of ``stream`` again; state does not move."""
+    configured = {c.name: c for c in resolve_streams(engine.source, engine.connection)}
+    if stream not in configured:
+        raise ConfigError(f"connection {engine.connection.name} does not sync stream "
+                          f"{stream!r}; it syncs: {', '.join(sorted(configured))}",
+                          field="--stream")
+    chosen = configured[stream]
+    if chosen.destination_sync_mode == "overwrite":
+        raise ConfigError(f"stream {stream!r} is synced with overwrite: a backfill would "
+                          "replace the whole table with one window; backfill append or "
+                          "append_dedup streams", field="--stream")
+    source_stream = engine.source.stream(stream)
+    low, high = window_bounds(source_stream, start, end)
+    partitions: list[Partition] = source_stream.window_partitions(low, high)
+
+    def make_plan(spark: SparkSession) -> RunPlan:
+        from headwater.engine._sync import _parallelism
+
+        state = engine.store.get_state(engine.connection.name, stream)
+        plan: StreamPlan = engine.stream_plan(
+            chosen, partitions, state, per_checkpoint=engine.per_checkpoint(_parallelism(spark)))
+        return RunPlan(connection=engine.connection.name, streams=(plan,), purpose="backfill")
+
+    return engine.run_plan(make_plan)
+
+
+def window_bounds(stream: Any, start: Any, end: Any) -> tuple[Any, Any]:
+    """``--from``/``--to`` as the stream's stored cursor form (dates, ISO strings, numbers)."""
+    from headwater.errors import StateError
+
+    converter = stream.state_converter
+    if not stream.cursor_field or converter is None:
+        raise ConfigError(f"stream {stream.stream_name!r} has no cursor field, so it has no "
+                          "windows to backfill", field="--stream")
+    bounds = []
+    for option, value in (("--from", start), ("--to", end)):
+        try:
+            bounds.append(converter.serialize(converter.parse_record_value(value)))
+        except StateError as exc:
+            raise ConfigError(f"{option} is not a value of cursor {stream.cursor_field!r}: "
+                              f"{exc}", field=option) from exc
+    return bounds[0], bounds[1]
+
+
+def _replayable_run(engine: SyncEngine, run_id: str) -> RunRecord:
+    run = engine.store.get_run(run_id)
+    if run is None:
+        raise ConfigError(f"no run {run_id!r} in the metadata store {engine.store.url}; "
+                          "see `headwater runs`", field="RUN_ID")
+    if run.connection != engine.connection.name:
+        raise ConfigError(f"run {run_id} belongs to connection {run.connection}, not "
+                          f"{engine.connection.name}", field="RUN_ID")
+    if run.status == "running":
+        raise ConfigError(f"run {run_id} has not finished; `headwater sync` resumes it",
+                          field="RUN_ID")
+    return run
+
+
+__all__ = ["backfill", "replay", "window_bounds"]

@@ -1,0 +1,25 @@
+"""``headwater serve``: run every connection of a folder on its cron ``schedule``.
+
+See :class:`Scheduler` for the guarantees (no overlapping runs of one
+connection, retries with back-off, the catch-up policy, reloading edited
+files, stopping cleanly).  The clock is injected, so tests drive it.
+"""
+
+from headwater.serve._clock import Clock, SystemClock
+from headwater.serve._scheduler import (
+    Runner,
+    RunOutcome,
+    ScheduleEvent,
+    Scheduler,
+    last_run_started,
+)
+
+__all__ = [
+    "Clock",
+    "RunOutcome",
+    "Runner",
+    "ScheduleEvent",
+    "Scheduler",
+    "SystemClock",
+    "last_run_started",
+]

@@ -1,0 +1,283 @@
+"""The scheduler behind ``headwater serve``.
+
+Guarantees, per connection file of the folder (``*.yaml`` / ``*.yml``):
+
+* **On schedule.** A file with ``schedule: "<cron>"`` runs when the cron
+  expression fires (5 fields, or 6 with seconds first-class in croniter's
+  sixth position); files without a schedule are ignored.
+* **Never two at once.** A connection whose run is still going when it is due
+  again is *skipped* for that firing (recorded as ``skipped``); the metadata
+  store's lock also stops a run while another process (a manual ``headwater
+  sync``) holds the connection: that too is a skip, not a failure.
+* **Retries.** A failed run is retried after ``retry.backoff_s``, doubling
+  each time up to ``retry.max_backoff_s``, at most ``retry.max_retries``
+  times; then the connection waits for its next firing.  A run that
+  succeeds resets the count.
+* **Catch-up policy (coalesce).** When the scheduler first sees a connection,
+  it asks when its last run started (the metadata store).  If a firing was
+  missed since then (the server was down), the connection runs once right
+  away, however many firings were missed, then follows its schedule.  A
+  connection that never ran waits for its next firing.
+* **Edits without restart.** Every tick rescans the folder: a new file is
+  scheduled, an edited one reloaded (a new schedule takes effect from now),
+  a deleted one dropped (a run in progress finishes).  A file that does not
+  load is reported once per edit and skipped.
+* **Stops cleanly.** :meth:`Scheduler.run` returns when its ``stop`` event is
+  set (``serve`` sets it on SIGTERM/SIGINT), after the runs in progress end:
+  their commits and state land; no new run starts.
+
+Runs happen on a thread pool of this process (``max_parallel``); each run is
+itself a Spark job, so the pool only bounds how many syncs share the
+cluster at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from croniter import croniter
+
+from headwater.config import ConnectionConfig, load_connection, mask
+from headwater.errors import ConnectionLockedError
+from headwater.serve._clock import Clock, SystemClock
+
+if TYPE_CHECKING:
+    from headwater.metadata_store import MetadataStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    """How one scheduled run ended: ``succeeded``, ``failed`` or ``skipped`` (locked)."""
+
+    status: str
+    run_id: str | None = None
+    error: str | None = None
+
+
+#: Runs one connection now and says how it went; raising counts as ``failed``.
+Runner = Callable[[ConnectionConfig], RunOutcome]
+
+
+@dataclass(frozen=True)
+class ScheduleEvent:
+    """Something the scheduler did, for the log and for tests.
+
+    ``what`` is one of ``loaded``, ``invalid``, ``removed``, ``started``,
+    ``succeeded``, ``failed``, ``skipped``, ``retry`` (a retry is scheduled
+    for ``at``), ``gave-up``, ``catch-up``.
+    """
+
+    at: datetime
+    connection: str
+    what: str
+    detail: str = ""
+
+
+@dataclass
+class _Entry:
+    path: Path
+    signature: tuple[int, int]
+    config: ConnectionConfig | None
+    next_due: datetime | None = None
+    retries: int = 0
+    retry_at: datetime | None = None
+    running: Future[RunOutcome] | None = None
+    started_retry: bool = False
+    name: str = ""
+
+
+@dataclass
+class Scheduler:
+    """Runs every scheduled connection file of ``folder``; see the module docstring.
+
+    ``runner`` does one run; ``last_started`` tells when a connection last
+    started a run (``None``: never), for the catch-up policy; ``clock`` is the
+    time source (tests pass a fast one); ``poll_s`` is how often it ticks.
+    """
+
+    folder: Path
+    runner: Runner
+    last_started: Callable[[ConnectionConfig], datetime | None] = lambda _config: None
+    clock: Clock = field(default_factory=SystemClock)
+    max_parallel: int = 4
+    poll_s: float = 1.0
+    on_event: Callable[[ScheduleEvent], None] | None = None
+    events: list[ScheduleEvent] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._entries: dict[Path, _Entry] = {}
+        self._pool = ThreadPoolExecutor(max_workers=self.max_parallel,
+                                        thread_name_prefix="hw-serve")
+        self._lock = threading.Lock()  # guards ``events`` (appended from run threads too)
+
+    # ------------------------------------------------------------------ the loop
+
+    def run(self, stop: threading.Event) -> None:
+        """Tick until ``stop`` is set, then wait for the runs in progress."""
+        try:
+            while not stop.is_set():
+                self.tick()
+                self.clock.sleep(self.poll_s, stop)
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Start nothing new; return once every run in progress has ended."""
+        self._pool.shutdown(wait=True)
+        self._collect(self.clock.now())
+
+    def tick(self) -> None:
+        """One pass: reload files, note finished runs, start what is due."""
+        now = self.clock.now()
+        self._scan(now)
+        self._collect(now)
+        for entry in list(self._entries.values()):
+            if entry.config is None or entry.config.schedule is None:
+                continue
+            self._maybe_start(entry, now)
+
+    # ------------------------------------------------------------------ files
+
+    def _scan(self, now: datetime) -> None:
+        found: dict[Path, tuple[int, int]] = {}
+        for pattern in ("*.yaml", "*.yml"):
+            for path in self.folder.glob(pattern):
+                try:
+                    stat = path.stat()
+                except OSError:
+                    continue
+                found[path] = (stat.st_mtime_ns, stat.st_size)
+        for path in list(self._entries):
+            if path not in found:
+                entry = self._entries.pop(path)
+                self._event(now, entry.name or path.stem, "removed", str(path))
+        for path, signature in sorted(found.items()):
+            known = self._entries.get(path)
+            if known is not None and known.signature == signature:
+                continue
+            self._load(path, signature, known, now)
+
+    def _load(self, path: Path, signature: tuple[int, int], old: _Entry | None,
+              now: datetime) -> None:
+        try:
+            config = load_connection(path)
+        except Exception as exc:
+            entry = _Entry(path=path, signature=signature, config=None, name=path.stem)
+            if old is not None:
+                entry.running = old.running
+            self._entries[path] = entry
+            self._event(now, path.stem, "invalid", mask(str(exc)))
+            return
+        entry = _Entry(path=path, signature=signature, config=config, name=config.name)
+        if old is not None:
+            entry.running = old.running  # an edit never starts a second run beside it
+        if config.schedule is not None:
+            entry.next_due = self._first_due(config, now, edited=old is not None)
+        self._entries[path] = entry
+        self._event(now, config.name, "loaded",
+                    f"schedule {config.schedule!r}, next {entry.next_due}"
+                    if config.schedule else "no schedule: not run by serve")
+
+    def _first_due(self, config: ConnectionConfig, now: datetime, *, edited: bool) -> datetime:
+        assert config.schedule is not None
+        upcoming = _next_fire(config.schedule, now)
+        if edited:
+            return upcoming
+        last = self.last_started(config)
+        if last is not None and _next_fire(config.schedule, last) <= now:
+            self._event(now, config.name, "catch-up",
+                        f"a firing was missed since the last run at {last.isoformat()}")
+            return now
+        return upcoming
+
+    # ------------------------------------------------------------------ runs
+
+    def _maybe_start(self, entry: _Entry, now: datetime) -> None:
+        assert entry.config is not None and entry.config.schedule is not None
+        fired = entry.next_due is not None and now >= entry.next_due
+        retry_due = entry.retry_at is not None and now >= entry.retry_at
+        if not fired and not retry_due:
+            return
+        if fired:
+            entry.next_due = _next_fire(entry.config.schedule, now)
+        if entry.running is not None:
+            if fired:
+                self._event(now, entry.name, "skipped", "the previous run is still going")
+            return
+        if fired:
+            entry.retries = 0  # a new firing starts a fresh run, not a retry
+        entry.started_retry = retry_due and not fired
+        entry.retry_at = None
+        self._event(now, entry.name, "started",
+                    f"retry {entry.retries}" if entry.started_retry else "")
+        entry.running = self._pool.submit(self._run_one, entry.config)
+
+    def _run_one(self, config: ConnectionConfig) -> RunOutcome:
+        try:
+            return self.runner(config)
+        except ConnectionLockedError as exc:
+            return RunOutcome("skipped", error=mask(str(exc)))
+        except Exception as exc:
+            log.debug("scheduled run of %s failed", config.name, exc_info=True)
+            return RunOutcome("failed", error=mask(f"{type(exc).__name__}: {exc}"))
+
+    def _collect(self, now: datetime) -> None:
+        for entry in list(self._entries.values()):
+            future = entry.running
+            if future is None or not future.done():
+                continue
+            entry.running = None
+            outcome = future.result()
+            detail = " ".join(x for x in (outcome.run_id or "", outcome.error or "") if x)
+            self._event(now, entry.name, outcome.status, detail)
+            if outcome.status == "failed":
+                self._schedule_retry(entry, now)
+            elif outcome.status == "succeeded":
+                entry.retries = 0
+
+    def _schedule_retry(self, entry: _Entry, now: datetime) -> None:
+        if entry.config is None:
+            return
+        policy = entry.config.retry
+        if entry.retries >= policy.max_retries:
+            self._event(now, entry.name, "gave-up",
+                        f"{entry.retries} retries failed; waiting for the next firing")
+            entry.retries = 0
+            return
+        entry.retries += 1
+        wait = min(policy.backoff_s * 2 ** (entry.retries - 1), policy.max_backoff_s)
+        entry.retry_at = now + timedelta(seconds=wait)
+        self._event(now, entry.name, "retry",
+                    f"retry {entry.retries} of {policy.max_retries} at {entry.retry_at}")
+
+    def _event(self, at: datetime, connection: str, what: str, detail: str = "") -> None:
+        event = ScheduleEvent(at=at, connection=connection, what=what, detail=detail)
+        with self._lock:
+            self.events.append(event)
+        level = logging.WARNING if what in ("failed", "invalid", "gave-up") else logging.INFO
+        log.log(level, "%s %s %s", connection, what, detail)
+        if self.on_event is not None:
+            self.on_event(event)
+
+
+def _next_fire(schedule: str, after: datetime) -> datetime:
+    fire: datetime = croniter(schedule, after).get_next(datetime)
+    return fire
+
+
+def last_run_started(store: MetadataStore, connection: str) -> datetime | None:
+    """When ``connection`` last started a run, from the metadata store (``None``: never)."""
+    runs = store.list_runs(connection, limit=1)
+    return runs[0].started_at if runs else None
+
+
+__all__ = ["RunOutcome", "Runner", "ScheduleEvent", "Scheduler", "last_run_started"]
