@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from headwater.cli import app as cli
+from headwater.cli import _options as opt
 from headwater.config import load_connection, mask_obj
 
 if TYPE_CHECKING:
@@ -56,16 +56,17 @@ def _bounds(partitions: list[Any]) -> dict[str, Any] | None:
 
 
 def plan(
-    connection: cli.ConnectionArg,
-    as_json: cli.JsonOpt = False,
+    connection: opt.ConnectionArg,
+    as_json: opt.JsonOpt = False,
     parallelism: Annotated[int | None, typer.Option(
         help="Spark parallelism to size checkpoints by (default: this machine's cores).")] = None,
-    verbose: cli.VerboseOpt = 0,
+    verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Show the partitions a sync would run per stream, without reading data.
 
     Nothing is written: no run is recorded and no checkpoint index allocated.
     """
+    from headwater.cli import app as cli
     from headwater.cli._render import rows_table
     from headwater.engine import SyncEngine
 

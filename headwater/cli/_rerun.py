@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from headwater.cli import app as cli
+from headwater.cli import _options as opt
 from headwater.config import ConnectionConfig, load_connection, mask
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Extra Spark c
 def spark_settings(config: ConnectionConfig, master: str | None = None,
                    remote: str | None = None, conf: list[str] | None = None) -> SparkSettings:
     """The Spark settings ``sync`` would use: options over the connection file's."""
+    from headwater.cli import app as cli
     from headwater.engine import SparkSettings
 
     file_spark = config.spark
@@ -37,6 +38,7 @@ def spark_settings(config: ConnectionConfig, master: str | None = None,
 
 def _engine(connection: Path, master: str | None, remote: str | None,
             conf: list[str] | None) -> SyncEngine:
+    from headwater.cli import app as cli
     from headwater.engine import SyncEngine, SyncObserver, SyncOptions
 
     config = load_connection(connection)
@@ -46,6 +48,7 @@ def _engine(connection: Path, master: str | None, remote: str | None,
 
 
 def _report(result: SyncResult, as_json: bool) -> None:
+    from headwater.cli import app as cli
     from headwater.cli._render import summary_table
 
     if as_json:
@@ -60,20 +63,21 @@ def _report(result: SyncResult, as_json: bool) -> None:
 
 
 def replay(
-    connection: cli.ConnectionArg,
+    connection: opt.ConnectionArg,
     run_id: Annotated[str, typer.Argument(help="The run to replay (see `headwater runs`).")],
     stream: StreamsOpt = None,
-    as_json: cli.JsonOpt = False,
+    as_json: opt.JsonOpt = False,
     master: MasterOpt = None,
     remote: RemoteOpt = None,
     conf: ConfOpt = None,
-    verbose: cli.VerboseOpt = 0,
+    verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Re-read exactly the partitions RUN_ID committed and replace the rows it wrote.
 
     One Delta transaction per stream; other runs' rows and the state stay as
     they are; the replay is recorded as a run of kind `replay`.
     """
+    from headwater.cli import app as cli
     from headwater.engine._rerun import replay as replay_run
 
     cli._setup_logging(verbose, as_json)
@@ -83,18 +87,19 @@ def replay(
 
 
 def backfill(
-    connection: cli.ConnectionArg,
+    connection: opt.ConnectionArg,
     stream: Annotated[str, typer.Option("--stream", "-s", help="The stream to backfill.")],
     start: Annotated[str, typer.Option("--from", help="Window start (inclusive), e.g. 2024-01-01."
                                        )],
     end: Annotated[str, typer.Option("--to", help="Window end (exclusive), e.g. 2024-02-01.")],
-    as_json: cli.JsonOpt = False,
+    as_json: opt.JsonOpt = False,
     master: MasterOpt = None,
     remote: RemoteOpt = None,
     conf: ConfOpt = None,
-    verbose: cli.VerboseOpt = 0,
+    verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Read the cursor window [--from, --to) of one stream again, without moving its state."""
+    from headwater.cli import app as cli
     from headwater.engine._rerun import backfill as backfill_run
 
     cli._setup_logging(verbose, as_json)

@@ -17,13 +17,14 @@ from typing import Annotated
 
 import typer
 
-from headwater.cli import app as cli
+from headwater.cli import _options as opt
 from headwater.config import ConnectionConfig
 from headwater.serve import RunOutcome, ScheduleEvent, Scheduler, last_run_started
 
 
 def sync_runner(config: ConnectionConfig) -> RunOutcome:
     """One real sync of ``config``, as ``headwater sync`` runs it."""
+    from headwater.cli import app as cli
     from headwater.cli._rerun import spark_settings
     from headwater.engine import SyncEngine, SyncOptions
 
@@ -37,6 +38,7 @@ def sync_runner(config: ConnectionConfig) -> RunOutcome:
 
 
 def store_last_started(config: ConnectionConfig) -> datetime | None:
+    from headwater.cli import app as cli
     store = cli._open_store(cli.store_url(config))
     try:
         return last_run_started(store, config.name)
@@ -51,9 +53,10 @@ def serve(
                                               "connections).")] = 4,
     poll: Annotated[float, typer.Option(help="Seconds between two looks at the folder "
                                         "and the clock.")] = 1.0,
-    verbose: cli.VerboseOpt = 0,
+    verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Run every connection in DIR on its `schedule:` until SIGTERM (see the docs for the rules)."""
+    from headwater.cli import app as cli
     cli._setup_logging(max(verbose, 1), as_json=False)
     stop = threading.Event()
 

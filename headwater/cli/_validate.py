@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from headwater.cli import app as cli
+from headwater.cli import _options as opt
 from headwater.config import load_connection, mask, validate_config
 from headwater.errors import ConfigError, HeadwaterError, SpecValidationError
 
@@ -79,9 +79,10 @@ def _problems(path: Path, exc: HeadwaterError) -> list[dict[str, Any]]:
 def validate(
     paths: Annotated[list[Path], typer.Argument(help="Connection files or folders of them.",
                                                 metavar="PATH...")],
-    as_json: cli.JsonOpt = False,
+    as_json: opt.JsonOpt = False,
 ) -> None:
     """Check connection files against their connectors' specs without connecting."""
+    from headwater.cli import app as cli
     with cli._handled(as_json):
         files = connection_files(paths)
         if not files:

@@ -1,0 +1,110 @@
+"""``headwater serve`` with real syncs: on schedule, retries of a real failure, SIGTERM."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from headwater.cli._serve import store_last_started, sync_runner
+from headwater.metadata_store import MetadataStore
+from headwater.serve import Scheduler
+from tests.integration._cli import finish_cli, start_cli
+
+pytestmark = pytest.mark.spark
+
+SOURCE = {"users": 300, "orders": 0, "rows_per_partition": 100}
+
+
+def write(folder: Path, name: str, schedule: str, lake: str, **extra: Any) -> Path:
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({
+        "source": {"type": "sample", "config": SOURCE},
+        "destination": {"type": "delta", "config": {"path": lake}},
+        "streams": [{"name": "users", "sync_mode": "incremental"}],
+        "metadata_store": f"sqlite:///{folder.parent / 'meta.db'}",
+        "schedule": schedule,
+        **extra,
+    }))
+    return path
+
+
+class FastClock:
+    def __init__(self) -> None:
+        self.current = datetime(2026, 3, 1, 8, 0, 30, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def sleep(self, seconds: float, stop: threading.Event) -> None:
+        self.current += timedelta(seconds=seconds)
+
+
+def drain(scheduler: Scheduler) -> None:
+    for entry in scheduler._entries.values():
+        if entry.running is not None:
+            entry.running.result(timeout=600)
+    scheduler.tick()
+
+
+def test_serve_runs_real_syncs_and_retries_a_real_failure(spark: Any, tmp_path: Path) -> None:
+    folder = tmp_path / "connections"
+    folder.mkdir()
+    write(folder, "good", "* * * * *", str(tmp_path / "lake"))
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the lake should be")
+    write(folder, "broken", "* * * * *", str(blocker / "lake"),
+          retry={"max_retries": 1, "backoff_s": 10})
+    clock = FastClock()
+    scheduler = Scheduler(folder=folder, runner=sync_runner, last_started=store_last_started,
+                          clock=clock, poll_s=1.0)
+    scheduler.tick()
+    clock.current += timedelta(seconds=30)
+    scheduler.tick()
+    drain(scheduler)
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    good = store.list_runs("good")
+    assert [r.status for r in good] == ["succeeded"]
+    assert [r.status for r in store.list_runs("broken")] == ["failed"]
+    whats = [(e.connection, e.what) for e in scheduler.events]
+    assert ("broken", "retry") in whats
+
+    clock.current += timedelta(seconds=10)
+    scheduler.tick()
+    drain(scheduler)
+    assert [r.status for r in store.list_runs("broken")] == ["failed", "failed"]
+    assert [e.what for e in scheduler.events if e.connection == "broken"][-1] == "gave-up"
+    assert len(store.list_runs("good")) == 1  # not due again yet
+    scheduler.shutdown()
+
+
+def test_serve_cli_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    folder = tmp_path / "connections"
+    folder.mkdir()
+    write(folder, "often", "* * * * * */3", "lake")  # every 3 seconds
+    process = start_cli(tmp_path, "serve", str(folder), "--poll", "0.5")
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    deadline = time.monotonic() + 600
+    try:
+        while time.monotonic() < deadline:
+            if any(r.status == "succeeded" for r in store.list_runs("often")):
+                break
+            assert process.poll() is None, finish_cli(process).describe()
+            time.sleep(1)
+        else:
+            pytest.fail("serve ran no sync within 10 minutes")
+        process.send_signal(signal.SIGTERM)
+        result = finish_cli(process, timeout=300)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert result.exit_code == 0, result.describe()
+    assert "stopped: every run in progress has finished" in result.stderr
+    runs = store.list_runs("often")
+    assert runs and all(r.status == "succeeded" for r in runs), [r.status for r in runs]
