@@ -217,3 +217,24 @@ def test_runs_show_lists_every_partition_and_hooks_see_the_summary(
     assert {p["partition"]: p["records_written"] for p in partitions} == dict(table_ids)
     stream = document["streams"][0]
     assert stream["state_before"] is None and stream["state_after"]["slices"]
+
+
+def test_replay_of_an_overwritten_full_refresh_is_refused(spark: Any, tmp_path: Path) -> None:
+    overwrite = [{"name": "users", "sync_mode": "full_refresh",
+                  "destination_sync_mode": "overwrite"}]
+    path = write_connection(tmp_path, overwrite, users=300)
+    first = sync(path)
+    second = sync(path)
+    before = rows_of(table(spark, tmp_path))
+
+    runner = CliRunner()
+    refused = runner.invoke(app, ["replay", str(path), first.run_id, "--json"])
+    assert refused.exit_code == 1, refused.output
+    document = json.loads(refused.stdout)
+    assert document["kind"] == "replay" and document["replay_of"] == first.run_id
+    assert "overwritten by a later full refresh" in document["streams"][0]["error"]
+    assert rows_of(table(spark, tmp_path)) == before
+
+    latest = runner.invoke(app, ["replay", str(path), second.run_id, "--json"])
+    assert latest.exit_code == 0, latest.output
+    assert rows_of(table(spark, tmp_path)) == before

@@ -1,0 +1,1 @@
+"""Bridges from other tools to Headwater (each behind its own optional extra)."""
