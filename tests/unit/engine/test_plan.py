@@ -41,3 +41,15 @@ def test_a_plan_reads_back_from_json_unchanged() -> None:
     plan = RunPlan("c", (StreamPlan(stream, {"slices": []}, 1, checkpoints,
                                     {"properties": {"id": {"type": "integer"}}}),))
     assert RunPlan.from_dict(json.loads(json.dumps(plan.to_dict()))) == plan
+
+
+def test_replay_and_backfill_plans_keep_their_purpose_and_sync_plans_stay_as_before() -> None:
+    stream = ConfiguredStream("users", "incremental", "append", "updated_at", ("id",))
+    checkpoints = group_checkpoints(PARTS, first_index=4, per_checkpoint=7, lanes=1,
+                                    overwrite=False)
+    streams = (StreamPlan(stream, None, 1, checkpoints),)
+    replay = RunPlan("c", streams, purpose="replay", replay_of="20260101T000000Z-abcdef")
+    assert RunPlan.from_dict(json.loads(json.dumps(replay.to_dict()))) == replay
+    assert not replay.moves_state
+    sync = RunPlan("c", streams)
+    assert "purpose" not in sync.to_dict() and sync.moves_state
