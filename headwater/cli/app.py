@@ -253,6 +253,7 @@ def _run_summary(run: Any) -> dict[str, Any]:
         "run_id": run.run_id,
         "connection": run.connection,
         "kind": run.kind,
+        "replay_of": (run.plan or {}).get("replay_of"),
         "status": run.status,
         "started_at": run.started_at.isoformat() if run.started_at else None,
         "ended_at": run.ended_at.isoformat() if run.ended_at else None,
@@ -313,7 +314,6 @@ def runs_show(
         document = {
             **_run_summary(run),
             "error": run.error,
-            "replay_of": (run.stats or {}).get("replay_of") or run.plan.get("replay_of"),
             "streams": stream_rows(run),
             "checkpoints": checkpoints,
             "partitions": partition_rows(store.list_checkpoints(run_id)),
