@@ -10,7 +10,10 @@ column becomes null and leaves a note ``{field, reason, value}`` in the row's
 
 from __future__ import annotations
 
+import base64
+import binascii
 import datetime as dt
+import decimal
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -70,6 +73,9 @@ def arrow_type_for(prop: Mapping[str, Any]) -> pa.DataType:
     if kind == "integer":
         return pa.int64()
     if kind == "number":
+        if fmt == "decimal" and _decimal_bounds(prop) is not None:
+            precision, scale = _decimal_bounds(prop) or (0, 0)
+            return pa.decimal128(precision, scale)
         return pa.int64() if airbyte_type == "integer" else pa.float64()
     if kind == "boolean":
         return pa.bool_()
@@ -80,6 +86,8 @@ def arrow_type_for(prop: Mapping[str, Any]) -> pa.DataType:
             return UTC_TIMESTAMP
         if fmt == "date":
             return pa.date32()
+        if prop.get("contentEncoding") == "base64":
+            return pa.binary()
         return pa.string()
     if kind == "array":
         items = prop.get("items")
@@ -89,6 +97,19 @@ def arrow_type_for(prop: Mapping[str, Any]) -> pa.DataType:
                 return pa.list_(item_type)
         return pa.string()
     return pa.string()
+
+
+def _decimal_bounds(prop: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(precision, scale)`` of a ``{"type": "number", "format": "decimal"}`` property.
+
+    Only when both fit a Delta decimal (precision 1..38, 0 <= scale <= precision);
+    otherwise the number stays a double, as before decimals were known.
+    """
+    precision, scale = prop.get("precision"), prop.get("scale", 0)
+    if isinstance(precision, int) and isinstance(scale, int) and 1 <= precision <= 38 \
+            and 0 <= scale <= precision:
+        return precision, scale
+    return None
 
 
 def arrow_schema_for(json_schema: Mapping[str, Any]) -> pa.Schema:
@@ -176,7 +197,35 @@ def _to_date(value: Any) -> dt.date:
     raise ValueError(f"{type(value).__name__} is not a date")
 
 
+def _to_decimal(value: Any) -> decimal.Decimal:
+    if isinstance(value, bool):
+        raise ValueError("boolean is not a number")
+    if isinstance(value, decimal.Decimal):
+        return value
+    if isinstance(value, int | float | str):
+        try:
+            return decimal.Decimal(str(value).strip())
+        except decimal.InvalidOperation as exc:
+            raise ValueError(f"{value!r} is not a decimal number") from exc
+    raise ValueError(f"{type(value).__name__} is not a decimal number")
+
+
+def _to_binary(value: Any) -> bytes:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except binascii.Error as exc:
+            raise ValueError("not base64") from exc
+    raise ValueError(f"{type(value).__name__} is not binary")
+
+
 def _converter(target: pa.DataType) -> Callable[[Any], Any]:
+    if pa.types.is_decimal(target):
+        return _to_decimal
+    if pa.types.is_binary(target) or pa.types.is_large_binary(target):
+        return _to_binary
     if pa.types.is_string(target) or pa.types.is_large_string(target):
         return _to_text
     if pa.types.is_integer(target):

@@ -25,3 +25,14 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
                                       jvm_log_path=Path(logs) / "spark.log"))
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[object]:
+    """A real PostgreSQL on 127.0.0.1 (``scripts/postgres``); stopped if this session started it."""
+    from tests import _postgres
+
+    server, started = _postgres.start()
+    yield server
+    if started:
+        _postgres.stop()

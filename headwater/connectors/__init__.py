@@ -27,6 +27,7 @@ _BUILT_INS = {
     "sample": "headwater.connectors.sample:SampleSource",
     "object_storage": "headwater.connectors.object_storage:ObjectStorageSource",
     "rest": "headwater.connectors.rest:RestSource",
+    "postgres": "headwater.connectors.postgres:PostgresSource",
 }
 
 

@@ -403,8 +403,10 @@ class _StreamRunner:
             # The cursor holds exactly the committed partitions (gaps included), so
             # saving it is right even when a checkpoint failed.
             with self._lock:
-                self.store.save_state(self.connection, self.name, self.cursor.state(),
+                state = self.cursor.state()
+                self.store.save_state(self.connection, self.name, state,
                                       run_id=self.run_id, checkpoint_index=None)
+            stream.on_state_committed(state)
 
     def _run_lane(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
         for checkpoint in checkpoints:

@@ -148,6 +148,14 @@ class Stream(ABC):
                                      {**partition.params, low_key: a_stored, high_key: b_stored}))
         return clipped
 
+    def on_state_committed(self, state: Mapping[str, Any] | None) -> None:  # noqa: B027
+        """Called on the driver after the stream's state was saved (default: nothing).
+
+        Everything ``state`` describes is committed to the destination by then,
+        so a source may release what it kept for a retry, e.g. advance a
+        replication slot.  A crash may skip this call; the next sync must cope.
+        """
+
     @abstractmethod
     def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
         """Yield the records of one partition, as Arrow record batches or dicts.

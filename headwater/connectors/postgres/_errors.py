@@ -1,0 +1,56 @@
+"""Connecting, and turning PostgreSQL's errors into ones a person can act on.
+
+Refused credentials become :class:`~headwater.errors.AuthenticationError`
+(exit code 3); an unreachable server, a missing database or a missing right
+become :class:`~headwater.errors.ConnectorError` naming host, port, database
+and role.  The password never appears: it is not in libpq's messages, and the
+engine masks registered secrets in everything it prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from headwater.connectors.postgres._config import PostgresConfig
+from headwater.connectors.postgres._types import SESSION_SETTINGS
+from headwater.errors import AuthenticationError, ConnectorError, HeadwaterError
+
+__all__ = ["connect", "explain"]
+
+_AUTH_MARKERS = ("password authentication failed", "authentication failed",
+                 "no password supplied", "role \"", "pg_hba.conf")
+
+
+def connect(settings: PostgresConfig, **kwargs: Any) -> psycopg.Connection[Any]:
+    """A psycopg connection (autocommit) with the canonical session settings."""
+    try:
+        conn = psycopg.connect(**settings.kwargs(), autocommit=True, **kwargs)
+    except psycopg.Error as exc:
+        raise explain(exc, settings) from exc
+    for name, value in SESSION_SETTINGS.items():
+        conn.execute("SELECT set_config(%s, %s, false)", [name, value])
+    return conn
+
+
+def explain(exc: BaseException, settings: PostgresConfig, **context: Any) -> HeadwaterError:
+    """The Headwater error for a failure talking to PostgreSQL."""
+    where = (f"PostgreSQL at {settings.host}:{settings.port} (database {settings.database!r}, "
+             f"role {settings.username!r})")
+    text = " ".join(str(exc).split())
+    lowered = text.lower()
+    sqlstate = getattr(exc, "sqlstate", None)
+    if sqlstate in {"28P01", "28000"} or any(m in lowered for m in _AUTH_MARKERS):
+        return AuthenticationError(f"{where} refused the credentials: {text}",
+                                   field="source.config.password", **context)
+    if sqlstate == "42501" or "permission denied" in lowered:
+        return ConnectorError(f"{where}: the role lacks a privilege: {text}", **context)
+    if sqlstate == "3D000" or ("database" in lowered and "does not exist" in lowered):
+        return ConnectorError(f"{where}: the database does not exist: {text}",
+                              field="source.config.database", **context)
+    if isinstance(exc, psycopg.OperationalError) and ("connection" in lowered
+                                                      or "timeout" in lowered):
+        return ConnectorError(f"cannot reach {where}: {text}", field="source.config.host",
+                              **context)
+    return ConnectorError(f"{where}: {type(exc).__name__}: {text}", **context)
