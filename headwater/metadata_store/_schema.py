@@ -233,6 +233,9 @@ class Database:
                 "the metadata store URL is not a database URL; expected e.g. "
                 "sqlite:///path/to/headwater.db or postgresql://user@host/db"
             ) from exc
+        if self.url.drivername == "postgresql":
+            # SQLAlchemy's default PostgreSQL driver is psycopg2; Headwater ships psycopg 3.
+            self.url = self.url.set(drivername="postgresql+psycopg")
         self.safe_url = self.url.render_as_string(hide_password=True)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         try:

@@ -121,8 +121,9 @@ INSERT INTO every_type VALUES
   '\\xdeadbeef00', '{1,NULL,3}', '{"a","b c",NULL}', 'happy', '(1.5,2)'),
  (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL),
- (3, 0, -1, -0.001, 0.5, 'NaN', '-Infinity', false, '', '', 'x', '0001-01-01', '00:00', '1999-12-31 23:59:59',
-  '1970-01-01 00:00:00+00', '-3 days', '00000000-0000-0000-0000-000000000000', '[]', '[]',
+ (3, 0, -1, -0.001, 0.5, 'NaN', '-Infinity', false, '', '', 'x', '0001-01-01', '00:00',
+  '1999-12-31 23:59:59', '1970-01-01 00:00:00+00', '-3 days',
+  '00000000-0000-0000-0000-000000000000', '[]', '[]',
   '\\x', '{}', '{}', 'sad', '(0,0)');
 """
 
@@ -297,7 +298,7 @@ def test_check_explains_credentials_and_replication_rights(
         assert "has no replication rights" in str(missing.value)
         assert f"ALTER ROLE {role} REPLICATION" in str(missing.value)
         unreachable = PostgresSource({**config, "port": 1})
-        with pytest.raises(ConnectorError, match="cannot reach PostgreSQL at 127.0.0.1:1"):
+        with pytest.raises(ConnectorError, match=r"cannot reach PostgreSQL at 127\.0\.0\.1:1 "):
             unreachable.check()
     finally:
         execute(postgres_server, database, f"DROP OWNED BY {role}; DROP ROLE {role}")

@@ -1,0 +1,143 @@
+"""The metadata store's behaviour on a real PostgreSQL server (the team set-up).
+
+The unit tests run against SQLite; the test functions imported below run
+again here, against PostgreSQL: pytest resolves fixtures where a test is
+collected, so this module's ``store`` (a fresh database) replaces theirs.
+The cases that need two stores or two processes on one server follow.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from headwater.errors import ConnectionLockedError, MetadataStoreError
+from headwater.metadata_store import FIRST_CHECKPOINT_INDEX, MetadataStore
+from tests._postgres import PostgresServer
+from tests.unit.metadata_store.test_metadata_store_lock import (
+    HOLD_LOCK,
+    REPO_ROOT,
+    test_heartbeat_keeps_a_held_lock_fresh,
+    test_lock_is_released_when_the_block_raises,
+    test_lock_with_an_old_heartbeat_is_taken_over,
+    test_second_acquire_in_the_same_process_is_refused,
+    test_set_run_id_is_shown_to_others,
+)
+from tests.unit.metadata_store.test_metadata_store_runs import (
+    test_a_finished_run_cannot_change,
+    test_list_runs_newest_first_by_connection_and_limit,
+    test_plan_that_is_not_json_is_refused,
+    test_release_checkpoint_moves_state_and_marks_it_released_together,
+    test_run_lifecycle_with_attempts_and_checkpoints,
+    test_unfinished_run_is_found_and_resumed_with_a_new_attempt,
+    test_unknown_runs_attempts_and_statuses_are_refused,
+)
+from tests.unit.metadata_store.test_metadata_store_state import (
+    test_checkpoint_indices_are_contiguous_blocks_that_survive_a_reset,
+    test_non_json_state_is_refused_and_nothing_is_written,
+    test_reset_state_of_some_or_all_streams,
+    test_save_state_upserts_and_keeps_history,
+    test_state_never_moves_back_to_a_lower_checkpoint,
+)
+
+#: The unit tests collected again here (imported names are collected), on PostgreSQL.
+RERUN_ON_POSTGRES = (
+    test_heartbeat_keeps_a_held_lock_fresh,
+    test_lock_is_released_when_the_block_raises,
+    test_lock_with_an_old_heartbeat_is_taken_over,
+    test_second_acquire_in_the_same_process_is_refused,
+    test_set_run_id_is_shown_to_others,
+    test_a_finished_run_cannot_change,
+    test_list_runs_newest_first_by_connection_and_limit,
+    test_plan_that_is_not_json_is_refused,
+    test_release_checkpoint_moves_state_and_marks_it_released_together,
+    test_run_lifecycle_with_attempts_and_checkpoints,
+    test_unfinished_run_is_found_and_resumed_with_a_new_attempt,
+    test_unknown_runs_attempts_and_statuses_are_refused,
+    test_checkpoint_indices_are_contiguous_blocks_that_survive_a_reset,
+    test_non_json_state_is_refused_and_nothing_is_written,
+    test_reset_state_of_some_or_all_streams,
+    test_save_state_upserts_and_keeps_history,
+    test_state_never_moves_back_to_a_lower_checkpoint,
+)
+
+
+@pytest.fixture
+def store_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A plain ``postgresql://`` URL, as a user writes it in a connection file."""
+    with postgres_server.database() as name:
+        yield postgres_server.database_url(name)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[MetadataStore]:
+    store = MetadataStore(store_url)
+    yield store
+    store.close()
+
+
+def test_the_store_is_on_postgres_and_hides_the_password(store: MetadataStore) -> None:
+    assert store.url.startswith("postgresql+psycopg://headwater:***@127.0.0.1")
+    assert MetadataStore(store.url.replace("***", "headwater")).store_id == store.store_id
+
+
+def test_a_wrong_password_is_a_metadata_store_error_without_it(
+        postgres_server: PostgresServer) -> None:
+    url = postgres_server.database_url("headwater", password="not-the-password")
+    with pytest.raises(MetadataStoreError) as info:
+        MetadataStore(url).get_state("c", "s")
+    assert "not-the-password" not in str(info.value)
+
+
+def test_checkpoint_indices_never_overlap_across_threads_and_stores(store_url: str) -> None:
+    stores = [MetadataStore(store_url), MetadataStore(store_url)]
+    blocks: list[tuple[int, int]] = []
+    guard = threading.Lock()
+
+    def allocate(store: MetadataStore) -> None:
+        for _ in range(40):
+            first = store.allocate_checkpoint_indices("c", "orders", 3)
+            with guard:
+                blocks.append((first, first + 3))
+
+    threads = [threading.Thread(target=allocate, args=(s,)) for s in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    blocks.sort()
+    assert len(blocks) == 80
+    assert blocks[0][0] == FIRST_CHECKPOINT_INDEX
+    for (_, end), (start, _) in itertools.pairwise(blocks):
+        assert start == end
+
+
+def test_lock_of_a_killed_process_is_taken_over(store: MetadataStore, store_url: str) -> None:
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, store_url], env=env)
+    try:
+        deadline = time.monotonic() + 60
+        while store.lock_holder("orders_to_lake") is None:
+            assert child.poll() is None, "the child died before taking the lock"
+            assert time.monotonic() < deadline, "the child never took the lock"
+            time.sleep(0.05)
+        with pytest.raises(ConnectionLockedError, match=f"pid {child.pid}"), \
+                store.lock("orders_to_lake"):
+            pass
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        with store.lock("orders_to_lake"):
+            holder = store.lock_holder("orders_to_lake")
+            assert holder is not None and holder.pid == os.getpid()
+    finally:
+        child.kill()
+        child.wait()
