@@ -95,6 +95,8 @@ class PostgresStream(Stream):
             properties.update(_cdc.CDC_COLUMNS)
         schema: dict[str, Any] = {"$schema": "http://json-schema.org/draft-07/schema#",
                                   "type": "object", "properties": properties}
+        # Discover shows which columns could serve as the cursor (integer or date-time).
+        schema["x-cursor-candidates"] = self.table.cursor_candidates
         if self.table.unmapped:
             schema["description"] = ("carried as text, no type mapping: "
                                      + ", ".join(self.table.unmapped))
