@@ -229,6 +229,9 @@ def discover(connection: ConnectionArg, as_json: JsonOpt = False,
         for stream in catalog.streams:
             keys = ", ".join(".".join(k) for k in stream.source_defined_primary_key or [])
             cursor = ", ".join(stream.default_cursor_field or [])
+            candidates = stream.json_schema.get("x-cursor-candidates")
+            if not cursor and candidates:
+                cursor = "- (candidates: " + ", ".join(candidates) + ")"
             modes = ", ".join(m.value for m in stream.supported_sync_modes)
             table = Table(title=f"{stream.name}  (primary key: {keys or '-'}; "
                           f"cursor: {cursor or '-'}; modes: {modes})", title_justify="left")
