@@ -19,8 +19,8 @@ because each stream's state moves on its own.
   snapshot and stream join without a gap (changes the snapshot already saw are
   applied again, which changes nothing).
 * **Changes.**  A later sync reads the committed transactions in
-  ``(state lsn, upto]``, ``upto`` being the server's WAL position at plan
-  time, as rows with ``_pg_lsn`` = the change's LSN and ``_pg_deleted``;
+  ``(state lsn, upto]``, ``upto`` being the server's flushed WAL position at
+  plan time (logical decoding reads nothing past it), as rows with ``_pg_lsn`` = the change's LSN and ``_pg_deleted``;
   a delete is a tombstone row (primary key, ``_pg_deleted = true``, other
   columns null).  ``append_dedup`` on the primary key with cursor ``_pg_lsn``
   keeps each key's latest change, tombstones included.
@@ -146,10 +146,12 @@ def ensure_slot(conn: psycopg.Connection[Any], settings: PostgresConfig,
 
 def plan_changes(conn: psycopg.Connection[Any], settings: PostgresConfig, stream: str,
                  table: TableInfo, state: Mapping[str, Any]) -> Partition:
-    """One partition: the committed transactions in ``(state lsn, current WAL position]``."""
+    """One partition: the committed transactions in ``(state lsn, flushed WAL position]``."""
     LsnCursor(state)  # validates the shape
     ensure_slot(conn, settings, [table])
-    row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+    # The *flushed* position: logical decoding reads only flushed WAL, so with
+    # synchronous_commit=off a commit past it would be skipped now and never read later.
+    row = conn.execute("SELECT pg_current_wal_flush_lsn()::text").fetchone()
     assert row is not None
     upto = str(row[0])
     params = {"changes_from": str(state["lsn"]), "changes_upto": upto}

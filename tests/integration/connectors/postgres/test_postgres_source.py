@@ -250,7 +250,10 @@ def test_change_data_capture_inserts_updates_deletes(
     snapshot = sync(path)
     assert snapshot.streams[0].partitions == 3
     # Written after the slot exists but before the next sync: the stream must carry it.
+    # (The test server runs synchronous_commit=off; these commits are flushed at once, so
+    # the next sync's plan, which reads up to the flushed WAL position, includes them.)
     execute(postgres_server, database, """
+        SET synchronous_commit = on;
         INSERT INTO accounts VALUES (501, 'new', 1.5, '{a,b}');
         UPDATE accounts SET balance = balance + 100 WHERE id <= 10;
         DELETE FROM accounts WHERE id BETWEEN 20 AND 24;
@@ -270,7 +273,8 @@ def test_change_data_capture_inserts_updates_deletes(
                        "SELECT confirmed_flush_lsn::text FROM pg_replication_slots "
                        "WHERE database = current_database()")
     assert slot_lsn == [(state["lsn"],)]
-    execute(postgres_server, database, "DELETE FROM accounts WHERE id = 501")
+    execute(postgres_server, database,
+            "SET synchronous_commit = on; DELETE FROM accounts WHERE id = 501")
     again = sync(path)
     assert again.streams[0].records_read == 1
     assert current() == source_rows(postgres_server, database, live)
