@@ -20,7 +20,8 @@ because each stream's state moves on its own.
   applied again, which changes nothing).
 * **Changes.**  A later sync reads the committed transactions in
   ``(state lsn, upto]``, ``upto`` being the server's flushed WAL position at
-  plan time (logical decoding reads nothing past it), as rows with ``_pg_lsn`` = the change's LSN and ``_pg_deleted``;
+  plan time (logical decoding reads nothing past it), as rows with
+  ``_pg_lsn`` = the change's LSN and ``_pg_deleted``;
   a delete is a tombstone row (primary key, ``_pg_deleted = true``, other
   columns null).  ``append_dedup`` on the primary key with cursor ``_pg_lsn``
   keeps each key's latest change, tombstones included.
