@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
@@ -56,6 +56,9 @@ class CommitResult:
     version: int | None
     #: True when the commit had already landed in an earlier attempt.
     already_committed: bool = False
+    #: Partition id -> the source's own state, for streams that keep one
+    #: (``Stream.keeps_own_state``); filled by the engine from the commit's Spark job.
+    partition_states: Mapping[str, Any] = field(default_factory=dict)
 
 
 class Destination(ABC):

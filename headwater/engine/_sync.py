@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from headwater.config import ConnectionConfig, redact, register_secrets, secret_values
@@ -33,6 +33,7 @@ from headwater.destinations import Destination, get_destination_class
 from headwater.destinations._base import CommitMarker, CommitResult
 from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
+from headwater.engine._own_state import split_partition_states
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import (
     CheckpointPlan,
@@ -441,17 +442,25 @@ class _StreamRunner:
                 return earlier
         rows = self._rows(stream, checkpoint)
         destination = self.engine.destination
+        states = None
+        if stream.keeps_own_state:
+            rows, states = split_partition_states(rows,
+                                                  f"{marker.stream}_{marker.checkpoint_index}")
         if self.replay_of is not None and self.plan.stream.destination_sync_mode != "append_dedup":
-            return destination.replace_run(self.spark, self.plan, checkpoint, rows, marker,
-                                           replaced_run_id=self.replay_of)
-        return destination.commit(self.spark, self.plan, checkpoint, rows, marker)
+            result = destination.replace_run(self.spark, self.plan, checkpoint, rows, marker,
+                                             replaced_run_id=self.replay_of)
+        else:
+            result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
+        # The states were observed by the very job that wrote the rows.
+        return result if states is None else replace(result, partition_states=states.get())
 
     def _rows(self, stream: Stream, checkpoint: CheckpointPlan) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         context = TaskContext(run_id=self.replay_of or self.run_id,
                               checkpoint_index=checkpoint.index,
-                              data_schema=self.context_schema)
+                              data_schema=self.context_schema,
+                              carries_state=stream.keeps_own_state)
         spark_schema = from_arrow_schema(_nullable(context.output_schema))
         count = len(checkpoint.partitions)
         if count == 0:
@@ -487,6 +496,8 @@ class _StreamRunner:
                                      checkpoint.checkpoint_id, status="committed", stats=stats)
         with self._lock:
             for partition in checkpoint.partitions:
+                if partition.id in result.partition_states:
+                    self.cursor.observe_state(partition, result.partition_states[partition.id])
                 self.cursor.close_partition(partition)
             self.stats.records_read += result.rows
             self.stats.records_written += result.rows

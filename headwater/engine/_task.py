@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import itertools
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ import pyarrow.compute as pc
 
 from headwater.engine._partition_stats import PartitionFigures, task_attempt
 from headwater.errors import AuthenticationError, ConnectorError
-from headwater.sdk import Partition, Stream
+from headwater.sdk import Partition, PartitionState, Stream
 from headwater.table_schema import META_FIELDS, batch_from_records, conform_batch, notes_array
 
 if TYPE_CHECKING:
@@ -33,6 +34,12 @@ if TYPE_CHECKING:
 
 #: Dict records are gathered into Arrow batches of this many rows.
 DICT_BATCH_ROWS = 10_000
+
+#: Extra column of streams that keep their own state (``Stream.keeps_own_state``):
+#: null on every record; one extra row per partition carries
+#: ``{"partition": id, "state": ...}`` as JSON.  The engine takes those rows out
+#: of the commit and reads them back from the commit's own Spark job.
+STATE_COLUMN = "_hw_partition_state"
 
 
 @dataclass(frozen=True)
@@ -42,10 +49,13 @@ class TaskContext:
     run_id: str
     checkpoint_index: int
     data_schema: pa.Schema
+    #: Add :data:`STATE_COLUMN` and the per-partition state rows.
+    carries_state: bool = False
 
     @property
     def output_schema(self) -> pa.Schema:
-        return pa.schema(META_FIELDS + list(self.data_schema))
+        extra = [pa.field(STATE_COLUMN, pa.string())] if self.carries_state else []
+        return pa.schema(META_FIELDS + list(self.data_schema) + extra)
 
 
 def _partition_digest(partition: Partition) -> str:
@@ -85,17 +95,32 @@ class _PartitionWriter:
             notes_array(notes),
         ]
 
+    def _extra(self, length: int) -> list[pa.Array]:
+        return [pa.nulls(length, pa.string())] if self.context.carries_state else []
+
     def from_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         notes: list[list[dict[str, str]]] = []
         data = conform_batch(batch, self.context.data_schema, notes)
         meta = self._meta(batch.num_rows, notes)
-        return pa.RecordBatch.from_arrays(meta + data, schema=self.context.output_schema)
+        return pa.RecordBatch.from_arrays(meta + data + self._extra(batch.num_rows),
+                                          schema=self.context.output_schema)
 
     def from_records(self, records: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
         notes: list[list[dict[str, str]]] = []
         data = batch_from_records(records, self.context.data_schema, notes)
         meta = self._meta(len(records), notes)
-        return pa.RecordBatch.from_arrays(meta + data, schema=self.context.output_schema)
+        return pa.RecordBatch.from_arrays(meta + data + self._extra(len(records)),
+                                          schema=self.context.output_schema)
+
+    def state_row(self, state: PartitionState) -> pa.RecordBatch:
+        """The one row that carries the partition's own state (no data, never written)."""
+        meta = self._meta(1, [[]])
+        meta[0] = pa.array([f"{self.digest}-state"])
+        self.record_number -= 1
+        data = [pa.nulls(1, field.type) for field in self.context.data_schema]
+        value = json.dumps({"partition": self.partition.id, "state": dict(state.state)})
+        return pa.RecordBatch.from_arrays(meta + data + [pa.array([value], pa.string())],
+                                          schema=self.context.output_schema)
 
 
 def read_partition(stream: Stream, partition: Partition,
@@ -103,9 +128,12 @@ def read_partition(stream: Stream, partition: Partition,
     """Read one partition and yield output batches (metadata + typed data columns)."""
     writer = _PartitionWriter(partition, context)
     pending: list[Mapping[str, Any]] = []
+    own_state: PartitionState | None = None
     try:
         for item in stream.read(partition):
-            if isinstance(item, pa.RecordBatch):
+            if isinstance(item, PartitionState):
+                own_state = item
+            elif isinstance(item, pa.RecordBatch):
                 if pending:
                     yield writer.from_records(pending)
                     pending = []
@@ -121,6 +149,9 @@ def read_partition(stream: Stream, partition: Partition,
                     pending = []
         if pending:
             yield writer.from_records(pending)
+        # Only after the read finished: a read that fails releases no state.
+        if own_state is not None and context.carries_state:
+            yield writer.state_row(own_state)
     except (ConnectorError, AuthenticationError):
         raise
     except Exception as exc:

@@ -4,6 +4,7 @@ A source declares its streams; a stream declares its schema, keys and cursor,
 splits itself into partitions and reads one partition.  The engine does the rest.
 """
 
+from headwater.sdk._connector_state import ConnectorStateCursor, PartitionState
 from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
 from headwater.sdk._partition import Partition
 from headwater.sdk._plan_context import FieldReader, PlanContext, read_fields_locally
@@ -19,6 +20,7 @@ __all__ = [
     "FULL_REFRESH",
     "INCREMENTAL",
     "ConcurrentCursor",
+    "ConnectorStateCursor",
     "Cursor",
     "EpochSecondsStateConverter",
     "FieldReader",
@@ -26,6 +28,7 @@ __all__ = [
     "IntegerStateConverter",
     "IsoDateTimeStateConverter",
     "Partition",
+    "PartitionState",
     "PlanContext",
     "RecordOrBatch",
     "Source",

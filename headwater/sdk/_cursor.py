@@ -59,6 +59,15 @@ class Cursor(ABC):
     def state(self) -> dict[str, Any] | None:
         """The stream state as a JSON-serializable dict (``None``: nothing to store)."""
 
+    def observe_state(self, partition: Partition, state: Mapping[str, Any]) -> None:
+        """The source's own state for ``partition``, committed with its records.
+
+        Called before :meth:`close_partition` when the stream yielded a
+        :class:`~headwater.sdk.PartitionState`; cursors that derive state from
+        partitions ignore it.
+        """
+        return None
+
 
 _Range = tuple[Any, Any]
 

@@ -19,13 +19,15 @@ from typing import Any, ClassVar, TypeAlias
 
 import pyarrow as pa
 
+from headwater.sdk._connector_state import PartitionState
 from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
 from headwater.sdk._partition import Partition
 from headwater.sdk._plan_context import PlanContext
 from headwater.sdk._state_converters import StateConverter
 
-#: What ``Stream.read`` may yield: Arrow record batches (fast path) or plain dicts.
-RecordOrBatch: TypeAlias = pa.RecordBatch | Mapping[str, Any]
+#: What ``Stream.read`` may yield: Arrow record batches (fast path) or plain dicts,
+#: and, for sources that keep their own position, a :class:`PartitionState`.
+RecordOrBatch: TypeAlias = pa.RecordBatch | Mapping[str, Any] | PartitionState
 
 FULL_REFRESH = "full_refresh"
 INCREMENTAL = "incremental"
@@ -48,6 +50,9 @@ class Stream(ABC):
     cursor_field: ClassVar[str | None] = None
     #: How the cursor is stored in state; required when ``cursor_field`` is set.
     state_converter: ClassVar[StateConverter | None] = None
+    #: True when ``read`` yields :class:`PartitionState`: the source keeps its own
+    #: position (an Airbyte connector) and the engine commits it with the records.
+    keeps_own_state: ClassVar[bool] = False
 
     @property
     def stream_name(self) -> str:
