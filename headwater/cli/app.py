@@ -400,6 +400,13 @@ _plan_cmd.register(app)
 _validate.register(app)
 _serve.register(app)
 
+# Airbyte interop: `headwater airbyte SOURCE ...`, `headwater state import|export`.
+from headwater.cli import _airbyte  # noqa: E402
+
+app.command("airbyte")(_airbyte.airbyte)
+state_app.command("import")(_airbyte.state_import)
+state_app.command("export")(_airbyte.state_export)
+
 
 def main(argv: list[str] | None = None) -> Callable[..., Any] | None:
     """Console-script entry point."""

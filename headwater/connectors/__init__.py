@@ -28,6 +28,7 @@ _BUILT_INS = {
     "object_storage": "headwater.connectors.object_storage:ObjectStorageSource",
     "rest": "headwater.connectors.rest:RestSource",
     "postgres": "headwater.connectors.postgres:PostgresSource",
+    "airbyte": "headwater.connectors.airbyte:AirbyteSource",
 }
 
 

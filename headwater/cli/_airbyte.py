@@ -1,0 +1,136 @@
+"""``headwater airbyte SOURCE ...`` and ``headwater state import|export``.
+
+``airbyte`` makes every built-in source an Airbyte source connector: the
+protocol's own argument shape (``spec``, ``check --config``, ``discover
+--config``, ``read --config --catalog [--state]``) and only protocol messages on
+stdout.  It runs without Spark.  ``state import`` / ``state export`` move a
+connection's state from and to Airbyte's format (see
+:mod:`headwater.interop._state_migration`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from headwater.errors import ConfigError
+
+_COMMANDS = ("spec", "check", "discover", "read")
+
+
+def _read_json(path: Path | None, what: str) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"cannot read the {what} file {path}: {exc.strerror}",
+                          field=f"--{what}") from exc
+    except ValueError as exc:
+        raise ConfigError(f"the {what} file {path} is not JSON: {exc}", field=f"--{what}") from exc
+
+
+def airbyte(
+    source: Annotated[str, typer.Argument(help="A source type, e.g. sample.", metavar="SOURCE")],
+    command: Annotated[str, typer.Argument(help="spec | check | discover | read",
+                                           metavar="COMMAND")],
+    config: Annotated[Path | None, typer.Option("--config", help="Source config (JSON).")] = None,
+    catalog: Annotated[Path | None, typer.Option("--catalog",
+                                                 help="Configured catalog (JSON).")] = None,
+    state: Annotated[Path | None, typer.Option("--state", help="Airbyte state (JSON).")] = None,
+) -> None:
+    """Run a Headwater source as an Airbyte source connector (protocol messages on stdout)."""
+    from headwater.config import install_log_masking, mask
+    from headwater.interop import AirbyteServer
+    from headwater.protocol import (
+        AirbyteErrorTraceMessage,
+        AirbyteMessage,
+        AirbyteTraceMessage,
+        FailureType,
+        MessageType,
+        TraceType,
+    )
+
+    server = AirbyteServer(source, sys.stdout)
+    server.capture_logs()
+    install_log_masking()
+    ok = True
+    try:
+        if command not in _COMMANDS:
+            raise ConfigError(f"unknown command {command!r}; expected one of "
+                              f"{', '.join(_COMMANDS)}", field="COMMAND")
+        if command == "spec":
+            server.spec()
+        else:
+            if config is None:
+                raise ConfigError(f"`{command}` needs --config FILE", field="--config")
+            document = _read_json(config, "config")
+            if command == "check":
+                server.check(document)
+            elif command == "discover":
+                server.discover(document)
+            else:
+                ok = server.read(document, _read_json(catalog, "catalog"),
+                                 _read_json(state, "state"))
+    except Exception as exc:
+        text = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
+        server.emit(AirbyteMessage(type=MessageType.TRACE, trace=AirbyteTraceMessage(
+            type=TraceType.ERROR, emitted_at=0.0, error=AirbyteErrorTraceMessage(
+                message=mask(text), failure_type=FailureType.config_error
+                if isinstance(exc, ConfigError) else FailureType.system_error))))
+        ok = False
+    sys.stdout.flush()
+    if not ok:
+        raise typer.Exit(1)
+
+
+def state_import(
+    connection: Annotated[Path, typer.Argument(help="Connection YAML file.",
+                                               metavar="CONNECTION.yaml")],
+    file: Annotated[Path, typer.Argument(help="Airbyte state: STATE messages (a JSON list) "
+                                         "or an Airbyte API connection state.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+) -> None:
+    """Import an Airbyte connection's state (STREAM or GLOBAL) into a connection."""
+    from headwater.cli.app import _emit_json, _handled, _open_store, out, store_url
+    from headwater.config import load_connection
+    from headwater.interop import parse_airbyte_state
+
+    with _handled(as_json):
+        config = load_connection(connection)
+        imported = parse_airbyte_state(_read_json(file, "state"))
+        store = _open_store(store_url(config))
+        stored = imported.per_stream()
+        for stream, value in stored.items():
+            store.save_state(config.name, stream, value, run_id=None, checkpoint_index=None)
+        if as_json:
+            _emit_json({"connection": config.name, "kind": imported.kind,
+                        "imported": sorted(stored)})
+        else:
+            out.print(f"{config.name}: imported {imported.kind} state of "
+                      f"{', '.join(sorted(stored)) or 'no stream'}")
+
+
+def state_export(
+    connection: Annotated[Path, typer.Argument(help="Connection YAML file.",
+                                               metavar="CONNECTION.yaml")],
+    file: Annotated[Path | None, typer.Argument(help="Where to write (default: stdout).")] = None,
+) -> None:
+    """Export a connection's state as Airbyte STATE messages (a JSON list)."""
+    from headwater.cli.app import _handled, _open_store, out, store_url
+    from headwater.config import load_connection
+    from headwater.interop import export_state
+
+    with _handled(False):
+        config = load_connection(connection)
+        messages = export_state(_open_store(store_url(config)).get_states(config.name))
+        text = json.dumps(messages, indent=2) + "\n"
+        if file is None:
+            sys.stdout.write(text)
+        else:
+            file.write_text(text)
+            out.print(f"{config.name}: wrote {len(messages)} state message(s) to {file}")

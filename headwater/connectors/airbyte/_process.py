@@ -1,0 +1,134 @@
+"""Run one Airbyte connector command and turn its stdout into messages.
+
+The connector is a separate process speaking the protocol: one JSON message
+per line on stdout.  RECORD lines are the bulk of the traffic, so they are
+decoded with ``json.loads`` only and handed over as plain ``(stream, data)``;
+every other line is validated into :class:`~headwater.protocol.AirbyteMessage`.
+LOG messages go to Headwater's logger at their level; an error TRACE becomes a
+:class:`~headwater.errors.ConnectorError` with the connector's own message; a
+process that exits non-zero (or dies mid-stream) fails with the tail of its
+stderr.  Either way the caller's partition fails and no state moves.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import logging
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from headwater.config import mask
+from headwater.errors import ConnectorError
+from headwater.protocol import AirbyteMessage, LogLevel, MessageType, TraceType
+
+log = logging.getLogger("headwater.connectors.airbyte")
+
+_LEVELS = {
+    LogLevel.FATAL: logging.CRITICAL, LogLevel.ERROR: logging.ERROR, LogLevel.WARN: logging.WARNING,
+    LogLevel.INFO: logging.INFO, LogLevel.DEBUG: logging.DEBUG, LogLevel.TRACE: logging.DEBUG,
+}
+_RECORD_PREFIX = '{"type":"RECORD"'
+_STDERR_TAIL = 20
+
+
+@dataclass(frozen=True)
+class Record:
+    """One RECORD message, kept as plain values (the fast path)."""
+
+    stream: str
+    data: dict[str, Any]
+
+
+@dataclass
+class MessageCounts:
+    """What a connector said besides records, for logs and run stats."""
+
+    logs: int = 0
+    warnings: int = 0
+    traces: int = 0
+
+
+def run_connector(argv: list[str], label: str, *, stream: str | None = None,
+                  counts: MessageCounts | None = None) -> Iterator[Record | AirbyteMessage]:
+    """Start ``argv`` and yield its records and messages until it exits.
+
+    Raises :class:`ConnectorError` on an error TRACE, an unparsable line, or a
+    non-zero exit; the process is killed if the consumer stops early.
+    """
+    counts = counts if counts is not None else MessageCounts()
+    try:
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   stdin=subprocess.DEVNULL, text=True, bufsize=1 << 20)
+    except OSError as exc:
+        raise ConnectorError(f"cannot start connector {label}: {exc}", stream=stream) from exc
+    assert process.stdout is not None and process.stderr is not None
+    stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
+    drain = threading.Thread(target=_drain, args=(process.stderr, stderr_tail), daemon=True)
+    drain.start()
+    finished = False
+    try:
+        for line in process.stdout:
+            if line.startswith(_RECORD_PREFIX):
+                try:
+                    body = json.loads(line)["record"]
+                    yield Record(body["stream"], body["data"])
+                    continue
+                except (ValueError, KeyError, TypeError):
+                    pass  # fall through to the validating parser for its error message
+            if not line.strip():
+                continue
+            if not line.lstrip().startswith("{"):
+                log.debug("connector %s printed a non-protocol line: %s", label, line.rstrip())
+                continue
+            try:
+                message = AirbyteMessage.parse_line(line)
+            except Exception as exc:
+                raise ConnectorError(f"connector {label} printed an invalid message: {exc}",
+                                     stream=stream) from exc
+            _observe(message, label, stream, counts)
+            yield message
+        process.wait()
+        drain.join(timeout=10)
+        if process.returncode != 0:
+            tail = " | ".join(line.rstrip() for line in stderr_tail if line.strip())[-2000:]
+            raise ConnectorError(
+                f"connector {label} exited with code {process.returncode} before finishing"
+                + (f": {mask(tail)}" if tail else ""), stream=stream)
+        finished = True
+    finally:
+        if not finished and process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _observe(message: AirbyteMessage, label: str, stream: str | None,
+             counts: MessageCounts) -> None:
+    if message.type == MessageType.LOG and message.log is not None:
+        counts.logs += 1
+        level = _LEVELS.get(message.log.level, logging.INFO)
+        if level >= logging.WARNING:
+            counts.warnings += 1
+        log.log(level, "[%s] %s", label, mask(message.log.message))
+    elif message.type == MessageType.TRACE and message.trace is not None:
+        counts.traces += 1
+        trace = message.trace
+        if trace.type == TraceType.ERROR and trace.error is not None:
+            failing = trace.error.stream_descriptor.name if trace.error.stream_descriptor \
+                else stream
+            raise ConnectorError(
+                f"connector {label} reported an error"
+                + (f" on stream {failing!r}" if failing else "")
+                + f": {mask(trace.error.message)}"
+                + (f" ({trace.error.failure_type.value})" if trace.error.failure_type else ""),
+                stream=stream)
+
+
+def _drain(pipe: IO[str], tail: collections.deque[str]) -> None:
+    """Keep the connector's stderr flowing (a full pipe would block it) and its last lines."""
+    for line in pipe:
+        tail.append(line)
+        log.debug("connector stderr: %s", mask(line.rstrip()))

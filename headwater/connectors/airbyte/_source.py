@@ -1,0 +1,259 @@
+"""The ``airbyte`` source type: any Airbyte source connector, run as Headwater streams.
+
+Example connection snippet::
+
+    source:
+      type: airbyte
+      config:
+        package: airbyte-source-faker      # installed once into its own venv
+        version: 7.2.1                     # pinned: a connection must read the same code
+        config: {count: 1000, seed: 1}     # the connector's own config, checked by its spec
+
+``command: [path/to/connector]`` runs a local executable instead of a package.
+
+Each stream is one partition, so each stream is one Spark task and streams run
+side by side.  Its ``read`` starts ``<connector> read`` with a catalog holding
+that stream alone and the stream's state, yields the RECORD data as dicts (the
+engine types them under the stream's JSON schema) and the connector's last
+STATE of the stream as a :class:`~headwater.sdk.PartitionState`, which the
+engine commits with the records.  Incremental streams store the connector's
+own state unchanged, so Airbyte state imports and exports as it is.
+
+Secrets: the connector's spec marks them (``airbyte_secret``); they are
+registered for masking as soon as the spec is known, and the config recorded
+with a run is redacted with that spec.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from headwater.config import redact, register_secrets, secret_values, validate_config
+from headwater.connectors.airbyte._env import ConnectorEnv, envs_root
+from headwater.connectors.airbyte._process import MessageCounts, Record, run_connector
+from headwater.errors import AuthenticationError, ConnectorError
+from headwater.protocol import (
+    AirbyteCatalog,
+    AirbyteMessage,
+    AirbyteStateType,
+    AirbyteStream,
+    CheckStatus,
+    ConfiguredAirbyteCatalog,
+    ConfiguredAirbyteStream,
+    ConnectorSpecification,
+    DestinationSyncMode,
+    MessageType,
+    SyncMode,
+    TraceType,
+    stream_state_message,
+)
+from headwater.sdk import (
+    ConnectorStateCursor,
+    Cursor,
+    FinalStateCursor,
+    Partition,
+    PartitionState,
+    RecordOrBatch,
+    Source,
+    Stream,
+)
+
+__all__ = ["AirbyteSource", "AirbyteSourceStream"]
+
+
+class AirbyteSourceStream(Stream):
+    """One stream of an Airbyte connector; pickled to the executor that reads it."""
+
+    keeps_own_state = True
+
+    def __init__(self, env: ConnectorEnv, connector_config: Mapping[str, Any],
+                 stream: AirbyteStream) -> None:
+        # The Stream contract declares these as class attributes; an Airbyte
+        # stream only learns them from ``discover``, so they are set per instance.
+        vars(self).update(
+            name=stream.name,
+            namespace=stream.namespace,
+            primary_key=tuple(path[0] for path in stream.source_defined_primary_key or []
+                              if len(path) == 1),
+            cursor_field=(stream.default_cursor_field[0]
+                          if stream.default_cursor_field and len(stream.default_cursor_field) == 1
+                          else None),
+        )
+        self._env = env
+        self._config = dict(connector_config)
+        self._stream = stream
+
+    @property
+    def airbyte_stream(self) -> AirbyteStream:
+        return self._stream
+
+    @property
+    def supported_sync_modes(self) -> list[str]:
+        return [mode.value for mode in self._stream.supported_sync_modes]
+
+    @property
+    def incremental_capable(self) -> bool:
+        return SyncMode.incremental in self._stream.supported_sync_modes
+
+    def json_schema(self) -> dict[str, Any]:
+        return self._stream.json_schema
+
+    def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
+        """The connector's own state, moved only by committed STATE messages."""
+        return ConnectorStateCursor(state) if incremental else FinalStateCursor()
+
+    def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
+        """One partition: the whole stream is one connector process, one Spark task."""
+        self._env.ship()
+        return [Partition(self.name, self.name, {"state": dict(state) if state else None})]
+
+    def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
+        """Run ``read`` for this stream alone; yield its records, then its last state."""
+        state = partition.params.get("state")
+        mode = SyncMode.incremental if self.incremental_capable else SyncMode.full_refresh
+        catalog = ConfiguredAirbyteCatalog(streams=[ConfiguredAirbyteStream(
+            stream=self._stream, sync_mode=mode,
+            destination_sync_mode=DestinationSyncMode.append,
+            cursor_field=self._stream.default_cursor_field,
+            primary_key=self._stream.source_defined_primary_key)])
+        state_messages = [] if not state else [
+            stream_state_message(self.name, dict(state), namespace=self.namespace)
+            .model_dump(mode="json", exclude_none=True)]
+        counts = MessageCounts()
+        with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
+            args = ["read", "--config", _write(folder, "config.json", self._config),
+                    "--catalog", _write(folder, "catalog.json",
+                                        catalog.model_dump(mode="json", exclude_none=True))]
+            if state_messages:
+                args += ["--state", _write(folder, "state.json", state_messages)]
+            for item in run_connector(self._env.command() + args, self._env.label,
+                                      stream=self.name, counts=counts):
+                if isinstance(item, Record):
+                    if item.stream == self.name:
+                        yield item.data
+                elif item.type == MessageType.STATE and item.state is not None:
+                    own = _stream_state(item, self.name, self.namespace)
+                    if own is not None:
+                        yield PartitionState(own)
+                elif (item.type == MessageType.TRACE and item.trace is not None
+                      and item.trace.type == TraceType.STREAM_STATUS and item.trace.stream_status
+                      and item.trace.stream_status.status.value == "INCOMPLETE"):
+                    raise ConnectorError(f"connector {self._env.label} marked the stream "
+                                         "INCOMPLETE", stream=self.name)
+
+
+class AirbyteSource(Source):
+    """An Airbyte source connector (pinned package or command) as a Headwater source."""
+
+    type_name = "airbyte"
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        command: list[str] = list(config.get("command") or [])
+        self.env = ConnectorEnv(
+            package=config.get("package"), version=config.get("version"),
+            command_line=tuple(command),
+            entrypoint=config.get("entrypoint"), root=str(envs_root(config.get("envs_dir"))))
+        spec = self.connector_spec().connectionSpecification
+        raw = dict(config.get("config") or {})
+        register_secrets(secret_values(spec, raw))
+        self._connector_config = validate_config(spec, raw, where="source.config.config")
+        register_secrets(secret_values(spec, self._connector_config))
+        # What the engine records with a run: the connector's secrets redacted by its spec.
+        self.config = {**self.config, "config": redact(self._connector_config, spec)}
+        self._catalog: AirbyteCatalog | None = None
+
+    @classmethod
+    def spec(cls) -> dict[str, Any]:
+        return {
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "title": "Airbyte source connector",
+            "description": "Runs an Airbyte source connector in its own venv (or a command); "
+                           "its own config goes under `config` and is checked by its spec.",
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "package": {"type": "string",
+                            "description": "PyPI package, e.g. airbyte-source-faker."},
+                "version": {"type": "string", "description": "Exact version to install."},
+                "command": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                            "description": "Instead of a package: the connector's command."},
+                "entrypoint": {"type": "string",
+                               "description": "Console script of the package "
+                                              "(default: the package name without airbyte-)."},
+                "envs_dir": {"type": "string", "description": "Where connector venvs are kept "
+                             "(default: $HEADWATER_CONNECTOR_ENVS or ~/.cache/headwater)."},
+                "config": {"type": "object", "description": "The connector's own config."},
+            },
+            "oneOf": [{"required": ["package", "version"]}, {"required": ["command"]}],
+        }
+
+    # -- the protocol, on the driver ---------------------------------------------------
+
+    def _single(self, args: Sequence[str], wanted: MessageType) -> AirbyteMessage:
+        with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
+            argv = self.env.command() + [
+                arg if arg != "{config}" else
+                _write(folder, "config.json", self._connector_config) for arg in args]
+            for item in run_connector(argv, self.env.label):
+                if isinstance(item, AirbyteMessage) and item.type == wanted:
+                    return item
+        raise ConnectorError(f"connector {self.env.label} answered `{args[0]}` without a "
+                             f"{wanted.value} message")
+
+    def connector_spec(self) -> ConnectorSpecification:
+        """The connector's own spec (cached in the venv: it depends only on the version)."""
+        cache = None if self.env.command_line else self.env.venv / ".headwater-spec.json"
+        if cache is not None and cache.exists():
+            return ConnectorSpecification.model_validate_json(cache.read_text())
+        spec = self._single(["spec"], MessageType.SPEC).spec
+        assert spec is not None
+        if cache is not None:
+            cache.write_text(spec.model_dump_json(exclude_none=True))
+        return spec
+
+    def check(self) -> None:
+        message = self._single(["check", "--config", "{config}"], MessageType.CONNECTION_STATUS)
+        status = message.connectionStatus
+        if status is None or status.status != CheckStatus.SUCCEEDED:
+            text = (status.message if status else None) or "no reason given"
+            raise AuthenticationError(f"connector {self.env.label} check failed: {text}",
+                                      field="source.config.config")
+
+    def catalog(self) -> AirbyteCatalog:
+        if self._catalog is None:
+            message = self._single(["discover", "--config", "{config}"], MessageType.CATALOG)
+            assert message.catalog is not None
+            self._catalog = message.catalog
+        return self._catalog
+
+    def streams(self) -> list[Stream]:
+        return [AirbyteSourceStream(self.env, self._connector_config, s)
+                for s in self.catalog().streams]
+
+
+def _stream_state(message: AirbyteMessage, name: str,
+                  namespace: str | None) -> dict[str, Any] | None:
+    """This stream's part of a STATE message (STREAM form, or its part of a GLOBAL one)."""
+    state = message.state
+    assert state is not None
+    if state.type == AirbyteStateType.STREAM and state.stream is not None:
+        descriptor = state.stream.stream_descriptor
+        if descriptor.name == name and descriptor.namespace == namespace:
+            return dict(state.stream.stream_state or {})
+    if state.type == AirbyteStateType.GLOBAL and state.global_ is not None:
+        for part in state.global_.stream_states:
+            if part.stream_descriptor.name == name:
+                return dict(part.stream_state or {})
+    return None
+
+
+def _write(folder: str, name: str, document: Any) -> str:
+    path = Path(folder) / name
+    path.write_text(json.dumps(document))
+    return str(path)
+
