@@ -89,6 +89,9 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
             except Exception as exc:
                 raise ConnectorError(f"connector {label} printed an invalid message: {exc}",
                                      stream=stream) from exc
+            if message.record is not None:  # a record spelled differently from the fast path
+                yield Record(message.record.stream, message.record.data)
+                continue
             _observe(message, label, stream, counts)
             yield message
         process.wait()

@@ -1,0 +1,99 @@
+"""A tiny Airbyte source connector: a real process speaking the protocol on stdout.
+
+Tests start it through the ``airbyte`` source type's ``command`` option.  Its
+config decides what it does: ``records`` rows of stream ``items`` (``id``,
+``updated_at`` = ``id``), a STATE every ``state_every`` records, then either a
+normal end, an error TRACE (``fail: trace``) or a crash (``fail: crash``, exit 3
+without a word) after ``fail_after`` records.  With a state ``{"cursor": N}`` it
+starts after record N.  It needs only the standard library.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+
+def emit(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+SPEC = {
+    "connectionSpecification": {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {
+            "records": {"type": "integer"},
+            "state_every": {"type": "integer"},
+            "fail": {"type": "string", "enum": ["none", "trace", "crash"]},
+            "fail_after": {"type": "integer"},
+            "token": {"type": "string", "airbyte_secret": True},
+        },
+        "required": ["records"],
+    }
+}
+STREAM = {
+    "name": "items",
+    "json_schema": {"type": "object", "properties": {
+        "id": {"type": "integer"}, "updated_at": {"type": "integer"},
+        "label": {"type": "string"}}},
+    "supported_sync_modes": ["full_refresh", "incremental"],
+    "source_defined_cursor": True,
+    "default_cursor_field": ["updated_at"],
+    "source_defined_primary_key": [["id"]],
+}
+
+
+def option(args: list[str], name: str) -> str | None:
+    return args[args.index(name) + 1] if name in args else None
+
+
+def main(args: list[str]) -> int:
+    command = args[0]
+    if command == "spec":
+        emit({"type": "SPEC", "spec": SPEC})
+        return 0
+    config = json.loads(open(option(args, "--config")).read())
+    if command == "check":
+        ok = config.get("token") != "refused"
+        emit({"type": "CONNECTION_STATUS", "connectionStatus": {
+            "status": "SUCCEEDED" if ok else "FAILED", "message": None if ok else "refused"}})
+        return 0
+    if command == "discover":
+        emit({"type": "CATALOG", "catalog": {"streams": [STREAM]}})
+        return 0
+    state_path = option(args, "--state")
+    start = 0
+    if state_path:
+        for message in json.loads(open(state_path).read()):
+            start = int(message["stream"]["stream_state"]["cursor"])
+    emit({"type": "LOG", "log": {"level": "WARN",
+                                 "message": f"fake connector starts after {start}"}})
+    every = int(config.get("state_every", 10))
+    fail = config.get("fail", "none")
+    fail_after = int(config.get("fail_after", 0))
+    for number in range(start + 1, int(config["records"]) + 1):
+        if fail != "none" and number - start > fail_after:
+            if fail == "crash":
+                sys.stdout.write('{"type":"RECORD","record":{"stream":"ite')  # cut mid-line
+                sys.stdout.flush()
+                sys.exit(3)
+            emit({"type": "TRACE", "trace": {"type": "ERROR", "emitted_at": time.time() * 1000,
+                                             "error": {"message": "the fake API said no",
+                                                       "failure_type": "system_error"}}})
+            return 1
+        emit({"type": "RECORD", "record": {"stream": "items", "emitted_at": 0, "data": {
+            "id": number, "updated_at": number, "label": f"item {number}"}}})
+        if number % every == 0:
+            emit({"type": "STATE", "state": {"type": "STREAM", "stream": {
+                "stream_descriptor": {"name": "items"}, "stream_state": {"cursor": number}}}})
+    emit({"type": "STATE", "state": {"type": "STREAM", "stream": {
+        "stream_descriptor": {"name": "items"},
+        "stream_state": {"cursor": max(start, int(config["records"]))}}}})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

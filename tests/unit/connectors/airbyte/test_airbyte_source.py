@@ -1,0 +1,99 @@
+"""The ``airbyte`` source type against a real connector process (the fake connector)."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import pytest
+
+from headwater.config import mask
+from headwater.connectors import get_source_class
+from headwater.connectors.airbyte import AirbyteSource, ConnectorEnv
+from headwater.errors import AuthenticationError, ConfigError, ConnectorError
+from headwater.sdk import ConnectorStateCursor, FinalStateCursor, PartitionState
+from tests.unit.connectors.airbyte.conftest import fake_source_config
+
+
+def _read(source: AirbyteSource, state: dict | None = None) -> tuple[list[dict], list[dict]]:
+    stream = source.stream("items")
+    (partition,) = stream.partitions(state)
+    records, states = [], []
+    for item in stream.read(partition):
+        if isinstance(item, PartitionState):
+            states.append(dict(item.state))
+        else:
+            records.append(dict(item))
+    return records, states
+
+
+def test_registered_as_a_built_in() -> None:
+    assert get_source_class("airbyte") is AirbyteSource
+
+
+def test_discover_gives_streams_with_keys_cursor_and_one_partition() -> None:
+    source = AirbyteSource(fake_source_config(records=3))
+    (stream,) = source.streams()
+    assert stream.stream_name == "items"
+    assert tuple(stream.primary_key) == ("id",)
+    assert stream.cursor_field == "updated_at"
+    assert stream.supported_sync_modes == ["full_refresh", "incremental"]
+    assert stream.keeps_own_state
+    assert [p.params for p in stream.partitions({"cursor": 2})] == [{"state": {"cursor": 2}}]
+    assert isinstance(stream.cursor(None, True), ConnectorStateCursor)
+    assert isinstance(stream.cursor(None, False), FinalStateCursor)
+
+
+def test_read_yields_records_then_the_connectors_states_and_resumes_from_state() -> None:
+    source = AirbyteSource(fake_source_config(records=25, state_every=10))
+    records, states = _read(source)
+    assert [r["id"] for r in records] == list(range(1, 26))
+    assert states == [{"cursor": 10}, {"cursor": 20}, {"cursor": 25}]
+    records, states = _read(source, {"cursor": 20})
+    assert [r["id"] for r in records] == [21, 22, 23, 24, 25]
+    assert states[-1] == {"cursor": 25}
+
+
+def test_connector_logs_reach_headwater_logs(caplog: pytest.LogCaptureFixture) -> None:
+    source = AirbyteSource(fake_source_config(records=1))
+    with caplog.at_level(logging.INFO, logger="headwater.connectors.airbyte"):
+        _read(source, {"cursor": 0})
+    assert any("fake connector starts after 0" in r.getMessage() and r.levelno == logging.WARNING
+               for r in caplog.records)
+
+
+def test_error_trace_fails_the_read_with_the_connectors_message() -> None:
+    source = AirbyteSource(fake_source_config(records=50, fail="trace", fail_after=15))
+    with pytest.raises(ConnectorError, match="the fake API said no"):
+        _read(source)
+
+
+def test_crash_mid_stream_fails_the_read() -> None:
+    source = AirbyteSource(fake_source_config(records=50, fail="crash", fail_after=15))
+    with pytest.raises(ConnectorError, match="fake_connector.py"):
+        _read(source)
+
+
+def test_connector_config_is_checked_against_its_own_spec_and_secrets_are_masked() -> None:
+    with pytest.raises(ConfigError, match="records"):
+        AirbyteSource(fake_source_config(state_every=3))
+    source = AirbyteSource(fake_source_config(records=1, token="fake-token-4f9a1c"))
+    assert "fake-token-4f9a1c" not in mask("token fake-token-4f9a1c")
+    assert source.config["config"]["token"] != "fake-token-4f9a1c"
+
+
+def test_check_reports_a_refusal() -> None:
+    AirbyteSource(fake_source_config(records=1)).check()
+    with pytest.raises(AuthenticationError, match="refused"):
+        AirbyteSource(fake_source_config(records=1, token="refused")).check()
+
+
+def test_a_package_must_be_pinned() -> None:
+    with pytest.raises(ConfigError, match="version"):
+        ConnectorEnv(package="airbyte-source-faker", version=">=7", root="/tmp")
+    with pytest.raises(ConfigError, match="command"):
+        ConnectorEnv(root="/tmp")
+    assert ConnectorEnv(package="airbyte-source-faker", version="7.2.1",
+                        root="/envs").script == "source-faker"
+    env = ConnectorEnv(command_line=(sys.executable, "x"))
+    assert env.command() == [sys.executable, "x"]
