@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -79,7 +80,7 @@ def airbyte(
     except Exception as exc:
         text = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
         server.emit(AirbyteMessage(type=MessageType.TRACE, trace=AirbyteTraceMessage(
-            type=TraceType.ERROR, emitted_at=0.0, error=AirbyteErrorTraceMessage(
+            type=TraceType.ERROR, emitted_at=time.time() * 1000, error=AirbyteErrorTraceMessage(
                 message=mask(text), failure_type=FailureType.config_error
                 if isinstance(exc, ConfigError) else FailureType.system_error))))
         ok = False
