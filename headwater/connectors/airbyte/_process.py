@@ -72,6 +72,10 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     finished = False
     try:
         for line in process.stdout:
+            if not line.endswith("\n"):
+                # The last line of a process that died mid-write: its exit code speaks.
+                log.debug("connector %s left a cut line: %s", label, line[:200])
+                continue
             if line.startswith(_RECORD_PREFIX):
                 try:
                     body = json.loads(line)["record"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 
 def emit(message: dict) -> None:
@@ -55,7 +56,7 @@ def main(args: list[str]) -> int:
     if command == "spec":
         emit({"type": "SPEC", "spec": SPEC})
         return 0
-    config = json.loads(open(option(args, "--config")).read())
+    config = json.loads(Path(option(args, "--config")).read_text())
     if command == "check":
         ok = config.get("token") != "refused"
         emit({"type": "CONNECTION_STATUS", "connectionStatus": {
@@ -67,7 +68,7 @@ def main(args: list[str]) -> int:
     state_path = option(args, "--state")
     start = 0
     if state_path:
-        for message in json.loads(open(state_path).read()):
+        for message in json.loads(Path(state_path).read_text()):
             start = int(message["stream"]["stream_state"]["cursor"])
     emit({"type": "LOG", "log": {"level": "WARN",
                                  "message": f"fake connector starts after {start}"}})
