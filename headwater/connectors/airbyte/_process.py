@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import json
 import logging
+import os
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -52,6 +53,13 @@ class MessageCounts:
     traces: int = 0
 
 
+def connector_environment() -> dict[str, str]:
+    """This process's environment without what would leak Headwater's (or Spark's)
+    Python path into the connector's own interpreter."""
+    return {k: v for k, v in os.environ.items()
+            if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV")}
+
+
 def run_connector(argv: list[str], label: str, *, stream: str | None = None,
                   counts: MessageCounts | None = None) -> Iterator[Record | AirbyteMessage]:
     """Start ``argv`` and yield its records and messages until it exits.
@@ -62,7 +70,8 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     counts = counts if counts is not None else MessageCounts()
     try:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   stdin=subprocess.DEVNULL, text=True, bufsize=1 << 20)
+                                   stdin=subprocess.DEVNULL, text=True, bufsize=1 << 20,
+                                   env=connector_environment())
     except OSError as exc:
         raise ConnectorError(f"cannot start connector {label}: {exc}", stream=stream) from exc
     assert process.stdout is not None and process.stderr is not None

@@ -1,0 +1,171 @@
+"""Airbyte connectors synced by Headwater into Delta, on the shared Spark session.
+
+* ``airbyte-source-faker`` (pinned, in its managed venv): a full-refresh and an
+  incremental stream side by side, then the incremental stream again from the
+  state Headwater stored; ids and counts must equal what the connector emits
+  when run alone with the same config, catalog and state, and the stored state
+  must be the connector's own last STATE.
+* the fake connector (a real process speaking the protocol): an error TRACE, or
+  a crash mid-stream, fails the stream, commits no row and leaves the state
+  exactly as it was.
+
+The faker venv lives in the shared connectors cache (``~/.cache/headwater`` or
+``$HEADWATER_CONNECTOR_ENVS``); the first run on a machine installs it (minutes).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from headwater.config import load_connection
+from headwater.connectors.airbyte import ConnectorEnv, envs_root
+from headwater.engine import SyncEngine, SyncResult
+from headwater.metadata_store import MetadataStore
+
+pytestmark = pytest.mark.spark
+
+FAKER = {"package": "airbyte-source-faker", "version": "7.2.1"}
+FAKE_CONNECTOR = Path(__file__).parents[3] / "unit" / "connectors" / "airbyte" / "fake_connector.py"
+
+
+@pytest.fixture(scope="module")
+def faker_env() -> ConnectorEnv:
+    env = ConnectorEnv(package=FAKER["package"], version=FAKER["version"], root=str(envs_root()))
+    env.ensure()
+    return env
+
+
+def write_connection(tmp_path: Path, source: dict[str, Any],
+                     streams: list[dict[str, Any]]) -> Path:
+    document = {
+        "name": "ab",
+        "source": {"type": "airbyte", "config": source},
+        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake")}},
+        "streams": streams,
+        "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}",
+    }
+    path = tmp_path / "ab.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def sync(path: Path) -> tuple[SyncResult, MetadataStore]:
+    connection = load_connection(path)
+    store = MetadataStore(connection.metadata_store or "")
+    return SyncEngine(connection, store).run(), store
+
+
+def ids(spark: Any, tmp_path: Path, stream: str) -> Counter[int]:
+    rows = spark.read.format("delta").load(str(tmp_path / "lake" / stream)).select("id")
+    return Counter(r["id"] for r in rows.collect())
+
+
+def run_alone(env: ConnectorEnv, config: dict[str, Any], catalog: dict[str, Any],
+              state: list[dict[str, Any]] | None) -> tuple[dict[str, Counter[int]], dict[str, Any]]:
+    """The connector's own ``read``, without Headwater: record ids and last state per stream."""
+    import subprocess
+
+    from headwater.connectors.airbyte._process import connector_environment
+
+    with tempfile.TemporaryDirectory() as folder:
+        files = {"config": config, "catalog": catalog, "state": state}
+        args = ["read"]
+        for name, document in files.items():
+            if document is not None:
+                (Path(folder) / f"{name}.json").write_text(json.dumps(document))
+                args += [f"--{name}", str(Path(folder) / f"{name}.json")]
+        done = subprocess.run(env.command() + args, capture_output=True, text=True, check=True,
+                              env=connector_environment())
+    records: dict[str, Counter[int]] = {}
+    states: dict[str, Any] = {}
+    for line in done.stdout.splitlines():
+        message = json.loads(line)
+        if message["type"] == "RECORD":
+            records.setdefault(message["record"]["stream"], Counter())[
+                message["record"]["data"]["id"]] += 1
+        elif message["type"] == "STATE":
+            stream = message["state"]["stream"]
+            states[stream["stream_descriptor"]["name"]] = stream["stream_state"]
+    return records, states
+
+
+def test_faker_full_refresh_and_incremental_match_the_connector_alone(
+        spark: Any, tmp_path: Path, faker_env: ConnectorEnv) -> None:
+    faker = {"seed": 5, "records_per_slice": 50, "parallelism": 1, "always_updated": False}
+    streams = [
+        {"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append_dedup",
+         "primary_key": ["id"]},
+        {"name": "products", "sync_mode": "full_refresh", "destination_sync_mode": "overwrite"},
+    ]
+    first, store = sync(write_connection(tmp_path, {**FAKER, "config": {**faker, "count": 200}},
+                                         streams))
+    assert first.status == "succeeded", [s.error for s in first.streams]
+
+    catalog = {"streams": []}
+    for stream in load_connection(tmp_path / "ab.yaml").streams:
+        catalog["streams"].append(_configured(faker_env, {**faker, "count": 200}, stream.name,
+                                              stream.sync_mode))
+    alone, alone_state = run_alone(faker_env, {**faker, "count": 200}, catalog, None)
+    assert ids(spark, tmp_path, "users") == alone["users"]
+    assert sum(alone["users"].values()) == 200
+    assert ids(spark, tmp_path, "products") == alone["products"]
+    stored = store.get_state("ab", "users")
+    assert stored == alone_state["users"]  # the connector's own last STATE, committed
+    assert store.get_state("ab", "products") is None  # full refresh keeps no cursor
+
+    second, store = sync(write_connection(
+        tmp_path, {**FAKER, "config": {**faker, "count": 300}}, streams))
+    assert second.status == "succeeded", [s.error for s in second.streams]
+    state_messages = [{"type": "STREAM", "stream": {"stream_descriptor": {"name": "users"},
+                                                    "stream_state": stored}}]
+    users_only = {"streams": [catalog["streams"][0]]}
+    alone_more, alone_more_state = run_alone(faker_env, {**faker, "count": 300}, users_only,
+                                             state_messages)
+    users = second.streams[0]
+    assert users.name == "users" and users.records_written == sum(alone_more["users"].values())
+    assert set(alone_more["users"]) == set(range(201, 301))
+    assert ids(spark, tmp_path, "users") == alone["users"] + alone_more["users"]
+    assert store.get_state("ab", "users") == alone_more_state["users"]
+    assert ids(spark, tmp_path, "products") == alone["products"]
+
+
+def _configured(env: ConnectorEnv, config: dict[str, Any], name: str,
+                sync_mode: str) -> dict[str, Any]:
+    from headwater.connectors.airbyte import AirbyteSource
+
+    source = AirbyteSource({**FAKER, "config": config, "envs_dir": env.root})
+    stream = next(s for s in source.catalog().streams if s.name == name)
+    return {"stream": stream.model_dump(mode="json", exclude_none=True),
+            "sync_mode": "incremental", "destination_sync_mode": "append",
+            "cursor_field": stream.default_cursor_field}
+
+
+def test_error_trace_or_crash_mid_stream_commits_nothing_and_keeps_the_state(
+        spark: Any, tmp_path: Path) -> None:
+    streams = [{"name": "items", "sync_mode": "incremental", "destination_sync_mode": "append"}]
+
+    def fake(**config: Any) -> dict[str, Any]:
+        return {"command": [sys.executable, str(FAKE_CONNECTOR)],
+                "config": {"state_every": 10, **config}}
+
+    first, store = sync(write_connection(tmp_path, fake(records=30), streams))
+    assert first.status == "succeeded", first.streams[0].error
+    assert store.get_state("ab", "items") == {"cursor": 30}
+    assert sum(ids(spark, tmp_path, "items").values()) == 30
+
+    for failure, message in (("trace", "the fake API said no"), ("crash", "exited with code 3")):
+        # 25 records and two STATE messages come out before the connector fails.
+        failed, store = sync(write_connection(
+            tmp_path, fake(records=80, fail=failure, fail_after=25), streams))
+        assert failed.status == "failed"
+        assert message in (failed.streams[0].error or "")
+        assert store.get_state("ab", "items") == {"cursor": 30}, failure
+        assert sum(ids(spark, tmp_path, "items").values()) == 30, failure
