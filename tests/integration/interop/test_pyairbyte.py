@@ -16,8 +16,11 @@ import airbyte as ab
 source = ab.get_source("source-headwater-sample", local_executable=sys.argv[1],
                        config=json.loads(sys.argv[2]), streams=["users", "orders"])
 source.check()
-print(json.dumps({name: sorted(int(r["id"]) for r in source.get_records(name))
-                  for name in ("users", "orders")}))
+read = {}
+for name in ("users", "orders"):
+    records = list(source.get_records(name))
+    read[name] = sorted(int(record["id"]) for record in records)
+print(json.dumps(read))
 """
 
 
