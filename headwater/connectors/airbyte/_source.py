@@ -27,6 +27,7 @@ with a run is redacted with that spec.
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -63,6 +64,8 @@ from headwater.sdk import (
 )
 
 __all__ = ["AirbyteSource", "AirbyteSourceStream"]
+
+_log = logging.getLogger("headwater.connectors.airbyte")
 
 
 class AirbyteSourceStream(Stream):
@@ -144,6 +147,8 @@ class AirbyteSourceStream(Stream):
                       and item.trace.stream_status.status.value == "INCOMPLETE"):
                     raise ConnectorError(f"connector {self._env.label} marked the stream "
                                          "INCOMPLETE", stream=self.name)
+        _log.info("connector %s, stream %s: %d log messages (%d warnings or worse), %d traces",
+                  self._env.label, self.name, counts.logs, counts.warnings, counts.traces)
 
 
 class AirbyteSource(Source):
