@@ -45,8 +45,22 @@ def airbyte(
     state: Annotated[Path | None, typer.Option("--state", help="Airbyte state (JSON).")] = None,
 ) -> None:
     """Run a Headwater source as an Airbyte source connector (protocol messages on stdout)."""
-    from headwater.config import install_log_masking, mask
+    from headwater.config import install_log_masking
     from headwater.interop import AirbyteServer
+
+    server = AirbyteServer(source, sys.stdout)
+    with server.capture_logs():
+        install_log_masking()
+        ok = _serve(server, command, config, catalog, state)
+    sys.stdout.flush()
+    if not ok:
+        raise typer.Exit(1)
+
+
+def _serve(server: Any, command: str, config: Path | None, catalog: Path | None,
+           state: Path | None) -> bool:
+    """Run one protocol command; every failure becomes an error TRACE (False)."""
+    from headwater.config import mask
     from headwater.protocol import (
         AirbyteErrorTraceMessage,
         AirbyteMessage,
@@ -56,9 +70,6 @@ def airbyte(
         TraceType,
     )
 
-    server = AirbyteServer(source, sys.stdout)
-    server.capture_logs()
-    install_log_masking()
     ok = True
     try:
         if command not in _COMMANDS:
@@ -84,9 +95,7 @@ def airbyte(
                 message=mask(text), failure_type=FailureType.config_error
                 if isinstance(exc, ConfigError) else FailureType.system_error))))
         ok = False
-    sys.stdout.flush()
-    if not ok:
-        raise typer.Exit(1)
+    return ok
 
 
 def state_import(

@@ -21,7 +21,8 @@ import decimal
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import IO, Any
 
 import pyarrow as pa
@@ -111,13 +112,24 @@ class AirbyteServer:
         self.out.write(json.dumps({"type": "RECORD", "record": body}, default=_json_value,
                                   separators=(",", ":")) + "\n")
 
-    def capture_logs(self) -> None:
-        """Send Headwater's own log records (INFO and up) to stdout as LOG messages."""
+    @contextmanager
+    def capture_logs(self) -> Iterator[None]:
+        """Send Headwater's own log records (INFO and up) to stdout as LOG messages.
+
+        The root logger's handlers and level are restored on exit, so nothing
+        writes to this server's stream after the command finished.
+        """
         root = logging.getLogger()
+        saved = (list(root.handlers), root.level)
         root.handlers[:] = [_LogToProtocol(self)]
         root.setLevel(logging.INFO)
         for noisy in ("py4j", "pyspark"):
             logging.getLogger(noisy).setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            root.handlers[:] = saved[0]
+            root.setLevel(saved[1])
 
     # -- the commands ---------------------------------------------------------------
 

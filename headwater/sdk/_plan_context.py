@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from headwater.sdk._connector_state import PartitionState
 from headwater.sdk._partition import Partition
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ def read_fields_locally(stream: Stream, partitions: Sequence[Partition],
 def _field_rows(stream: Stream, partition: Partition,
                 fields: Sequence[str]) -> Iterator[dict[str, Any]]:
     for item in stream.read(partition):
+        if isinstance(item, PartitionState):
+            continue  # a source's own position, not a record
         if isinstance(item, Mapping):
             yield {name: item.get(name) for name in fields}
         else:  # an Arrow record batch
