@@ -58,7 +58,7 @@ def main(args: list[str]) -> int:
         return 0
     config = json.loads(Path(option(args, "--config")).read_text())
     if command == "check":
-        ok = config.get("token") != "refused"
+        ok = config.get("token") != "token-denied-7f3c"
         emit({"type": "CONNECTION_STATUS", "connectionStatus": {
             "status": "SUCCEEDED" if ok else "FAILED", "message": None if ok else "refused"}})
         return 0

@@ -85,7 +85,7 @@ def test_connector_config_is_checked_against_its_own_spec_and_secrets_are_masked
 def test_check_reports_a_refusal() -> None:
     AirbyteSource(fake_source_config(records=1)).check()
     with pytest.raises(AuthenticationError, match="refused"):
-        AirbyteSource(fake_source_config(records=1, token="refused")).check()
+        AirbyteSource(fake_source_config(records=1, token="token-denied-7f3c")).check()
 
 
 def test_a_package_must_be_pinned() -> None:
