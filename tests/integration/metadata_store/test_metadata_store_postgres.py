@@ -8,19 +8,17 @@ The cases that need two stores or two processes on one server follow.
 
 from __future__ import annotations
 
-import itertools
 import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from headwater.errors import ConnectionLockedError, MetadataStoreError
-from headwater.metadata_store import FIRST_CHECKPOINT_INDEX, MetadataStore
+from headwater.metadata_store import MetadataStore
 from tests._postgres import PostgresServer
 from tests.unit.metadata_store.test_metadata_store_lock import (
     HOLD_LOCK,
@@ -42,6 +40,7 @@ from tests.unit.metadata_store.test_metadata_store_runs import (
 )
 from tests.unit.metadata_store.test_metadata_store_state import (
     test_checkpoint_indices_are_contiguous_blocks_that_survive_a_reset,
+    test_checkpoint_indices_never_overlap_across_threads_and_stores,
     test_non_json_state_is_refused_and_nothing_is_written,
     test_reset_state_of_some_or_all_streams,
     test_save_state_upserts_and_keeps_history,
@@ -63,6 +62,7 @@ RERUN_ON_POSTGRES = (
     test_unfinished_run_is_found_and_resumed_with_a_new_attempt,
     test_unknown_runs_attempts_and_statuses_are_refused,
     test_checkpoint_indices_are_contiguous_blocks_that_survive_a_reset,
+    test_checkpoint_indices_never_overlap_across_threads_and_stores,
     test_non_json_state_is_refused_and_nothing_is_written,
     test_reset_state_of_some_or_all_streams,
     test_save_state_upserts_and_keeps_history,
@@ -95,29 +95,6 @@ def test_a_wrong_password_is_a_metadata_store_error_without_it(
     with pytest.raises(MetadataStoreError) as info:
         MetadataStore(url).get_state("c", "s")
     assert "not-the-password" not in str(info.value)
-
-
-def test_checkpoint_indices_never_overlap_across_threads_and_stores(store_url: str) -> None:
-    stores = [MetadataStore(store_url), MetadataStore(store_url)]
-    blocks: list[tuple[int, int]] = []
-    guard = threading.Lock()
-
-    def allocate(store: MetadataStore) -> None:
-        for _ in range(40):
-            first = store.allocate_checkpoint_indices("c", "orders", 3)
-            with guard:
-                blocks.append((first, first + 3))
-
-    threads = [threading.Thread(target=allocate, args=(s,)) for s in stores]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    blocks.sort()
-    assert len(blocks) == 80
-    assert blocks[0][0] == FIRST_CHECKPOINT_INDEX
-    for (_, end), (start, _) in itertools.pairwise(blocks):
-        assert start == end
 
 
 def test_lock_of_a_killed_process_is_taken_over(store: MetadataStore, store_url: str) -> None:

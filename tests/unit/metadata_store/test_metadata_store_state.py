@@ -15,8 +15,13 @@ from headwater.metadata_store import FIRST_CHECKPOINT_INDEX, SCHEMA_VERSION, Met
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MetadataStore:
-    return MetadataStore(MetadataStore.default_url(tmp_path))
+def store_url(tmp_path: Path) -> str:
+    return MetadataStore.default_url(tmp_path)
+
+
+@pytest.fixture
+def store(store_url: str) -> MetadataStore:
+    return MetadataStore(store_url)
 
 
 def test_all_matches_public_names() -> None:
@@ -130,9 +135,8 @@ def test_checkpoint_indices_are_contiguous_blocks_that_survive_a_reset(
         store.allocate_checkpoint_indices("c", "orders", 0)
 
 
-def test_checkpoint_indices_never_overlap_across_threads_and_stores(tmp_path: Path) -> None:
-    url = MetadataStore.default_url(tmp_path)
-    stores = [MetadataStore(url), MetadataStore(url)]
+def test_checkpoint_indices_never_overlap_across_threads_and_stores(store_url: str) -> None:
+    stores = [MetadataStore(store_url), MetadataStore(store_url)]
     blocks: list[tuple[int, int]] = []
     guard = threading.Lock()
 
