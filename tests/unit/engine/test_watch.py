@@ -55,6 +55,9 @@ def test_a_failed_sync_waits_the_longest_pause_and_goes_on() -> None:
 
 
 def test_sigterm_and_sigint_set_the_stop_flag_instead_of_raising() -> None:
+    # Whatever handlers were installed before (a SparkContext earlier in the same
+    # test run installs its own SIGINT handler) must be back afterwards.
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     stop = threading.Event()
     with stop_on_signals(stop):
         os.kill(os.getpid(), signal.SIGTERM)
@@ -62,4 +65,4 @@ def test_sigterm_and_sigint_set_the_stop_flag_instead_of_raising() -> None:
         stop.clear()
         os.kill(os.getpid(), signal.SIGINT)
         assert stop.wait(5)
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert {sig: signal.getsignal(sig) for sig in before} == before
