@@ -124,38 +124,22 @@ class DeltaDestination(Destination):
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
-        from pyspark.sql import Observation
-
         location = self.table_location(plan.stream.name)
         mode = plan.stream.destination_sync_mode
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         try:
             if mode == "append_dedup":
-                metrics = self._merge(spark, plan, rows, marker, location)
+                counts = self._merge(spark, plan, rows, marker, location)
             else:
-                observation = Observation(
-                    f"hw_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
-                observed = rows.observe(observation, *_counts())
                 write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
-                (
-                    observed.write.format("delta").mode(write_mode)
-                    .option("txnAppId", marker.app_id)
-                    .option("txnVersion", marker.version)
-                    .option("userMetadata", marker.tag)
-                    .save(location)
-                )
-                metrics = observation.get
+                counts = _write(rows, marker, location, write_mode)
         except Exception as exc:
             raise DestinationError(
                 f"commit of checkpoint {marker.checkpoint_index} to {location} failed: "
                 f"{type(exc).__name__}: {_first_line(exc)}",
                 stream=marker.stream,
             ) from exc
-        # Lanes commit side by side, so look among the latest few commits for ours.
-        found = _tagged_commit(spark, location, marker, within_latest=50)
-        version, commit_metrics = found if found is not None else (None, {})
-        return CommitResult(rows=int(metrics["rows"]), rejected=int(metrics["rejected"]),
-                            bytes=_bytes_written(commit_metrics), version=version)
+        return _committed(spark, location, marker, counts)
 
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                     rows: DataFrame, marker: CommitMarker, *,
@@ -168,7 +152,6 @@ class DeltaDestination(Destination):
         An overwrite table is replayed only while it still holds nothing but
         that run's rows: after a later full refresh they are not its content.
         """
-        from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
         location = self.table_location(plan.stream.name)
@@ -182,29 +165,16 @@ class DeltaDestination(Destination):
                     f"{replaced_run_id}'s rows are no longer its content: replaying it would "
                     "mix two generations of the table; sync it again instead",
                     stream=marker.stream)
-        observation = Observation(f"hw_replay_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
-        observed = rows.observe(observation, *_counts())
         try:
-            (
-                observed.write.format("delta").mode("overwrite")
-                .option("replaceWhere", f"_hw_run_id = '{literal}'")
-                .option("txnAppId", marker.app_id)
-                .option("txnVersion", marker.version)
-                .option("userMetadata", marker.tag)
-                .save(location)
-            )
+            counts = _write(rows, marker, location, "overwrite",
+                            replaceWhere=f"_hw_run_id = '{literal}'")
         except Exception as exc:
             raise DestinationError(
                 f"replacing the rows of run {replaced_run_id} in {location} failed: "
                 f"{type(exc).__name__}: {_first_line(exc)}",
                 stream=marker.stream,
             ) from exc
-        metrics = observation.get
-        found = _tagged_commit(spark, location, marker, within_latest=50)
-        version, commit_metrics = found if found is not None else (None, {})
-        return CommitResult(rows=int(metrics.get("rows", 0)),
-                            rejected=int(metrics.get("rejected", 0)),
-                            bytes=_bytes_written(commit_metrics), version=version)
+        return _committed(spark, location, marker, counts)
 
     def _merge(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
                marker: CommitMarker, location: str) -> Mapping[str, Any]:
@@ -247,6 +217,37 @@ class DeltaDestination(Destination):
                 spark.conf.unset(_TXN_VERSION_CONF)
                 spark.conf.unset(_USER_METADATA_CONF)
         return counted.asDict() if counted is not None else {"rows": 0, "rejected": 0}
+
+
+def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
+           **options: str) -> Mapping[str, Any]:
+    """One idempotent Delta write of ``rows`` (``txnAppId``/``txnVersion`` + commit tag).
+
+    Returns the rows' counts, observed by the very job that wrote them.
+    """
+    from pyspark.sql import Observation
+
+    observation = Observation(f"hw_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
+    writer = (
+        rows.observe(observation, *_counts()).write.format("delta").mode(mode)
+        .option("txnAppId", marker.app_id)
+        .option("txnVersion", marker.version)
+        .option("userMetadata", marker.tag)
+    )
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    writer.save(location)
+    return observation.get
+
+
+def _committed(spark: SparkSession, location: str, marker: CommitMarker,
+               counts: Mapping[str, Any]) -> CommitResult:
+    """The result of the commit just made: its counts, version and bytes from the history."""
+    # Lanes commit side by side, so look among the latest few commits for ours.
+    found = _tagged_commit(spark, location, marker, within_latest=50)
+    version, commit_metrics = found if found is not None else (None, {})
+    return CommitResult(rows=int(counts["rows"]), rejected=int(counts["rejected"]),
+                        bytes=_bytes_written(commit_metrics), version=version)
 
 
 def _counts() -> list[Column]:
