@@ -1,4 +1,4 @@
-"""An Airflow DAG that syncs a Headwater connection, waits for the run, then checks it.
+"""An Airflow DAG that syncs a Headwater connection, waits for the run, then replays it.
 
 Used by ``scripts/airflow-check`` (``airflow dags test headwater_sync``);
 ``HEADWATER_CONNECTION_FILE`` and ``HEADWATER_METADATA_STORE`` point it at a
@@ -28,4 +28,11 @@ with DAG(dag_id="headwater_sync", start_date=datetime(2026, 1, 1), schedule=None
         poke_interval=1,
         timeout=600,
     )
-    sync >> wait
+    replay = HeadwaterSyncOperator(
+        task_id="replay",
+        connection_file=os.environ["HEADWATER_CONNECTION_FILE"],
+        command="replay",
+        arguments=["{{ ti.xcom_pull(task_ids='sync')['run_id'] }}"],
+        headwater_bin=os.environ.get("HEADWATER_BIN", "headwater"),
+    )
+    sync >> wait >> replay

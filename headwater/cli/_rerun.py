@@ -9,6 +9,7 @@ import typer
 
 from headwater.cli import _options as opt
 from headwater.config import ConnectionConfig, load_connection, mask
+from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
     from headwater.engine import SparkSettings, SyncEngine, SyncResult
@@ -63,8 +64,13 @@ def _report(result: SyncResult, as_json: bool) -> None:
 
 
 def replay(
-    connection: opt.ConnectionArg,
     run_id: Annotated[str, typer.Argument(help="The run to replay (see `headwater runs`).")],
+    connection: Annotated[Path | None, typer.Option(
+        "--connection", "-c", metavar="CONNECTION.yaml",
+        help="The connection file, if not the one the run recorded (it moved, or the run "
+             "predates recording it); its metadata store is searched for the run.")] = None,
+    store: Annotated[str | None, typer.Option(help="Metadata store URL holding the run.")
+                     ] = None,
     stream: StreamsOpt = None,
     as_json: opt.JsonOpt = False,
     master: MasterOpt = None,
@@ -75,15 +81,45 @@ def replay(
     """Re-read exactly the partitions RUN_ID committed and replace the rows it wrote.
 
     One Delta transaction per stream; other runs' rows and the state stay as
-    they are; the replay is recorded as a run of kind `replay`.
+    they are; the replay is recorded as a run of kind `replay`.  The connection
+    comes from the file the run recorded, or from --connection.
     """
     from headwater.cli import app as cli
+    from headwater.engine import SyncEngine, SyncObserver, SyncOptions
     from headwater.engine._rerun import replay as replay_run
 
     cli._setup_logging(verbose, as_json)
     with cli._handled(as_json):
-        engine = _engine(connection, master, remote, conf)
+        config, url = _replayed_connection(run_id, connection, store)
+        options = SyncOptions(spark=spark_settings(config, master, remote, conf))
+        engine = SyncEngine(config, cli._open_store(url), options, SyncObserver())
         _report(replay_run(engine, run_id, stream or None), as_json)
+
+
+def _replayed_connection(run_id: str, connection: Path | None,
+                         store: str | None) -> tuple[ConnectionConfig, str]:
+    """The connection RUN_ID belongs to, and the URL of the store that holds the run."""
+    from headwater.cli import app as cli
+
+    if connection is not None:
+        config = load_connection(connection)
+        return config, cli.store_url(config, explicit=store)
+    url = cli.store_url(explicit=store)
+    run = cli._open_store(url).get_run(run_id)
+    if run is None:
+        raise ConfigError(f"no run {run_id!r} in the metadata store {mask(url)}; pass "
+                          "--store URL, or --connection FILE whose metadata_store holds it",
+                          field="RUN_ID")
+    recorded = run.config_redacted.get("connection_file")
+    if not recorded:
+        raise ConfigError(f"run {run_id!r} did not record its connection file; pass "
+                          "--connection FILE", field="--connection")
+    config = load_connection(recorded)
+    if config.name != run.connection:
+        raise ConfigError(f"{recorded} now holds connection {config.name!r}, but run "
+                          f"{run_id!r} belongs to {run.connection!r}; pass --connection FILE",
+                          field="--connection", file=recorded)
+    return config, url
 
 
 def backfill(

@@ -278,7 +278,10 @@ class SyncEngine:
                     state_before={s.stream.name: s.state_before for s in plan.streams},
                     config_redacted={"source": {"type": conn.source.type,
                                                 "config": redact(self.source.config, spec)},
-                                     "destination": {"type": conn.destination.type}},
+                                     "destination": {"type": conn.destination.type},
+                                     # `headwater replay RUN_ID` loads the connection from here.
+                                     "connection_file": (str(conn.path.resolve())
+                                                         if conn.path else None)},
                     kind=plan.purpose,
                 )
                 resumed = False

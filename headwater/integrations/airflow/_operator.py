@@ -20,7 +20,8 @@ class HeadwaterSyncOperator(BaseOperator):
 
     ``command`` is ``sync`` (default), or ``backfill`` / ``replay`` with their
     arguments in ``arguments`` (``["--stream", "orders", "--from", "{{ ds }}",
-    "--to", "{{ next_ds }}"]`` backfills the task's interval).  The return
+    "--to", "{{ next_ds }}"]`` backfills the task's interval; ``["RUN_ID"]``
+    replays that run of the connection).  The return
     value (the ``--json`` document, already masked of secrets) goes to XCom.
     The task fails when the run fails, naming the streams and their errors.
     """
@@ -43,8 +44,12 @@ class HeadwaterSyncOperator(BaseOperator):
         self.cwd = cwd
 
     def execute(self, context: Any) -> dict[str, Any]:
-        argv = [self.headwater_bin, self.command, self.connection_file, *self.arguments,
-                "--json"]
+        if self.command == "replay":  # `headwater replay RUN_ID --connection FILE`
+            argv = [self.headwater_bin, "replay", *self.arguments,
+                    "--connection", self.connection_file, "--json"]
+        else:
+            argv = [self.headwater_bin, self.command, self.connection_file, *self.arguments,
+                    "--json"]
         self.log.info("running %s", " ".join(argv))
         done = subprocess.run(argv, capture_output=True, text=True, check=False, cwd=self.cwd,
                               env={**os.environ, **self.env})

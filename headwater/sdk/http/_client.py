@@ -107,6 +107,10 @@ def _rate_limit_pause(response: httpx.Response) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
 
 
+#: Where a request carries its budget reservations from the request hook to the response.
+_RESERVATIONS = "headwater.budget_reservations"
+
+
 class HttpClient:
     """A thread-safe client for one task: use it as a context manager.
 
@@ -119,18 +123,29 @@ class HttpClient:
         per_task = max(settings.concurrency // max(tasks, 1), 1)
         self.concurrency = per_task
         self.gate = CallGate(settings.budgets, tasks=tasks, concurrency=per_task,
-                             redis_url=settings.redis_url)
+                             redis_url=settings.redis_url, timeout_s=settings.timeout_s)
         self._http = httpx.Client(
             base_url=settings.base_url, auth=settings.auth, headers=dict(settings.headers),
             timeout=settings.timeout_s, follow_redirects=True,
             # Every request the client sends (retries, redirects, an OAuth2 retry after
-            # a 401 included) spends budget right before it leaves.
-            event_hooks={"request": [self._spend]},
+            # a 401 included) reserves budget right before it leaves, and settles it
+            # when its answer (or its failure) comes back.
+            event_hooks={"request": [self._reserve], "response": [self._settle]},
             limits=httpx.Limits(max_connections=per_task + 2,
                                 max_keepalive_connections=per_task + 2))
 
-    def _spend(self, request: httpx.Request) -> None:
-        self.gate.spend(str(request.url))
+    def _reserve(self, request: httpx.Request) -> None:
+        request.extensions[_RESERVATIONS] = self.gate.reserve(str(request.url))
+
+    def _settle(self, response: httpx.Response) -> None:
+        self.gate.settle(response.request.extensions.pop(_RESERVATIONS, ()))
+
+    def _settle_failed(self, exc: httpx.RequestError) -> None:
+        try:
+            request = exc.request
+        except RuntimeError:  # raised before a request existed: nothing was reserved
+            return
+        self.gate.settle(request.extensions.pop(_RESERVATIONS, ()))
 
     def __enter__(self) -> HttpClient:
         return self
@@ -186,11 +201,14 @@ class HttpClient:
         with self.gate.call(request_url):
             try:
                 response = self._http.get(url, params=params)
-            except httpx.TimeoutException as exc:
-                raise _Retryable(f"{type(exc).__name__} after {self.settings.timeout_s:g} s "
-                                 "(timeout_seconds)") from None
-            except httpx.TransportError as exc:
-                raise _Retryable(f"{type(exc).__name__}: {self.mask(str(exc))}") from None
+            except httpx.RequestError as exc:
+                self._settle_failed(exc)
+                if isinstance(exc, httpx.TimeoutException):
+                    raise _Retryable(f"{type(exc).__name__} after {self.settings.timeout_s:g} "
+                                     "s (timeout_seconds)") from None
+                if isinstance(exc, httpx.TransportError):
+                    raise _Retryable(f"{type(exc).__name__}: {self.mask(str(exc))}") from None
+                raise
         pause = _rate_limit_pause(response)
         if pause:
             self.gate.pause_for(request_url, pause)

@@ -12,14 +12,15 @@ cluster:
   their sum never exceeds the budget.  The limiter lives at module level so a
   share outlives one task: the next task on the same worker continues its
   window instead of starting a fresh one.
-* **Redis.**  With ``redis_url`` set, every process uses pyrate-limiter's
-  Redis bucket under one key, so the whole budget is shared exactly (and
-  nothing is lost to uneven splitting).
+* **Redis.**  With ``redis_url`` set, every process shares one call log in
+  Redis under one key, so the whole budget is shared exactly (and nothing is
+  lost to uneven splitting).
 
-A safety margin (``margin_s``, default 0.25 s) is added to the window: the
-server sees a call slightly after the client counted it (network, scheduling on
-both sides), and without the margin two calls counted exactly one window apart
-could arrive inside one window.  Raise it on a slow or congested path.
+Either way a call is counted from the moment it is admitted until one window
+after its answer arrived (:mod:`headwater.sdk.http._call_log` says why that,
+unlike counting at admission, holds however long a call is delayed on its way).
+A small margin (``margin_s``, default 0.25 s) is still added to the window for
+servers whose own clock or window edge is coarser than ours.
 
 ``Retry-After`` and ``X-RateLimit-Remaining: 0`` responses pause every thread of
 the process that calls the same host (:meth:`CallGate.pause_for`).
@@ -37,6 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from headwater.errors import ConfigError
+from headwater.sdk.http._call_log import CallLog, LocalCallLog, RedisCallLog
 
 __all__ = ["CallBudget", "CallGate", "split_share"]
 
@@ -80,34 +82,36 @@ def split_share(budget: CallBudget, tasks: int) -> int:
     return share
 
 
-# Process-wide limiters, semaphores and pauses, keyed by what they guard.  The
-# lock makes sure two threads of one task never create two limiters for one key
+# Process-wide call logs, semaphores and pauses, keyed by what they guard.  The
+# lock makes sure two threads of one task never create two logs for one key
 # (which would double the share).
 _registry_lock = threading.Lock()
-_limiters: dict[tuple[Any, ...], Any] = {}
+_logs: dict[tuple[Any, ...], CallLog] = {}
 _semaphores: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _paused_until: dict[str, float] = {}
 
+#: A reservation whose call never reports back (its process died) is released after
+#: this long, or after a few request timeouts if those are longer.
+MIN_LEASE_S = 120.0
 
-def _limiter(budget: CallBudget, url: str, tasks: int, redis_url: str | None) -> Any:
-    from pyrate_limiter import InMemoryBucket, Limiter, Rate, RedisBucket
 
+def _log(budget: CallBudget, url: str, tasks: int, redis_url: str | None,
+         lease_s: float) -> CallLog:
     key = (budget.key(url), tasks, redis_url, budget.calls, budget.margin_s)
     with _registry_lock:
-        limiter = _limiters.get(key)
-        if limiter is None:
-            window_ms = int((budget.period_s + budget.margin_s) * 1000)
+        log = _logs.get(key)
+        if log is None:
+            window_s = budget.period_s + budget.margin_s
             if redis_url:
                 import redis
 
-                client = redis.Redis.from_url(redis_url)
-                bucket: Any = RedisBucket.init([Rate(budget.calls, window_ms)], client,
-                                               f"headwater:budget:{budget.key(url)}")
+                log = RedisCallLog(redis.Redis.from_url(redis_url),
+                                   f"headwater:budget:{budget.key(url)}", budget.calls,
+                                   window_s, lease_s)
             else:
-                bucket = InMemoryBucket([Rate(split_share(budget, tasks), window_ms)])
-            limiter = Limiter(bucket)
-            _limiters[key] = limiter
-        return limiter
+                log = LocalCallLog(split_share(budget, tasks), window_s, lease_s)
+            _logs[key] = log
+        return log
 
 
 def _host(url: str) -> str:
@@ -124,19 +128,20 @@ class CallGate:
     """
 
     def __init__(self, budgets: Sequence[CallBudget], *, tasks: int, concurrency: int,
-                 redis_url: str | None = None) -> None:
+                 redis_url: str | None = None, timeout_s: float = 30.0) -> None:
         self.budgets = tuple(budgets)
         self.tasks = max(tasks, 1)
         self.concurrency = max(concurrency, 1)
         self.redis_url = redis_url
+        self.lease_s = max(MIN_LEASE_S, 4 * timeout_s)
 
     @contextmanager
     def call(self, url: str) -> Iterator[None]:
         """Wait out any pause for ``url``'s host, and hold an in-flight slot meanwhile.
 
-        The budget itself is spent by :meth:`spend`, as late as possible (just
-        before the request goes out), so the time between counting a call and
-        the server seeing it stays small.
+        The budget itself is reserved by :meth:`reserve` just before the request
+        goes out (so retries and redirects count too) and settled by
+        :meth:`settle` when its answer arrives.
         """
         host = _host(url)
         with _registry_lock:
@@ -146,12 +151,21 @@ class CallGate:
             self._wait_pause(host)
             yield
 
-    def spend(self, url: str) -> None:
-        """Block until every budget ``url`` counts against allows one more call, and take it."""
-        for budget in self.budgets:
-            if budget.matches(url):
-                _limiter(budget, url, self.tasks, self.redis_url).try_acquire(
-                    "call", blocking=True)
+    def reserve(self, url: str) -> list[tuple[CallLog, str]]:
+        """Block until every budget ``url`` counts against allows one more call; hold them.
+
+        Budgets are reserved in their configured order by every caller, so two
+        callers never wait on each other's second budget.
+        """
+        return [(log, log.reserve())
+                for log in (_log(budget, url, self.tasks, self.redis_url, self.lease_s)
+                            for budget in self.budgets if budget.matches(url))]
+
+    @staticmethod
+    def settle(reservations: Sequence[tuple[CallLog, str]]) -> None:
+        """The call holding ``reservations`` was answered or failed: start its windows."""
+        for log, token in reservations:
+            log.settle(token)
 
     def pause_for(self, url: str, seconds: float) -> None:
         """Hold back every call to ``url``'s host in this process for ``seconds``."""

@@ -228,13 +228,15 @@ def test_replay_of_an_overwritten_full_refresh_is_refused(spark: Any, tmp_path: 
     before = rows_of(table(spark, tmp_path))
 
     runner = CliRunner()
-    refused = runner.invoke(app, ["replay", str(path), first.run_id, "--json"])
+    # The run recorded its connection file: the run id and the store are enough.
+    refused = runner.invoke(app, ["replay", first.run_id, "--json",
+                                  "--store", f"sqlite:///{tmp_path / 'meta.db'}"])
     assert refused.exit_code == 1, refused.output
     document = json.loads(refused.stdout)
     assert document["kind"] == "replay" and document["replay_of"] == first.run_id
     assert "overwritten by a later full refresh" in document["streams"][0]["error"]
     assert rows_of(table(spark, tmp_path)) == before
 
-    latest = runner.invoke(app, ["replay", str(path), second.run_id, "--json"])
+    latest = runner.invoke(app, ["replay", second.run_id, "--connection", str(path), "--json"])
     assert latest.exit_code == 0, latest.output
     assert rows_of(table(spark, tmp_path)) == before

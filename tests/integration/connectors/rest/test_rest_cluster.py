@@ -38,8 +38,7 @@ def test_redis_budget_holds_across_two_executors(spark: Any, tmp_path: Path,
     with running(ApiData.sample(surveys=24), limit=CALLS, period_s=PERIOD_S) as api, \
             redis_server(tmp_path) as redis_url:
         path = connection(tmp_path, api, "surveys.yaml", end=END_2,
-                          rate_limit={"budgets": [{"calls": CALLS, "period_seconds": PERIOD_S,
-                                                   "margin_seconds": 0.75}],
+                          rate_limit={"budgets": [{"calls": CALLS, "period_seconds": PERIOD_S}],
                                       "redis_url": redis_url})
         result = cli_sync(tmp_path, path, "--master", cluster.master_url,
                           "--conf", "spark.executor.cores=1", "--conf", "spark.cores.max=2",
