@@ -384,6 +384,7 @@ class _StreamRunner:
         incremental = self.plan.stream.incremental
         state = self.store.get_state(self.connection, self.name) if incremental else None
         self.cursor: Cursor = stream.cursor(state, incremental)
+        state_at_start = self.cursor.state()
         self.manager: CheckpointManager[dict[str, Any]] = CheckpointManager(
             CheckpointKey(c.index, c.checkpoint_id) for c in todo)
         data_schema = self.engine.destination.prepare(
@@ -405,12 +406,15 @@ class _StreamRunner:
                 list(pool.map(lambda cps: self._run_lane(stream, cps), lanes.values()))
         if incremental and self.moves_state:
             # The cursor holds exactly the committed partitions (gaps included), so
-            # saving it is right even when a checkpoint failed.
+            # saving it is right even when a checkpoint failed.  When nothing changed
+            # (a first sync whose every checkpoint failed, say on refused credentials)
+            # the stored state stays as it was: no empty state appears in its place.
             with self._lock:
-                state = self.cursor.state()
-                self.store.save_state(self.connection, self.name, state,
-                                      run_id=self.run_id, checkpoint_index=None)
-            stream.on_state_committed(state)
+                state_after = self.cursor.state()
+                if state_after != state_at_start:
+                    self.store.save_state(self.connection, self.name, state_after,
+                                          run_id=self.run_id, checkpoint_index=None)
+            stream.on_state_committed(state_after)
 
     def _run_lane(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
         for checkpoint in checkpoints:

@@ -121,8 +121,9 @@ _BUDGET = {
                          "description": "Regular expression on the URL path; default: every "
                                         "call to the host."},
         "margin_seconds": {"type": "number", "minimum": 0, "default": 0.25,
-                           "description": "Added to the window, for the time between "
-                                          "counting a call and the API seeing it."},
+                           "description": "Added to the window, for an API whose window "
+                                          "edge or clock is coarser than ours (a call counts "
+                                          "until one window after its answer anyway)."},
     },
 }
 

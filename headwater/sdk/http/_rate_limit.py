@@ -9,7 +9,7 @@ cluster:
   Spark tasks run at once (``tasks``); each Python worker process gets
   ``calls // tasks`` of the budget.  A worker runs one task at a time and
   Spark reuses workers, so at most ``tasks`` shares are ever spent at once and
-  their sum never exceeds the budget.  The limiter lives at module level so a
+  their sum never exceeds the budget.  The call log lives at module level so a
   share outlives one task: the next task on the same worker continues its
   window instead of starting a fresh one.
 * **Redis.**  With ``redis_url`` set, every process shares one call log in

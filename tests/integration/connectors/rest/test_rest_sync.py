@@ -78,6 +78,12 @@ def test_surveys_incremental_with_responses_substream(spark: Any, tmp_path: Path
 
 def test_github_link_header_iso_state_and_refused_token(spark: Any, tmp_path: Path,
                                                         api: ApiServer) -> None:
+    runner = CliRunner()
+    refused = connection(tmp_path, api, "github.yaml", end=END_1, token="wrong-token")
+    first = runner.invoke(app, ["sync", str(refused), "--json"])
+    assert first.exit_code == AuthenticationError.exit_code, first.output
+    assert state(refused, "issues") is None  # a refused first sync leaves no state behind
+
     path = connection(tmp_path, api, "github.yaml", end=END_1)
     assert sync(path).status == "succeeded"
     expected = Counter(i["id"] for i in api.data.issues.values() if i["updated_at"] < END_1)
@@ -85,7 +91,6 @@ def test_github_link_header_iso_state_and_refused_token(spark: Any, tmp_path: Pa
     before = state(path, "issues")
     assert before["slices"] == [{"start": "2024-01-01T00:00:00Z", "end": END_1}]  # ISO state
 
-    runner = CliRunner()
     wrong = connection(tmp_path, api, "github.yaml", end=END_2, token="wrong-token")
     checked = runner.invoke(app, ["check", str(wrong), "--json"])
     assert checked.exit_code == AuthenticationError.exit_code, checked.output
