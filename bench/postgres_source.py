@@ -226,5 +226,16 @@ def main() -> None:
     print(load_line())
 
 
+def _postgres(command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(REPO / "scripts" / "postgres"), command], check=False,
+                          capture_output=True, text=True)
+
+
 if __name__ == "__main__":
-    main()
+    # Stop the server afterwards if this run started it (tests may share a running one).
+    was_running = _postgres("status").returncode == 0
+    try:
+        main()
+    finally:
+        if not was_running:
+            _postgres("stop")
