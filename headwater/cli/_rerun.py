@@ -13,6 +13,7 @@ from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
     from headwater.engine import SparkSettings, SyncEngine, SyncResult
+    from headwater.metadata_store import MetadataStore
 
 StreamsOpt = Annotated[list[str] | None, typer.Option("--stream", "-s",
                                                       help="Only these streams.")]
@@ -37,13 +38,10 @@ def spark_settings(config: ConnectionConfig, master: str | None = None,
     )
 
 
-def _engine(connection: Path, master: str | None, remote: str | None,
-            conf: list[str] | None) -> SyncEngine:
-    from headwater.cli import app as cli
+def _engine(config: ConnectionConfig, store: MetadataStore, master: str | None,
+            remote: str | None, conf: list[str] | None) -> SyncEngine:
     from headwater.engine import SyncEngine, SyncObserver, SyncOptions
 
-    config = load_connection(connection)
-    store = cli._open_store(cli.store_url(config))
     options = SyncOptions(spark=spark_settings(config, master, remote, conf))
     return SyncEngine(config, store, options, SyncObserver())
 
@@ -85,27 +83,26 @@ def replay(
     comes from the file the run recorded, or from --connection.
     """
     from headwater.cli import app as cli
-    from headwater.engine import SyncEngine, SyncObserver, SyncOptions
     from headwater.engine._rerun import replay as replay_run
 
     cli._setup_logging(verbose, as_json)
     with cli._handled(as_json):
-        config, url = _replayed_connection(run_id, connection, store)
-        options = SyncOptions(spark=spark_settings(config, master, remote, conf))
-        engine = SyncEngine(config, cli._open_store(url), options, SyncObserver())
+        config, run_store = _replayed_connection(run_id, connection, store)
+        engine = _engine(config, run_store, master, remote, conf)
         _report(replay_run(engine, run_id, stream or None), as_json)
 
 
 def _replayed_connection(run_id: str, connection: Path | None,
-                         store: str | None) -> tuple[ConnectionConfig, str]:
-    """The connection RUN_ID belongs to, and the URL of the store that holds the run."""
+                         store: str | None) -> tuple[ConnectionConfig, MetadataStore]:
+    """The connection RUN_ID belongs to, and the store that holds the run."""
     from headwater.cli import app as cli
 
     if connection is not None:
         config = load_connection(connection)
-        return config, cli.store_url(config, explicit=store)
+        return config, cli._open_store(cli.store_url(config, explicit=store))
     url = cli.store_url(explicit=store)
-    run = cli._open_store(url).get_run(run_id)
+    run_store = cli._open_store(url)
+    run = run_store.get_run(run_id)
     if run is None:
         raise ConfigError(f"no run {run_id!r} in the metadata store {mask(url)}; pass "
                           "--store URL, or --connection FILE whose metadata_store holds it",
@@ -119,7 +116,7 @@ def _replayed_connection(run_id: str, connection: Path | None,
         raise ConfigError(f"{recorded} now holds connection {config.name!r}, but run "
                           f"{run_id!r} belongs to {run.connection!r}; pass --connection FILE",
                           field="--connection", file=recorded)
-    return config, url
+    return config, run_store
 
 
 def backfill(
@@ -140,7 +137,8 @@ def backfill(
 
     cli._setup_logging(verbose, as_json)
     with cli._handled(as_json):
-        engine = _engine(connection, master, remote, conf)
+        config = load_connection(connection)
+        engine = _engine(config, cli._open_store(cli.store_url(config)), master, remote, conf)
         _report(backfill_run(engine, stream, start, end), as_json)
 
 
