@@ -103,9 +103,8 @@ class DeltaDestination(Destination):
                     fields.append(field)
             return pa.schema(fields)
         except Exception as exc:
-            raise DestinationError(f"cannot prepare Delta table at {location}: "
-                                   f"{type(exc).__name__}: {_first_line(exc)}",
-                                   stream=plan.stream.name) from exc
+            raise _failed(f"cannot prepare Delta table at {location}", exc,
+                          plan.stream.name) from exc
 
     # ----------------------------------------------------------------- commits
 
@@ -134,11 +133,8 @@ class DeltaDestination(Destination):
                 write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
                 counts = _write(rows, marker, location, write_mode)
         except Exception as exc:
-            raise DestinationError(
-                f"commit of checkpoint {marker.checkpoint_index} to {location} failed: "
-                f"{type(exc).__name__}: {_first_line(exc)}",
-                stream=marker.stream,
-            ) from exc
+            raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
+                          exc, marker.stream) from exc
         return _committed(spark, location, marker, counts)
 
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
@@ -169,11 +165,8 @@ class DeltaDestination(Destination):
             counts = _write(rows, marker, location, "overwrite",
                             replaceWhere=f"_hw_run_id = '{literal}'")
         except Exception as exc:
-            raise DestinationError(
-                f"replacing the rows of run {replaced_run_id} in {location} failed: "
-                f"{type(exc).__name__}: {_first_line(exc)}",
-                stream=marker.stream,
-            ) from exc
+            raise _failed(f"replacing the rows of run {replaced_run_id} in {location} failed",
+                          exc, marker.stream) from exc
         return _committed(spark, location, marker, counts)
 
     def _merge(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
@@ -274,9 +267,11 @@ def _bytes_written(metrics: Mapping[str, str]) -> int:
     return int(metrics.get("numOutputBytes") or metrics.get("numTargetBytesAdded") or 0)
 
 
-def _first_line(exc: BaseException) -> str:
+def _failed(what: str, exc: BaseException, stream: str) -> DestinationError:
+    """``what``, then the Spark error's type and first line (its JVM stack trace stays out)."""
     text = str(exc).strip()
-    return text.splitlines()[0] if text else ""
+    first_line = text.splitlines()[0] if text else ""
+    return DestinationError(f"{what}: {type(exc).__name__}: {first_line}", stream=stream)
 
 
 __all__ = ["DeltaDestination"]
