@@ -20,7 +20,9 @@ import pytest
 from headwater.errors import ConnectionLockedError, MetadataStoreError
 from headwater.metadata_store import MetadataStore
 from tests._postgres import PostgresServer
-from tests.unit.metadata_store.test_metadata_store_lock import (
+
+# Imported to be collected again, on PostgreSQL (see the module docstring).
+from tests.unit.metadata_store.test_metadata_store_lock import (  # noqa: F401
     HOLD_LOCK,
     REPO_ROOT,
     test_heartbeat_keeps_a_held_lock_fresh,
@@ -29,7 +31,7 @@ from tests.unit.metadata_store.test_metadata_store_lock import (
     test_second_acquire_in_the_same_process_is_refused,
     test_set_run_id_is_shown_to_others,
 )
-from tests.unit.metadata_store.test_metadata_store_runs import (
+from tests.unit.metadata_store.test_metadata_store_runs import (  # noqa: F401
     test_a_finished_run_cannot_change,
     test_list_runs_newest_first_by_connection_and_limit,
     test_plan_that_is_not_json_is_refused,
@@ -38,29 +40,7 @@ from tests.unit.metadata_store.test_metadata_store_runs import (
     test_unfinished_run_is_found_and_resumed_with_a_new_attempt,
     test_unknown_runs_attempts_and_statuses_are_refused,
 )
-from tests.unit.metadata_store.test_metadata_store_state import (
-    test_checkpoint_indices_are_contiguous_blocks_that_survive_a_reset,
-    test_checkpoint_indices_never_overlap_across_threads_and_stores,
-    test_non_json_state_is_refused_and_nothing_is_written,
-    test_reset_state_of_some_or_all_streams,
-    test_save_state_upserts_and_keeps_history,
-    test_state_never_moves_back_to_a_lower_checkpoint,
-)
-
-#: The unit tests collected again here (imported names are collected), on PostgreSQL.
-RERUN_ON_POSTGRES = (
-    test_heartbeat_keeps_a_held_lock_fresh,
-    test_lock_is_released_when_the_block_raises,
-    test_lock_with_an_old_heartbeat_is_taken_over,
-    test_second_acquire_in_the_same_process_is_refused,
-    test_set_run_id_is_shown_to_others,
-    test_a_finished_run_cannot_change,
-    test_list_runs_newest_first_by_connection_and_limit,
-    test_plan_that_is_not_json_is_refused,
-    test_release_checkpoint_moves_state_and_marks_it_released_together,
-    test_run_lifecycle_with_attempts_and_checkpoints,
-    test_unfinished_run_is_found_and_resumed_with_a_new_attempt,
-    test_unknown_runs_attempts_and_statuses_are_refused,
+from tests.unit.metadata_store.test_metadata_store_state import (  # noqa: F401
     test_checkpoint_indices_are_contiguous_blocks_that_survive_a_reset,
     test_checkpoint_indices_never_overlap_across_threads_and_stores,
     test_non_json_state_is_refused_and_nothing_is_written,
