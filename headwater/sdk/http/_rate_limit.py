@@ -65,10 +65,8 @@ class CallBudget:
                                                       urlsplit(url).path) is not None
 
     def key(self, url: str) -> str:
-        """The bucket this call counts against: host and pattern."""
-        parts = urlsplit(url)
-        return f"{parts.scheme}://{parts.netloc}|{self.path_pattern or '*'}|{self.period_s}"
-
+        """The call log this call counts against: host, pattern and period."""
+        return f"{_host(url)}|{self.path_pattern or '*'}|{self.period_s}"
 
 
 def split_share(budget: CallBudget, tasks: int) -> int:
@@ -124,7 +122,7 @@ class CallGate:
 
     ``concurrency`` caps requests in flight in this process (the task's share of
     the stream's concurrency setting).  Picklable: it holds plain values and
-    looks up the process-wide limiters when used.
+    looks up the process-wide call logs when used.
     """
 
     def __init__(self, budgets: Sequence[CallBudget], *, tasks: int, concurrency: int,
