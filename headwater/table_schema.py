@@ -48,6 +48,41 @@ MAX_NOTE_VALUE = 1000
 READER_NOTES = "_hw_notes"
 
 
+Note = dict[str, str]
+
+
+class RowNotes:
+    """The notes of a batch's rows, kept sparse: ``notes[row]`` is that row's list.
+
+    Almost no row has a note, and one Python list per row cost about 0.6 µs a
+    row, more than the rest of the engine's per-batch work together
+    (bench/RESULTS.md); here a row's list exists only once something is noted.
+    """
+
+    def __init__(self, length: int = 0) -> None:
+        self._length = length
+        self._rows: dict[int, list[Note]] = {}
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, row: int) -> list[Note]:
+        if not 0 <= row < self._length:
+            raise IndexError(row)
+        return self._rows.setdefault(row, [])
+
+    def to_lists(self) -> list[list[Note]]:
+        """Every row's notes (empty lists included): for tests and small batches."""
+        return [self._rows.get(row, []) for row in range(self._length)]
+
+    def array(self) -> pa.Array:
+        """Per-row notes, null for rows without any (so ``count(_hw_notes)`` counts misfits)."""
+        noted = {row: found for row, found in self._rows.items() if found}
+        if not noted:
+            return pa.nulls(self._length, NOTES_TYPE)
+        return pa.array([noted.get(row) for row in range(self._length)], type=NOTES_TYPE)
+
+
 def _types_of(prop: Mapping[str, Any]) -> list[str]:
     declared = prop.get("type", [])
     types = [declared] if isinstance(declared, str) else list(declared)
@@ -267,7 +302,7 @@ def _clip(value: Any) -> str:
 
 
 def coerce_values(
-    name: str, values: Sequence[Any], target: pa.DataType, notes: list[list[dict[str, str]]]
+    name: str, values: Sequence[Any], target: pa.DataType, notes: RowNotes
 ) -> pa.Array:
     """Convert values one by one; each misfit becomes null plus a note on its row."""
     convert = _converter(target)
@@ -302,7 +337,7 @@ def coerce_values(
 
 def coerce_column(
     name: str, column: pa.Array | pa.ChunkedArray, target: pa.DataType,
-    notes: list[list[dict[str, str]]],
+    notes: RowNotes,
 ) -> pa.Array:
     """One column of a reader's batch, cast to its table type."""
     if isinstance(column, pa.ChunkedArray):
@@ -331,28 +366,27 @@ def coerce_column(
     return coerce_values(name, column.to_pylist(), target, notes)
 
 
-def notes_array(notes: list[list[dict[str, str]]]) -> pa.Array:
-    """Per-row notes, null for rows without any (so ``count(_hw_notes)`` counts misfits)."""
-    if not any(notes):
-        return pa.nulls(len(notes), NOTES_TYPE)
-    return pa.array([n or None for n in notes], type=NOTES_TYPE)
+def batch_from_records(records: Iterable[Mapping[str, Any]],
+                       schema: pa.Schema) -> tuple[list[pa.Array], RowNotes]:
+    """Columns for a list of dict records, and their rows' notes.
 
-
-def batch_from_records(records: Iterable[Mapping[str, Any]], schema: pa.Schema,
-                       notes: list[list[dict[str, str]]]) -> list[pa.Array]:
-    """Columns for a list of dict records; fields outside the schema are kept as notes."""
+    Fields outside the schema are kept as notes.
+    """
     rows = list(records)
-    notes.extend([] for _ in rows)
+    notes = RowNotes(len(rows))
     known = set(schema.names) | {READER_NOTES}
-    for row_number, record in enumerate(rows):
+    for row, record in enumerate(rows):
         if not isinstance(record, Mapping):
-            notes[row_number].append({"field": "", "reason": "record is not an object",
-                                      "value": _clip(record)})
+            notes[row].append({"field": "", "reason": "record is not an object",
+                               "value": _clip(record)})
             continue
-        notes[row_number].extend(record.get(READER_NOTES) or ())
-        for key in record.keys() - known:
-            notes[row_number].append({"field": key, "reason": "not in the stream schema",
-                                      "value": _clip(record[key])})
+        given = record.get(READER_NOTES)
+        if given:
+            notes[row].extend(given)
+        unknown = record.keys() - known
+        for key in unknown:
+            notes[row].append({"field": key, "reason": "not in the stream schema",
+                               "value": _clip(record[key])})
     columns = []
     for field in schema:
         values = [r.get(field.name) if isinstance(r, Mapping) else None for r in rows]
@@ -360,31 +394,33 @@ def batch_from_records(records: Iterable[Mapping[str, Any]], schema: pa.Schema,
             columns.append(pa.array(values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             columns.append(coerce_values(field.name, values, field.type, notes))
-    return columns
+    return columns, notes
 
 
-def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
-                  notes: list[list[dict[str, str]]]) -> list[pa.Array]:
-    """Columns of an Arrow batch in ``schema``'s order and types.
+def conform_batch(batch: pa.RecordBatch,
+                  schema: pa.Schema) -> tuple[list[pa.Array], RowNotes]:
+    """Columns of an Arrow batch in ``schema``'s order and types, and their rows' notes.
 
     Missing columns become nulls; columns outside the schema are kept as notes
     so nothing a reader produced disappears silently.
     """
-    notes.extend([] for _ in range(batch.num_rows))
-    first = len(notes) - batch.num_rows
+    notes = RowNotes(batch.num_rows)
     if READER_NOTES in batch.schema.names and READER_NOTES not in schema.names:
         column = batch.column(READER_NOTES)
         if column.null_count < len(column):
             for row, given in enumerate(column.to_pylist()):
-                notes[first + row].extend(given or ())
+                if given:
+                    notes[row].extend(given)
     extra = [name for name in batch.schema.names
              if name not in schema.names and name != READER_NOTES]
-    if extra:
-        for name in extra:
-            for row, value in enumerate(batch.column(name).to_pylist()):
-                if value is not None:
-                    notes[row].append({"field": name, "reason": "not in the stream schema",
-                                       "value": _clip(value)})
+    for name in extra:
+        column = batch.column(name)
+        if column.null_count == len(column):
+            continue
+        for row, value in enumerate(column.to_pylist()):
+            if value is not None:
+                notes[row].append({"field": name, "reason": "not in the stream schema",
+                                   "value": _clip(value)})
     columns = []
     for field in schema:
         index = batch.schema.get_field_index(field.name)
@@ -392,4 +428,4 @@ def conform_batch(batch: pa.RecordBatch, schema: pa.Schema,
             columns.append(pa.nulls(batch.num_rows, field.type))
         else:
             columns.append(coerce_column(field.name, batch.column(index), field.type, notes))
-    return columns
+    return columns, notes

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from headwater.engine._partition_stats import PartitionFigures, task_attempt
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.sdk import Partition, PartitionState, Stream
-from headwater.table_schema import META_FIELDS, batch_from_records, conform_batch, notes_array
+from headwater.table_schema import META_FIELDS, RowNotes, batch_from_records, conform_batch
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
@@ -77,7 +77,7 @@ class _PartitionWriter:
         self.digest = _partition_digest(partition)
         self.record_number = 0
 
-    def _meta(self, length: int, notes: list[list[dict[str, str]]]) -> list[pa.Array]:
+    def _meta(self, length: int, notes: RowNotes) -> list[pa.Array]:
         numbers = pa.array(np.arange(self.record_number, self.record_number + length,
                                      dtype=np.int64))
         self.record_number += length
@@ -92,29 +92,27 @@ class _PartitionWriter:
             _constant(self.context.run_id, length, pa.string()),
             _constant(self.partition.id, length, pa.string()),
             _constant(self.context.checkpoint_index, length, pa.int64()),
-            notes_array(notes),
+            notes.array(),
         ]
 
     def _extra(self, length: int) -> list[pa.Array]:
         return [pa.nulls(length, pa.string())] if self.context.carries_state else []
 
     def from_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        notes: list[list[dict[str, str]]] = []
-        data = conform_batch(batch, self.context.data_schema, notes)
+        data, notes = conform_batch(batch, self.context.data_schema)
         meta = self._meta(batch.num_rows, notes)
         return pa.RecordBatch.from_arrays(meta + data + self._extra(batch.num_rows),
                                           schema=self.context.output_schema)
 
     def from_records(self, records: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
-        notes: list[list[dict[str, str]]] = []
-        data = batch_from_records(records, self.context.data_schema, notes)
+        data, notes = batch_from_records(records, self.context.data_schema)
         meta = self._meta(len(records), notes)
         return pa.RecordBatch.from_arrays(meta + data + self._extra(len(records)),
                                           schema=self.context.output_schema)
 
     def state_row(self, state: PartitionState) -> pa.RecordBatch:
         """The one row that carries the partition's own state (no data, never written)."""
-        meta = self._meta(1, [[]])
+        meta = self._meta(1, RowNotes(1))
         meta[0] = pa.array([f"{self.digest}-state"])
         self.record_number -= 1
         data = [pa.nulls(1, field.type) for field in self.context.data_schema]

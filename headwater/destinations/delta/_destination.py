@@ -26,7 +26,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from headwater.destinations._base import CommitMarker, CommitResult, Destination
-from headwater.destinations.delta._sql import history, is_delta_table, merge, quote, table_ref
+from headwater.destinations.delta._sql import (
+    history,
+    is_delta_table,
+    merge,
+    quote,
+    table_properties,
+    table_ref,
+)
+from headwater.destinations.delta._stats import STATS_PROPERTY, stats_columns
 from headwater.errors import DestinationError
 from headwater.table_schema import META_FIELDS
 
@@ -83,10 +91,11 @@ class DeltaDestination(Destination):
         location = self.table_location(plan.stream.name)
         wanted = pa.schema(META_FIELDS + list(data_schema))
         try:
-            if not is_delta_table(spark, location):
+            properties = table_properties(spark, location)
+            if properties is None:
                 spark_schema = from_arrow_schema(wanted)
                 spark.createDataFrame([], spark_schema).write.format("delta").mode(
-                    "append").save(location)
+                    "append").option(STATS_PROPERTY, stats_columns(spark_schema)).save(location)
                 return data_schema
             existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
             missing = [f for f in from_arrow_schema(wanted) if f.name not in existing]
@@ -94,6 +103,11 @@ class DeltaDestination(Destination):
                 columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}"
                                     for f in missing)
                 spark.sql(f"ALTER TABLE {table_ref(location)} ADD COLUMNS ({columns})")
+                if STATS_PROPERTY in properties:
+                    listed = stats_columns(missing, already=properties[STATS_PROPERTY])
+                    if listed != properties[STATS_PROPERTY]:
+                        spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES "
+                                  f"('{STATS_PROPERTY}' = '{_sql_text(listed)}')")
             fields = []
             for field in data_schema:
                 if field.name in existing:
@@ -151,7 +165,7 @@ class DeltaDestination(Destination):
         from pyspark.sql import functions as F
 
         location = self.table_location(plan.stream.name)
-        literal = replaced_run_id.replace("\\", "\\\\").replace("'", "\\'")
+        literal = _sql_text(replaced_run_id)
         if plan.stream.destination_sync_mode == "overwrite":
             others = (spark.read.format("delta").load(location)
                       .where(F.col("_hw_run_id") != replaced_run_id).limit(1).count())
@@ -265,6 +279,11 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
 def _bytes_written(metrics: Mapping[str, str]) -> int:
     # WRITE reports numOutputBytes; MERGE reports the bytes of the files it added.
     return int(metrics.get("numOutputBytes") or metrics.get("numTargetBytesAdded") or 0)
+
+
+def _sql_text(text: str) -> str:
+    """``text`` inside a single-quoted SQL string literal."""
+    return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
 def _failed(what: str, exc: BaseException, stream: str) -> DestinationError:

@@ -40,15 +40,23 @@ def table_ref(location: str) -> str:
 
 def is_delta_table(spark: SparkSession, location: str) -> bool:
     """Whether ``location`` holds a Delta table (False for a missing or non-Delta path)."""
+    return table_properties(spark, location) is not None
+
+
+def table_properties(spark: SparkSession, location: str) -> dict[str, str] | None:
+    """The Delta table's properties, or None when ``location`` holds no Delta table."""
     from pyspark.errors import AnalysisException
 
     try:
-        detail = spark.sql(f"DESCRIBE DETAIL {table_ref(location)}").select("format").collect()
+        detail = spark.sql(f"DESCRIBE DETAIL {table_ref(location)}").select(
+            "format", "properties").collect()
     except AnalysisException as exc:
         if exc.getCondition() == _NOT_A_DELTA_TABLE:
-            return False
+            return None
         raise
-    return bool(detail) and detail[0]["format"] == "delta"
+    if not detail or detail[0]["format"] != "delta":
+        return None
+    return dict(detail[0]["properties"] or {})
 
 
 def history(spark: SparkSession, location: str, latest: int | None = None) -> DataFrame:

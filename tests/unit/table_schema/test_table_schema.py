@@ -12,7 +12,6 @@ from headwater.table_schema import (
     arrow_type_for,
     batch_from_records,
     conform_batch,
-    notes_array,
 )
 
 SCHEMA = arrow_schema_for({
@@ -38,12 +37,12 @@ def test_json_schema_types_map_to_arrow() -> None:
 
 
 def test_dict_records_keep_misfits_and_unknown_fields_as_notes() -> None:
-    notes: list[list[dict[str, str]]] = []
-    columns = batch_from_records([
+    columns, row_notes = batch_from_records([
         {"id": 1, "price": "9.5", "paid": True, "at": "2024-01-01T00:00:00Z", "day": "2024-01-02",
          "tags": ["a"], "extra": {"k": 1}},
         {"id": "x", "price": 2, "paid": "maybe", "at": "not a date", "surprise": 5},
-    ], SCHEMA, notes)
+    ], SCHEMA)
+    notes = row_notes.to_lists()
     batch = pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
     assert batch.column(0).to_pylist() == [1, None]
     assert batch.column(1).to_pylist() == [9.5, 2.0]
@@ -52,14 +51,14 @@ def test_dict_records_keep_misfits_and_unknown_fields_as_notes() -> None:
     assert notes[0] == []
     assert {(n["field"], n["value"]) for n in notes[1]} == {
         ("id", "x"), ("paid", "maybe"), ("at", "not a date"), ("surprise", "5")}
-    assert notes_array(notes).null_count == 1
+    assert row_notes.array().null_count == 1
 
 
 def test_arrow_batches_are_cast_and_only_misfits_go_value_by_value() -> None:
     batch = pa.record_batch({"id": pa.array(["1", "2", "three"]),
                              "at": pa.array([0, 1, 2], pa.timestamp("s"))})
-    notes: list[list[dict[str, str]]] = []
-    columns = conform_batch(batch, SCHEMA, notes)
+    columns, row_notes = conform_batch(batch, SCHEMA)
+    notes = row_notes.to_lists()
     assert columns[0].to_pylist() == [1, 2, None]
     assert columns[1].null_count == 3  # a missing column becomes nulls, not a misfit
     assert columns[3].type == UTC_TIMESTAMP
