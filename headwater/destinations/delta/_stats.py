@@ -2,8 +2,8 @@
 
 Delta computes min/max/null-count statistics for every row it writes, on the
 first 32 columns by default, and that work is interpreted per row: on this
-machine it was about a third of the cost of writing a checkpoint, and half of
-it went to metadata columns nobody filters on (``_hw_raw_id`` is unique per row,
+machine it was about a quarter of the CPU of writing a checkpoint, and about
+half of it went to metadata columns nobody filters on (``_hw_raw_id`` is unique per row,
 ``_hw_partition_id`` mirrors the files, ``_hw_notes`` is a list).  So a table
 Headwater creates lists its statistics columns (``delta.dataSkippingStatsColumns``):
 the metadata columns a reader filters on (extraction time, run, checkpoint), then
