@@ -13,11 +13,13 @@ Example connection snippet::
 
 Each stream is one partition, so each stream is one Spark task and streams run
 side by side.  Its ``read`` starts ``<connector> read`` with a catalog holding
-that stream alone and the stream's state, yields the RECORD data as dicts (the
-engine types them under the stream's JSON schema) and the connector's last
-STATE of the stream as a :class:`~headwater.sdk.PartitionState`, which the
-engine commits with the records.  Incremental streams store the connector's
-own state unchanged, so Airbyte state imports and exports as it is.
+that stream alone and the stream's state, yields the RECORD data as Arrow
+record batches decoded in bulk (see :mod:`._records`; a block that cannot be
+decoded exactly in bulk is yielded as dicts, typed value by value by the
+engine), and each of the connector's STATEs of the stream as a
+:class:`~headwater.sdk.PartitionState` after the records before it; the engine
+commits the last one with the records.  Incremental streams store the
+connector's own state unchanged, so Airbyte state imports and exports as it is.
 
 Secrets: the connector's spec marks them (``airbyte_secret``); they are
 registered for masking as soon as the spec is known, and the config recorded
@@ -35,7 +37,13 @@ from typing import Any
 
 from headwater.config import redact, register_secrets, secret_values, validate_config
 from headwater.connectors.airbyte._env import ConnectorEnv, envs_root
-from headwater.connectors.airbyte._process import MessageCounts, Record, run_connector
+from headwater.connectors.airbyte._process import (
+    MessageCounts,
+    Record,
+    RecordBlock,
+    run_connector,
+)
+from headwater.connectors.airbyte._records import RecordDecoder
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.protocol import (
     AirbyteCatalog,
@@ -127,6 +135,7 @@ class AirbyteSourceStream(Stream):
             stream_state_message(self.name, dict(state), namespace=self.namespace)
             .model_dump(mode="json", exclude_none=True)]
         counts = MessageCounts()
+        decoder = RecordDecoder(self.name, self._stream.json_schema)
         with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
             args = ["read", "--config", _write(folder, "config.json", self._config),
                     "--catalog", _write(folder, "catalog.json",
@@ -135,7 +144,14 @@ class AirbyteSourceStream(Stream):
                 args += ["--state", _write(folder, "state.json", state_messages)]
             for item in run_connector(self._env.command() + args, self._env.label,
                                       stream=self.name, counts=counts):
-                if isinstance(item, Record):
+                if isinstance(item, RecordBlock):
+                    batch = decoder.decode(item.lines)
+                    if batch is not None:
+                        if batch.num_rows:
+                            yield batch
+                    else:
+                        yield from (r.data for r in item.records() if r.stream == self.name)
+                elif isinstance(item, Record):
                     if item.stream == self.name:
                         yield item.data
                 elif item.type == MessageType.STATE and item.state is not None:
