@@ -20,6 +20,10 @@ engine), and each of the connector's STATEs of the stream as a
 :class:`~headwater.sdk.PartitionState` after the records before it; the engine
 commits the last one with the records.  Incremental streams store the
 connector's own state unchanged, so Airbyte state imports and exports as it is.
+A connector that keeps GLOBAL state (a shared part, say a CDC position, plus
+per-stream parts) has both parts stored with each stream
+(:func:`~headwater.protocol.global_stream_state`) and gets a GLOBAL state back
+on the stream's next read.
 
 Secrets: the connector's spec marks them (``airbyte_secret``); they are
 registered for masking as soon as the spec is known, and the config recorded
@@ -48,6 +52,7 @@ from headwater.errors import AuthenticationError, ConnectorError
 from headwater.protocol import (
     AirbyteCatalog,
     AirbyteMessage,
+    AirbyteStateMessage,
     AirbyteStateType,
     AirbyteStream,
     CheckStatus,
@@ -58,6 +63,9 @@ from headwater.protocol import (
     MessageType,
     SyncMode,
     TraceType,
+    global_state_message,
+    global_stream_state,
+    split_global_stream_state,
     stream_state_message,
 )
 from headwater.sdk import (
@@ -132,8 +140,8 @@ class AirbyteSourceStream(Stream):
             cursor_field=self._stream.default_cursor_field,
             primary_key=self._stream.source_defined_primary_key)])
         state_messages = [] if not state else [
-            stream_state_message(self.name, dict(state), namespace=self.namespace)
-            .model_dump(mode="json", exclude_none=True)]
+            _state_message(state, self.name, self.namespace)
+            .model_dump(mode="json", by_alias=True, exclude_none=True)]
         counts = MessageCounts()
         decoder = RecordDecoder(self.name, self._stream.json_schema)
         with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
@@ -257,9 +265,19 @@ class AirbyteSource(Source):
                 for s in self.catalog().streams]
 
 
+def _state_message(state: Mapping[str, Any], name: str,
+                   namespace: str | None) -> AirbyteStateMessage:
+    """The state handed to the connector: GLOBAL if it reported GLOBAL state, else STREAM."""
+    parts = split_global_stream_state(state)
+    if parts is not None:
+        return global_state_message(name, *parts, namespace=namespace)
+    return stream_state_message(name, dict(state), namespace=namespace)
+
+
 def _stream_state(message: AirbyteMessage, name: str,
                   namespace: str | None) -> dict[str, Any] | None:
-    """This stream's part of a STATE message (STREAM form, or its part of a GLOBAL one)."""
+    """What to store of a STATE message: this stream's part (STREAM form), or the
+    shared part with this stream's part (GLOBAL form, see ``global_stream_state``)."""
     state = message.state
     assert state is not None
     if state.type == AirbyteStateType.STREAM and state.stream is not None:
@@ -267,9 +285,9 @@ def _stream_state(message: AirbyteMessage, name: str,
         if descriptor.name == name and descriptor.namespace == namespace:
             return dict(state.stream.stream_state or {})
     if state.type == AirbyteStateType.GLOBAL and state.global_ is not None:
-        for part in state.global_.stream_states:
-            if part.stream_descriptor.name == name:
-                return dict(part.stream_state or {})
+        own = next((part.stream_state for part in state.global_.stream_states
+                    if part.stream_descriptor.name == name), None)
+        return global_stream_state(state.global_.shared_state, own)
     return None
 
 

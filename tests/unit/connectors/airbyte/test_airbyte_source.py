@@ -15,9 +15,12 @@ from headwater.connectors.airbyte._process import RecordBlock
 from headwater.connectors.airbyte._records import RecordDecoder
 from headwater.engine._task import TaskContext, read_partition
 from headwater.errors import AuthenticationError, ConfigError, ConnectorError
-from headwater.sdk import ConnectorStateCursor, FinalStateCursor, PartitionState
+from headwater.protocol import global_stream_state
+from headwater.sdk import ConnectorStateCursor, FinalStateCursor, PartitionState, Stream
 from headwater.table_schema import arrow_schema_for
-from tests.unit.connectors.airbyte.conftest import fake_source_config
+from tests.unit.connectors.airbyte.conftest import FAKE_CONNECTOR, fake_source_config
+
+GLOBAL_CONNECTOR = FAKE_CONNECTOR.with_name("global_state_connector.py")
 
 
 def _read(source: AirbyteSource, state: dict | None = None) -> tuple[list[dict], list[dict]]:
@@ -158,3 +161,22 @@ def test_a_malformed_record_line_still_fails_the_read_as_before() -> None:
     assert next(records).data == {"id": 1}
     with pytest.raises(ConnectorError, match="fake printed an invalid message"):
         next(records)
+
+
+def test_a_global_state_connector_is_handed_its_shared_and_stream_parts_back() -> None:
+    source = AirbyteSource({"command": [sys.executable, str(GLOBAL_CONNECTOR)],
+                            "config": {"records": 2}})
+    stream = source.stream("events")
+    first = _read_all(stream, None)
+    assert first[-1] == PartitionState(global_stream_state({"lsn": 1020}, {"last_id": 2}))
+    second = _read_all(stream, dict(first[-1].state))
+    assert second[:-1] == [{"id": 3, "lsn": 1030, "seen_lsn": 1020},
+                           {"id": 4, "lsn": 1040, "seen_lsn": 1020}]
+
+
+def _read_all(stream: Stream, state: dict | None) -> list:
+    (partition,) = stream.partitions(state)
+    items: list = []
+    for item in stream.read(partition):
+        items += item.to_pylist() if isinstance(item, pa.RecordBatch) else [item]
+    return items
