@@ -36,7 +36,8 @@ _LEVELS = {
     LogLevel.FATAL: logging.CRITICAL, LogLevel.ERROR: logging.ERROR, LogLevel.WARN: logging.WARNING,
     LogLevel.INFO: logging.INFO, LogLevel.DEBUG: logging.DEBUG, LogLevel.TRACE: logging.DEBUG,
 }
-_RECORD_PREFIX = '{"type":"RECORD"'
+#: How the Airbyte CDK starts a RECORD line (compact JSON): such lines go into blocks.
+RECORD_PREFIX = '{"type":"RECORD"'
 _STDERR_TAIL = 20
 #: A :class:`RecordBlock` is handed over at this many lines, or this many characters.
 BLOCK_LINES = 10_000
@@ -131,7 +132,7 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
                 # The last line of a process that died mid-write: its exit code speaks.
                 log.debug("connector %s left a cut line: %s", label, line[:200])
                 continue
-            if line.startswith(_RECORD_PREFIX):
+            if line.startswith(RECORD_PREFIX):
                 block.append(line)
                 size += len(line)
                 if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
