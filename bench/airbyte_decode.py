@@ -89,11 +89,11 @@ def per_record(found: list[RecordBlock], schema: pa.Schema) -> Iterator[pa.Recor
         for record in block.records():
             pending.append(record.data)
             if len(pending) >= DICT_BATCH_ROWS:
-                yield pa.RecordBatch.from_arrays(batch_from_records(pending, schema, []),
+                yield pa.RecordBatch.from_arrays(batch_from_records(pending, schema)[0],
                                                  schema=schema)
                 pending = []
     if pending:
-        yield pa.RecordBatch.from_arrays(batch_from_records(pending, schema, []), schema=schema)
+        yield pa.RecordBatch.from_arrays(batch_from_records(pending, schema)[0], schema=schema)
 
 
 def bulk(found: list[RecordBlock], schema: pa.Schema,
@@ -103,7 +103,7 @@ def bulk(found: list[RecordBlock], schema: pa.Schema,
         batch = decoder.decode(block.lines)
         if batch is None:
             raise SystemExit("the bulk decoder refused a block of faker users")
-        yield pa.RecordBatch.from_arrays(conform_batch(batch, schema, []), schema=schema)
+        yield pa.RecordBatch.from_arrays(conform_batch(batch, schema)[0], schema=schema)
 
 
 def best_of(repeat: int, run: Callable[[], Iterator[pa.RecordBatch]]) -> tuple[float, pa.Table]:

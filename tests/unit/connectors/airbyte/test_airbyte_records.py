@@ -49,16 +49,16 @@ def lines(rows: list[dict[str, Any]], stream: str = "items") -> list[str]:
 
 def per_record(rows: list[dict[str, Any]]) -> tuple[pa.Table, list[list[dict[str, str]]]]:
     schema = arrow_schema_for(SCHEMA)
-    notes: list[list[dict[str, str]]] = []
-    return pa.Table.from_arrays(batch_from_records(rows, schema, notes), schema=schema), notes
+    columns, notes = batch_from_records(rows, schema)
+    return pa.Table.from_arrays(columns, schema=schema), notes.to_lists()
 
 
 def bulk(block: list[str]) -> tuple[pa.Table, list[list[dict[str, str]]]]:
     batch = RecordDecoder("items", SCHEMA).decode(block)
     assert batch is not None, "the decoder refused a block it should decode"
     schema = arrow_schema_for(SCHEMA)
-    notes: list[list[dict[str, str]]] = []
-    return pa.Table.from_arrays(conform_batch(batch, schema, notes), schema=schema), notes
+    columns, notes = conform_batch(batch, schema)
+    return pa.Table.from_arrays(columns, schema=schema), notes.to_lists()
 
 
 def test_bulk_decoding_gives_the_per_record_table_and_notes() -> None:
