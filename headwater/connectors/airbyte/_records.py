@@ -44,7 +44,7 @@ _EXACT_LEAVES = (pa.string(), pa.int64(), pa.bool_())
 
 
 class RecordDecoder:
-    """Decodes blocks of one stream's RECORD lines; picklable, built once per read."""
+    """Decodes blocks of one stream's RECORD lines; built once per read of the stream."""
 
     def __init__(self, stream: str, json_schema: Mapping[str, Any]) -> None:
         self.stream = stream
@@ -64,7 +64,8 @@ class RecordDecoder:
                 read_fields.append(field)
             else:
                 self.usable = False
-        self.known = {field.name for field in read_fields} | self.json_text
+        #: Fields read under their declared type; every other one is inferred by Arrow.
+        self.typed = {field.name for field in read_fields}
         self.read_schema = pa.schema([
             pa.field("type", pa.string()),
             pa.field("record", pa.struct([
@@ -101,7 +102,7 @@ class RecordDecoder:
             data = data.filter(ours)
         names, columns = [], []
         for field, column in zip(data.type, data.flatten(), strict=True):
-            if field.name in self.known and field.name not in self.json_text:
+            if field.name in self.typed:
                 names.append(field.name)
                 columns.append(column)
                 continue
