@@ -114,7 +114,8 @@ def state_import(
         config = load_connection(connection)
         imported = parse_airbyte_state(_read_json(file, "state"))
         store = _open_store(store_url(config))
-        stored = imported.per_stream()
+        # An Airbyte connector gets its GLOBAL state back from each stream's own state.
+        stored = imported.per_stream(shared_with_streams=config.source.type == "airbyte")
         for stream, value in stored.items():
             store.save_state(config.name, stream, value, run_id=None, checkpoint_index=None)
         if as_json:

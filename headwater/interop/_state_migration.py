@@ -12,13 +12,26 @@ Headwater stores one state per (connection, stream).  Import stores each
 stream's part unchanged, so an incremental stream picks up exactly where the
 Airbyte connection stopped (for the ``airbyte`` source type the state is the
 connector's own; for a native source, its cursor reads Airbyte's sequential
-form ``{cursor_field: value}``).  A global ``shared_state`` is kept under the
-reserved stream name :data:`SHARED_STATE_STREAM`, and export turns it back
-into one ``GLOBAL`` message; without it, export writes ``STREAM`` messages.
+form ``{cursor_field: value}``).
+
+A GLOBAL state is stored in one of two ways:
+
+* for the ``airbyte`` source type, each stream keeps the shared part with its
+  own (:func:`~headwater.protocol.global_stream_state`), which is also what a
+  sync stores when the connector reports GLOBAL state, so the stream's next read
+  hands the connector a GLOBAL state again;
+* for native sources, which have no use for the shared part, each stream keeps
+  its part and the ``shared_state`` is kept under the reserved stream name
+  :data:`SHARED_STATE_STREAM`.
+
+Export turns either back into ``GLOBAL`` messages (one per distinct shared part:
+streams read by separate connector processes may have reached different
+positions); other streams become ``STREAM`` messages.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +45,8 @@ from headwater.protocol import (
     AirbyteStateType,
     AirbyteStreamState,
     StreamDescriptor,
+    global_stream_state,
+    split_global_stream_state,
 )
 
 __all__ = ["SHARED_STATE_STREAM", "ImportedState", "export_state", "parse_airbyte_state"]
@@ -47,9 +62,22 @@ class ImportedState:
     streams: dict[str, dict[str, Any] | None] = field(default_factory=dict)
     shared: dict[str, Any] | None = None
     kind: str = "STREAM"
+    #: Stream -> the shared part of the GLOBAL message that named it.
+    shared_of: dict[str, dict[str, Any] | None] = field(default_factory=dict)
 
-    def per_stream(self) -> dict[str, dict[str, Any] | None]:
-        """What to store: every stream's state, plus the shared part of a GLOBAL state."""
+    def per_stream(self, *, shared_with_streams: bool = False,
+                   ) -> dict[str, dict[str, Any] | None]:
+        """What to store: every stream's state, plus the shared part of a GLOBAL state.
+
+        ``shared_with_streams`` (the ``airbyte`` source type): a stream named by a
+        GLOBAL message keeps that message's shared part with its own, as a sync of a
+        GLOBAL-state connector stores it; otherwise the shared part is stored once,
+        under :data:`SHARED_STATE_STREAM`.
+        """
+        if shared_with_streams:
+            return {name: global_stream_state(self.shared_of[name], state)
+                    if name in self.shared_of else state
+                    for name, state in self.streams.items()}
         stored = dict(self.streams)
         if self.kind == "GLOBAL":
             stored[SHARED_STATE_STREAM] = self.shared or {}
@@ -76,6 +104,7 @@ def parse_airbyte_state(document: Any) -> ImportedState:
             imported.shared = message.global_.shared_state
             for part in message.global_.stream_states:
                 imported.streams[_name(part.stream_descriptor)] = part.stream_state
+                imported.shared_of[_name(part.stream_descriptor)] = imported.shared
         else:
             raise StateError(
                 f"state message {number} is a LEGACY (per-source) state; only STREAM and "
@@ -90,9 +119,10 @@ def _from_api(document: Mapping[str, Any]) -> ImportedState:
         return ImportedState(streams={_api_name(p): p.get("streamState") for p in parts})
     if kind == "global":
         glob = document.get("globalState") or {}
-        return ImportedState(
-            streams={_api_name(p): p.get("streamState") for p in glob.get("streamStates") or []},
-            shared=glob.get("sharedState"), kind="GLOBAL")
+        streams = {_api_name(p): p.get("streamState") for p in glob.get("streamStates") or []}
+        shared = glob.get("sharedState")
+        return ImportedState(streams=streams, shared=shared, kind="GLOBAL",
+                             shared_of=dict.fromkeys(streams, shared))
     raise StateError(f"an Airbyte connection state of type {kind!r} cannot be imported; "
                      "only 'stream' and 'global' states name their streams")
 
@@ -109,16 +139,41 @@ def _name(descriptor: StreamDescriptor) -> str:
 
 
 def export_state(states: Mapping[str, Mapping[str, Any] | None]) -> list[dict[str, Any]]:
-    """Headwater's stored states as Airbyte STATE messages (one GLOBAL if one was imported)."""
-    parts = [AirbyteStreamState(stream_descriptor=StreamDescriptor(name=name),
-                                stream_state=dict(state) if state is not None else None)
-             for name, state in sorted(states.items()) if name != SHARED_STATE_STREAM]
+    """Headwater's stored states as Airbyte STATE messages.
+
+    Streams that keep a shared part, and every stream when a shared part was
+    imported under :data:`SHARED_STATE_STREAM`, go into ``GLOBAL`` messages, one
+    per distinct shared part (in the common case, exactly one); the rest into
+    ``STREAM`` messages.
+    """
+    imported_shared = states.get(SHARED_STATE_STREAM)
+    groups: dict[str, tuple[dict[str, Any] | None, list[AirbyteStreamState]]] = {}
     if SHARED_STATE_STREAM in states:
-        shared = states[SHARED_STATE_STREAM]
-        message = AirbyteStateMessage(
-            type=AirbyteStateType.GLOBAL,
-            global_=AirbyteGlobalState(shared_state=dict(shared) if shared else None,
-                                       stream_states=parts))
-        return [message.model_dump(mode="json", by_alias=True, exclude_none=True)]
-    return [AirbyteStateMessage(type=AirbyteStateType.STREAM, stream=part)
-            .model_dump(mode="json", by_alias=True, exclude_none=True) for part in parts]
+        shared = dict(imported_shared) if imported_shared else None
+        groups[_key(shared)] = (shared, [])
+    streams: list[AirbyteStreamState] = []
+    for name, state in sorted(states.items()):
+        if name == SHARED_STATE_STREAM:
+            continue
+        parts = split_global_stream_state(state)
+        if parts is None and SHARED_STATE_STREAM not in states:
+            streams.append(_part(name, state))
+            continue
+        shared, own = parts if parts is not None else (
+            dict(imported_shared) if imported_shared else None, state)
+        groups.setdefault(_key(shared), (shared, []))[1].append(_part(name, own))
+    messages = [AirbyteStateMessage(type=AirbyteStateType.GLOBAL, global_=AirbyteGlobalState(
+        shared_state=shared, stream_states=parts)) for shared, parts in groups.values()]
+    messages += [AirbyteStateMessage(type=AirbyteStateType.STREAM, stream=part)
+                 for part in streams]
+    return [message.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for message in messages]
+
+
+def _part(name: str, state: Mapping[str, Any] | None) -> AirbyteStreamState:
+    return AirbyteStreamState(stream_descriptor=StreamDescriptor(name=name),
+                              stream_state=dict(state) if state is not None else None)
+
+
+def _key(shared: Mapping[str, Any] | None) -> str:
+    return json.dumps(shared, sort_keys=True, default=str)

@@ -51,16 +51,21 @@ from headwater.protocol._messages import (
     TraceType,
 )
 from headwater.protocol._state import (
+    GLOBAL_STATE_KEY,
     AirbyteGlobalState,
     AirbyteStateMessage,
     AirbyteStateStats,
     AirbyteStateType,
     AirbyteStreamState,
     StreamDescriptor,
+    global_state_message,
+    global_stream_state,
+    split_global_stream_state,
     stream_state_message,
 )
 
 __all__ = [
+    "GLOBAL_STATE_KEY",
     "AirbyteCatalog",
     "AirbyteConnectionStatus",
     "AirbyteControlConnectorConfigMessage",
@@ -94,5 +99,8 @@ __all__ = [
     "StreamDescriptor",
     "SyncMode",
     "TraceType",
+    "global_state_message",
+    "global_stream_state",
+    "split_global_stream_state",
     "stream_state_message",
 ]

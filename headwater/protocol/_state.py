@@ -14,6 +14,7 @@ Three kinds, as in the protocol:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -110,4 +111,55 @@ def stream_state_message(
             stream_state=state,
         ),
         sourceStats=stats,
+    )
+
+
+#: Key of the state Headwater stores for one stream of a connector that keeps GLOBAL
+#: state: ``{GLOBAL_STATE_KEY: {"shared_state": ..., "stream_state": ...}}``.  Headwater
+#: reads each stream in its own connector process, so each stream keeps the shared part
+#: (say a CDC log position) as *its* process last reported it, and its next read hands
+#: the connector a GLOBAL state again.  The same name as the reserved stream of an
+#: imported shared state (``headwater.interop.SHARED_STATE_STREAM``).
+GLOBAL_STATE_KEY = "__airbyte_global__"
+
+
+def global_stream_state(shared_state: Mapping[str, Any] | None,
+                        stream_state: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One stream's stored state when its connector keeps GLOBAL state.
+
+    See :data:`GLOBAL_STATE_KEY`.
+    """
+    return {GLOBAL_STATE_KEY: {
+        "shared_state": dict(shared_state) if shared_state is not None else None,
+        "stream_state": dict(stream_state) if stream_state is not None else None}}
+
+
+def split_global_stream_state(
+        state: Mapping[str, Any] | None,
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+    """``(shared_state, stream_state)`` of a :func:`global_stream_state`, else ``None``."""
+    if not isinstance(state, Mapping) or set(state) != {GLOBAL_STATE_KEY}:
+        return None
+    inner = state[GLOBAL_STATE_KEY]
+    if not isinstance(inner, Mapping):
+        return None
+    shared, own = inner.get("shared_state"), inner.get("stream_state")
+    return (dict(shared) if isinstance(shared, Mapping) else None,
+            dict(own) if isinstance(own, Mapping) else None)
+
+
+def global_state_message(
+    name: str,
+    shared_state: Mapping[str, Any] | None,
+    stream_state: Mapping[str, Any] | None,
+    namespace: str | None = None,
+) -> AirbyteStateMessage:
+    """A ``GLOBAL`` state message of one stream: the shared part plus that stream's part."""
+    return AirbyteStateMessage(
+        type=AirbyteStateType.GLOBAL,
+        global_=AirbyteGlobalState(
+            shared_state=dict(shared_state) if shared_state is not None else None,
+            stream_states=[AirbyteStreamState(
+                stream_descriptor=StreamDescriptor(name=name, namespace=namespace),
+                stream_state=dict(stream_state) if stream_state is not None else None)]),
     )

@@ -1,9 +1,13 @@
 """Run one Airbyte connector command and turn its stdout into messages.
 
 The connector is a separate process speaking the protocol: one JSON message
-per line on stdout.  RECORD lines are the bulk of the traffic, so they are
-decoded with ``json.loads`` only and handed over as plain ``(stream, data)``;
-every other line is validated into :class:`~headwater.protocol.AirbyteMessage`.
+per line on stdout.  RECORD lines are the bulk of the traffic, so consecutive
+ones are handed over raw, as a :class:`RecordBlock` (at most
+:data:`BLOCK_LINES` lines or :data:`BLOCK_BYTES` characters), for the reader to
+decode in bulk; :meth:`RecordBlock.records` decodes them one by one instead
+(``json.loads`` only).  A block is always handed over before the message that
+follows it, so a STATE never overtakes the records it covers.  Every other line
+is validated into :class:`~headwater.protocol.AirbyteMessage`.
 LOG messages go to Headwater's logger at their level; an error TRACE becomes a
 :class:`~headwater.errors.ConnectorError` with the connector's own message; a
 process that exits non-zero (or dies mid-stream) fails with the tail of its
@@ -32,8 +36,12 @@ _LEVELS = {
     LogLevel.FATAL: logging.CRITICAL, LogLevel.ERROR: logging.ERROR, LogLevel.WARN: logging.WARNING,
     LogLevel.INFO: logging.INFO, LogLevel.DEBUG: logging.DEBUG, LogLevel.TRACE: logging.DEBUG,
 }
-_RECORD_PREFIX = '{"type":"RECORD"'
+#: How the Airbyte CDK starts a RECORD line (compact JSON): such lines go into blocks.
+RECORD_PREFIX = '{"type":"RECORD"'
 _STDERR_TAIL = 20
+#: A :class:`RecordBlock` is handed over at this many lines, or this many characters.
+BLOCK_LINES = 10_000
+BLOCK_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,41 @@ class Record:
 
     stream: str
     data: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RecordBlock:
+    """Consecutive RECORD lines of a connector, undecoded, in the order it wrote them."""
+
+    lines: list[str]
+    label: str
+    stream: str | None = None
+
+    def records(self) -> Iterator[Record]:
+        """The block line by line: the exact path for lines bulk decoding refuses.
+
+        Raises :class:`ConnectorError` on a line that is not a valid message.
+        """
+        for line in self.lines:
+            record = _record_of(line, self.label, self.stream)
+            if record is not None:
+                yield record
+
+
+def _record_of(line: str, label: str, stream: str | None) -> Record | None:
+    """One line starting like a RECORD; ``None`` when it holds no record after all."""
+    try:
+        body = json.loads(line)["record"]
+        return Record(body["stream"], body["data"])
+    except (ValueError, KeyError, TypeError):
+        pass  # the validating parser says what is wrong
+    try:
+        message = AirbyteMessage.parse_line(line)
+    except Exception as exc:
+        raise ConnectorError(f"connector {label} printed an invalid message: {exc}",
+                             stream=stream) from exc
+    return None if message.record is None else Record(message.record.stream,
+                                                      message.record.data)
 
 
 @dataclass
@@ -61,11 +104,13 @@ def connector_environment() -> dict[str, str]:
 
 
 def run_connector(argv: list[str], label: str, *, stream: str | None = None,
-                  counts: MessageCounts | None = None) -> Iterator[Record | AirbyteMessage]:
-    """Start ``argv`` and yield its records and messages until it exits.
+                  counts: MessageCounts | None = None,
+                  ) -> Iterator[RecordBlock | Record | AirbyteMessage]:
+    """Start ``argv`` and yield its record blocks, records and messages until it exits.
 
     Raises :class:`ConnectorError` on an error TRACE, an unparsable line, or a
-    non-zero exit; the process is killed if the consumer stops early.
+    non-zero exit; the process is killed if the consumer stops early.  Lines of
+    a block are only checked when the consumer decodes them.
     """
     counts = counts if counts is not None else MessageCounts()
     try:
@@ -79,24 +124,29 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     drain = threading.Thread(target=_drain, args=(process.stderr, stderr_tail), daemon=True)
     drain.start()
     finished = False
+    block: list[str] = []
+    size = 0
     try:
         for line in process.stdout:
             if not line.endswith("\n"):
                 # The last line of a process that died mid-write: its exit code speaks.
                 log.debug("connector %s left a cut line: %s", label, line[:200])
                 continue
-            if line.startswith(_RECORD_PREFIX):
-                try:
-                    body = json.loads(line)["record"]
-                    yield Record(body["stream"], body["data"])
-                    continue
-                except (ValueError, KeyError, TypeError):
-                    pass  # fall through to the validating parser for its error message
+            if line.startswith(RECORD_PREFIX):
+                block.append(line)
+                size += len(line)
+                if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
+                    yield RecordBlock(block, label, stream)
+                    block, size = [], 0
+                continue
             if not line.strip():
                 continue
             if not line.lstrip().startswith("{"):
                 log.debug("connector %s printed a non-protocol line: %s", label, line.rstrip())
                 continue
+            if block:  # the records before this message go first
+                yield RecordBlock(block, label, stream)
+                block, size = [], 0
             try:
                 message = AirbyteMessage.parse_line(line)
             except Exception as exc:
@@ -107,6 +157,8 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
                 continue
             _observe(message, label, stream, counts)
             yield message
+        if block:
+            yield RecordBlock(block, label, stream)
         process.wait()
         drain.join(timeout=10)
         if process.returncode != 0:

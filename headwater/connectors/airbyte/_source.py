@@ -13,11 +13,17 @@ Example connection snippet::
 
 Each stream is one partition, so each stream is one Spark task and streams run
 side by side.  Its ``read`` starts ``<connector> read`` with a catalog holding
-that stream alone and the stream's state, yields the RECORD data as dicts (the
-engine types them under the stream's JSON schema) and the connector's last
-STATE of the stream as a :class:`~headwater.sdk.PartitionState`, which the
-engine commits with the records.  Incremental streams store the connector's
-own state unchanged, so Airbyte state imports and exports as it is.
+that stream alone and the stream's state, yields the RECORD data as Arrow
+record batches decoded in bulk (see :mod:`._records`; a block that cannot be
+decoded exactly in bulk is yielded as dicts, typed value by value by the
+engine), and each of the connector's STATEs of the stream as a
+:class:`~headwater.sdk.PartitionState` after the records before it; the engine
+commits the last one with the records.  Incremental streams store the
+connector's own state unchanged, so Airbyte state imports and exports as it is.
+A connector that keeps GLOBAL state (a shared part, say a CDC position, plus
+per-stream parts) has both parts stored with each stream
+(:func:`~headwater.protocol.global_stream_state`) and gets a GLOBAL state back
+on the stream's next read.
 
 Secrets: the connector's spec marks them (``airbyte_secret``); they are
 registered for masking as soon as the spec is known, and the config recorded
@@ -35,11 +41,18 @@ from typing import Any
 
 from headwater.config import redact, register_secrets, secret_values, validate_config
 from headwater.connectors.airbyte._env import ConnectorEnv, envs_root
-from headwater.connectors.airbyte._process import MessageCounts, Record, run_connector
+from headwater.connectors.airbyte._process import (
+    MessageCounts,
+    Record,
+    RecordBlock,
+    run_connector,
+)
+from headwater.connectors.airbyte._records import RecordDecoder
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.protocol import (
     AirbyteCatalog,
     AirbyteMessage,
+    AirbyteStateMessage,
     AirbyteStateType,
     AirbyteStream,
     CheckStatus,
@@ -50,6 +63,9 @@ from headwater.protocol import (
     MessageType,
     SyncMode,
     TraceType,
+    global_state_message,
+    global_stream_state,
+    split_global_stream_state,
     stream_state_message,
 )
 from headwater.sdk import (
@@ -124,9 +140,10 @@ class AirbyteSourceStream(Stream):
             cursor_field=self._stream.default_cursor_field,
             primary_key=self._stream.source_defined_primary_key)])
         state_messages = [] if not state else [
-            stream_state_message(self.name, dict(state), namespace=self.namespace)
-            .model_dump(mode="json", exclude_none=True)]
+            _state_message(state, self.name, self.namespace)
+            .model_dump(mode="json", by_alias=True, exclude_none=True)]
         counts = MessageCounts()
+        decoder = RecordDecoder(self.name, self._stream.json_schema)
         with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
             args = ["read", "--config", _write(folder, "config.json", self._config),
                     "--catalog", _write(folder, "catalog.json",
@@ -135,7 +152,14 @@ class AirbyteSourceStream(Stream):
                 args += ["--state", _write(folder, "state.json", state_messages)]
             for item in run_connector(self._env.command() + args, self._env.label,
                                       stream=self.name, counts=counts):
-                if isinstance(item, Record):
+                if isinstance(item, RecordBlock):
+                    batch = decoder.decode(item.lines)
+                    if batch is not None:
+                        if batch.num_rows:
+                            yield batch
+                    else:
+                        yield from (r.data for r in item.records() if r.stream == self.name)
+                elif isinstance(item, Record):
                     if item.stream == self.name:
                         yield item.data
                 elif item.type == MessageType.STATE and item.state is not None:
@@ -241,9 +265,19 @@ class AirbyteSource(Source):
                 for s in self.catalog().streams]
 
 
+def _state_message(state: Mapping[str, Any], name: str,
+                   namespace: str | None) -> AirbyteStateMessage:
+    """The state handed to the connector: GLOBAL if it reported GLOBAL state, else STREAM."""
+    parts = split_global_stream_state(state)
+    if parts is not None:
+        return global_state_message(name, *parts, namespace=namespace)
+    return stream_state_message(name, dict(state), namespace=namespace)
+
+
 def _stream_state(message: AirbyteMessage, name: str,
                   namespace: str | None) -> dict[str, Any] | None:
-    """This stream's part of a STATE message (STREAM form, or its part of a GLOBAL one)."""
+    """What to store of a STATE message: this stream's part (STREAM form), or the
+    shared part with this stream's part (GLOBAL form, see ``global_stream_state``)."""
     state = message.state
     assert state is not None
     if state.type == AirbyteStateType.STREAM and state.stream is not None:
@@ -251,9 +285,9 @@ def _stream_state(message: AirbyteMessage, name: str,
         if descriptor.name == name and descriptor.namespace == namespace:
             return dict(state.stream.stream_state or {})
     if state.type == AirbyteStateType.GLOBAL and state.global_ is not None:
-        for part in state.global_.stream_states:
-            if part.stream_descriptor.name == name:
-                return dict(part.stream_state or {})
+        own = next((part.stream_state for part in state.global_.stream_states
+                    if part.stream_descriptor.name == name), None)
+        return global_stream_state(state.global_.shared_state, own)
     return None
 
 

@@ -8,6 +8,8 @@
 * the fake connector (a real process speaking the protocol): an error TRACE, or
   a crash mid-stream, fails the stream, commits no row and leaves the state
   exactly as it was.
+* a connector keeping GLOBAL state (``global_state_connector.py``): its second
+  sync is given the shared part and the stream's part it reported in the first.
 
 The faker venv lives in the shared connectors cache (``~/.cache/headwater`` or
 ``$HEADWATER_CONNECTOR_ENVS``); the first run on a machine installs it (minutes).
@@ -28,7 +30,9 @@ import yaml
 from headwater.config import load_connection
 from headwater.connectors.airbyte import ConnectorEnv, envs_root
 from headwater.engine import SyncEngine, SyncResult
+from headwater.interop import export_state
 from headwater.metadata_store import MetadataStore
+from headwater.protocol import global_stream_state
 
 pytestmark = pytest.mark.spark
 
@@ -178,3 +182,29 @@ def test_error_trace_or_crash_mid_stream_commits_nothing_and_keeps_the_state(
         assert message in (failed.streams[0].error or "")
         assert store.get_state("ab", "items") == {"cursor": 30}, failure
         assert sum(ids(spark, tmp_path, "items").values()) == 30, failure
+
+
+GLOBAL_CONNECTOR = FAKE_CONNECTOR.with_name("global_state_connector.py")
+
+
+def test_a_global_state_connector_gets_its_shared_state_back_on_the_next_sync(
+        spark: Any, tmp_path: Path) -> None:
+    streams = [{"name": "events", "sync_mode": "incremental", "destination_sync_mode": "append"}]
+    path = write_connection(tmp_path, {"command": [sys.executable, str(GLOBAL_CONNECTOR)],
+                                       "config": {"records": 3}}, streams)
+    first, store = sync(path)
+    assert first.status == "succeeded", first.streams[0].error
+    assert store.get_state("ab", "events") == global_stream_state({"lsn": 1030}, {"last_id": 3})
+
+    second, store = sync(path)
+    assert second.status == "succeeded", second.streams[0].error
+    rows = spark.read.format("delta").load(str(tmp_path / "lake" / "events"))
+    # The second read resumed from the shared lsn *and* the stream's last id.
+    assert sorted((r["id"], r["lsn"], r["seen_lsn"]) for r in rows.collect()) == [
+        (1, 1010, 1000), (2, 1020, 1000), (3, 1030, 1000),
+        (4, 1040, 1030), (5, 1050, 1030), (6, 1060, 1030)]
+    # Exported, the state is the connector's own last GLOBAL message.
+    assert export_state(store.get_states("ab")) == [{"type": "GLOBAL", "global": {
+        "shared_state": {"lsn": 1060},
+        "stream_states": [{"stream_descriptor": {"name": "events"},
+                           "stream_state": {"last_id": 6}}]}}]

@@ -5,7 +5,10 @@ config decides what it does: ``records`` rows of stream ``items`` (``id``,
 ``updated_at`` = ``id``), a STATE every ``state_every`` records, then either a
 normal end, an error TRACE (``fail: trace``) or a crash (``fail: crash``, exit 3
 without a word) after ``fail_after`` records.  With a state ``{"cursor": N}`` it
-starts after record N.  It needs only the standard library.
+starts after record N.  ``compact: true`` prints messages without spaces, as
+the Airbyte CDK does (so Headwater's bulk RECORD decoding sees them), and
+``bad_id_at: N`` gives record N the id ``"not-a-number"``.  It needs only the
+standard library.
 """
 
 from __future__ import annotations
@@ -15,9 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+COMPACT = {"separators": (",", ":")}
+SPACED: dict = {}
+style = SPACED
+
 
 def emit(message: dict) -> None:
-    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.write(json.dumps(message, **style) + "\n")
     sys.stdout.flush()
 
 
@@ -31,6 +38,8 @@ SPEC = {
             "fail": {"type": "string", "enum": ["none", "trace", "crash"]},
             "fail_after": {"type": "integer"},
             "token": {"type": "string", "airbyte_secret": True},
+            "compact": {"type": "boolean"},
+            "bad_id_at": {"type": "integer"},
         },
         "required": ["records"],
     }
@@ -57,6 +66,8 @@ def main(args: list[str]) -> int:
         emit({"type": "SPEC", "spec": SPEC})
         return 0
     config = json.loads(Path(option(args, "--config")).read_text())
+    global style
+    style = COMPACT if config.get("compact") else SPACED
     if command == "check":
         ok = config.get("token") != "token-denied-7f3c"
         emit({"type": "CONNECTION_STATUS", "connectionStatus": {
@@ -86,7 +97,8 @@ def main(args: list[str]) -> int:
                                                        "failure_type": "system_error"}}})
             return 1
         emit({"type": "RECORD", "record": {"stream": "items", "emitted_at": 0, "data": {
-            "id": number, "updated_at": number, "label": f"item {number}"}}})
+            "id": "not-a-number" if number == config.get("bad_id_at") else number,
+            "updated_at": number, "label": f"item {number}"}}})
         if number % every == 0:
             emit({"type": "STATE", "state": {"type": "STREAM", "stream": {
                 "stream_descriptor": {"name": "items"}, "stream_state": {"cursor": number}}}})

@@ -5,26 +5,48 @@ from __future__ import annotations
 import logging
 import sys
 
+import pyarrow as pa
 import pytest
 
 from headwater.config import mask
 from headwater.connectors import get_source_class
 from headwater.connectors.airbyte import AirbyteSource, ConnectorEnv
+from headwater.connectors.airbyte._process import RecordBlock
+from headwater.connectors.airbyte._records import RecordDecoder
+from headwater.engine._task import TaskContext, read_partition
 from headwater.errors import AuthenticationError, ConfigError, ConnectorError
-from headwater.sdk import ConnectorStateCursor, FinalStateCursor, PartitionState
-from tests.unit.connectors.airbyte.conftest import fake_source_config
+from headwater.protocol import global_stream_state
+from headwater.sdk import ConnectorStateCursor, FinalStateCursor, PartitionState, Stream
+from headwater.table_schema import arrow_schema_for
+from tests.unit.connectors.airbyte.conftest import FAKE_CONNECTOR, fake_source_config
+
+GLOBAL_CONNECTOR = FAKE_CONNECTOR.with_name("global_state_connector.py")
 
 
 def _read(source: AirbyteSource, state: dict | None = None) -> tuple[list[dict], list[dict]]:
+    records, states, _ = _read_in_order(source, state)
+    return records, states
+
+
+def _read_in_order(source: AirbyteSource, state: dict | None = None,
+                   ) -> tuple[list[dict], list[dict], list[tuple[str, int]]]:
+    """Records, states, and what came out in order: ("batch"|"dicts"|"state", rows)."""
     stream = source.stream("items")
     (partition,) = stream.partitions(state)
-    records, states = [], []
+    records: list[dict] = []
+    states: list[dict] = []
+    order: list[tuple[str, int]] = []
     for item in stream.read(partition):
         if isinstance(item, PartitionState):
             states.append(dict(item.state))
+            order.append(("state", 0))
+        elif isinstance(item, pa.RecordBatch):
+            records += item.to_pylist()
+            order.append(("batch", item.num_rows))
         else:
             records.append(dict(item))
-    return records, states
+            order.append(("dicts", 1))
+    return records, states, order
 
 
 def test_registered_as_a_built_in() -> None:
@@ -52,6 +74,36 @@ def test_read_yields_records_then_the_connectors_states_and_resumes_from_state()
     records, states = _read(source, {"cursor": 20})
     assert [r["id"] for r in records] == [21, 22, 23, 24, 25]
     assert states[-1] == {"cursor": 25}
+
+
+def test_compact_records_come_as_arrow_batches_each_before_the_state_that_covers_them() -> None:
+    source = AirbyteSource(fake_source_config(records=25, state_every=10, compact=True))
+    records, states, order = _read_in_order(source)
+    assert records == [{"id": n, "updated_at": n, "label": f"item {n}"} for n in range(1, 26)]
+    assert states == [{"cursor": 10}, {"cursor": 20}, {"cursor": 25}]
+    assert order == [("batch", 10), ("state", 0), ("batch", 10), ("state", 0), ("batch", 5),
+                     ("state", 0)]
+
+
+def test_a_record_of_the_wrong_type_is_kept_with_a_note_through_the_per_record_path() -> None:
+    source = AirbyteSource(fake_source_config(records=12, state_every=5, compact=True,
+                                              bad_id_at=7))
+    _, _, order = _read_in_order(source)
+    # The block holding the bad record (6..10) is decoded record by record; the others in bulk.
+    assert order == [("batch", 5), ("state", 0)] + [("dicts", 1)] * 5 + \
+        [("state", 0), ("batch", 2), ("state", 0)]
+    stream = source.stream("items")
+    (partition,) = stream.partitions(None)
+    context = TaskContext(run_id="r", checkpoint_index=0,
+                          data_schema=arrow_schema_for(stream.json_schema()))
+    rows = pa.Table.from_batches(list(read_partition(stream, partition, context))).to_pylist()
+    assert [r["updated_at"] for r in rows] == list(range(1, 13))  # nothing dropped
+    bad = rows[6]
+    assert bad["id"] is None and bad["label"] == "item 7"
+    assert bad["_hw_notes"] == [{"field": "id", "reason": bad["_hw_notes"][0]["reason"],
+                                 "value": "not-a-number"}]
+    assert "int64" in bad["_hw_notes"][0]["reason"]
+    assert all(r["_hw_notes"] is None for r in rows if r is not bad)
 
 
 def test_connector_logs_reach_headwater_logs(caplog: pytest.LogCaptureFixture) -> None:
@@ -97,3 +149,34 @@ def test_a_package_must_be_pinned() -> None:
                         root="/envs").script == "source-faker"
     env = ConnectorEnv(command_line=(sys.executable, "x"))
     assert env.command() == [sys.executable, "x"]
+
+
+def test_a_malformed_record_line_still_fails_the_read_as_before() -> None:
+    block = RecordBlock(['{"type":"RECORD","record":{"stream":"items","data":{"id":1}}}\n',
+                         '{"type":"RECORD","record":{"stream":"items","data":{"id":\n'],
+                        label="fake", stream="items")
+    assert RecordDecoder("items", {"properties": {"id": {"type": "integer"}}}).decode(
+        block.lines) is None
+    records = block.records()
+    assert next(records).data == {"id": 1}
+    with pytest.raises(ConnectorError, match="fake printed an invalid message"):
+        next(records)
+
+
+def test_a_global_state_connector_is_handed_its_shared_and_stream_parts_back() -> None:
+    source = AirbyteSource({"command": [sys.executable, str(GLOBAL_CONNECTOR)],
+                            "config": {"records": 2}})
+    stream = source.stream("events")
+    first = _read_all(stream, None)
+    assert first[-1] == PartitionState(global_stream_state({"lsn": 1020}, {"last_id": 2}))
+    second = _read_all(stream, dict(first[-1].state))
+    assert second[:-1] == [{"id": 3, "lsn": 1030, "seen_lsn": 1020},
+                           {"id": 4, "lsn": 1040, "seen_lsn": 1020}]
+
+
+def _read_all(stream: Stream, state: dict | None) -> list:
+    (partition,) = stream.partitions(state)
+    items: list = []
+    for item in stream.read(partition):
+        items += item.to_pylist() if isinstance(item, pa.RecordBatch) else [item]
+    return items

@@ -1,0 +1,196 @@
+"""RECORD lines of one stream decoded in bulk into an Arrow record batch.
+
+Decoding each RECORD line with ``json.loads`` and typing the dicts value by
+value cost Headwater more CPU than the connector spent producing them.  Here a
+block of lines is parsed at once by Arrow's JSON reader under an explicit
+schema built from the stream's JSON schema, and the ``data`` struct's fields
+become the batch; the engine then casts the columns as for any Arrow source.
+
+The bulk result must equal the per-record path's, so the decoder refuses a
+block (returns ``None``, and the caller decodes it line by line, notes and
+errors exactly as before) whenever it could differ:
+
+* a value of the wrong type, malformed JSON, a record without ``stream`` or
+  ``data``: Arrow's reader is strict and fails the block;
+* a column kept as JSON text (an object, a mixed or untyped property) or a field
+  outside the schema, whose Arrow-inferred type cannot be written back as the
+  same JSON text (a number that may have been an integer, a string Arrow took for
+  a date-time, a null that may have been a missing key);
+* a stream with a column type the reader cannot produce as the per-record path
+  does (decimals, base64 binary): such streams are never decoded in bulk.
+
+Date-time and date columns are read as text and cast by the engine with Arrow
+(the same cast every native Arrow source gets).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.json as pa_json
+
+from headwater.table_schema import READER_NOTES, arrow_schema_for
+
+__all__ = ["RecordDecoder"]
+
+_DIRECT = (pa.int64(), pa.float64(), pa.bool_(), pa.string())
+#: Inferred types whose values ``json.dumps`` writes back exactly as they were read.
+_EXACT_LEAVES = (pa.string(), pa.int64(), pa.bool_())
+
+
+class RecordDecoder:
+    """Decodes blocks of one stream's RECORD lines; built once per read of the stream."""
+
+    def __init__(self, stream: str, json_schema: Mapping[str, Any]) -> None:
+        self.stream = stream
+        props = json_schema.get("properties") or {}
+        read_fields: list[pa.Field] = []
+        self.json_text: set[str] = set()
+        self.usable = True
+        for field in arrow_schema_for(json_schema):
+            kind = field.type
+            if kind == pa.string() and not _plain_string(props[field.name]):
+                self.json_text.add(field.name)  # left to inference, written back as text
+            elif kind in _DIRECT:
+                read_fields.append(field)
+            elif pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+                read_fields.append(pa.field(field.name, pa.string()))
+            elif pa.types.is_list(kind) and kind.value_type in _DIRECT:
+                read_fields.append(field)
+            else:
+                self.usable = False
+        #: Fields read under their declared type; every other one is inferred by Arrow.
+        self.typed = {field.name for field in read_fields}
+        self.read_schema = pa.schema([
+            pa.field("type", pa.string()),
+            pa.field("record", pa.struct([
+                pa.field("stream", pa.string()),
+                pa.field("emitted_at", pa.float64()),
+                pa.field("data", pa.struct(read_fields)),
+            ])),
+        ])
+
+    def decode(self, lines: Sequence[str]) -> pa.RecordBatch | None:
+        """This stream's records of ``lines`` as one batch, or ``None`` to decode per line."""
+        if not self.usable or not lines:
+            return None
+        text = "".join(lines).encode()
+        try:
+            table = pa_json.read_json(
+                io.BytesIO(text),
+                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(text) + 1),
+                parse_options=pa_json.ParseOptions(explicit_schema=self.read_schema,
+                                                   unexpected_field_behavior="infer"))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return None
+        if table.num_rows != len(lines):
+            return None
+        record = table.column("record").combine_chunks()
+        if record.null_count:
+            return None
+        parts = dict(zip((f.name for f in record.type), record.flatten(), strict=True))
+        stream, data = parts["stream"], parts["data"]
+        if stream.null_count or data.null_count:
+            return None
+        ours = pc.equal(stream, pa.scalar(self.stream))
+        if not pc.all(ours).as_py():
+            data = data.filter(ours)
+        names, columns = [], []
+        for field, column in zip(data.type, data.flatten(), strict=True):
+            if field.name in self.typed:
+                names.append(field.name)
+                columns.append(column)
+                continue
+            if field.name == READER_NOTES:
+                return None
+            converted = (_as_json_text(column) if field.name in self.json_text
+                         else column if _exact(column) else None)
+            if converted is None:
+                return None
+            names.append(field.name)
+            columns.append(converted)
+        if not names:  # a batch without columns would lose its row count
+            return None
+        return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _plain_string(prop: Mapping[str, Any]) -> bool:
+    """A property typed only as a JSON string (a column of text, not of JSON text)."""
+    declared = prop.get("type")
+    types = [declared] if isinstance(declared, str) else list(declared or [])
+    return [t for t in types if t != "null"] == ["string"]
+
+
+def _exact(column: pa.Array) -> bool:
+    """No nulls anywhere and only types whose values JSON text gives back unchanged.
+
+    A null may have been a missing key (which the per-record path skips), so it
+    makes the column ambiguous.
+    """
+    if column.null_count:
+        return False
+    kind = column.type
+    if kind in _EXACT_LEAVES:
+        return True
+    if pa.types.is_null(kind):
+        return len(column) == 0
+    if pa.types.is_struct(kind):
+        return all(_exact(child) for child in column.flatten())
+    if pa.types.is_list(kind):
+        return _exact(column.flatten())
+    return False
+
+
+def _as_json_text(column: pa.Array) -> pa.Array | None:
+    """A JSON-text column as the per-record path writes it (``json.dumps``, sorted keys)."""
+    kind = column.type
+    if kind == pa.string():
+        return column
+    if pa.types.is_null(kind):
+        return pa.nulls(len(column), pa.string())
+    if not _exact(column.filter(column.is_valid())):
+        return None
+    encoded = _encode(column)
+    if encoded is not None:
+        return encoded
+    return pa.array([None if value is None else json.dumps(value, sort_keys=True)
+                     for value in column.to_pylist()], pa.string())
+
+
+#: Characters ``json.dumps`` (``ensure_ascii``) escapes: not printable ASCII, ``"`` or ``\``.
+_ESCAPED = r'[^\x20-\x7e]|["\\]'
+
+
+def _encode(column: pa.Array) -> pa.Array | None:
+    """``json.dumps(value, sort_keys=True)`` of each value with Arrow kernels (nulls stay null).
+
+    ``None`` for what it does not cover (arrays); the caller then encodes value by value.
+    """
+    kind = column.type
+    if kind in (pa.int64(), pa.bool_()):
+        return pc.cast(column, pa.string())  # 5 -> "5", true -> "true"
+    if kind == pa.string():
+        quoted = pc.binary_join_element_wise('"', column, '"', "")
+        escaped = pc.fill_null(pc.match_substring_regex(column, _ESCAPED), False)
+        if not pc.any(escaped).as_py():
+            return quoted
+        return pc.replace_with_mask(quoted, escaped, pa.array(
+            [json.dumps(v) for v in column.filter(escaped).to_pylist()], pa.string()))
+    if pa.types.is_struct(kind):
+        children = dict(zip((f.name for f in kind), column.flatten(), strict=True))
+        parts: list[pa.Array | str] = ["{"]
+        for number, name in enumerate(sorted(children)):
+            value = _encode(children[name])
+            if value is None:
+                return None
+            parts += [(", " if number else "") + json.dumps(name) + ": ", value]
+        if len(parts) == 1:  # no fields: "{}" where the struct is valid
+            return pc.if_else(column.is_valid(), "{}", pa.scalar(None, pa.string()))
+        parts.append("}")
+        return pc.binary_join_element_wise(*parts, "")
+    return None

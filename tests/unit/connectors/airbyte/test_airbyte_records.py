@@ -1,0 +1,107 @@
+"""Bulk decoding of RECORD lines: the same table and notes as the per-record path, or a refusal."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from headwater.connectors.airbyte._records import RecordDecoder
+from headwater.table_schema import arrow_schema_for, batch_from_records, conform_batch
+
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {
+    "id": {"type": "integer"},
+    "score": {"type": ["null", "number"]},
+    "active": {"type": "boolean"},
+    "name": {"type": "string"},
+    "created_at": {"type": "string", "format": "date-time"},
+    "local_at": {"type": "string", "format": "date-time",
+                 "airbyte_type": "timestamp_without_timezone"},
+    "day": {"type": "string", "format": "date"},
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "address": {"type": "object", "properties": {"city": {"type": "string"}}},
+    "anything": {},
+}}
+
+ROWS: list[dict[str, Any]] = [
+    {"id": 1, "score": 1.5, "active": True, "name": 'Zoë "Z" \\ 😀',
+     "created_at": "2024-01-01T10:00:00+02:00", "local_at": "2024-01-01T10:00:00Z",
+     "day": "2024-02-03", "tags": ["a", "b"], "extra": "kept",
+     "address": {"zip": "75001", "city": "Paris", "geo": {"lat": 48, "ok": True}},
+     "anything": 7},
+    {"id": 2, "score": 2, "active": False, "name": "plain", "created_at": "2024-01-01",
+     "day": "2024-02-03T08:00:00", "tags": [], "extra": "also",
+     "address": None, "anything": 8},
+    {"id": 3, "score": None, "name": "", "created_at": "2024-13-01T00:00:00Z",
+     "tags": None, "extra": "third", "address": {"city": "Zürich\n", "zip": "8001",
+                                                 "geo": {"lat": 47, "ok": False}}},
+]
+
+
+def lines(rows: list[dict[str, Any]], stream: str = "items") -> list[str]:
+    """RECORD lines as the Airbyte CDK prints them (compact JSON)."""
+    return [json.dumps({"type": "RECORD", "record": {"stream": stream, "data": row,
+                                                     "emitted_at": 1700000000000}},
+                       separators=(",", ":")) + "\n" for row in rows]
+
+
+def per_record(rows: list[dict[str, Any]]) -> tuple[pa.Table, list[list[dict[str, str]]]]:
+    schema = arrow_schema_for(SCHEMA)
+    columns, notes = batch_from_records(rows, schema)
+    return pa.Table.from_arrays(columns, schema=schema), notes.to_lists()
+
+
+def bulk(block: list[str]) -> tuple[pa.Table, list[list[dict[str, str]]]]:
+    batch = RecordDecoder("items", SCHEMA).decode(block)
+    assert batch is not None, "the decoder refused a block it should decode"
+    schema = arrow_schema_for(SCHEMA)
+    columns, notes = conform_batch(batch, schema)
+    return pa.Table.from_arrays(columns, schema=schema), notes.to_lists()
+
+
+def test_bulk_decoding_gives_the_per_record_table_and_notes() -> None:
+    table, notes = bulk(lines(ROWS))
+    expected, expected_notes = per_record(ROWS)
+    assert table.equals(expected), (table.to_pylist(), expected.to_pylist())
+    assert notes == expected_notes
+    # What the comparison covers: JSON text with sorted keys, escapes and nested values,
+    # a cast date-time, a value that does not fit (month 13), a field outside the schema.
+    assert table.column("address")[0].as_py() == \
+        '{"city": "Paris", "geo": {"lat": 48, "ok": true}, "zip": "75001"}'
+    assert table.column("anything").to_pylist() == ["7", "8", None]
+    assert [n["field"] for n in notes[2]] == ["extra", "created_at"]
+
+
+def test_records_of_other_streams_are_left_out() -> None:
+    block = lines(ROWS[:1]) + lines([{"id": 99}], stream="other") + lines(ROWS[1:2])
+    table, _ = bulk(block)
+    assert table.column("id").to_pylist() == [1, 2]
+
+
+@pytest.mark.parametrize("block", [
+    pytest.param(lines([{"id": 1}, {"id": "not-a-number"}]), id="wrong type"),
+    pytest.param(lines([{"id": 1}, {"id": 1.5}]), id="fraction in an integer"),
+    pytest.param([*lines([{"id": 1}]), '{"type":"RECORD","record":{"stream":"items",\n'],
+                 id="malformed JSON"),
+    pytest.param(lines([{"id": 1, "address": {"city": None}}]), id="null inside JSON text"),
+    pytest.param(lines([{"id": 1, "address": {"city": "a"}}, {"id": 2, "address": {}}]),
+                 id="key missing inside JSON text"),
+    pytest.param(lines([{"id": 1, "anything": 2.0}]), id="number that may be an integer"),
+    pytest.param(lines([{"id": 1, "address": {"at": "2024-01-01"}}]),
+                 id="text Arrow takes for a date"),
+    pytest.param(lines([{"id": 1, "extra": "x"}, {"id": 2}]),
+                 id="field outside the schema missing"),
+    pytest.param(lines([{"id": 1, "_hw_notes": []}]), id="reserved notes field"),
+    pytest.param(['{"type":"RECORD","record":{"stream":"items"}}\n'], id="no data"),
+])
+def test_blocks_that_could_differ_are_refused(block: list[str]) -> None:
+    assert RecordDecoder("items", SCHEMA).decode(block) is None
+
+
+def test_streams_with_decimals_or_base64_are_never_decoded_in_bulk() -> None:
+    for prop in ({"type": "number", "format": "decimal", "precision": 10, "scale": 2},
+                 {"type": "string", "contentEncoding": "base64"}):
+        decoder = RecordDecoder("items", {"properties": {"id": {"type": "integer"}, "v": prop}})
+        assert decoder.decode(lines([{"id": 1}])) is None
