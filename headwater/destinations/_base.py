@@ -36,14 +36,27 @@ class CommitMarker:
     run_id: str
     stream: str
     checkpoint_index: int
+    #: Partition id -> the source's own state (``Stream.keeps_own_state``), carried
+    #: in the tag so that the commit and the states it released are one atomic fact.
+    partition_states: Mapping[str, Any] | None = None
 
     @property
     def tag(self) -> str:
-        return json.dumps(
-            {"headwater": {"run_id": self.run_id, "stream": self.stream,
-                           "checkpoint": self.checkpoint_index}},
-            sort_keys=True, separators=(",", ":"),
-        )
+        document: dict[str, Any] = {"headwater": {
+            "run_id": self.run_id, "stream": self.stream, "checkpoint": self.checkpoint_index}}
+        if self.partition_states is not None:
+            document["partition_states"] = dict(self.partition_states)
+        return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def tagged_partition_states(tag: str | None) -> dict[str, Any]:
+    """The partition states a commit's tag carries (``{}`` when it carries none)."""
+    try:
+        document = json.loads(tag or "{}")
+    except ValueError:
+        return {}
+    states = document.get("partition_states") if isinstance(document, dict) else None
+    return dict(states) if isinstance(states, dict) else {}
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from headwater.destinations import Destination, get_destination_class
 from headwater.destinations._base import CommitMarker, CommitResult
 from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
-from headwater.engine._own_state import split_partition_states
+from headwater.engine._own_state import stage_partition_states
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import (
     CheckpointPlan,
@@ -451,15 +451,14 @@ class _StreamRunner:
         destination = self.engine.destination
         states = None
         if stream.keeps_own_state:
-            rows, states = split_partition_states(rows,
-                                                  f"{marker.stream}_{marker.checkpoint_index}")
+            rows, states = stage_partition_states(rows)
+            marker = replace(marker, partition_states=states)
         if self.replay_of is not None and self.plan.stream.destination_sync_mode != "append_dedup":
             result = destination.replace_run(self.spark, self.plan, checkpoint, rows, marker,
                                              replaced_run_id=self.replay_of)
         else:
             result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
-        # The states were observed by the very job that wrote the rows.
-        return result if states is None else replace(result, partition_states=states.get())
+        return result if states is None else replace(result, partition_states=states)
 
     def _rows(self, stream: Stream, checkpoint: CheckpointPlan) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from headwater.destinations._base import CommitMarker, CommitResult, Destination
+from headwater.destinations._base import (
+    CommitMarker,
+    CommitResult,
+    Destination,
+    tagged_partition_states,
+)
 from headwater.destinations.delta._sql import (
     history,
     is_delta_table,
@@ -130,10 +135,11 @@ class DeltaDestination(Destination):
         found = _tagged_commit(spark, location, marker)
         if found is None:
             return None
-        version, metrics = found
+        version, metrics, tag = found
         rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows") or 0)
         return CommitResult(rows=rows, rejected=0, bytes=_bytes_written(metrics),
-                            version=version, already_committed=True)
+                            version=version, already_committed=True,
+                            partition_states=tagged_partition_states(tag))
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -252,7 +258,7 @@ def _committed(spark: SparkSession, location: str, marker: CommitMarker,
     """The result of the commit just made: its counts, version and bytes from the history."""
     # Lanes commit side by side, so look among the latest few commits for ours.
     found = _tagged_commit(spark, location, marker, within_latest=50)
-    version, commit_metrics = found if found is not None else (None, {})
+    version, commit_metrics = (found[0], found[1]) if found is not None else (None, {})
     return CommitResult(rows=int(counts["rows"]), rejected=int(counts["rejected"]),
                         bytes=_bytes_written(commit_metrics), version=version)
 
@@ -265,15 +271,26 @@ def _counts() -> list[Column]:
 
 
 def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
-                   within_latest: int | None = None) -> tuple[int, Mapping[str, str]] | None:
-    """The version and operation metrics of the commit carrying ``marker``'s tag."""
+                   within_latest: int | None = None,
+                   ) -> tuple[int, Mapping[str, str], str] | None:
+    """The version, operation metrics and tag of the commit of ``marker``'s checkpoint.
+
+    Matched on the tag's run, stream and checkpoint rather than on the whole
+    text: a tag may also carry the partition states the commit released.
+    """
     from pyspark.sql import functions as F
 
-    found = (history(spark, location, within_latest).where(F.col("userMetadata") == marker.tag)
-             .select("version", "operationMetrics").limit(1).collect())
+    def tagged(key: str) -> Column:
+        return F.get_json_object(F.col("userMetadata"), f"$.headwater.{key}")
+
+    found = (history(spark, location, within_latest)
+             .where((tagged("run_id") == marker.run_id) & (tagged("stream") == marker.stream)
+                    & (tagged("checkpoint") == str(marker.checkpoint_index)))
+             .select("version", "operationMetrics", "userMetadata").limit(1).collect())
     if not found:
         return None
-    return int(found[0]["version"]), found[0]["operationMetrics"] or {}
+    return (int(found[0]["version"]), found[0]["operationMetrics"] or {},
+            found[0]["userMetadata"])
 
 
 def _bytes_written(metrics: Mapping[str, str]) -> int:

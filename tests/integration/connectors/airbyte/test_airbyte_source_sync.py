@@ -18,6 +18,7 @@ The faker venv lives in the shared connectors cache (``~/.cache/headwater`` or
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import tempfile
 from collections import Counter
@@ -182,6 +183,33 @@ def test_error_trace_or_crash_mid_stream_commits_nothing_and_keeps_the_state(
         assert message in (failed.streams[0].error or "")
         assert store.get_state("ab", "items") == {"cursor": 30}, failure
         assert sum(ids(spark, tmp_path, "items").values()) == 30, failure
+
+
+@pytest.mark.crash
+def test_a_sync_killed_after_its_commit_resumes_with_the_connectors_state(
+        spark: Any, tmp_path: Path) -> None:
+    """The commit carries the connector's state: a resumed attempt that finds the commit
+    releases that state, so the next sync neither repeats nor skips records."""
+    from tests.integration._cli import sync as sync_cli
+
+    streams = [{"name": "items", "sync_mode": "incremental", "destination_sync_mode": "append"}]
+
+    def connection(records: int) -> Path:
+        return write_connection(tmp_path, {"command": [sys.executable, str(FAKE_CONNECTOR)],
+                                           "config": {"state_every": 10, "records": records}},
+                                streams)
+
+    killed = sync_cli(tmp_path, connection(30), env={"HEADWATER_FAULT": "after-commit:1"})
+    assert killed.exit_code == -signal.SIGKILL, killed.describe()  # right after the commit
+    assert sum(ids(spark, tmp_path, "items").values()) == 30
+
+    resumed, store = sync(connection(30))
+    assert resumed.resumed and resumed.status == "succeeded", resumed.streams[0].error
+    assert store.get_state("ab", "items") == {"cursor": 30}
+
+    more, store = sync(connection(40))
+    assert more.status == "succeeded", more.streams[0].error
+    assert ids(spark, tmp_path, "items") == Counter(range(1, 41))
 
 
 GLOBAL_CONNECTOR = FAKE_CONNECTOR.with_name("global_state_connector.py")
