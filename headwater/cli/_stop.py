@@ -51,6 +51,12 @@ def stop_on_signals(request_stop: Callable[[str], None]) -> Iterator[None]:
     possibly while it holds the lock of the very ``threading.Event`` the
     request sets (``Event.wait`` in the ``--watch`` loop), and would deadlock.
     """
+    if threading.current_thread() is not threading.main_thread():
+        # Python installs handlers from the main thread only (the CLI run from a
+        # thread, as some embedders do): the sync then simply runs to its end.
+        log.debug("not the main thread: SIGINT/SIGTERM keep their handlers")
+        yield
+        return
     previous: dict[int, Any] = {}
     received: list[str] = []
 

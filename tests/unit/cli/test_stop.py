@@ -65,3 +65,17 @@ def test_sigint_alone_requests_a_stop_without_raising() -> None:
 def test_exit_code_of_a_sync(status: str, code: int) -> None:
     result = SyncResult(run_id="r", connection="c", status=status, resumed=False, attempt=1)
     assert sync_exit_code(result) == code
+
+
+def test_outside_the_main_thread_the_handlers_are_left_alone() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    seen: list[Any] = []
+
+    def enter() -> None:
+        with stop_on_signals(lambda reason: None):
+            seen.append(signal.getsignal(signal.SIGINT))
+
+    thread = threading.Thread(target=enter)
+    thread.start()
+    thread.join()
+    assert seen == [before]
