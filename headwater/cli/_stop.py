@@ -18,6 +18,8 @@ SparkContext in the main thread replaces the SIGINT handler with PySpark's,
 which would turn the first Ctrl-C into an abort.  A terminal's Ctrl-C reaches
 the whole foreground process group; Spark's JVM ignores SIGINT and its Python
 workers live in a process group of their own, so only this process sees it.
+SIGTERM is different: the JVM dies of it, so it must be sent to this process
+alone (``kill PID``; under systemd ``KillMode=mixed``), not to its group.
 """
 
 from __future__ import annotations
