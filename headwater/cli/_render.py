@@ -17,6 +17,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from headwater.config import mask
 from headwater.destinations import CommitResult
 from headwater.engine import RunPlan, StreamStats, SyncObserver, SyncResult
 
@@ -72,7 +73,8 @@ class ProgressObserver(SyncObserver):
             self.progress.update(task, advance=partitions, rows=rows)
 
     def stream_finished(self, stats: StreamStats) -> None:
-        mark = "[green]done[/]" if stats.status == "succeeded" else "[red]failed[/]"
+        mark = {"succeeded": "[green]done[/]", "stopped": "[yellow]stopped[/]"}.get(
+            stats.status, "[red]failed[/]")
         with self._lock:
             task = self.tasks.get(stats.name)
             if task is not None:
@@ -86,11 +88,24 @@ def summary_table(result: SyncResult) -> Table:
     for column in ("read", "written", "rejected", "bytes", "partitions", "time"):
         table.add_column(column, justify="right")
     for s in result.streams:
-        status = "[green]succeeded[/]" if s.status == "succeeded" else f"[red]{s.status}[/]"
+        status = {"succeeded": "[green]succeeded[/]",
+                  "stopped": f"[yellow]stopped {s.checkpoints_done}/{s.checkpoints}[/]"}.get(
+            s.status, f"[red]{s.status}[/]")
         rejected = f"[yellow]{s.records_rejected:,}[/]" if s.records_rejected else "0"
         table.add_row(s.name, s.mode, status, f"{s.records_read:,}", f"{s.records_written:,}",
                       rejected, human_bytes(s.bytes), str(s.partitions), f"{s.duration_s:.1f}s")
     return table
+
+
+def print_result(result: SyncResult, out: Console, err: Console) -> None:
+    """A sync's summary table on ``out``; why streams failed, or why it stopped, on ``err``."""
+    out.print(summary_table(result))
+    for stream in result.streams:
+        if stream.error:
+            err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)
+    if result.status == "stopped":
+        err.print(f"[yellow]run {result.run_id} stopped:[/] "
+                  f"{mask(result.stop_reason or 'on request')}", highlight=False)
 
 
 def key_value_table(title: str, rows: Iterable[tuple[str, Any]]) -> Table:

@@ -3,35 +3,36 @@
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
 
 from rich.console import Console
 
+from headwater.cli._stop import stop_on_signals, sync_exit_code
 from headwater.config import ConnectionConfig, mask, mask_obj
-from headwater.engine import SyncEngine, SyncObserver, SyncOptions, SyncResult
-from headwater.engine._watch import stop_on_signals, watch_engine
+from headwater.engine import SyncEngine, SyncObserver, SyncOptions, SyncResult, get_spark
+from headwater.engine._watch import watch_engine
 
 
 def watch_sync(config: ConnectionConfig, store: Any, options: SyncOptions, as_json: bool,
                out: Console, err: Console) -> int:
-    """Run the watch loop; exit code 0 after a clean stop (1 if the last sync failed)."""
-    from headwater.cli._render import summary_table
+    """Run the watch loop until SIGINT/SIGTERM; the exit code says how the last sync ended.
+
+    0: it succeeded (or nothing was ever new), 1: it failed, 130: the signal
+    stopped it with checkpoints left (the next sync continues its run).
+    """
+    from headwater.cli._render import print_result
 
     engine = SyncEngine(config, store, options, SyncObserver())
-    stop = threading.Event()
 
     def report(result: SyncResult) -> None:
         if as_json:
             print(mask(json.dumps(mask_obj(result.to_dict()), default=str)), flush=True)
         else:
-            out.print(summary_table(result))
-            for stream in result.streams:
-                if stream.error:
-                    err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)
+            print_result(result, out, err)
 
+    get_spark(options.spark)  # before the handlers: a new SparkContext replaces SIGINT's
     if not as_json:
-        err.print(f"watching {config.name}: Ctrl-C stops after the sync in progress")
-    with stop_on_signals(stop):
-        results = watch_engine(engine, stop, on_result=report)
-    return 1 if results and results[-1].status != "succeeded" else 0
+        err.print(f"watching {config.name}: Ctrl-C stops after the commits in progress")
+    with stop_on_signals(engine.request_stop):
+        results = watch_engine(engine, on_result=report)
+    return sync_exit_code(results[-1]) if results else 0

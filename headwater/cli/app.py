@@ -1,7 +1,8 @@
 """The ``headwater`` command.
 
 Exit codes mean the same everywhere: 0 success, 1 the sync (or check) failed,
-2 the connection file or a config is wrong, 3 credentials were refused.
+2 the connection file or a config is wrong, 3 credentials were refused,
+130 interrupted (a sync stopped by SIGINT/SIGTERM: the next sync continues it).
 ``--json`` prints exactly one JSON document on stdout (nothing else goes to
 stdout then); every message is masked for secrets before it is printed.
 """
@@ -13,7 +14,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
@@ -151,9 +152,14 @@ def sync(
         "--watch", help="Keep syncing new data (back off up to 5 s when there is none) until "
                         "Ctrl-C/SIGTERM; with --json, one JSON line per sync.")] = False,
 ) -> None:
-    """Sync a connection: read its streams on Spark and commit them exactly once."""
-    from headwater.cli._render import ProgressObserver, summary_table
-    from headwater.engine import SparkSettings, SyncEngine, SyncObserver, SyncOptions
+    """Sync a connection: read its streams on Spark and commit them exactly once.
+
+    SIGINT (Ctrl-C) or SIGTERM stops it after the commits in progress (exit
+    code 130, the next sync continues the run); a second one aborts at once.
+    """
+    from headwater.cli._render import ProgressObserver, print_result
+    from headwater.cli._stop import stop_on_signals, sync_exit_code
+    from headwater.engine import SparkSettings, SyncEngine, SyncObserver, SyncOptions, get_spark
 
     _setup_logging(verbose, as_json)
     with _handled(as_json):
@@ -172,22 +178,18 @@ def sync(
 
             raise typer.Exit(watch_sync(config, store, SyncOptions(spark=settings), as_json,
                                         out, err))
-        if as_json or not err.is_terminal:
-            engine = SyncEngine(config, store, SyncOptions(spark=settings), SyncObserver())
+        progress = None if as_json or not err.is_terminal else ProgressObserver(err)
+        engine = SyncEngine(config, store, SyncOptions(spark=settings),
+                            progress or SyncObserver())
+        get_spark(settings)  # before the handlers: a new SparkContext replaces SIGINT's
+        with stop_on_signals(engine.request_stop), progress or nullcontext():
             result = engine.run()
-        else:
-            with ProgressObserver(err) as observer:
-                engine = SyncEngine(config, store, SyncOptions(spark=settings), observer)
-                result = engine.run()
         if as_json:
             _emit_json(result.to_dict())
         else:
-            out.print(summary_table(result))
-            for stream in result.streams:
-                if stream.error:
-                    err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)
+            print_result(result, out, err)
         if result.status != "succeeded":
-            raise typer.Exit(1)
+            raise typer.Exit(sync_exit_code(result))
 
 
 # ---------------------------------------------------------------------- check / discover

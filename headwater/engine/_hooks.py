@@ -7,7 +7,7 @@ connection's lock released, with the run's summary in environment variables:
 ``HEADWATER_RUN_ID``           the run's id (``headwater runs show`` it)
 ``HEADWATER_CONNECTION``       the connection's name
 ``HEADWATER_RUN_KIND``         ``sync``, ``backfill`` or ``replay``
-``HEADWATER_RUN_STATUS``       ``succeeded`` or ``failed``
+``HEADWATER_RUN_STATUS``       ``succeeded``, ``failed`` or ``stopped``
 ``HEADWATER_RECORDS_READ``     totals over every stream
 ``HEADWATER_RECORDS_WRITTEN``
 ``HEADWATER_RECORDS_REJECTED``
@@ -23,7 +23,9 @@ config never reaches a hook through these variables.  (The hook inherits the
 rest of the process's environment, which is where its own credentials come
 from.)  A string command runs through ``/bin/sh -c``; a list runs as is.
 A hook that fails or times out is logged and reported in the result; it never
-turns a run that committed its data into a failed one.
+turns a run that committed its data into a failed one.  A ``stopped`` run
+(asked to stop, the next sync continues it) is neither a success nor a
+failure: only ``when: always`` hooks run after it.
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def summary_env(result: SyncResult) -> dict[str, str]:
         "HEADWATER_BYTES": str(sum(s.bytes for s in streams)),
         "HEADWATER_DURATION_S": f"{result.duration_s:.3f}",
         "HEADWATER_STREAMS": ",".join(s.name for s in streams),
-        "HEADWATER_FAILED_STREAMS": ",".join(s.name for s in streams if s.status != "succeeded"),
+        "HEADWATER_FAILED_STREAMS": ",".join(s.name for s in streams if s.status == "failed"),
         "HEADWATER_SUMMARY_JSON": json.dumps(mask_obj(summary), default=str, sort_keys=True),
     }
     return {key: mask(value) for key, value in values.items()}
@@ -75,9 +77,9 @@ def run_after_sync_hooks(connection: ConnectionConfig, result: SyncResult) -> li
     if not hooks:
         return outcomes
     env = {**os.environ, **summary_env(result)}
-    succeeded = result.status == "succeeded"
+    applies = {"succeeded": ("success", "always"), "failed": ("failure", "always")}
     for hook in hooks:
-        if (hook.when == "success" and not succeeded) or (hook.when == "failure" and succeeded):
+        if hook.when not in applies.get(result.status, ("always",)):
             continue
         outcomes.append(_run_hook(hook.command, hook.timeout_s, env))
     return outcomes

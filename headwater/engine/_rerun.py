@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from headwater.engine._plan import RunPlan, StreamPlan
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
+from headwater.metadata_store import UNFINISHED_STATUSES
 from headwater.sdk import Partition
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def _replayable_run(engine: SyncEngine, run_id: str) -> RunRecord:
     if run.connection != engine.connection.name:
         raise ConfigError(f"run {run_id} belongs to connection {run.connection}, not "
                           f"{engine.connection.name}", field="RUN_ID")
-    if run.status == "running":
+    if run.status in UNFINISHED_STATUSES:
         raise ConfigError(f"run {run_id} has not finished; `headwater sync` resumes it",
                           field="RUN_ID")
     return run

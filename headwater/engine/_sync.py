@@ -14,6 +14,10 @@ and why each step is where it is:
 5. at the end of a stream, save the cursor's state: its merged ranges describe
    exactly the committed partitions, so even a failed stream leaves a state
    that neither skips nor repeats data.
+
+A run asked to stop (:meth:`SyncEngine.request_stop`) starts no further
+checkpoint, lets the ones in flight commit, then goes through step 5 and ends
+``stopped``; the next sync resumes it.
 """
 
 from __future__ import annotations
@@ -88,6 +92,7 @@ class StreamStats:
             "bytes": self.bytes,
             "partitions": self.partitions,
             "checkpoints": self.checkpoints,
+            "checkpoints_done": self.checkpoints_done,
             "duration_s": round(self.duration_s, 3),
             "error": self.error,
         }
@@ -107,6 +112,8 @@ class SyncResult:
     replay_of: str | None = None
     #: What each ``after_sync`` hook did (command, exit code), in order.
     hooks: list[dict[str, Any]] = field(default_factory=list)
+    #: Why a ``stopped`` run stopped and what it left (see :meth:`SyncEngine.request_stop`).
+    stop_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -124,6 +131,8 @@ class SyncResult:
             data["replay_of"] = self.replay_of
         if self.hooks:
             data["hooks"] = self.hooks
+        if self.stop_reason is not None:
+            data["stop_reason"] = self.stop_reason
         return data
 
 
@@ -132,6 +141,9 @@ class SyncObserver:
 
     def run_started(self, run_id: str, plan: RunPlan, resumed: bool) -> None:
         """The plan is persisted and reading starts."""
+
+    def checkpoint_started(self, stream: str, index: int) -> None:
+        """A lane starts checkpoint ``index``: a stop requested from now on lets it commit."""
 
     def checkpoint_committed(self, stream: str, partitions: int, result: CommitResult) -> None:
         """One checkpoint's data is durable."""
@@ -173,6 +185,40 @@ class SyncEngine:
         self.destination: Destination = dest_cls(dest_config)
         #: Set when a stream failed because the source refused the credentials.
         self.refused: AuthenticationError | None = None
+        #: Set by :meth:`request_stop`; the ``--watch`` loop waits on it too.
+        self.stopping = threading.Event()
+        self._stop_reason = "stop requested"
+
+    def request_stop(self, reason: str = "stop requested") -> None:
+        """End the run in progress after the checkpoints being committed (any thread).
+
+        Each lane looks before it starts a checkpoint, never during one: a
+        checkpoint whose Spark job and Delta commit are under way completes,
+        commits and releases its state; checkpoints not started are not run.
+        Each stream then saves its cursor's state, which describes exactly the
+        committed partitions (gaps included), as after a failure.
+
+        The run ends ``stopped`` (exit code 130 from the CLI), and stays
+        unfinished: the next sync of the connection resumes it like a killed
+        run, re-executing the persisted plan's remaining checkpoints, and only
+        the sync after that plans new data.  Resuming, rather than closing the
+        run and letting the next sync plan afresh from the state, because:
+
+        * a full refresh (``overwrite``) stopped after its first checkpoint
+          has replaced the table with part of the data: resuming appends the
+          rest of the same snapshot, a new plan would read and replace it all;
+        * backfills and replays are not planned from state: closed, their
+          window would stay half done with nothing to finish it;
+        * it is the rule every unfinished run already follows (killed or
+          stopped), with its checks: committed checkpoints are recognised in
+          the destination and skipped, so nothing lands twice.
+
+        ``reason`` (say ``"SIGINT received"``) is recorded with the run.  The
+        engine stays stopped: a later :meth:`run` ends ``stopped`` before its
+        first checkpoint, so build a new engine to sync again.
+        """
+        self._stop_reason = reason
+        self.stopping.set()
 
     # ------------------------------------------------------------------ planning
 
@@ -260,15 +306,17 @@ class SyncEngine:
             spark = get_spark(self.options.spark)
             unfinished = self.store.find_unfinished_run(conn.name)
             if unfinished is not None and new_runs_only:
+                how = "stopped" if unfinished.status == "stopped" else "killed"
                 raise HeadwaterError(
                     f"connection {conn.name} has an unfinished run {unfinished.run_id} "
-                    f"(a killed {unfinished.kind}); run `headwater sync` to finish it first")
+                    f"(a {how} {unfinished.kind}); run `headwater sync` to finish it first")
             if unfinished is not None:
                 plan = RunPlan.from_dict(unfinished.plan)
                 run_id = unfinished.run_id
                 resumed = True
-                log.warning("resuming run %s of %s, left unfinished by a killed sync",
-                            run_id, conn.name)
+                log.warning("resuming run %s of %s, left unfinished by a %s %s", run_id,
+                            conn.name, "stopped" if unfinished.status == "stopped" else "killed",
+                            unfinished.kind)
             else:
                 plan = make_plan(spark)
                 spec = type(self.source).spec()
@@ -290,19 +338,23 @@ class SyncEngine:
             fault_point("after-plan")
             self.observer.run_started(run_id, plan, resumed)
             stats = self._run_streams(spark, plan, run_id, attempt)
-            failed = [s for s in stats if s.status != "succeeded"]
-            status: RunStatus = "failed" if failed else "succeeded"
-            error = "; ".join(f"{s.name}: {s.error}" for s in failed) or None
+            status, error = _outcome(stats, self._stop_reason)
             states_after = self.store.get_states(conn.name)
             self.store.finish_attempt(run_id, attempt, status=status, error=error)
             run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
             if plan.replay_of:
                 run_stats["replay_of"] = plan.replay_of
-            self.store.finish_run(run_id, status=status, stats=run_stats,
-                                  state_after=states_after, error=error)
+            if status == "stopped":
+                log.warning("run %s of %s stopped: %s", run_id, conn.name, error)
+                self.store.stop_run(run_id, stats=run_stats, state_after=states_after,
+                                    error=error or self._stop_reason)
+            else:
+                self.store.finish_run(run_id, status=status, stats=run_stats,
+                                      state_after=states_after, error=error)
         result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
                             attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
-                            kind=plan.purpose, replay_of=plan.replay_of)
+                            kind=plan.purpose, replay_of=plan.replay_of,
+                            stop_reason=error if status == "stopped" else None)
         # After the lock: a hook (dbt build, a notification) must not block the next sync.
         result.hooks = run_after_sync_hooks(conn, result)
         if self.refused is not None:
@@ -368,8 +420,13 @@ class _StreamRunner:
             self._note_refused(exc)
             self.stats.error = _describe(exc)
             log.error("stream %s failed: %s", self.name, self.stats.error)
-        self.stats.status = "failed" if (self._failed.is_set() or self.stats.error) \
-            else "succeeded"
+        if self._failed.is_set() or self.stats.error:
+            self.stats.status = "failed"
+        elif self.stats.checkpoints_done < self.stats.checkpoints:
+            # Lanes run every checkpoint unless one fails or a stop was requested.
+            self.stats.status = "stopped"
+        else:
+            self.stats.status = "succeeded"
         if self.stats.status == "failed" and self.stats.error is None:
             self.stats.error = "a checkpoint failed (see the log)"
         self.stats.duration_s = time.monotonic() - started
@@ -420,6 +477,12 @@ class _StreamRunner:
         for checkpoint in checkpoints:
             if self._failed.is_set():
                 return
+            if self.engine.stopping.is_set():
+                # Only here, between checkpoints: a commit in flight always completes.
+                log.info("stream %s: stop requested, checkpoint %s and later not started",
+                         self.name, checkpoint.index)
+                return
+            self.engine.observer.checkpoint_started(self.name, checkpoint.index)
             marker = self._marker(checkpoint)
             began = time.monotonic()
             try:
@@ -523,6 +586,19 @@ class _StreamRunner:
                                                  stats=released_stats)
                 fault_point("after-release")
         self.engine.observer.checkpoint_committed(self.name, len(checkpoint.partitions), result)
+
+
+def _outcome(stats: Sequence[StreamStats], stop_reason: str) -> tuple[RunStatus, str | None]:
+    """The run's status and error: any failed stream fails it, else any stopped one stops it."""
+    failed = [s for s in stats if s.status == "failed"]
+    if failed:
+        return "failed", "; ".join(f"{s.name}: {s.error}" for s in failed)
+    stopped = [s for s in stats if s.status == "stopped"]
+    if stopped:
+        left = ", ".join(f"{s.name} {s.checkpoints_done} of {s.checkpoints}" for s in stopped)
+        return "stopped", (f"{stop_reason}: stopped after the commits in flight, checkpoints "
+                           f"committed: {left}; the next sync continues this run")
+    return "succeeded", None
 
 
 def _nullable(schema: pa.Schema) -> pa.Schema:

@@ -7,25 +7,24 @@ seed's bound of 5 s); when there are some it runs one whole sync, which plans,
 commits and releases state exactly as a single sync does, so every batch is
 committed exactly once and a killed watcher resumes like a killed sync.
 
-SIGINT and SIGTERM set a flag instead of interrupting: the sync in progress
-finishes its commits, then the loop ends.  A second signal is not special.
+The loop ends when the engine is asked to stop
+(:meth:`~headwater.engine.SyncEngine.request_stop`, which the CLI calls on
+SIGINT/SIGTERM): a sync in progress then ends after the commits in flight,
+``stopped``, and the next sync continues it; an idle watcher simply returns.
 """
 
 from __future__ import annotations
 
 import logging
-import signal
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 from headwater.engine._sync import SyncEngine, SyncResult
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
 
-__all__ = ["MAX_BACKOFF_S", "MIN_BACKOFF_S", "has_new_data", "stop_on_signals", "watch",
-           "watch_engine"]
+__all__ = ["MAX_BACKOFF_S", "MIN_BACKOFF_S", "has_new_data", "watch", "watch_engine"]
 
 log = logging.getLogger(__name__)
 
@@ -45,35 +44,17 @@ def has_new_data(engine: SyncEngine) -> bool:
     return False
 
 
-@contextmanager
-def stop_on_signals(stop: threading.Event) -> Iterator[None]:
-    """SIGINT/SIGTERM set ``stop`` (main thread only) instead of raising mid-commit."""
-    previous: dict[int, Any] = {}
-
-    def handler(signum: int, frame: Any) -> None:
-        log.warning("%s: stopping after the sync in progress",
-                    signal.Signals(signum).name)
-        stop.set()
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.signal(sig, handler)
-    try:
-        yield
-    finally:
-        for signum, old in previous.items():
-            signal.signal(signum, old)
-
-
-def watch_engine(engine: SyncEngine, stop: threading.Event,
+def watch_engine(engine: SyncEngine,
                  on_result: Callable[[SyncResult], None] = lambda result: None,
                  ) -> list[SyncResult]:
-    """Watch one connection (every configured stream must be incremental)."""
+    """Watch one connection (every configured stream must be incremental) until
+    ``engine.request_stop()``; the last result is ``stopped`` if that cut a sync short."""
     conn = engine.connection
     full = [s.name for s in resolve_streams(engine.source, conn) if not s.incremental]
     if full:
         raise ConfigError(f"--watch needs incremental streams; full refresh: {full}",
                           field="streams")
-    return watch(engine.run, lambda: has_new_data(engine), stop, on_result)
+    return watch(engine.run, lambda: has_new_data(engine), engine.stopping, on_result)
 
 
 def watch(run: Callable[[], SyncResult], has_new: Callable[[], bool], stop: threading.Event,
@@ -83,7 +64,9 @@ def watch(run: Callable[[], SyncResult], has_new: Callable[[], bool], stop: thre
 
     Between empty polls the pause doubles from :data:`MIN_BACKOFF_S` up to
     :data:`MAX_BACKOFF_S`; a sync resets it.  A failed sync does not end the
-    loop (the next round resumes its run) but waits the longest pause first.
+    loop (the next round plans what it left) but waits the longest pause
+    first.  ``stop`` is looked at between syncs; ``run`` itself must watch it
+    to end a sync early (the engine does).
     """
     wait = sleep or stop.wait
     results: list[SyncResult] = []
@@ -94,7 +77,7 @@ def watch(run: Callable[[], SyncResult], has_new: Callable[[], bool], stop: thre
             results.append(result)
             on_result(result)
             pause = MIN_BACKOFF_S
-            if result.status != "succeeded":
+            if result.status == "failed":
                 wait(MAX_BACKOFF_S)
             continue
         wait(pause)

@@ -8,6 +8,7 @@ default, any PostgreSQL URL for a team; see :class:`MetadataStore`.
 
 from headwater.metadata_store._lock import LockHandle
 from headwater.metadata_store._models import (
+    UNFINISHED_STATUSES,
     AttemptRecord,
     AttemptStatus,
     CheckpointRecord,
@@ -23,6 +24,7 @@ from headwater.metadata_store._store import FIRST_CHECKPOINT_INDEX, MetadataStor
 __all__ = [
     "FIRST_CHECKPOINT_INDEX",
     "SCHEMA_VERSION",
+    "UNFINISHED_STATUSES",
     "AttemptRecord",
     "AttemptStatus",
     "CheckpointRecord",

@@ -11,13 +11,20 @@ from datetime import datetime
 from typing import Any, Literal
 
 #: ``running`` until :meth:`MetadataStore.finish_run` / ``finish_attempt`` says otherwise.
-RunStatus = Literal["running", "succeeded", "failed", "cancelled"]
+#: ``stopped``: asked to stop, it ended after its commits in flight with checkpoints
+#: left; unfinished like ``running`` (the next sync resumes it), but no process runs it.
+RunStatus = Literal["running", "stopped", "succeeded", "failed"]
 AttemptStatus = RunStatus
 #: ``committed``: its data is durable; ``released``: its state moved too; ``failed``.
 CheckpointStatus = Literal["committed", "released", "failed"]
 
-RUN_STATUSES: frozenset[str] = frozenset({"running", "succeeded", "failed", "cancelled"})
-FINISHED_STATUSES: frozenset[str] = RUN_STATUSES - {"running"}
+RUN_STATUSES: frozenset[str] = frozenset({"running", "stopped", "succeeded", "failed"})
+#: Runs the next sync of their connection resumes.
+UNFINISHED_STATUSES: frozenset[str] = frozenset({"running", "stopped"})
+#: What :meth:`MetadataStore.finish_run` may close a run with: then it never changes.
+FINISHED_STATUSES: frozenset[str] = RUN_STATUSES - UNFINISHED_STATUSES
+#: How an attempt may end: a stopped attempt leaves its run ``stopped``.
+ATTEMPT_END_STATUSES: frozenset[str] = FINISHED_STATUSES | {"stopped"}
 CHECKPOINT_STATUSES: frozenset[str] = frozenset({"committed", "released", "failed"})
 
 
@@ -45,7 +52,8 @@ class RunRecord:
 
     ``plan`` is exactly what the engine persisted before reading any data, so
     a resumed attempt re-executes the same checkpoints.  ``state_after`` and
-    ``ended_at`` are ``None`` while the run is ``running``.
+    ``ended_at`` are ``None`` while the run is ``running``; a ``stopped`` run
+    has both (when it stopped, the state then) until an attempt resumes it.
     """
 
     run_id: str

@@ -30,8 +30,10 @@ from headwater.errors import MetadataStoreError
 from headwater.metadata_store import _schema as t
 from headwater.metadata_store._lock import LockHandle, hold_lock, read_holder
 from headwater.metadata_store._models import (
+    ATTEMPT_END_STATUSES,
     CHECKPOINT_STATUSES,
     FINISHED_STATUSES,
+    UNFINISHED_STATUSES,
     AttemptRecord,
     AttemptStatus,
     CheckpointRecord,
@@ -272,14 +274,16 @@ class MetadataStore:
         return self._read_runs(query)
 
     def find_unfinished_run(self, connection: str) -> RunRecord | None:
-        """The newest run of ``connection`` still ``running``: one to resume, if any.
+        """The newest run of ``connection`` still ``running`` or ``stopped``: one to resume.
 
         A run stays ``running`` when its process was killed; only the holder
-        of the connection's lock should conclude that it is abandoned.
+        of the connection's lock should conclude that it is abandoned.  A
+        ``stopped`` run ended on request with checkpoints left (:meth:`stop_run`).
         """
         query = (
             sa.select(t.runs)
-            .where(t.runs.c.connection == connection, t.runs.c.status == "running")
+            .where(t.runs.c.connection == connection,
+                   t.runs.c.status.in_(sorted(UNFINISHED_STATUSES)))
             .order_by(t.runs.c.started_at.desc(), t.runs.c.run_id.desc())
             .limit(1)
         )
@@ -313,6 +317,34 @@ class MetadataStore:
             )
 
         self._db.write(finish)
+
+    def stop_run(
+        self,
+        run_id: str,
+        *,
+        stats: dict[str, Any],
+        state_after: dict[str, Any],
+        error: str,
+    ) -> None:
+        """Mark a ``running`` run ``stopped``: it ended on request, checkpoints are left.
+
+        Unlike :meth:`finish_run` this does not close the run: it stays
+        unfinished (:meth:`find_unfinished_run` finds it) and the next
+        :meth:`start_attempt` makes it ``running`` again.  ``error`` says why it
+        stopped and what is left; ``stats`` and ``state_after`` describe it as
+        it stopped.
+        """
+
+        def stop(conn: Connection) -> None:
+            _require_running_run(conn, run_id)
+            conn.execute(
+                sa.update(t.runs)
+                .where(t.runs.c.run_id == run_id)
+                .values(status="stopped", ended_at=t.utcnow(), stats=stats,
+                        state_after=state_after, error=error)
+            )
+
+        self._db.write(stop)
 
     def _read_runs(self, query: sa.Select[Any]) -> list[RunRecord]:
         def read(conn: Connection) -> list[RunRecord]:
@@ -360,17 +392,29 @@ class MetadataStore:
     # -- attempts ------------------------------------------------------------
 
     def start_attempt(self, run_id: str, *, pid: int, host: str) -> int:
-        """Record a new attempt at a ``running`` run; return its number (1, 2, ...).
+        """Record a new attempt at an unfinished run; return its number (1, 2, ...).
 
         Earlier attempts still marked ``running`` are marked ``failed``: a new
         attempt is started by the holder of the connection's lock, so no
-        earlier attempt can still be alive (its process was killed).
+        earlier attempt can still be alive (its process was killed).  A
+        ``stopped`` run becomes ``running`` again (its end time, state after
+        and reason are cleared: they described the stop).
         """
         a = t.attempts
 
         def start(conn: Connection) -> int:
-            _require_running_run(conn, run_id)
+            status = _require_run(conn, run_id)[1]
+            if status not in UNFINISHED_STATUSES:
+                raise MetadataStoreError(
+                    f"run {run_id} already finished with status {status}", run_id=run_id
+                )
             now = t.utcnow()
+            if status == "stopped":
+                conn.execute(
+                    sa.update(t.runs)
+                    .where(t.runs.c.run_id == run_id)
+                    .values(status="running", ended_at=None, state_after=None, error=None)
+                )
             conn.execute(
                 sa.update(a)
                 .where(a.c.run_id == run_id, a.c.status == "running")
@@ -401,8 +445,8 @@ class MetadataStore:
     def finish_attempt(
         self, run_id: str, number: int, *, status: AttemptStatus, error: str | None = None
     ) -> None:
-        """Close one attempt with ``succeeded``, ``failed`` or ``cancelled``."""
-        _check_status(status, FINISHED_STATUSES, "attempt")
+        """Close one attempt with ``succeeded``, ``failed`` or ``stopped``."""
+        _check_status(status, ATTEMPT_END_STATUSES, "attempt")
         a = t.attempts
 
         def finish(conn: Connection) -> None:
@@ -529,6 +573,10 @@ def _require_run(conn: Connection, run_id: str) -> tuple[str, str]:
 
 def _require_running_run(conn: Connection, run_id: str) -> None:
     status = _require_run(conn, run_id)[1]
+    if status == "stopped":
+        raise MetadataStoreError(
+            f"run {run_id} is stopped; start an attempt to resume it first", run_id=run_id
+        )
     if status != "running":
         raise MetadataStoreError(
             f"run {run_id} already finished with status {status}", run_id=run_id

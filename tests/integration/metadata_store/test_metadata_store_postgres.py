@@ -33,6 +33,7 @@ from tests.unit.metadata_store.test_metadata_store_lock import (  # noqa: F401
 )
 from tests.unit.metadata_store.test_metadata_store_runs import (  # noqa: F401
     test_a_finished_run_cannot_change,
+    test_a_stopped_run_stays_unfinished_and_is_resumed_as_running,
     test_list_runs_newest_first_by_connection_and_limit,
     test_plan_that_is_not_json_is_refused,
     test_release_checkpoint_moves_state_and_marks_it_released_together,

@@ -51,9 +51,12 @@ def test_hooks_run_only_when_they_apply(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     hooks = [f"echo success >> {marker}", {"command": f"echo failure >> {marker}",
                                            "when": "failure"}]
+    hooks.append({"command": f"echo always >> {marker}", "when": "always"})
     run_after_sync_hooks(connection(hooks), result("succeeded"))
     run_after_sync_hooks(connection(hooks), result("failed"))
-    assert marker.read_text().split() == ["success", "failure"]
+    # A stopped run (the next sync continues it) is neither: only `always` hooks run.
+    run_after_sync_hooks(connection(hooks), result("stopped"))
+    assert marker.read_text().split() == ["success", "always", "failure", "always", "always"]
 
 
 def test_a_failing_or_slow_hook_is_reported_not_raised() -> None:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 
 from headwater.engine import SyncResult
-from headwater.engine._watch import MAX_BACKOFF_S, MIN_BACKOFF_S, stop_on_signals, watch
+from headwater.engine._watch import MAX_BACKOFF_S, MIN_BACKOFF_S, watch
 
 
 def result(status: str = "succeeded") -> SyncResult:
@@ -54,15 +52,14 @@ def test_a_failed_sync_waits_the_longest_pause_and_goes_on() -> None:
     assert pauses == [MAX_BACKOFF_S]
 
 
-def test_sigterm_and_sigint_set_the_stop_flag_instead_of_raising() -> None:
-    # Whatever handlers were installed before (a SparkContext earlier in the same
-    # test run installs its own SIGINT handler) must be back afterwards.
-    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+def test_a_sync_cut_short_by_a_stop_ends_the_loop_at_once() -> None:
     stop = threading.Event()
-    with stop_on_signals(stop):
-        os.kill(os.getpid(), signal.SIGTERM)
-        assert stop.wait(5)
-        stop.clear()
-        os.kill(os.getpid(), signal.SIGINT)
-        assert stop.wait(5)
-    assert {sig: signal.getsignal(sig) for sig in before} == before
+    pauses: list[float] = []
+
+    def run() -> SyncResult:
+        stop.set()  # what SyncEngine.request_stop does while a sync runs
+        return result("stopped")
+
+    got = watch(run, lambda: True, stop, sleep=pauses.append)
+    assert [r.status for r in got] == ["stopped"]
+    assert pauses == []

@@ -183,3 +183,35 @@ def test_plan_that_is_not_json_is_refused(store: MetadataStore) -> None:
     with pytest.raises(MetadataStoreError):
         store.create_run("c", plan={"when": object()}, state_before={}, config_redacted={})
     assert store.list_runs("c") == []
+
+
+def test_a_stopped_run_stays_unfinished_and_is_resumed_as_running(store: MetadataStore) -> None:
+    run_id = new_run(store)
+    store.start_attempt(run_id, pid=100, host="h")
+    store.finish_attempt(run_id, 1, status="stopped", error="SIGINT")
+    store.stop_run(run_id, stats={"orders": {"records_written": 4}},
+                   state_after={"orders": {"cursor": "2024-01-02"}}, error="stopped by SIGINT")
+    stopped = store.get_run(run_id)
+    assert stopped is not None
+    assert (stopped.status, stopped.error) == ("stopped", "stopped by SIGINT")
+    assert stopped.ended_at is not None and stopped.state_after is not None
+    assert [(a.number, a.status) for a in stopped.attempts] == [(1, "stopped")]
+    # A stopped run is neither finished nor stopped twice before an attempt resumes it.
+    with pytest.raises(MetadataStoreError, match="is stopped"):
+        store.finish_run(run_id, status="succeeded", stats={}, state_after={}, error=None)
+    with pytest.raises(MetadataStoreError, match="is stopped"):
+        store.stop_run(run_id, stats={}, state_after={}, error="again")
+
+    found = store.find_unfinished_run("orders_to_lake")
+    assert found is not None and found.run_id == run_id
+    assert store.start_attempt(run_id, pid=200, host="h") == 2
+    resumed = store.get_run(run_id)
+    assert resumed is not None
+    assert (resumed.status, resumed.ended_at, resumed.state_after, resumed.error) == \
+        ("running", None, None, None)
+    assert [(a.number, a.status) for a in resumed.attempts] == [(1, "stopped"), (2, "running")]
+    store.finish_attempt(run_id, 2, status="succeeded")
+    store.finish_run(run_id, status="succeeded", stats={}, state_after={}, error=None)
+    assert store.find_unfinished_run("orders_to_lake") is None
+    with pytest.raises(ValueError):
+        store.finish_run(new_run(store), status="stopped", stats={}, state_after={}, error=None)

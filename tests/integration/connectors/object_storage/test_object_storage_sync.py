@@ -10,7 +10,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
+import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -19,9 +22,19 @@ import pytest
 import yaml
 
 from headwater.config import load_connection
-from headwater.engine import SyncEngine, SyncResult
+from headwater.engine import SyncEngine, SyncResult, build_source
 from headwater.metadata_store import MetadataStore
-from tests.integration._cli import HOME, LAKEHOUSE, kill_cli, start_cli, store, sync
+from tests.integration._cli import (
+    HOME,
+    LAKEHOUSE,
+    SYNC_TIMEOUT_S,
+    kill_cli,
+    start_cli,
+    store,
+    sync,
+    tagged_commits,
+    wait_for_group_exit,
+)
 from tests.integration.connectors.object_storage.conftest import SECRET_KEY, S3Server
 from tests.unit.connectors.object_storage.conftest import COMPRESSORS, ROWS, encode
 
@@ -181,3 +194,74 @@ def test_watch_picks_up_new_objects_and_stops_on_sigterm(tmp_path: Path, spark: 
         raise
     assert process.returncode == 0, process.stderr.read() if process.stderr else ""
     assert sorted(r["id"] for r in rows(spark, tmp_path, "events")) == list(range(10))
+
+
+def wait_for_stderr(process: subprocess.Popen[str],
+                    pattern: str) -> tuple[threading.Event, list[str]]:
+    """Drain the CLI's stderr on a thread; the event is set once a line matches ``pattern``."""
+    seen = threading.Event()
+    lines: list[str] = []
+
+    def drain() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            if re.search(pattern, line):
+                seen.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    return seen, lines
+
+
+def test_ctrl_c_stops_watch_after_the_commit_in_progress_and_the_next_sync_finishes(
+        tmp_path: Path, spark: Any) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    keys = [f"{n:03d}.jsonl" for n in range(4)]
+    for n, key in enumerate(keys):
+        (folder / key).write_bytes(encode(ROWS[3 * n:3 * n + 3], "jsonl"))
+    source = {"url": str(folder), "streams": [{"name": "events", "globs": ["*.jsonl"]}]}
+    path = connection(tmp_path, source, ["events"], name="interrupted",
+                      checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
+    process = start_cli(tmp_path, "sync", str(path), "--watch", "--json", "-v")
+    committed_line, stderr = wait_for_stderr(process, r"stream events checkpoint \d+: \d+ rows")
+    try:
+        assert committed_line.wait(SYNC_TIMEOUT_S), "".join(stderr[-40:])
+        # A terminal's Ctrl-C goes to the whole foreground process group: driver and JVM.
+        os.killpg(process.pid, signal.SIGINT)
+        assert process.stdout is not None
+        report = process.stdout.read()
+        process.wait(timeout=SYNC_TIMEOUT_S)
+        wait_for_group_exit(process.pid)
+    except BaseException:
+        kill_cli(process, whole_group=True)
+        raise
+    log = "".join(stderr)
+    assert process.returncode == 130, f"exit code {process.returncode}\n{log[-4000:]}"
+    [document] = [json.loads(line) for line in report.splitlines() if line.strip()]
+    [events] = document["streams"]
+    assert document["status"] == "stopped", document
+    assert "SIGINT received" in document["stop_reason"]
+    done = events["checkpoints_done"]
+    assert 1 <= done < events["checkpoints"] == len(keys), document
+
+    # Exactly the committed checkpoints' objects are in the table, each record once...
+    landed = sorted((r["_source_key"], r["_source_record"]) for r in rows(spark, tmp_path,
+                                                                          "events"))
+    assert landed == [(key, i) for key in keys[:done] for i in range(3)]
+    # ...the state says so (planned from it, a sync reads exactly the other objects)...
+    config = load_connection(path)
+    state = store(tmp_path).get_state("interrupted", "events")
+    stream = build_source(config).stream("events")
+    assert [p.params["key"] for p in stream.partitions(state)] == keys[done:]
+    run_record = store(tmp_path).get_run(document["run_id"])
+    assert run_record is not None and run_record.status == "stopped"
+
+    # ...and the next sync continues the same run and lands the rest exactly once.
+    resumed = run(path)
+    assert (resumed.status, resumed.resumed, resumed.run_id) == \
+        ("succeeded", True, document["run_id"]), resumed.to_dict()
+    assert sorted(r["id"] for r in rows(spark, tmp_path, "events")) == list(range(3 * len(keys)))
+    commits = tagged_commits(spark, str(tmp_path / LAKEHOUSE / "events"), resumed.run_id,
+                             "events")
+    assert len(commits) == len(keys) and set(commits.values()) == {1}, commits
