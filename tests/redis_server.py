@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests._processes import stop
+
 HOST = "127.0.0.1"
 
 
@@ -49,9 +51,4 @@ def redis_server(folder: Path) -> Iterator[str]:
             time.sleep(0.1)
         yield f"redis://{HOST}:{port}/0"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)

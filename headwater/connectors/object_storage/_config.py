@@ -116,7 +116,10 @@ class ObjectStorageConfig(_Model):
         10_000, ge=1,
         description="How many processed keys the state remembers above its floor key; an "
                     "object that arrives with a key below the floor is not seen.")
-    endpoint_url: str | None = Field(None, description="S3-compatible endpoint (MinIO, ...).")
+    endpoint_url: str | None = Field(
+        None, description="The store's endpoint when it is not the cloud's own: an "
+                          "S3-compatible server (MinIO, ...) for s3://, a GCS emulator or "
+                          "private endpoint (JSON API) for gs://.")
     region: str | None = Field(None, description="S3 region.")
     aws_access_key_id: _Secret = Field(
         None, description="S3 access key id (default: from the environment).")
@@ -128,7 +131,8 @@ class ObjectStorageConfig(_Model):
     azure_account_name: str | None = None
     azure_account_key: _Secret = Field(None, description="Azure storage account key.")
     azure_connection_string: _Secret = Field(
-        None, description="Azure storage connection string.")
+        None, description="Azure storage connection string (it also names the endpoint: "
+                          "BlobEndpoint=... for Azurite or a private endpoint).")
 
     def storage_options(self) -> dict[str, Any]:
         """fsspec options for the url's protocol (only what was configured)."""
@@ -146,8 +150,11 @@ class ObjectStorageConfig(_Model):
                                          ("region_name", self.region)) if v}
             if client:
                 options["client_kwargs"] = client
-        elif protocol in ("gs", "gcs") and self.gcs_token is not None:
-            options["token"] = plain(self.gcs_token)
+        elif protocol in ("gs", "gcs"):
+            if self.gcs_token is not None:
+                options["token"] = plain(self.gcs_token)
+            if self.endpoint_url:
+                options["endpoint_url"] = self.endpoint_url
         elif protocol in ("az", "abfs", "abfss"):
             pairs = {"account_name": self.azure_account_name,
                      "account_key": plain(self.azure_account_key),

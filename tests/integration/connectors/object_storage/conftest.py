@@ -1,13 +1,18 @@
-"""A real S3-compatible server (moto in server mode) on 127.0.0.1, for the whole session."""
+"""Real object stores on 127.0.0.1, each for the whole session: an S3-compatible server
+(moto in server mode), a GCS emulator (gcp-storage-emulator) and Azurite."""
 
 from __future__ import annotations
 
+import base64
+import os
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from tests.integration.connectors.object_storage._azurite import azurite
 
 ACCESS_KEY = "hw-test-access-key"
 SECRET_KEY = "hw-test-secret-key-do-not-print"
@@ -46,3 +51,69 @@ def s3_server() -> Iterator[S3Server]:
         yield S3Server(endpoint=f"http://127.0.0.1:{port}")
     finally:
         server.stop()
+
+
+#: gcsfs sends a raw OAuth token as a bearer token; by default it first asks Google's
+#: tokeninfo endpoint for the token's expiry, which a test on loopback cannot reach.
+#: Set before the suite's Spark starts, so its Python workers inherit it too.
+os.environ.setdefault("FETCH_RAW_TOKEN_EXPIRY", "false")
+GCS_TOKEN = "ya29.hw-test-gcs-token-do-not-print"
+AZURE_ACCOUNT = "hwtest"
+AZURE_KEY = base64.b64encode(b"hw-test-azure-account-key-do-not-print").decode()
+
+
+@dataclass(frozen=True)
+class GcsServer:
+    """The GCS emulator: a JSON-API endpoint that accepts any bearer token."""
+
+    endpoint: str
+
+    def filesystem(self) -> Any:
+        from gcsfs.core import GCSFileSystem
+
+        return GCSFileSystem(endpoint_url=self.endpoint, token="anon", skip_instance_cache=True)
+
+    def source_config(self, bucket: str, **extra: Any) -> dict[str, Any]:
+        return {"url": f"gs://{bucket}", "endpoint_url": self.endpoint, "gcs_token": GCS_TOKEN,
+                **extra}
+
+
+@dataclass(frozen=True)
+class AzureServer:
+    """Azurite's blob service with one account, reached by a connection string."""
+
+    connection_string: str
+
+    def filesystem(self) -> Any:
+        from adlfs import AzureBlobFileSystem
+
+        return AzureBlobFileSystem(connection_string=self.connection_string,
+                                   skip_instance_cache=True)
+
+    def source_config(self, container: str, **extra: Any) -> dict[str, Any]:
+        return {"url": f"az://{container}", "azure_connection_string": self.connection_string,
+                **extra}
+
+
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[GcsServer]:
+    """gcp-storage-emulator in a thread of the test process, in memory."""
+    from gcp_storage_emulator.server import create_server
+
+    port = _free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    try:
+        yield GcsServer(endpoint=f"http://127.0.0.1:{port}")
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def azure_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzureServer]:
+    """Azurite (installed by scripts/setup-tests) in a process of its own."""
+    folder = tmp_path_factory.mktemp("azurite")
+    with azurite(AZURE_ACCOUNT, AZURE_KEY, _free_port(), folder) as endpoint:
+        yield AzureServer(connection_string=(
+            f"DefaultEndpointsProtocol=http;AccountName={AZURE_ACCOUNT};"
+            f"AccountKey={AZURE_KEY};BlobEndpoint={endpoint};"))
