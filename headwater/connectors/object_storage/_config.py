@@ -127,7 +127,8 @@ class ObjectStorageConfig(_Model):
         None, description="S3 secret access key (default: from the environment).")
     aws_session_token: _Secret = Field(None, description="S3 session token.")
     gcs_token: _Secret = Field(
-        None, description="GCS token: a service-account JSON file path or 'anon'.")
+        None, description="GCS token: a service-account JSON file path, an OAuth access "
+                          "token or 'anon'.")
     azure_account_name: str | None = None
     azure_account_key: _Secret = Field(None, description="Azure storage account key.")
     azure_connection_string: _Secret = Field(
