@@ -99,7 +99,7 @@ class ApiServer:
         self.token_requests = 0
         self._lock = threading.Lock()
         self._recent: list[float] = []
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self.port = port
 
@@ -124,6 +124,7 @@ class ApiServer:
         if server is not None:
             server.shutdown()
             server.server_close()
+            server.close_connections()
 
     def _die(self) -> None:
         threading.Thread(target=self.stop, daemon=True).start()
@@ -141,6 +142,11 @@ class ApiServer:
         for i, start in enumerate(times):
             best = max(best, bisect_left(times, start + period) - i)
         return best
+
+    @property
+    def connections(self) -> int:
+        """Connections the server accepted (clients that keep them alive open few)."""
+        return self._server.connections if self._server is not None else 0
 
     def statuses(self) -> list[int]:
         with self._lock:
@@ -250,6 +256,32 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128  # many executor threads connect at once
     allow_reuse_address = True  # a restarted server takes its old port back
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+        self.connections = 0  # accepted since the start
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+            self.connections += 1
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """Drop every open connection, as a server that dies does: clients keep
+        connections alive across requests, and would otherwise still be served."""
+        with self._open_lock:
+            connections = list(self._open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 class _EventRows:

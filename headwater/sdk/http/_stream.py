@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, Literal
+
+import pyarrow as pa
 
 from headwater.errors import ConfigError, ConnectorError, StateError
 from headwater.sdk._cursor import ConcurrentCursor
@@ -45,10 +46,17 @@ from headwater.sdk._stream import Stream
 from headwater.sdk.http._client import HttpClient, HttpSettings, NotFoundError
 from headwater.sdk.http._paginators import NoPagination, Paginator
 from headwater.sdk.http._rate_limit import split_share
+from headwater.sdk.http._records import records_batch
+from headwater.sdk.http._session import SessionCache
+from headwater.table_schema import arrow_schema_for
 
 __all__ = ["HttpStream", "HttpStreamSpec", "ParentLink"]
 
 CursorFormat = Literal["iso", "epoch"]
+
+#: Records gathered into one Arrow batch: the engine's cost per batch is fixed, so a
+#: batch spans many pages, yet small enough that batches leave while pages arrive.
+BATCH_ROWS = 2_000
 
 
 @dataclass(frozen=True)
@@ -202,21 +210,56 @@ class HttpStream(Stream):
         """Hook for unusual APIs: change a record before it is yielded."""
         return record
 
-    def read(self, partition: Partition) -> Iterator[dict[str, Any]]:
+    def read(self, partition: Partition) -> Iterator[pa.RecordBatch | dict[str, Any]]:
+        """The partition's records as typed Arrow batches of about :data:`BATCH_ROWS` rows.
+
+        Batches are built here, in bulk (:func:`._records.records_batch`), while
+        the client's threads keep fetching; records outside the common case are
+        yielded as dicts for the engine's general path.  :meth:`records` yields
+        every record as a dict.
+        """
+        schema = arrow_schema_for(self.json_schema())
+        pending: list[dict[str, Any]] = []
+        for record in self.records(partition):
+            pending.append(record)
+            if len(pending) >= BATCH_ROWS:
+                yield from self._typed(pending, schema)
+                pending = []
+        if pending:
+            yield from self._typed(pending, schema)
+
+    @staticmethod
+    def _typed(records: list[dict[str, Any]], schema: pa.Schema
+               ) -> Iterator[pa.RecordBatch | dict[str, Any]]:
+        batch = records_batch(records, schema)
+        if batch is None:
+            yield from records
+        else:
+            yield batch
+
+    def records(self, partition: Partition) -> Iterator[dict[str, Any]]:
+        """The partition's records as dicts, in API order (after :meth:`transform`)."""
         units = self._units(partition)
         tasks = int(partition.params.get("tasks", 1))
-        with HttpClient(self.settings, tasks=tasks) as client:
-            if len(units) == 1:
-                yield from self._read_unit(client, units[0])
-                return
-            pool = ThreadPoolExecutor(max_workers=min(client.concurrency, len(units)),
-                                      thread_name_prefix=f"hw-http-{self.name}")
-            try:
-                for records in pool.map(lambda unit: list(self._read_unit(client, unit)),
-                                        units):
-                    yield from records
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+        session = self._session_cache().get(self.settings, tasks=tasks, name=self.name)
+        if len(units) == 1:
+            yield from self._read_unit(session.client, units[0])
+            return
+        for records in session.map(lambda unit: list(self._read_unit(session.client, unit)),
+                                   units):
+            yield from records
+
+    def _session_cache(self) -> SessionCache:
+        """This object's sessions (:mod:`._session`), made on first use after unpickling."""
+        cache = self.__dict__.get("_sessions")
+        if cache is None:
+            cache = self.__dict__["_sessions"] = SessionCache(self)
+        return cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_sessions", None)  # sockets and threads stay in the process that made them
+        return state
 
     def _units(self, partition: Partition) -> list[dict[str, Any]]:
         """The API calls (each a paginated collection) one partition is made of."""
@@ -231,7 +274,7 @@ class HttpStream(Stream):
             while low < high:
                 end = min(low + step, high)
                 units.append({"start": conv.serialize(low), "end": conv.serialize(end),
-                              "_range": (low, end)})
+                              "_range": _Window.of(low, end)})
                 low = end
             return units
         if "start" in params or "parents" in params:
@@ -265,15 +308,45 @@ class HttpStream(Stream):
                 raise
             return
 
-    def _in_window(self, record: Mapping[str, Any], window: tuple[Any, Any]) -> bool:
+    def _in_window(self, record: Mapping[str, Any], window: _Window) -> bool:
         """Drop records outside ``[start, end)``: APIs whose filters include both ends
         would otherwise give a boundary record to two windows."""
         value = record.get(self.cursor_field or "")
         if value is None or self.state_converter is None:
             return True
+        if type(value) is int and window.epoch_us is not None \
+                and _MIN_EPOCH_S <= value <= _MAX_EPOCH_S:
+            # Epoch seconds, the common cursor of epoch APIs: the same comparison as
+            # below in whole microseconds, without building a datetime per record.
+            low_us, high_us = window.epoch_us
+            return low_us <= value * 1_000_000 < high_us
         try:
             parsed = self.state_converter.parse_record_value(value)
         except StateError:
             return True
-        return bool(window[0] <= parsed < window[1])
+        return bool(window.low <= parsed < window.high)
 
+
+#: Epoch seconds a datetime can hold (0001-01-01 .. 9999-12-31T23:59:59 UTC); the
+#: converter refuses others (and the window then keeps the record).
+_MIN_EPOCH_S = -62_135_596_800
+_MAX_EPOCH_S = 253_402_300_799
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class _Window:
+    """One API window ``[low, high)`` in the converter's internal form, and in epoch
+    microseconds when those are aware date-times (what an epoch cursor value compares
+    to); made once per API window, consulted once per record."""
+
+    low: Any
+    high: Any
+    epoch_us: tuple[int, int] | None
+
+    @classmethod
+    def of(cls, low: Any, high: Any) -> _Window:
+        aware = all(isinstance(v, datetime) and v.tzinfo is not None for v in (low, high))
+        unit = timedelta(microseconds=1)
+        return cls(low, high, ((low - _EPOCH) // unit, (high - _EPOCH) // unit)
+                   if aware else None)

@@ -1,0 +1,72 @@
+"""HttpStream reading: window filters on epoch values, one session per stream object."""
+
+from __future__ import annotations
+
+import pickle
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from headwater.errors import StateError
+from headwater.sdk import PlanContext
+from headwater.sdk.http import BearerAuth, HttpSettings, HttpStream, HttpStreamSpec, \
+    NextUrlPaginator
+from headwater.sdk.http._stream import _Window
+from tests.api_server import BASE_EPOCH, TOKEN, ApiServer, iso
+
+SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"},
+                                           "title": {"type": "string"},
+                                           "date_modified": {"type": "integer"}}}
+
+
+def surveys(url: str, fmt: str = "epoch", **changes: Any) -> HttpStream:
+    spec = HttpStreamSpec(
+        name="surveys", path="/v3/surveys", json_schema=SCHEMA,
+        params={"start_modified_at": "{start}", "end_modified_at": "{end}", "per_page": 5},
+        record_path="data", primary_key=("id",), paginator=NextUrlPaginator("links.next"),
+        cursor_field="date_modified", cursor_format=fmt,  # type: ignore[arg-type]
+        start_date=iso(BASE_EPOCH), end_date=iso(BASE_EPOCH + 4 * 86_400),
+        window_size_s=86_400, windows_per_partition=2, **changes)
+    return HttpStream(spec, HttpSettings(base_url=url, auth=BearerAuth(TOKEN), concurrency=2))
+
+
+@pytest.mark.parametrize("fmt", ["epoch", "iso"])
+def test_epoch_values_are_filtered_as_the_converter_compares_them(fmt: str) -> None:
+    stream = surveys("http://127.0.0.1:9", fmt)
+    assert stream.state_converter is not None
+    low = datetime(2024, 1, 1, tzinfo=UTC)
+    window = _Window.of(low, low + timedelta(seconds=10, microseconds=500))
+    edge = int(low.timestamp())
+    values: list[Any] = [edge - 1, edge, edge + 10, edge + 11, -62_135_596_801, 10**12,
+                         253_402_300_800, True, float(edge), "2024-01-01T00:00:05Z"]
+    for value in values:
+        try:
+            parsed = stream.state_converter.parse_record_value(value)
+            expected = window.low <= parsed < window.high
+        except StateError:
+            expected = True  # a value that is no date-time is kept, as before
+        assert stream._in_window({"date_modified": value}, window) is expected, value
+
+
+def test_partitions_of_one_stream_reuse_its_connections(api: ApiServer) -> None:
+    stream = surveys(api.url)
+    plan = stream.plan(None, PlanContext())
+    assert len(plan) == 2
+    first = [r for item in stream.read(plan[0]) for r in _rows(item)]
+    opened = api.connections
+    second = [r for item in stream.read(plan[1]) for r in _rows(item)]
+    assert api.connections == opened <= 2  # the second partition opened none
+    expected = sorted(i for i, s in api.data.surveys.items()
+                      if s["date_modified"] < BASE_EPOCH + 4 * 86_400)
+    assert sorted(r["id"] for r in first + second) == expected
+
+    copy = pickle.loads(pickle.dumps(stream))  # as Spark ships it: without the session
+    assert "_sessions" not in copy.__dict__
+    assert sorted(r["id"] for p in plan for item in copy.read(p) for r in _rows(item)) == expected
+    assert api.connections > opened  # the copy has connections of its own
+
+
+def _rows(item: Any) -> list[dict[str, Any]]:
+    return item.to_pylist() if isinstance(item, pa.RecordBatch) else [item]
