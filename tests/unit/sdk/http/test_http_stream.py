@@ -11,8 +11,13 @@ import pytest
 
 from headwater.errors import StateError
 from headwater.sdk import PlanContext
-from headwater.sdk.http import BearerAuth, HttpSettings, HttpStream, HttpStreamSpec, \
-    NextUrlPaginator
+from headwater.sdk.http import (
+    BearerAuth,
+    HttpSettings,
+    HttpStream,
+    HttpStreamSpec,
+    NextUrlPaginator,
+)
 from headwater.sdk.http._stream import _Window
 from tests.api_server import BASE_EPOCH, TOKEN, ApiServer, iso
 
