@@ -143,8 +143,10 @@ class CallGate:
         """
         host = _host(url)
         with _registry_lock:
-            semaphore = _semaphores.setdefault(
-                (host, self.concurrency), threading.BoundedSemaphore(self.concurrency))
+            semaphore = _semaphores.get((host, self.concurrency))
+            if semaphore is None:  # made once, not per call
+                semaphore = _semaphores[host, self.concurrency] = threading.BoundedSemaphore(
+                    self.concurrency)
         with semaphore:
             self._wait_pause(host)
             yield

@@ -220,8 +220,8 @@ class HttpStream(Stream):
         """
         schema = arrow_schema_for(self.json_schema())
         pending: list[dict[str, Any]] = []
-        for record in self.records(partition):
-            pending.append(record)
+        for page in self._pages(partition):
+            pending.extend(page)
             if len(pending) >= BATCH_ROWS:
                 yield from self._typed(pending, schema)
                 pending = []
@@ -239,15 +239,21 @@ class HttpStream(Stream):
 
     def records(self, partition: Partition) -> Iterator[dict[str, Any]]:
         """The partition's records as dicts, in API order (after :meth:`transform`)."""
+        for page in self._pages(partition):
+            yield from page
+
+    def _pages(self, partition: Partition) -> Iterator[list[dict[str, Any]]]:
+        """The records of each page, in API order; lists, so nothing is passed one
+        record at a time between threads and generators."""
         units = self._units(partition)
         tasks = int(partition.params.get("tasks", 1))
         session = self._session_cache().get(self.settings, tasks=tasks, name=self.name)
         if len(units) == 1:
             yield from self._read_unit(session.client, units[0])
             return
-        for records in session.map(lambda unit: list(self._read_unit(session.client, unit)),
-                                   units):
-            yield from records
+        for pages in session.map(lambda unit: list(self._read_unit(session.client, unit)),
+                                 units):
+            yield from pages
 
     def _session_cache(self) -> SessionCache:
         """This object's sessions (:mod:`._session`), made on first use after unpickling."""
@@ -283,7 +289,8 @@ class HttpStream(Stream):
         return [{}]
 
     def _read_unit(self, client: HttpClient, unit: Mapping[str, Any]
-                   ) -> Iterator[dict[str, Any]]:
+                   ) -> Iterator[list[dict[str, Any]]]:
+        """The records of each page of one API call (a window or a parent)."""
         parent = unit.get("parent") or {}
         values = {"start": unit.get("start"), "end": unit.get("end"),
                   "parent": SimpleNamespace(**parent)}
@@ -292,6 +299,7 @@ class HttpStream(Stream):
         try:
             for page in client.pages(path, self.request_params(values), self.spec.paginator,
                                      self.spec.record_path):
+                records = []
                 for record in page.records:
                     if not isinstance(record, dict):
                         raise ConnectorError(f"{path}: a record is a {type(record).__name__}, "
@@ -302,7 +310,8 @@ class HttpStream(Stream):
                     if self.spec.parent is not None:
                         for target, source in self.spec.parent.copy_to.items():
                             record.setdefault(target, parent.get(source))
-                    yield self.transform(record, values)
+                    records.append(self.transform(record, values))
+                yield records
         except NotFoundError:
             if not self.spec.ignore_404:
                 raise
