@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from headwater.table_schema import NOTES_TYPE, READER_NOTES, coerce_values, notes_array
+from headwater.table_schema import NOTES_TYPE, READER_NOTES, RowNotes, coerce_values
 
 __all__ = ["records_batch"]
 
@@ -41,7 +41,7 @@ def records_batch(records: Sequence[Any], schema: pa.Schema) -> pa.RecordBatch |
 
     A key missing from a record is null in its column, as in the engine's
     path.  Values that do not fit their column are null with a note on their
-    row, in the ``_hw_notes`` column (present only when some row has one).
+    row, in the ``_hw_notes`` column (present only when some column needed them).
     """
     if not records or not all(type(record) is dict for record in records):
         return None
@@ -49,17 +49,18 @@ def records_batch(records: Sequence[Any], schema: pa.Schema) -> pa.RecordBatch |
         return None
     if not set(schema.names).issuperset(set().union(*records)):
         return None  # keys outside the schema (or reader notes): the engine notes them
-    notes: list[list[dict[str, str]]] = []  # made on the first misfit
+    notes: RowNotes | None = None  # made on the first misfit
     columns = []
     for field in schema:
         values = [record.get(field.name) for record in records]
         try:
             columns.append(pa.array(values, type=field.type))
         except _MISFIT:
-            notes = notes or [[] for _ in records]
+            if notes is None:
+                notes = RowNotes(len(records))
             columns.append(coerce_values(field.name, values, field.type, notes))
     fields = list(schema)
-    if any(notes):
-        columns.append(notes_array(notes))
+    if notes is not None:
+        columns.append(notes.array())
         fields.append(pa.field(READER_NOTES, NOTES_TYPE))
     return pa.RecordBatch.from_arrays(columns, schema=pa.schema(fields))

@@ -21,15 +21,15 @@ SCHEMA = arrow_schema_for({"type": "object", "properties": {
 
 
 def engine_path(records: list[Any]) -> tuple[list[pa.Array], list[list[dict[str, str]]]]:
-    notes: list[list[dict[str, str]]] = []
-    return batch_from_records(records, SCHEMA, notes), notes
+    columns, notes = batch_from_records(records, SCHEMA)
+    return columns, notes.to_lists()
 
 
 def bulk_path(records: list[Any]) -> tuple[list[pa.Array], list[list[dict[str, str]]]]:
     batch = records_batch(records, SCHEMA)
     assert batch is not None
-    notes: list[list[dict[str, str]]] = []
-    return conform_batch(batch, SCHEMA, notes), notes
+    columns, notes = conform_batch(batch, SCHEMA)
+    return columns, notes.to_lists()
 
 
 @pytest.mark.parametrize("records", [
