@@ -19,9 +19,6 @@ Both must give the same table (checked).  The baseline is the connector's own
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -32,36 +29,17 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import header, load_line, scratch_dir, table
-from headwater.connectors.airbyte import AirbyteSource
+from bench.airbyte_faker import connector_read
 from headwater.connectors.airbyte._process import (
     BLOCK_BYTES,
     BLOCK_LINES,
     RECORD_PREFIX,
     RecordBlock,
-    connector_environment,
 )
 from headwater.connectors.airbyte._records import RecordDecoder
 from headwater.table_schema import arrow_schema_for, batch_from_records, conform_batch
 
-FAKER = {"package": "airbyte-source-faker", "version": "7.2.1"}
 DICT_BATCH_ROWS = 10_000  # as the engine gathers dicts
-
-
-def connector_read(config: dict[str, object], folder: Path, out: Path | None,
-                   ) -> tuple[float, dict[str, object]]:
-    """Seconds of the connector's ``read`` of users into ``out`` (or /dev/null); the schema."""
-    source = AirbyteSource({**FAKER, "config": config})
-    users = next(s for s in source.catalog().streams if s.name == "users")
-    catalog = {"streams": [{"stream": users.model_dump(mode="json", exclude_none=True),
-                            "sync_mode": "full_refresh", "destination_sync_mode": "append"}]}
-    (folder / "config.json").write_text(json.dumps(config))
-    (folder / "catalog.json").write_text(json.dumps(catalog))
-    started = time.monotonic()
-    with open(out or os.devnull, "w") as sink:
-        subprocess.run([*source.env.command(), "read", "--config", str(folder / "config.json"),
-                        "--catalog", str(folder / "catalog.json")],
-                       stdout=sink, check=True, env=connector_environment())
-    return time.monotonic() - started, users.json_schema
 
 
 def blocks(path: Path) -> list[RecordBlock]:

@@ -43,7 +43,9 @@ print(json.dumps({"seconds": time.monotonic() - started,
 """
 
 
-def connector_alone(config: dict[str, object], folder: Path) -> float:
+def connector_read(config: dict[str, object], folder: Path, out: Path | None = None,
+                   ) -> tuple[float, dict[str, object]]:
+    """Seconds of the connector's ``read`` of users into ``out`` (or /dev/null); the schema."""
     from headwater.connectors.airbyte import AirbyteSource
     from headwater.connectors.airbyte._process import connector_environment
 
@@ -54,11 +56,11 @@ def connector_alone(config: dict[str, object], folder: Path) -> float:
     (folder / "config.json").write_text(json.dumps(config))
     (folder / "catalog.json").write_text(json.dumps(catalog))
     started = time.monotonic()
-    with open(os.devnull, "w") as sink:
+    with open(out or os.devnull, "w") as sink:
         subprocess.run([*source.env.command(), "read", "--config", str(folder / "config.json"),
                         "--catalog", str(folder / "catalog.json")],
                        stdout=sink, check=True, env=connector_environment())
-    return time.monotonic() - started
+    return time.monotonic() - started, users.json_schema
 
 
 def headwater_sync(config: dict[str, object], folder: Path) -> tuple[float, float, int]:
@@ -125,7 +127,7 @@ def main() -> None:
     config = {"count": args.users, "seed": 1, "records_per_slice": 1000,
               "parallelism": args.parallelism, "always_updated": False}
     with scratch_dir("hw-bench-airbyte-") as folder:
-        alone = connector_alone(config, folder)
+        alone, _ = connector_read(config, folder)
         total, stream_s, written = headwater_sync(config, folder)
         rows = [["connector read > /dev/null (baseline)", args.users, f"{alone:.1f}",
                  f"{args.users / alone:,.0f}", "1.00x"],
