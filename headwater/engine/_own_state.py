@@ -1,19 +1,28 @@
 """Carry a source's own state from the executors into the commit that releases it.
 
 Streams that keep their own state (``Stream.keeps_own_state``: Airbyte
-connectors) produce, per partition, one extra row whose
-:data:`~headwater.engine._task.STATE_COLUMN` holds the partition's last state.
-Those states must be known *before* the checkpoint commits, so that the commit
-itself carries them (in its tag, see :class:`~headwater.destinations.CommitMarker`):
-a sync killed between the destination's commit and the metadata store's release
-is resumed by an attempt that finds the commit, and with it the states to
-release.  Observing them during the commit's own job would hand them to the
-driver only after the commit, too late for that.
+connectors) finish each partition with a state only they know.  Where a run
+moves state (incremental syncs), those states must be durable *before* the
+checkpoint commits: a sync killed between the destination's commit and the
+metadata store's release is resumed by an attempt that finds the commit, and
+must find the states to release with it.  Two ways, by kind of session:
 
-So the checkpoint's rows are staged once (``localCheckpoint``, as a MERGE
-already does): a connector's read cannot be repeated, and the staged rows give
-both the states (a tiny collect) and the records the destination writes.
-A read that fails fails the staging, and no state moves.
+* **Classic Spark** (the default): each task adds its partitions' states to
+  the checkpoint's stats accumulator.  Spark acknowledges a task's accumulator
+  update only after the driver's handler ran, and finishes the job (then
+  commits) only after every task is acknowledged; the handler writes the states
+  to the metadata store (``partition_states``), so they are there before the
+  commit.  No second pass over the rows (see :mod:`._partition_stats`).
+* **Spark Connect** (no accumulators): one extra row per partition carries the
+  state (:data:`~headwater.engine._task.STATE_COLUMN`).  The checkpoint's rows
+  are staged once (``localCheckpoint``, as a MERGE already does): a connector's
+  read cannot be repeated, and the staged rows give both the states (a tiny
+  collect, written into the commit's own tag, see
+  :class:`~headwater.destinations.CommitMarker`) and the records the destination
+  writes.  This module does that staging.
+
+Either way a read that fails fails the job, and no state moves.  Full refresh
+syncs, replays and backfills move no state, so they carry none.
 """
 
 from __future__ import annotations

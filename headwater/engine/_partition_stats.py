@@ -9,6 +9,14 @@ The figures travel back with the task's result as a Spark accumulator, which
 Spark merges once per *successful* task of an action, so a retried task is
 not counted twice.
 
+The same accumulator carries a connector's own state (``Stream.keeps_own_state``)
+to the driver, under the key ``"state"``.  Spark hands a task's accumulator
+update to the driver's Python process and waits for its acknowledgement
+before it counts the task as done, so the whole job, and therefore the Delta
+commit that follows it, waits too.  :class:`_StagingFiguresParam` writes the
+states to the metadata store before acknowledging: when the commit exists,
+so do its states (see :mod:`headwater.engine._own_state`).
+
 Accumulators need the classic JVM-backed session: under Spark Connect
 :meth:`PartitionStatsCollector.start` returns ``None`` and the run records
 per-checkpoint figures only.
@@ -17,7 +25,7 @@ per-checkpoint figures only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from headwater.sdk import Partition
@@ -28,8 +36,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: ``{partition id: {"records", "rejected", "bytes", "duration_s", "attempt"}}``
+#: ``{partition id: {"records", "rejected", "bytes", "duration_s", "attempt"[, "state"]}}``
 PartitionFigures = dict[str, dict[str, Any]]
+
+#: Called on the driver with partition id -> own state before a task counts as done.
+StateSink = Callable[[dict[str, dict[str, Any]]], None]
 
 
 class _FiguresParam:
@@ -52,22 +63,70 @@ class _FiguresParam:
             for name in ("records", "rejected", "bytes", "duration_s"):
                 mine[name] = mine.get(name, 0) + figures.get(name, 0)
             mine["attempt"] = max(mine.get("attempt", 1), figures.get("attempt", 1))
+            if "state" in figures:
+                mine["state"] = figures["state"]
         return value1
+
+
+class _StagingFiguresParam(_FiguresParam):
+    """The driver's copy: stages each update's own states before Spark gets its ack.
+
+    Runs in PySpark's accumulator server thread.  A failure to stage is kept
+    (``error``), not raised: raising would only make Spark log the update as
+    lost and go on to commit, and the figures and states would be lost too.
+    Executors get a plain :class:`_FiguresParam` (see ``__reduce__``), so the
+    sink, which holds the metadata store, never leaves the driver.
+    """
+
+    def __init__(self, sink: StateSink) -> None:
+        self.sink = sink
+        self.error: Exception | None = None
+
+    def __reduce__(self) -> tuple[type[_FiguresParam], tuple[()]]:
+        return _FiguresParam, ()
+
+    def addInPlace(self, value1: PartitionFigures,
+                   value2: PartitionFigures) -> PartitionFigures:
+        merged = super().addInPlace(value1, value2)
+        states = {key: figures["state"] for key, figures in value2.items() if "state" in figures}
+        if states:
+            try:
+                self.sink(states)
+            except Exception as exc:  # kept for the engine to report; see the docstring
+                log.error("could not stage the connector's state of %s before the commit: %s",
+                          ", ".join(sorted(states)), exc)
+                self.error = exc
+        return merged
 
 
 class PartitionStatsCollector:
     """One checkpoint's accumulator; ``sink`` goes to the task, ``stats`` is read after."""
 
-    def __init__(self, accumulator: Accumulator[PartitionFigures]) -> None:
+    def __init__(self, accumulator: Accumulator[PartitionFigures],
+                 param: _FiguresParam) -> None:
         self.sink = accumulator
+        self._param = param
 
     @classmethod
-    def start(cls, spark: SparkSession) -> PartitionStatsCollector | None:
+    def start(cls, spark: SparkSession,
+              stage_states: StateSink | None = None) -> PartitionStatsCollector | None:
+        """A collector, or ``None`` under Spark Connect; ``stage_states`` sees own states."""
         try:
             context = spark.sparkContext
         except Exception:  # Spark Connect: no SparkContext, no accumulators
             return None
-        return cls(context.accumulator({}, _FiguresParam()))  # type: ignore[arg-type]
+        param = _FiguresParam() if stage_states is None else _StagingFiguresParam(stage_states)
+        return cls(context.accumulator({}, param), param)  # type: ignore[arg-type]
+
+    def states(self) -> dict[str, dict[str, Any]]:
+        """Partition id -> own state of every partition whose read finished."""
+        return {key: figures["state"] for key, figures in self.sink.value.items()
+                if "state" in figures}
+
+    @property
+    def staging_error(self) -> Exception | None:
+        """Why an own state could not be staged before the commit, if it could not."""
+        return self._param.error if isinstance(self._param, _StagingFiguresParam) else None
 
     def stats(self, partitions: Sequence[Partition]) -> list[dict[str, Any]]:
         """One row per planned partition, in plan order (zeros for a partition with no rows)."""
@@ -96,4 +155,4 @@ def task_attempt() -> int:
     return context.attemptNumber() + 1 if context is not None else 1
 
 
-__all__ = ["PartitionFigures", "PartitionStatsCollector", "task_attempt"]
+__all__ = ["PartitionFigures", "PartitionStatsCollector", "StateSink", "task_attempt"]

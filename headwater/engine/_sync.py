@@ -506,39 +506,70 @@ class _StreamRunner:
 
     def _commit(self, stream: Stream, checkpoint: CheckpointPlan,
                 marker: CommitMarker) -> CommitResult:
+        # A connector's own state matters only where this run moves state.
+        keeps_state = (stream.keeps_own_state and self.plan.stream.incremental
+                       and self.moves_state)
         if self.attempt > 1:
             earlier = self.engine.destination.find_commit(self.spark, self.plan, marker)
             if earlier is not None:
+                if keeps_state and not earlier.partition_states:
+                    earlier = replace(earlier, partition_states=self.store.staged_partition_states(
+                        self.run_id, self.name, checkpoint.index))
                 return earlier
-        rows = self._rows(stream, checkpoint)
+        collector = self._collector(checkpoint, keeps_state)
+        # Without an accumulator (Spark Connect) the states ride in the rows instead.
+        in_rows = keeps_state and collector is None
+        rows = self._rows(stream, checkpoint, collector, carries_state=in_rows,
+                          reports_state=keeps_state and not in_rows)
         destination = self.engine.destination
         states = None
-        if stream.keeps_own_state:
+        if in_rows:
             rows, states = stage_partition_states(rows)
             marker = replace(marker, partition_states=states)
+        elif keeps_state:
+            # What an attempt whose commit never happened staged must not be released.
+            self.store.clear_partition_states(self.run_id, self.name, checkpoint.index)
         if self.replay_of is not None and self.plan.stream.destination_sync_mode != "append_dedup":
             result = destination.replace_run(self.spark, self.plan, checkpoint, rows, marker,
                                              replaced_run_id=self.replay_of)
         else:
             result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
+        if keeps_state and collector is not None:
+            states = collector.states()
+            if collector.staging_error is not None:
+                log.warning(
+                    "stream %s checkpoint %s: the connector's state was committed with the rows "
+                    "but could not be staged in the metadata store (%s); it is released now, "
+                    "but had this sync died before that, the next one would have read these "
+                    "records again", self.name, checkpoint.index, collector.staging_error)
         return result if states is None else replace(result, partition_states=states)
 
-    def _rows(self, stream: Stream, checkpoint: CheckpointPlan) -> DataFrame:
+    def _collector(self, checkpoint: CheckpointPlan,
+                   keeps_state: bool) -> PartitionStatsCollector | None:
+        """The checkpoint's figures accumulator; it stages own states when ``keeps_state``."""
+        def stage(states: dict[str, dict[str, Any]]) -> None:
+            self.store.stage_partition_states(self.run_id, self.name, checkpoint.index, states)
+
+        collector = PartitionStatsCollector.start(self.spark, stage if keeps_state else None)
+        if collector is not None:
+            with self._lock:
+                self._collectors[checkpoint.index] = collector
+        return collector
+
+    def _rows(self, stream: Stream, checkpoint: CheckpointPlan,
+              collector: PartitionStatsCollector | None, *, carries_state: bool,
+              reports_state: bool) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         context = TaskContext(run_id=self.replay_of or self.run_id,
                               checkpoint_index=checkpoint.index,
                               data_schema=self.context_schema,
-                              carries_state=stream.keeps_own_state)
+                              carries_state=carries_state, reports_state=reports_state)
         spark_schema = from_arrow_schema(_nullable(context.output_schema))
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
         positions = self.spark.range(0, count, 1, numPartitions=count)
-        collector = PartitionStatsCollector.start(self.spark)
-        if collector is not None:
-            with self._lock:
-                self._collectors[checkpoint.index] = collector
         return positions.mapInArrow(make_task(stream, checkpoint.partitions, context,
                                               collector.sink if collector else None),
                                     spark_schema)

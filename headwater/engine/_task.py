@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -35,10 +35,10 @@ if TYPE_CHECKING:
 #: Dict records are gathered into Arrow batches of this many rows.
 DICT_BATCH_ROWS = 10_000
 
-#: Extra column of streams that keep their own state (``Stream.keeps_own_state``):
-#: null on every record; one extra row per partition carries
-#: ``{"partition": id, "state": ...}`` as JSON.  The engine takes those rows out
-#: of the commit and reads them back from the commit's own Spark job.
+#: Extra column of streams that keep their own state (``Stream.keeps_own_state``)
+#: when no accumulator can carry it (Spark Connect): null on every record; one
+#: extra row per partition carries ``{"partition": id, "state": ...}`` as JSON.
+#: The engine stages the rows, takes the state rows out and commits the rest.
 STATE_COLUMN = "_hw_partition_state"
 
 
@@ -51,6 +51,8 @@ class TaskContext:
     data_schema: pa.Schema
     #: Add :data:`STATE_COLUMN` and the per-partition state rows.
     carries_state: bool = False
+    #: Hand each partition's own state to the stats accumulator instead.
+    reports_state: bool = False
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -121,9 +123,13 @@ class _PartitionWriter:
                                           schema=self.context.output_schema)
 
 
-def read_partition(stream: Stream, partition: Partition,
-                   context: TaskContext) -> Iterator[pa.RecordBatch]:
-    """Read one partition and yield output batches (metadata + typed data columns)."""
+def read_partition(stream: Stream, partition: Partition, context: TaskContext,
+                   ) -> Generator[pa.RecordBatch, None, PartitionState | None]:
+    """Read one partition and yield output batches (metadata + typed data columns).
+
+    Returns the partition's own state (the last one the stream gave, if any)
+    once the read finished.
+    """
     writer = _PartitionWriter(partition, context)
     pending: list[Mapping[str, Any]] = []
     own_state: PartitionState | None = None
@@ -150,6 +156,7 @@ def read_partition(stream: Stream, partition: Partition,
         # Only after the read finished: a read that fails releases no state.
         if own_state is not None and context.carries_state:
             yield writer.state_row(own_state)
+        return own_state
     except (ConnectorError, AuthenticationError):
         raise
     except Exception as exc:
@@ -178,17 +185,24 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
                 if stats is None:
                     yield from batches
                 else:
-                    yield from _counted(batches, frozen[position].id, stats)
+                    yield from _counted(batches, frozen[position].id, stats,
+                                        report_state=context.reports_state)
 
     return run
 
 
-def _counted(batches: Iterator[pa.RecordBatch], partition_id: str,
-             stats: Accumulator[PartitionFigures]) -> Iterator[pa.RecordBatch]:
+def _counted(batches: Generator[pa.RecordBatch, None, PartitionState | None],
+             partition_id: str, stats: Accumulator[PartitionFigures], *,
+             report_state: bool = False) -> Iterator[pa.RecordBatch]:
     records = rejected = size = 0
     seconds = 0.0
     started = time.perf_counter()
-    for batch in batches:
+    while True:
+        try:
+            batch = next(batches)
+        except StopIteration as finished:
+            own_state: PartitionState | None = finished.value
+            break
         records += batch.num_rows
         notes = batch.column("_hw_notes")
         rejected += batch.num_rows - notes.null_count
@@ -197,8 +211,12 @@ def _counted(batches: Iterator[pa.RecordBatch], partition_id: str,
         yield batch
         started = time.perf_counter()  # time Spark spends downstream is not the source's
     seconds += time.perf_counter() - started
-    stats.add({partition_id: {"records": records, "rejected": rejected, "bytes": size,
-                              "duration_s": seconds, "attempt": task_attempt()}})
+    figures: dict[str, Any] = {"records": records, "rejected": rejected, "bytes": size,
+                               "duration_s": seconds, "attempt": task_attempt()}
+    if report_state and own_state is not None:
+        # Only a finished read gets here: a failed one raised above and moves no state.
+        figures["state"] = dict(own_state.state)
+    stats.add({partition_id: figures})
 
 
 def chunked(iterable: Sequence[Any], size: int) -> Iterator[list[Any]]:

@@ -187,6 +187,21 @@ checkpoints = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
 )
 
+#: A connector's own state per partition of a checkpoint, written while the
+#: checkpoint's write job runs and before its commit (see
+#: :mod:`headwater.engine._own_state`): a resumed attempt that finds the commit
+#: finds these states with it.
+partition_states = sa.Table(
+    "partition_states",
+    metadata,
+    sa.Column("run_id", _RUN_ID, sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("stream", _NAME, primary_key=True),
+    sa.Column("checkpoint_index", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("partition_id", sa.Text, primary_key=True),
+    sa.Column("state", JSONText, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
 #: At most one row per connection: the primary key is what makes the lock exclusive.
 locks = sa.Table(
     "locks",

@@ -535,6 +535,49 @@ class MetadataStore:
         )
         return self._db.read(lambda conn: set(conn.execute(query).scalars()))
 
+    # -- a connector's own state, staged before its checkpoint commits -------
+
+    def stage_partition_states(
+        self, run_id: str, stream: str, index: int, states: dict[str, dict[str, Any]]
+    ) -> None:
+        """Keep ``states`` (partition id -> the connector's state) of checkpoint ``index``.
+
+        Written while the checkpoint's write job runs, before its commit; a
+        partition staged twice keeps the later state.
+        """
+        p = t.partition_states
+
+        def stage(conn: Connection) -> None:
+            _require_run(conn, run_id)
+            now = t.utcnow()
+            for partition_id, state in states.items():
+                key = sa.and_(p.c.run_id == run_id, p.c.stream == stream,
+                              p.c.checkpoint_index == index, p.c.partition_id == partition_id)
+                updated = conn.execute(
+                    sa.update(p).where(key).values(state=state, updated_at=now)).rowcount
+                if updated == 0:
+                    conn.execute(sa.insert(p).values(
+                        run_id=run_id, stream=stream, checkpoint_index=index,
+                        partition_id=partition_id, state=state, updated_at=now))
+
+        self._db.write(stage)
+
+    def staged_partition_states(
+        self, run_id: str, stream: str, index: int
+    ) -> dict[str, dict[str, Any]]:
+        """Partition id -> state staged for checkpoint ``index`` (empty if none)."""
+        p = t.partition_states
+        query = sa.select(p.c.partition_id, p.c.state).where(
+            p.c.run_id == run_id, p.c.stream == stream, p.c.checkpoint_index == index)
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return {row.partition_id: row.state for row in rows}
+
+    def clear_partition_states(self, run_id: str, stream: str, index: int) -> None:
+        """Forget what an earlier attempt staged for checkpoint ``index``."""
+        p = t.partition_states
+        self._db.write(lambda conn: conn.execute(sa.delete(p).where(
+            p.c.run_id == run_id, p.c.stream == stream, p.c.checkpoint_index == index)))
+
     # -- lock ----------------------------------------------------------------
 
     @contextmanager

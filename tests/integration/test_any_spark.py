@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from headwater.metadata_store import MetadataStore
 from tests.integration._cli import (
     SYNC_TIMEOUT_S,
     assert_appended_history,
@@ -42,9 +45,10 @@ STREAMS: list[dict[str, Any]] = [
 CHECKPOINT = {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2}
 
 
-@pytest.fixture
-def remote(tmp_path: Path) -> Iterator[str]:
-    with connect_server(tmp_path) as url:
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Connect server for the module's tests (each starts a JVM: about half a minute)."""
+    with connect_server(tmp_path_factory.mktemp("connect")) as url:
         yield url
 
 
@@ -79,6 +83,34 @@ def test_incremental_syncs_through_spark_connect(spark: Any, tmp_path: Path, rem
     read = {s["name"]: s["records_read"] for s in second_doc["streams"]}
     assert 0 < read["users"] < SOURCE["users"]
     assert 0 < read["orders"] < SOURCE["orders"]
+
+
+def test_a_connectors_own_state_is_released_through_spark_connect(
+        spark: Any, tmp_path: Path, remote: str) -> None:
+    """Without accumulators, an Airbyte connector's state rides in the rows (staged once):
+    the next sync starts after it and reads each record exactly once."""
+    from tests.integration.connectors.airbyte.test_airbyte_source_sync import (
+        FAKE_CONNECTOR,
+        ids,
+    )
+    from tests.integration.connectors.airbyte.test_airbyte_source_sync import (
+        write_connection as write_airbyte_connection,
+    )
+
+    streams = [{"name": "items", "sync_mode": "incremental", "destination_sync_mode": "append"}]
+
+    def connection(records: int) -> Path:
+        return write_airbyte_connection(
+            tmp_path, {"command": [sys.executable, str(FAKE_CONNECTOR)],
+                       "config": {"state_every": 10, "records": records}}, streams)
+
+    for records in (30, 45):
+        done = sync(tmp_path, connection(records), "--remote", remote)
+        assert done.exit_code == 0, done.describe()
+        _succeeded(done.document, done.describe())
+    assert ids(spark, tmp_path, "items") == Counter(range(1, 46))
+    with MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}") as store:
+        assert store.get_state("ab", "items") == {"cursor": 45}
 
 
 def test_sync_under_spark_submit(spark: Any, tmp_path: Path) -> None:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
-from headwater.engine._partition_stats import _FiguresParam, task_attempt
+import pickle
+from typing import Any
+
+import pytest
+
+from headwater.engine._partition_stats import _FiguresParam, _StagingFiguresParam, task_attempt
 
 
 def test_figures_of_one_partition_add_up_and_keep_the_highest_attempt() -> None:
@@ -22,3 +27,34 @@ def test_figures_of_one_partition_add_up_and_keep_the_highest_attempt() -> None:
 
 def test_outside_a_spark_task_the_attempt_is_the_first() -> None:
     assert task_attempt() == 1
+
+
+def test_a_partitions_own_state_travels_with_its_figures_and_the_later_one_wins() -> None:
+    param = _FiguresParam()
+    total = param.addInPlace({}, {"p1": {"records": 1, "state": {"cursor": 1}}})
+    total = param.addInPlace(total, {"p1": {"records": 1, "state": {"cursor": 2}}})
+    assert total["p1"]["state"] == {"cursor": 2}
+    assert total["p1"]["records"] == 2
+
+
+def test_the_driver_stages_states_before_merging_and_executors_get_a_plain_param() -> None:
+    staged: list[dict[str, Any]] = []
+    param = _StagingFiguresParam(staged.append)
+    total = param.addInPlace({}, {"p1": {"records": 3, "state": {"cursor": 3}},
+                                  "p2": {"records": 0}})
+    assert staged == [{"p1": {"cursor": 3}}]
+    assert total["p1"]["state"] == {"cursor": 3}
+    # What executors unpickle has no sink: the metadata store never leaves the driver.
+    assert type(pickle.loads(pickle.dumps(param))) is _FiguresParam
+
+
+def test_a_state_that_cannot_be_staged_is_kept_as_an_error_and_still_merged() -> None:
+    def refuse(states: dict[str, Any]) -> None:
+        raise OSError("disk full")
+
+    param = _StagingFiguresParam(refuse)
+    total = param.addInPlace({}, {"p1": {"records": 1, "state": {"cursor": 1}}})
+    assert total["p1"]["state"] == {"cursor": 1}
+    assert isinstance(param.error, OSError)
+    with pytest.raises(OSError):
+        raise param.error

@@ -1,4 +1,8 @@
-"""A stream that keeps its own state: the task adds one state row per partition, last."""
+"""A stream that keeps its own state: the task hands the partition's last state on.
+
+Either as one extra row, last (Spark Connect), or with the partition's figures
+in the stats accumulator (classic Spark); never for a read that failed.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from headwater.engine._task import STATE_COLUMN, TaskContext, read_partition
+from headwater.engine._task import STATE_COLUMN, TaskContext, _counted, read_partition
 from headwater.errors import ConnectorError
 from headwater.sdk import (
     ConnectorStateCursor,
@@ -73,6 +77,36 @@ def test_without_the_flag_the_output_schema_is_unchanged() -> None:
                                                       _context(False))))
     assert STATE_COLUMN not in table.schema.names
     assert table.num_rows == 2
+
+
+class _Accumulator:
+    """Stands in for the Spark accumulator a task adds to (``add`` is all a task calls)."""
+
+    def __init__(self) -> None:
+        self.added: list[dict[str, Any]] = []
+
+    def add(self, value: dict[str, Any]) -> None:
+        self.added.append(value)
+
+
+def test_with_an_accumulator_the_state_goes_with_the_figures_and_not_into_the_rows() -> None:
+    context = TaskContext(run_id="r", checkpoint_index=3, data_schema=SCHEMA, reports_state=True)
+    sink = _Accumulator()
+    batches = list(_counted(read_partition(_OwnState(), Partition("things", "p0"), context),
+                            "p0", sink, report_state=True))  # type: ignore[arg-type]
+    assert sum(b.num_rows for b in batches) == 2
+    assert all(STATE_COLUMN not in b.schema.names for b in batches)
+    assert sink.added == [{"p0": {**sink.added[0]["p0"], "state": {"cursor": 2}}}]
+    assert sink.added[0]["p0"]["records"] == 2
+
+
+def test_with_an_accumulator_a_failed_read_reports_nothing() -> None:
+    context = TaskContext(run_id="r", checkpoint_index=3, data_schema=SCHEMA, reports_state=True)
+    sink = _Accumulator()
+    with pytest.raises(ConnectorError, match="connector died"):
+        list(_counted(read_partition(_OwnState(fail=True), Partition("things", "p0"), context),
+                      "p0", sink, report_state=True))  # type: ignore[arg-type]
+    assert sink.added == []
 
 
 def test_connector_state_cursor_moves_only_on_observed_state() -> None:

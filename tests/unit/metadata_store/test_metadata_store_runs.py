@@ -215,3 +215,20 @@ def test_a_stopped_run_stays_unfinished_and_is_resumed_as_running(store: Metadat
     assert store.find_unfinished_run("orders_to_lake") is None
     with pytest.raises(ValueError):
         store.finish_run(new_run(store), status="stopped", stats={}, state_after={}, error=None)
+
+
+def test_partition_states_are_staged_per_checkpoint_replaced_and_cleared(
+    store: MetadataStore,
+) -> None:
+    run_id = new_run(store)
+    assert store.staged_partition_states(run_id, "orders", 4) == {}
+    store.stage_partition_states(run_id, "orders", 4, {"p0": {"cursor": 1}})
+    store.stage_partition_states(run_id, "orders", 4, {"p0": {"cursor": 2}, "p1": {"c": [1]}})
+    store.stage_partition_states(run_id, "orders", 5, {"p0": {"cursor": 9}})
+    assert store.staged_partition_states(run_id, "orders", 4) == {
+        "p0": {"cursor": 2}, "p1": {"c": [1]}}
+    store.clear_partition_states(run_id, "orders", 4)
+    assert store.staged_partition_states(run_id, "orders", 4) == {}
+    assert store.staged_partition_states(run_id, "orders", 5) == {"p0": {"cursor": 9}}
+    with pytest.raises(MetadataStoreError, match="no run"):
+        store.stage_partition_states("nope", "orders", 4, {"p0": {}})
