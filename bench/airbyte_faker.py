@@ -6,7 +6,9 @@ invocation so they share the machine's load:
 1. baseline: ``source-faker read`` of the users stream into /dev/null;
 2. Headwater: a sync of the ``airbyte`` source type into a Delta table on local
    Spark (the stream's read+commit time, and the whole sync including the
-   connector's ``discover``);
+   connector's ``discover``), once per ``--modes`` entry: ``full_refresh``
+   (overwrite: no state to carry) and ``incremental`` (append from no state: the
+   same records, plus the connector's state carried to the commit);
 3. PyAirbyte's default cache (DuckDB) loading the same records, for comparison
    (skipped with ``--skip-pyairbyte`` or when its venv is absent).
 
@@ -63,7 +65,8 @@ def connector_read(config: dict[str, object], folder: Path, out: Path | None = N
     return time.monotonic() - started, users.json_schema
 
 
-def headwater_sync(config: dict[str, object], folder: Path) -> tuple[float, float, int]:
+def headwater_sync(config: dict[str, object], folder: Path,
+                   mode: str) -> tuple[float, float, int]:
     import yaml
 
     from headwater.config import load_connection
@@ -75,15 +78,16 @@ def headwater_sync(config: dict[str, object], folder: Path) -> tuple[float, floa
     settings = SparkSettings(master="local[*]", app_name="bench-airbyte",
                              jvm_log_path=folder / "spark.log")
     get_spark(settings)  # the JVM starts before the clock does
+    target = "overwrite" if mode == "full_refresh" else "append"
     document = {
-        "name": "bench", "source": {"type": "airbyte", "config": {**FAKER, "config": config}},
-        "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
-        "streams": [{"name": "users", "sync_mode": "full_refresh",
-                     "destination_sync_mode": "overwrite"}],
-        "metadata_store": f"sqlite:///{folder / 'meta.db'}",
+        "name": f"bench-{mode}",
+        "source": {"type": "airbyte", "config": {**FAKER, "config": config}},
+        "destination": {"type": "delta", "config": {"path": str(folder / f"lake-{mode}")}},
+        "streams": [{"name": "users", "sync_mode": mode, "destination_sync_mode": target}],
+        "metadata_store": f"sqlite:///{folder / f'meta-{mode}.db'}",
     }
-    (folder / "bench.yaml").write_text(yaml.safe_dump(document))
-    connection = load_connection(folder / "bench.yaml")
+    (folder / f"bench-{mode}.yaml").write_text(yaml.safe_dump(document))
+    connection = load_connection(folder / f"bench-{mode}.yaml")
     started = time.monotonic()
     result = SyncEngine(connection, MetadataStore(connection.metadata_store or ""),
                         SyncOptions(spark=settings)).run()
@@ -122,19 +126,23 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1_000_000)
     parser.add_argument("--parallelism", type=int, default=2, help="faker's worker processes")
     parser.add_argument("--skip-pyairbyte", action="store_true")
+    parser.add_argument("--modes", default="full_refresh,incremental",
+                        help="comma-separated sync modes of the Headwater runs")
     args = parser.parse_args()
     header("Airbyte faker users: Headwater vs the connector alone", sys.argv)
     config = {"count": args.users, "seed": 1, "records_per_slice": 1000,
               "parallelism": args.parallelism, "always_updated": False}
     with scratch_dir("hw-bench-airbyte-") as folder:
         alone, _ = connector_read(config, folder)
-        total, stream_s, written = headwater_sync(config, folder)
         rows = [["connector read > /dev/null (baseline)", args.users, f"{alone:.1f}",
-                 f"{args.users / alone:,.0f}", "1.00x"],
-                ["Headwater stream (read + Delta commit)", written, f"{stream_s:.1f}",
-                 f"{written / stream_s:,.0f}", f"{alone / stream_s:.2f}x"],
-                ["Headwater whole sync (+ discover, plan)", written, f"{total:.1f}",
-                 f"{written / total:,.0f}", f"{alone / total:.2f}x"]]
+                 f"{args.users / alone:,.0f}", "1.00x"]]
+        for mode in args.modes.split(","):
+            total, stream_s, written = headwater_sync(config, folder, mode)
+            rows += [[f"Headwater {mode}: stream (read + Delta commit)", written,
+                      f"{stream_s:.1f}", f"{written / stream_s:,.0f}",
+                      f"{alone / stream_s:.2f}x"],
+                     [f"Headwater {mode}: whole sync (+ discover, plan)", written,
+                      f"{total:.1f}", f"{written / total:,.0f}", f"{alone / total:.2f}x"]]
         if not args.skip_pyairbyte:
             loaded = pyairbyte_load(config, Path(tempfile.mkdtemp(dir=folder)))
             if loaded is not None:

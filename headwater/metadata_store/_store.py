@@ -1,4 +1,5 @@
-"""The metadata store: state, checkpoint counters, runs, attempts, checkpoints, locks.
+"""The metadata store: state, checkpoint counters, runs, attempts, checkpoints, locks,
+and connectors' own states staged before their checkpoint commits.
 
 What it guarantees to the engine:
 
