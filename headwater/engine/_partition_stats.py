@@ -123,6 +123,11 @@ class PartitionStatsCollector:
         return {key: figures["state"] for key, figures in self.sink.value.items()
                 if "state" in figures}
 
+    def stop_staging(self) -> None:
+        """Stage nothing more: PySpark keeps every accumulator (and so the sink) for good."""
+        if isinstance(self._param, _StagingFiguresParam):
+            self._param.sink = _ignore
+
     @property
     def staging_error(self) -> Exception | None:
         """Why an own state could not be staged before the commit, if it could not."""
@@ -145,6 +150,10 @@ class PartitionStatsCollector:
                 "retries": attempt - 1,
             })
         return rows
+
+
+def _ignore(states: dict[str, dict[str, Any]]) -> None:
+    """What a detached staging param does with a late update (a job that is over)."""
 
 
 def task_attempt() -> int:

@@ -523,17 +523,22 @@ class _StreamRunner:
                           reports_state=keeps_state and not in_rows)
         destination = self.engine.destination
         states = None
+        if keeps_state:
+            # What an attempt whose commit never happened staged must not be released.
+            self.store.clear_partition_states(self.run_id, self.name, checkpoint.index)
         if in_rows:
             rows, states = stage_partition_states(rows)
             marker = replace(marker, partition_states=states)
-        elif keeps_state:
-            # What an attempt whose commit never happened staged must not be released.
-            self.store.clear_partition_states(self.run_id, self.name, checkpoint.index)
-        if self.replay_of is not None and self.plan.stream.destination_sync_mode != "append_dedup":
-            result = destination.replace_run(self.spark, self.plan, checkpoint, rows, marker,
-                                             replaced_run_id=self.replay_of)
-        else:
-            result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
+        try:
+            if (self.replay_of is not None
+                    and self.plan.stream.destination_sync_mode != "append_dedup"):
+                result = destination.replace_run(self.spark, self.plan, checkpoint, rows,
+                                                 marker, replaced_run_id=self.replay_of)
+            else:
+                result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
+        finally:
+            if collector is not None:
+                collector.stop_staging()
         if keeps_state and collector is not None:
             states = collector.states()
             if collector.staging_error is not None:

@@ -58,3 +58,15 @@ def test_a_state_that_cannot_be_staged_is_kept_as_an_error_and_still_merged() ->
     assert isinstance(param.error, OSError)
     with pytest.raises(OSError):
         raise param.error
+
+
+def test_a_collector_that_stopped_staging_ignores_late_updates() -> None:
+    from headwater.engine._partition_stats import PartitionStatsCollector
+
+    staged: list[dict[str, Any]] = []
+    param = _StagingFiguresParam(staged.append)
+    collector = PartitionStatsCollector(None, param)  # type: ignore[arg-type]
+    collector.stop_staging()
+    param.addInPlace({}, {"p1": {"records": 1, "state": {"cursor": 1}}})
+    assert staged == []
+    assert collector.staging_error is None
