@@ -33,10 +33,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import yaml
 
 from headwater.connectors.sample import SampleSource
 from headwater.metadata_store import MetadataStore
+from tests.integration._connections import connection_file
 
 #: The console script of the venv the tests run in.
 HEADWATER = str(Path(sys.executable).with_name("headwater"))
@@ -80,17 +80,8 @@ def write_connection(
     again with another ``source`` (say, a later ``generation``) keeps the name,
     hence the state and the tables.
     """
-    document: dict[str, Any] = {
-        "name": name,
-        "source": {"type": "sample", "config": dict(source)},
-        "destination": {"type": "delta", "config": {"path": LAKEHOUSE}},
-        "streams": [dict(s) for s in streams],
-    }
-    if checkpoint is not None:
-        document["checkpoint"] = dict(checkpoint)
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
+    return connection_file(tmp_path, name=name, source=source, streams=streams,
+                           lake=LAKEHOUSE, store_file=None, checkpoint=checkpoint)
 
 
 def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -9,7 +9,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from headwater.cli.app import app
@@ -18,6 +17,7 @@ from headwater.connectors.sample import SampleSource
 from headwater.engine import SyncEngine, SyncResult
 from headwater.engine._rerun import backfill, replay
 from headwater.metadata_store import MetadataStore
+from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark
 
@@ -30,19 +30,9 @@ DEDUP = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode": 
 
 def write_connection(tmp_path: Path, streams: list[dict[str, Any]], *,
                      after_sync: list[Any] | None = None, **source: Any) -> Path:
-    document: dict[str, Any] = {
-        "name": "rr",
-        "source": {"type": "sample", "config": {**SOURCE, **source}},
-        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake")}},
-        "streams": streams,
-        "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}",
-        "checkpoint": {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
-    }
-    if after_sync is not None:
-        document["after_sync"] = after_sync
-    path = tmp_path / "rr.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
+    return connection_file(tmp_path, name="rr", source={**SOURCE, **source}, streams=streams,
+                           checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
+                           after_sync=after_sync)
 
 
 def engine(path: Path) -> SyncEngine:

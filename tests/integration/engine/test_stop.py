@@ -14,7 +14,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-import yaml
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
@@ -22,6 +21,7 @@ from headwater.destinations import CommitResult
 from headwater.engine import SyncEngine, SyncObserver, SyncResult
 from headwater.metadata_store import MetadataStore
 from tests.integration._cli import assert_table_equals_source, tagged_commits
+from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark
 
@@ -47,21 +47,6 @@ class StopAtStart(SyncObserver):
         self.committed_rows.append(result.rows)
 
 
-def write_connection(tmp_path: Path) -> Path:
-    document = {
-        "name": "stoppable",
-        "source": {"type": "sample", "config": SOURCE},
-        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake")}},
-        "streams": [{"name": STREAM, "sync_mode": "incremental",
-                     "destination_sync_mode": "append"}],
-        "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}",
-        "checkpoint": {"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1},
-    }
-    path = tmp_path / "stoppable.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
-
-
 def sync(path: Path, observer: StopAtStart) -> SyncResult:
     connection = load_connection(path)
     engine = SyncEngine(connection, MetadataStore(connection.metadata_store or ""),
@@ -76,7 +61,10 @@ def ids(table: pa.Table) -> list[int]:
 
 def test_a_stop_lets_the_commit_in_flight_land_and_the_next_sync_finishes(
         spark: Any, tmp_path: Path) -> None:
-    path = write_connection(tmp_path)
+    path = connection_file(
+        tmp_path, name="stoppable", source=SOURCE,
+        streams=[{"name": STREAM, "sync_mode": "incremental", "destination_sync_mode": "append"}],
+        checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
     store = MetadataStore(load_connection(path).metadata_store or "")
     stream = SampleSource(SOURCE).stream(STREAM)
     planned = stream.partitions(None)

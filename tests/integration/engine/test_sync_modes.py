@@ -9,7 +9,6 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from headwater.cli.app import app
@@ -18,6 +17,7 @@ from headwater.connectors.sample import SampleSource
 from headwater.engine import SyncEngine, SyncResult
 from headwater.errors import ConnectionLockedError
 from headwater.metadata_store import MetadataStore
+from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark
 
@@ -27,18 +27,8 @@ SOURCE = {"seed": 7, "users": USERS, "orders": 0, "rows_per_partition": 500,
 
 
 def write_connection(tmp_path: Path, streams: list[dict[str, Any]], **source: Any) -> Path:
-    config = {**SOURCE, **source}
-    document = {
-        "name": "it",
-        "source": {"type": "sample", "config": config},
-        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake")}},
-        "streams": streams,
-        "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}",
-        "checkpoint": {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
-    }
-    path = tmp_path / "it.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
+    return connection_file(tmp_path, name="it", source={**SOURCE, **source}, streams=streams,
+                           checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2})
 
 
 def sync(path: Path) -> SyncResult:

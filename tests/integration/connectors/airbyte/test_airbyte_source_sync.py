@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from headwater.config import load_connection
 from headwater.connectors.airbyte import ConnectorEnv, envs_root
@@ -34,6 +33,7 @@ from headwater.engine import SyncEngine, SyncResult
 from headwater.interop import export_state
 from headwater.metadata_store import MetadataStore
 from headwater.protocol import global_stream_state
+from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark
 
@@ -50,16 +50,8 @@ def faker_env() -> ConnectorEnv:
 
 def write_connection(tmp_path: Path, source: dict[str, Any],
                      streams: list[dict[str, Any]]) -> Path:
-    document = {
-        "name": "ab",
-        "source": {"type": "airbyte", "config": source},
-        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake")}},
-        "streams": streams,
-        "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}",
-    }
-    path = tmp_path / "ab.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
+    return connection_file(tmp_path, name="ab", source_type="airbyte", source=source,
+                           streams=streams)
 
 
 def sync(path: Path) -> tuple[SyncResult, MetadataStore]:

@@ -12,7 +12,6 @@ from typing import Any
 
 import psycopg
 import pytest
-import yaml
 
 from headwater.config import load_connection
 from headwater.connectors.postgres import PostgresSource
@@ -20,6 +19,7 @@ from headwater.engine import SyncEngine, SyncResult
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.metadata_store import MetadataStore
 from tests._postgres import PostgresServer
+from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark
 
@@ -41,17 +41,9 @@ def execute(server: PostgresServer, database: str, statement: str,
 
 def write_connection(tmp_path: Path, server: PostgresServer, database: str,
                      streams: list[dict[str, Any]], **source: Any) -> Path:
-    document = {
-        "name": "pg",
-        "source": {"type": "postgres", "config": server.source_config(database, **source)},
-        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake")}},
-        "streams": streams,
-        "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}",
-        "checkpoint": {"partitions_per_checkpoint": 4, "concurrent_checkpoints": 2},
-    }
-    path = tmp_path / "pg.yaml"
-    path.write_text(yaml.safe_dump(document))
-    return path
+    return connection_file(tmp_path, name="pg", source_type="postgres",
+                           source=server.source_config(database, **source), streams=streams,
+                           checkpoint={"partitions_per_checkpoint": 4, "concurrent_checkpoints": 2})
 
 
 def sync(path: Path) -> SyncResult:
