@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from headwater.connectors.airbyte import ConnectorEnv, envs_root
 from tests.integration._cli import sync, table_location
 from tests.integration._cluster import StandaloneCluster, standalone_cluster
+from tests.integration._connections import connection_file
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
@@ -37,16 +37,13 @@ def test_faker_runs_on_an_executor_from_the_shipped_venv(
         spark: Any, tmp_path: Path, cluster: StandaloneCluster) -> None:
     env = ConnectorEnv(package=FAKER["package"], version=FAKER["version"], root=str(envs_root()))
     env.ensure()
-    connection = tmp_path / "ab-cluster.yaml"
-    connection.write_text(yaml.safe_dump({
-        "name": "ab-cluster",
-        "source": {"type": "airbyte", "config": {
-            **FAKER, "envs_dir": str(envs_root()),
-            "config": {"count": USERS, "seed": 3, "parallelism": 1}}},
-        "destination": {"type": "delta", "config": {"path": "lakehouse"}},
-        "streams": [{"name": "users", "sync_mode": "full_refresh",
-                     "destination_sync_mode": "overwrite"}],
-    }))
+    connection = connection_file(
+        tmp_path, name="ab-cluster", source_type="airbyte",
+        source={**FAKER, "envs_dir": str(envs_root()),
+                "config": {"count": USERS, "seed": 3, "parallelism": 1}},
+        streams=[{"name": "users", "sync_mode": "full_refresh",
+                  "destination_sync_mode": "overwrite"}],
+        lake="lakehouse", store_file=None)
 
     result = sync(tmp_path, connection, "--master", cluster.master_url,
                   env={"SPARK_LOCAL_IP": "127.0.0.1"})

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from headwater.config import load_connection
 from headwater.engine import SyncEngine, SyncResult, build_source
@@ -35,6 +34,7 @@ from tests.integration._cli import (
     tagged_commits,
     wait_for_group_exit,
 )
+from tests.integration._connections import connection_file
 from tests.integration.connectors.object_storage.conftest import SECRET_KEY, S3Server
 from tests.unit.connectors.object_storage.conftest import COMPRESSORS, ROWS, encode
 
@@ -45,20 +45,12 @@ SUFFIX = {"csv": ".csv", "jsonl": ".jsonl", "parquet": ".parquet", "avro": ".avr
 
 def connection(tmp_path: Path, source: dict[str, Any], streams: list[str],
                name: str = "objects", checkpoint: dict[str, Any] | None = None) -> Path:
-    document: dict[str, Any] = {
-        "name": name,
-        "source": {"type": "object_storage", "config": source},
-        "destination": {"type": "delta", "config": {"path": str(tmp_path / LAKEHOUSE)}},
-        "streams": [{"name": s, "sync_mode": "incremental", "destination_sync_mode": "append"}
-                    for s in streams],
-        "metadata_store": f"sqlite:///{tmp_path / HOME / 'headwater.db'}",
-    }
-    if checkpoint:
-        document["checkpoint"] = checkpoint
-    (tmp_path / HOME).mkdir(exist_ok=True)
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(document, sort_keys=False))
-    return path
+    return connection_file(
+        tmp_path, name=name, source_type="object_storage", source=source,
+        streams=[{"name": s, "sync_mode": "incremental", "destination_sync_mode": "append"}
+                 for s in streams],
+        lake=str(tmp_path / LAKEHOUSE), store_file=f"{HOME}/headwater.db",
+        checkpoint=checkpoint or None)
 
 
 def run(path: Path) -> SyncResult:

@@ -15,7 +15,6 @@ from typing import Any
 
 import psycopg
 import pytest
-import yaml
 
 from tests._postgres import PostgresServer
 from tests.integration._cli import (
@@ -27,6 +26,7 @@ from tests.integration._cli import (
     store,
     sync,
 )
+from tests.integration._connections import connection_file
 
 pytestmark = [pytest.mark.spark, pytest.mark.crash]
 
@@ -52,17 +52,13 @@ def test_killed_while_reading_key_ranges_then_resumed(
                 FROM generate_series(1, 8000) g;
                 ANALYZE orders;
             """)
-        document = {
-            "name": NAME,
-            "source": {"type": "postgres", "config": postgres_server.source_config(
-                database, rows_per_partition=1000)},
-            "destination": {"type": "delta", "config": {"path": LAKEHOUSE}},
-            "streams": [{"name": STREAM, "sync_mode": "full_refresh",
-                         "destination_sync_mode": "append"}],
-            "checkpoint": {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
-        }
-        path = tmp_path / f"{NAME}.yaml"
-        path.write_text(yaml.safe_dump(document))
+        path = connection_file(
+            tmp_path, name=NAME, source_type="postgres",
+            source=postgres_server.source_config(database, rows_per_partition=1000),
+            streams=[{"name": STREAM, "sync_mode": "full_refresh",
+                      "destination_sync_mode": "append"}],
+            lake=LAKEHOUSE, store_file=None,
+            checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2})
 
         process = start_cli(tmp_path, "sync", str(path), "--json")
         db = tmp_path / HOME / "headwater.db"
