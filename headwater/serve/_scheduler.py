@@ -23,8 +23,12 @@ Guarantees, per connection file of the folder (``*.yaml`` / ``*.yml``):
   a deleted one dropped (a run in progress finishes).  A file that does not
   load is reported once per edit and skipped.
 * **Stops cleanly.** :meth:`Scheduler.run` returns when its ``stop`` event is
-  set (``serve`` sets it on SIGTERM/SIGINT), after the runs in progress end:
-  their commits and state land; no new run starts.
+  set, after the runs in progress end: their commits and state land; no new
+  run starts.  ``serve`` sets it on SIGTERM/SIGINT and also asks those runs to
+  stop after their commits in flight (:class:`~headwater.serve.RunsInProgress`):
+  they end ``stopped`` (an outcome, not a failure: no retry) and the next sync
+  of each connection resumes its run.  A :class:`KeyboardInterrupt` in
+  :meth:`Scheduler.run` (``serve``'s second Ctrl-C) does not wait for them.
 
 Runs happen on a thread pool of this process (``max_parallel``); each run is
 itself a Spark job, so the pool only bounds how many syncs share the
@@ -56,7 +60,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """How one scheduled run ended: ``succeeded``, ``failed`` or ``skipped`` (locked)."""
+    """How one scheduled run ended: ``succeeded``, ``failed``, ``skipped`` (locked) or ``stopped``.
+
+    ``stopped``: asked to stop (``serve`` is shutting down), the run ended after
+    its commits in flight; it is not retried, the next sync resumes it.
+    """
 
     status: str
     run_id: str | None = None
@@ -72,8 +80,8 @@ class ScheduleEvent:
     """Something the scheduler did, for the log and for tests.
 
     ``what`` is one of ``loaded``, ``invalid``, ``removed``, ``started``,
-    ``succeeded``, ``failed``, ``skipped``, ``retry`` (a retry is scheduled
-    for ``at``), ``gave-up``, ``catch-up``.
+    ``succeeded``, ``failed``, ``skipped``, ``stopped``, ``retry`` (a retry is
+    scheduled for ``at``), ``gave-up``, ``catch-up``.
     """
 
     at: datetime
@@ -122,13 +130,23 @@ class Scheduler:
     # ------------------------------------------------------------------ the loop
 
     def run(self, stop: threading.Event) -> None:
-        """Tick until ``stop`` is set, then wait for the runs in progress."""
+        """Tick until ``stop`` is set, then wait for the runs in progress.
+
+        A :class:`KeyboardInterrupt` (an abort) starts nothing new either but
+        returns at once, raising it: waiting for the runs is what an abort is for
+        not doing.  Other errors still wait, so no run is cut short by a bug here.
+        """
         try:
             while not stop.is_set():
                 self.tick()
                 self.clock.sleep(self.poll_s, stop)
-        finally:
+        except KeyboardInterrupt:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        except BaseException:
             self.shutdown()
+            raise
+        self.shutdown()
 
     def shutdown(self) -> None:
         """Start nothing new; return once every run in progress has ended."""
