@@ -260,7 +260,7 @@ def test_a_replay_stopped_by_sigterm_exits_130_and_the_next_sync_finishes_it(
     from headwater.cli._rerun import _report, _run_stoppable
     from headwater.errors import HeadwaterError
 
-    path = write_connection(tmp_path, APPEND)
+    path = write_connection(tmp_path, APPEND, users=500)  # one partition
     second = sync(path)
     before = rows_of(table(spark, tmp_path))
     state = store(tmp_path).get_states("rr")

@@ -90,14 +90,14 @@ def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
         spark: Any, tmp_path: Path) -> None:
     """SIGTERM to ``headwater serve`` mid-run: the run ends ``stopped``, serve exits 0.
 
-    Twenty one-partition checkpoints in one lane make a run long enough to be
-    caught after its first commit.  The next sync (here in-process) resumes
-    that same run, and the table ends exactly equal to the source, each
-    checkpoint committed once.
+    Eight one-partition checkpoints in one lane make a run long enough to be
+    caught after its first commit (the test looks every 0.2 s).  The next sync
+    (here in-process) resumes that same run, and the table ends exactly equal
+    to the source, each checkpoint committed once.
     """
     folder = tmp_path / "connections"
     folder.mkdir()
-    source = {"users": 2000, "orders": 0, "rows_per_partition": 100}
+    source = {"users": 800, "orders": 0, "rows_per_partition": 100}
     lake = tmp_path / "lake"
     path = write(folder, "long", "* * * * * */3", str(lake),  # every 3 seconds
                  source={"type": "sample", "config": source},
@@ -113,7 +113,7 @@ def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
                     for c in store.list_checkpoints(runs[0].run_id)):
                 break
             assert process.poll() is None, finish_cli(process).describe()
-            time.sleep(0.5)
+            time.sleep(0.2)
         else:
             pytest.fail("serve committed no checkpoint within 10 minutes")
         process.send_signal(signal.SIGTERM)
@@ -129,7 +129,7 @@ def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
     assert stopped.error and stopped.error.startswith("SIGTERM received")
     done = [c.index for c in store.list_checkpoints(stopped.run_id)
             if c.status in ("committed", "released")]
-    assert 0 < len(done) < 20
+    assert 0 < len(done) < 8
 
     finished = SyncEngine(load_connection(path), store).run()
     assert (finished.run_id, finished.resumed, finished.status) == (
@@ -137,4 +137,4 @@ def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
     location = str(lake / "users")
     assert_table_equals_source(spark, location, source, "users")
     commits = tagged_commits(spark, location, stopped.run_id, "users")
-    assert len(commits) == 20 and set(commits.values()) == {1}, commits
+    assert len(commits) == 8 and set(commits.values()) == {1}, commits
