@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -56,6 +56,9 @@ if TYPE_CHECKING:
     from headwater.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
+
+#: How long the main thread waits at a time for the runs to end (see ``Scheduler.shutdown``).
+_WAIT_STEP_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,8 @@ class Scheduler:
         self._pool = ThreadPoolExecutor(max_workers=self.max_parallel,
                                         thread_name_prefix="hw-serve")
         self._lock = threading.Lock()  # guards ``events`` (appended from run threads too)
+        #: Every run submitted, also those of files removed since (shutdown waits for them).
+        self._submitted: set[Future[RunOutcome]] = set()
 
     # ------------------------------------------------------------------ the loop
 
@@ -149,8 +154,17 @@ class Scheduler:
         self.shutdown()
 
     def shutdown(self) -> None:
-        """Start nothing new; return once every run in progress has ended."""
-        self._pool.shutdown(wait=True)
+        """Start nothing new; return once every run in progress has ended.
+
+        Waits in short timed steps, never in one untimed join: a signal that the
+        kernel hands to a run thread only runs its Python handler once the main
+        thread wakes, and a second Ctrl-C must be able to abort this wait.
+        """
+        self._pool.shutdown(wait=False)
+        pending = {f for f in self._submitted if not f.done()}
+        while pending:
+            _, pending = wait(pending, timeout=_WAIT_STEP_S)
+        self._pool.shutdown(wait=True)  # the threads are idle now: this is quick
         self._collect(self.clock.now())
 
     def tick(self) -> None:
@@ -238,6 +252,7 @@ class Scheduler:
         self._event(now, entry.name, "started",
                     f"retry {entry.retries}" if entry.started_retry else "")
         entry.running = self._pool.submit(self._run_one, entry.config)
+        self._submitted = {f for f in self._submitted if not f.done()} | {entry.running}
 
     def _run_one(self, config: ConnectionConfig) -> RunOutcome:
         try:
