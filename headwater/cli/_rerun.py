@@ -1,7 +1,18 @@
-"""``headwater replay`` and ``headwater backfill``: runs that re-read without moving state."""
+"""``headwater replay`` and ``headwater backfill``: runs that re-read without moving state.
+
+Both stop like ``sync`` (:mod:`headwater.cli._stop`): the first SIGINT or
+SIGTERM lets the checkpoints in flight commit and starts no other, the run
+ends ``stopped`` (exit code 130), and a second signal aborts.  What is left
+of a stopped (or killed) replay or backfill is finished by the next
+``headwater sync`` of the connection, which resumes the run from its
+persisted plan (a replay still replaces the replayed run's rows, a backfill
+still leaves state alone); ``replay`` and ``backfill`` refuse to start while
+it is unfinished.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -46,19 +57,32 @@ def _engine(config: ConnectionConfig, store: MetadataStore, master: str | None,
     return SyncEngine(config, store, options, SyncObserver())
 
 
-def _report(result: SyncResult, as_json: bool) -> None:
+def _run_stoppable(engine: SyncEngine, run: Callable[[SyncEngine], SyncResult]) -> SyncResult:
+    """``run(engine)`` with SIGINT/SIGTERM asking ``engine`` to stop, as ``sync`` does."""
+    from headwater.cli._stop import stop_on_signals
+    from headwater.engine import get_spark
+
+    get_spark(engine.options.spark)  # before the handlers: a new SparkContext replaces SIGINT's
+    with stop_on_signals(engine.request_stop):
+        return run(engine)
+
+
+def _report(result: SyncResult, config: ConnectionConfig, as_json: bool) -> None:
     from headwater.cli import app as cli
-    from headwater.cli._render import summary_table
+    from headwater.cli._render import print_result
+    from headwater.cli._stop import sync_exit_code
 
     if as_json:
         cli._emit_json(result.to_dict())
     else:
-        cli.out.print(summary_table(result))
-        for stream in result.streams:
-            if stream.error:
-                cli.err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)
+        print_result(result, cli.out, cli.err)
+        if result.status == "stopped":
+            where = config.path or config.name
+            cli.err.print(f"`headwater sync {where}` finishes this {result.kind}; until then "
+                          "`replay` and `backfill` refuse to start", highlight=False,
+                          markup=False)
     if result.status != "succeeded":
-        raise typer.Exit(1)
+        raise typer.Exit(sync_exit_code(result))
 
 
 def replay(
@@ -89,7 +113,8 @@ def replay(
     with cli._handled(as_json):
         config, run_store = _replayed_connection(run_id, connection, store)
         engine = _engine(config, run_store, master, remote, conf)
-        _report(replay_run(engine, run_id, stream or None), as_json)
+        result = _run_stoppable(engine, lambda e: replay_run(e, run_id, stream or None))
+        _report(result, config, as_json)
 
 
 def _replayed_connection(run_id: str, connection: Path | None,
@@ -139,7 +164,8 @@ def backfill(
     with cli._handled(as_json):
         config = load_connection(connection)
         engine = _engine(config, cli._open_store(cli.store_url(config)), master, remote, conf)
-        _report(backfill_run(engine, stream, start, end), as_json)
+        result = _run_stoppable(engine, lambda e: backfill_run(e, stream, start, end))
+        _report(result, config, as_json)
 
 
 def register(app: typer.Typer) -> None:

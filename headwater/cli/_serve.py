@@ -2,37 +2,74 @@
 
 The scheduling rules (overlaps, retries, catch-up, reloading files, stopping)
 are :class:`headwater.serve.Scheduler`'s; this module wires it to real syncs
-and to the process's signals.  SIGTERM or SIGINT stop it: no new run starts,
-runs in progress commit, then the process exits 0.
+and to the process's signals, as :mod:`headwater.cli._stop` does for ``sync``:
+
+* the first SIGTERM or SIGINT starts no new run and asks every run in
+  progress to stop after its commits in flight
+  (:meth:`~headwater.engine.SyncEngine.request_stop`, through
+  :class:`~headwater.serve.RunsInProgress`); once they have ended (each
+  ``stopped``, or finished if it had nothing left to start) the process exits
+  0.  A stopped run is resumed by the next sync of its connection: the next
+  firing under ``serve``, or a ``headwater sync`` by hand.  So a service
+  manager's SIGTERM ends ``serve`` within about one checkpoint's commit.
+* a second one aborts at once, leaving the runs in progress ``running``, as
+  a killed sync does (the next sync resumes them the same way): SIGTERM falls
+  to its default action and ends the process; SIGINT, whose default is a
+  :class:`KeyboardInterrupt`, ends it with exit code 130 without waiting for
+  the run threads.
+
+The syncs run on the scheduler's threads, so their SparkContext is created
+off the main thread and PySpark leaves the SIGINT handler alone: the
+handlers :func:`~headwater.cli._stop.stop_on_signals` installs hold for the
+whole life of ``serve``.  Send SIGTERM to this process only (``kill PID``;
+systemd ``KillMode=mixed``): Spark's JVM does not survive one of its own.
 """
 
 from __future__ import annotations
 
-import signal
+import os
+import sys
 import threading
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import Path
-from types import FrameType
 from typing import Annotated
 
 import typer
 
 from headwater.cli import _options as opt
-from headwater.config import ConnectionConfig
-from headwater.serve import RunOutcome, ScheduleEvent, Scheduler, last_run_started
+from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
+from headwater.config import ConnectionConfig, mask
+from headwater.serve import RunOutcome, RunsInProgress, ScheduleEvent, Scheduler, last_run_started
 
 
-def sync_runner(config: ConnectionConfig) -> RunOutcome:
-    """One real sync of ``config``, as ``headwater sync`` runs it."""
+def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None) -> RunOutcome:
+    """One real sync of ``config``, as ``headwater sync`` runs it.
+
+    With ``runs``, the engine is registered there while it runs, so that a
+    stop requested on ``runs`` reaches it; a run whose turn comes after that
+    stop is not started at all (``skipped``).
+    """
     from headwater.cli import app as cli
     from headwater.cli._rerun import spark_settings
     from headwater.engine import SyncEngine, SyncOptions
 
+    if runs is not None and runs.stop_reason is not None:
+        return RunOutcome("skipped", error=f"not started: serve is stopping "
+                                           f"({runs.stop_reason})")
     store = cli._open_store(cli.store_url(config))
     try:
-        result = SyncEngine(config, store, SyncOptions(spark=spark_settings(config))).run()
+        engine = SyncEngine(config, store, SyncOptions(spark=spark_settings(config)))
+        if runs is None:
+            result = engine.run()
+        else:
+            with runs.running(engine):
+                result = engine.run()
     finally:
         store.close()
+    if result.status == "stopped":
+        return RunOutcome("stopped", run_id=result.run_id, error=result.stop_reason)
     failed = [f"{s.name}: {s.error}" for s in result.streams if s.status != "succeeded"]
     return RunOutcome(result.status, run_id=result.run_id, error="; ".join(failed) or None)
 
@@ -46,6 +83,29 @@ def store_last_started(config: ConnectionConfig) -> datetime | None:
         store.close()
 
 
+def serve_until_signalled(scheduler: Scheduler, runs: RunsInProgress,
+                          on_stop: Callable[[str], None] = lambda reason: None) -> None:
+    """Run ``scheduler`` in this thread until SIGTERM/SIGINT, then stop it and its runs.
+
+    The first signal calls ``on_stop(reason)``, ends the scheduler's loop and
+    asks ``runs`` to stop; this returns once every run in progress has ended.
+    A second SIGINT raises :class:`KeyboardInterrupt` from here at once (the
+    runs go on, on their threads: the caller ends the process); a second
+    SIGTERM ends the process.  Main thread only, like
+    :func:`~headwater.cli._stop.stop_on_signals`: elsewhere no signal is
+    caught and this runs until the process ends.
+    """
+    stop = threading.Event()
+
+    def request_stop(reason: str) -> None:
+        on_stop(reason)
+        stop.set()
+        runs.request_stop(reason)
+
+    with stop_on_signals(request_stop):
+        scheduler.run(stop)
+
+
 def serve(
     folder: Annotated[Path, typer.Argument(help="Folder of connection files.", metavar="DIR",
                                            exists=True, file_okay=False)],
@@ -55,29 +115,39 @@ def serve(
                                         "and the clock.")] = 1.0,
     verbose: opt.VerboseOpt = 0,
 ) -> None:
-    """Run every connection in DIR on its `schedule:` until SIGTERM (see the docs for the rules)."""
+    """Run every connection in DIR on its `schedule:` until SIGTERM (see the docs for the rules).
+
+    SIGTERM or Ctrl-C starts no new run and stops the runs in progress after
+    their commits in flight (the next sync resumes them), then exits 0; a
+    second one aborts at once.
+    """
     from headwater.cli import app as cli
     cli._setup_logging(max(verbose, 1), as_json=False)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        cli.err.print(f"[yellow]{signal.Signals(signum).name}: stopping after the runs in "
-                      "progress commit[/]")
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
 
     def on_event(event: ScheduleEvent) -> None:
         cli.err.print(f"{event.at:%Y-%m-%dT%H:%M:%S} {event.connection} {event.what} "
                       f"{event.detail}".rstrip(), highlight=False, markup=False)
 
+    def on_stop(reason: str) -> None:
+        cli.err.print(f"[yellow]{mask(reason)}: no new run starts; the runs in progress stop "
+                      "after their commits in flight and the next sync resumes them[/]")
+
     with cli._handled(False):
-        scheduler = Scheduler(folder=folder, runner=sync_runner, last_started=store_last_started,
-                              max_parallel=max_parallel, poll_s=poll, on_event=on_event)
+        runs = RunsInProgress()
+        scheduler = Scheduler(folder=folder, runner=partial(sync_runner, runs=runs),
+                              last_started=store_last_started, max_parallel=max_parallel,
+                              poll_s=poll, on_event=on_event)
         cli.err.print(f"serving {folder.resolve()} (SIGTERM or Ctrl-C stops)", highlight=False)
-        scheduler.run(stop)
-        cli.err.print("stopped: every run in progress has finished", highlight=False)
+        try:
+            serve_until_signalled(scheduler, runs, on_stop)
+        except KeyboardInterrupt:
+            # The run threads are not daemons: a normal exit would wait for them.
+            cli.err.print("[red]aborted:[/] the runs in progress are left unfinished; the "
+                          "next sync of each connection resumes its run")
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(STOPPED_EXIT_CODE)
+        cli.err.print("stopped: every run in progress has ended", highlight=False)
 
 
 def register(app: typer.Typer) -> None:

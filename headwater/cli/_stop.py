@@ -1,7 +1,8 @@
 """SIGINT and SIGTERM ask a sync to stop after the commits in flight; a second one aborts.
 
-``headwater sync`` (with or without ``--watch``) runs its engine inside
-:func:`stop_on_signals`:
+``headwater sync`` (with or without ``--watch``), ``replay`` and ``backfill``
+run their engine inside :func:`stop_on_signals` (``serve`` too, for all its
+runs at once: see :mod:`headwater.cli._serve`):
 
 * the first SIGINT (Ctrl-C) or SIGTERM calls the engine's
   :meth:`~headwater.engine.SyncEngine.request_stop`: no checkpoint starts any

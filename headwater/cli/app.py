@@ -2,7 +2,8 @@
 
 Exit codes mean the same everywhere: 0 success, 1 the sync (or check) failed,
 2 the connection file or a config is wrong, 3 credentials were refused,
-130 interrupted (a sync stopped by SIGINT/SIGTERM: the next sync continues it).
+130 interrupted (a sync, replay or backfill stopped by SIGINT/SIGTERM: the next sync
+continues it).
 ``--json`` prints exactly one JSON document on stdout (nothing else goes to
 stdout then); every message is masked for secrets before it is printed.
 """

@@ -2,10 +2,12 @@
 
 See :class:`Scheduler` for the guarantees (no overlapping runs of one
 connection, retries with back-off, the catch-up policy, reloading edited
-files, stopping cleanly).  The clock is injected, so tests drive it.
+files, stopping cleanly; :class:`RunsInProgress` carries a stop to the runs).
+The clock is injected, so tests drive it.
 """
 
 from headwater.serve._clock import Clock, SystemClock
+from headwater.serve._running import RunsInProgress, Stoppable
 from headwater.serve._scheduler import (
     Runner,
     RunOutcome,
@@ -18,8 +20,10 @@ __all__ = [
     "Clock",
     "RunOutcome",
     "Runner",
+    "RunsInProgress",
     "ScheduleEvent",
     "Scheduler",
+    "Stoppable",
     "SystemClock",
     "last_run_started",
 ]

@@ -23,8 +23,12 @@ Guarantees, per connection file of the folder (``*.yaml`` / ``*.yml``):
   a deleted one dropped (a run in progress finishes).  A file that does not
   load is reported once per edit and skipped.
 * **Stops cleanly.** :meth:`Scheduler.run` returns when its ``stop`` event is
-  set (``serve`` sets it on SIGTERM/SIGINT), after the runs in progress end:
-  their commits and state land; no new run starts.
+  set, after the runs in progress end: their commits and state land; no new
+  run starts.  ``serve`` sets it on SIGTERM/SIGINT and also asks those runs to
+  stop after their commits in flight (:class:`~headwater.serve.RunsInProgress`):
+  they end ``stopped`` (an outcome, not a failure: no retry) and the next sync
+  of each connection resumes its run.  A :class:`KeyboardInterrupt` in
+  :meth:`Scheduler.run` (``serve``'s second Ctrl-C) does not wait for them.
 
 Runs happen on a thread pool of this process (``max_parallel``); each run is
 itself a Spark job, so the pool only bounds how many syncs share the
@@ -36,7 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -53,10 +57,17 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: How long the main thread waits at a time for the runs to end (see ``Scheduler.shutdown``).
+_WAIT_STEP_S = 0.2
+
 
 @dataclass(frozen=True)
 class RunOutcome:
-    """How one scheduled run ended: ``succeeded``, ``failed`` or ``skipped`` (locked)."""
+    """How one scheduled run ended: ``succeeded``, ``failed``, ``skipped`` (locked) or ``stopped``.
+
+    ``stopped``: asked to stop (``serve`` is shutting down), the run ended after
+    its commits in flight; it is not retried, the next sync resumes it.
+    """
 
     status: str
     run_id: str | None = None
@@ -72,8 +83,8 @@ class ScheduleEvent:
     """Something the scheduler did, for the log and for tests.
 
     ``what`` is one of ``loaded``, ``invalid``, ``removed``, ``started``,
-    ``succeeded``, ``failed``, ``skipped``, ``retry`` (a retry is scheduled
-    for ``at``), ``gave-up``, ``catch-up``.
+    ``succeeded``, ``failed``, ``skipped``, ``stopped``, ``retry`` (a retry is
+    scheduled for ``at``), ``gave-up``, ``catch-up``.
     """
 
     at: datetime
@@ -118,21 +129,42 @@ class Scheduler:
         self._pool = ThreadPoolExecutor(max_workers=self.max_parallel,
                                         thread_name_prefix="hw-serve")
         self._lock = threading.Lock()  # guards ``events`` (appended from run threads too)
+        #: Every run submitted, also those of files removed since (shutdown waits for them).
+        self._submitted: set[Future[RunOutcome]] = set()
 
     # ------------------------------------------------------------------ the loop
 
     def run(self, stop: threading.Event) -> None:
-        """Tick until ``stop`` is set, then wait for the runs in progress."""
+        """Tick until ``stop`` is set, then wait for the runs in progress.
+
+        A :class:`KeyboardInterrupt` (an abort) starts nothing new either but
+        returns at once, raising it: waiting for the runs is what an abort is for
+        not doing.  Other errors still wait, so no run is cut short by a bug here.
+        """
         try:
             while not stop.is_set():
                 self.tick()
                 self.clock.sleep(self.poll_s, stop)
-        finally:
+        except KeyboardInterrupt:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        except BaseException:
             self.shutdown()
+            raise
+        self.shutdown()
 
     def shutdown(self) -> None:
-        """Start nothing new; return once every run in progress has ended."""
-        self._pool.shutdown(wait=True)
+        """Start nothing new; return once every run in progress has ended.
+
+        Waits in short timed steps, never in one untimed join: a signal that the
+        kernel hands to a run thread only runs its Python handler once the main
+        thread wakes, and a second Ctrl-C must be able to abort this wait.
+        """
+        self._pool.shutdown(wait=False)
+        pending = {f for f in self._submitted if not f.done()}
+        while pending:
+            _, pending = wait(pending, timeout=_WAIT_STEP_S)
+        self._pool.shutdown(wait=True)  # the threads are idle now: this is quick
         self._collect(self.clock.now())
 
     def tick(self) -> None:
@@ -220,6 +252,7 @@ class Scheduler:
         self._event(now, entry.name, "started",
                     f"retry {entry.retries}" if entry.started_retry else "")
         entry.running = self._pool.submit(self._run_one, entry.config)
+        self._submitted = {f for f in self._submitted if not f.done()} | {entry.running}
 
     def _run_one(self, config: ConnectionConfig) -> RunOutcome:
         try:

@@ -12,6 +12,12 @@ sensor that waits for one; these are the same for Headwater:
   run of a ``connection``) has finished, reading the metadata store; a failed
   run fails the sensor.
 
+A run stopped on request (SIGTERM/SIGINT to ``headwater``) is neither: it
+committed what was in flight and the next ``headwater sync`` resumes it under
+the same run id.  The operator raises :class:`HeadwaterRunStopped` (an
+``AirflowException``: the attempt fails, a retry of a ``sync`` task resumes
+the run); the sensor keeps waiting for the resumed run.
+
 Example::
 
     sync = HeadwaterSyncOperator(task_id="sync_orders",
@@ -21,7 +27,7 @@ Example::
                               run_id="{{ ti.xcom_pull('sync_orders')['run_id'] }}")
 """
 
-from headwater.integrations.airflow._operator import HeadwaterSyncOperator
+from headwater.integrations.airflow._operator import HeadwaterRunStopped, HeadwaterSyncOperator
 from headwater.integrations.airflow._sensor import HeadwaterRunSensor
 
-__all__ = ["HeadwaterRunSensor", "HeadwaterSyncOperator"]
+__all__ = ["HeadwaterRunSensor", "HeadwaterRunStopped", "HeadwaterSyncOperator"]

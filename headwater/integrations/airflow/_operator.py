@@ -8,11 +8,19 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from headwater.integrations._outcome import failure_message, is_stopped, stopped_message
 from headwater.integrations.airflow._compat import AirflowException, BaseOperator
 
-#: Exit codes of the ``headwater`` command (see ``headwater.cli.app``).
-_EXIT_MEANING = {1: "the run failed", 2: "the connection file or a config is wrong",
-                 3: "credentials were refused"}
+
+class HeadwaterRunStopped(AirflowException):
+    """The run was stopped on request (SIGTERM/SIGINT) before it finished; it did not fail.
+
+    What it committed stays, and the run stays unfinished under its run id:
+    the next ``headwater sync`` of the connection resumes it (so a retry of a
+    ``sync`` task does).  The task attempt still fails, since downstream
+    tasks must not read a half-synced table; catch this type in a callback
+    (``context["exception"]``) to tell a stop from a failure.
+    """
 
 
 class HeadwaterSyncOperator(BaseOperator):
@@ -24,6 +32,13 @@ class HeadwaterSyncOperator(BaseOperator):
     replays that run of the connection).  The return
     value (the ``--json`` document, already masked of secrets) goes to XCom.
     The task fails when the run fails, naming the streams and their errors.
+
+    A run stopped on request (``headwater`` got SIGTERM or SIGINT: exit code
+    130, status ``stopped``) has not failed, but has not finished either: the
+    task raises :class:`HeadwaterRunStopped`, whose message says so and what
+    resumes it.  For ``command="sync"`` a retry of the task resumes the run;
+    a stopped ``backfill`` or ``replay`` is finished by the connection's next
+    ``sync``, and a retry of its task is refused until then.
     """
 
     template_fields: Sequence[str] = ("connection_file", "arguments", "env", "cwd")
@@ -61,19 +76,13 @@ class HeadwaterSyncOperator(BaseOperator):
             raise AirflowException(
                 f"headwater exited with {done.returncode} without a JSON summary: "
                 f"{done.stderr.strip()[-2000:]}") from None
+        if is_stopped(done.returncode, document):
+            raise HeadwaterRunStopped(stopped_message(document, self.command,
+                                                      self.connection_file))
         if done.returncode != 0:
-            raise AirflowException(_failure(done.returncode, document))
+            raise AirflowException(failure_message(done.returncode, document))
         self.log.info("run %s %s", document.get("run_id"), document.get("status"))
         return document
 
 
-def _failure(code: int, document: Mapping[str, Any]) -> str:
-    meaning = _EXIT_MEANING.get(code, f"exit code {code}")
-    if "error" in document:
-        return f"headwater: {meaning}: {document['error'].get('message')}"
-    failed = [f"{s['name']}: {s.get('error')}" for s in document.get("streams", [])
-              if s.get("status") != "succeeded"]
-    return f"headwater run {document.get('run_id')}: {meaning}: {'; '.join(failed)}"
-
-
-__all__ = ["HeadwaterSyncOperator"]
+__all__ = ["HeadwaterRunStopped", "HeadwaterSyncOperator"]

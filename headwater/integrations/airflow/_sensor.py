@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from headwater.integrations._outcome import sensor_verdict
 from headwater.integrations.airflow._compat import AirflowException, BaseSensorOperator
 
 
 class HeadwaterRunSensor(BaseSensorOperator):
     """Succeeds when the run has succeeded; fails the task when it failed.
+
+    A ``stopped`` run (asked to stop before it finished) has not failed: the
+    next ``headwater sync`` of its connection resumes it under the same run
+    id, so the sensor keeps waiting, as for a ``running`` one; its
+    ``timeout`` bounds the wait.
 
     Give ``run_id`` (for instance pulled from the operator's XCom), or
     ``connection`` to wait for that connection's newest run (a sync started
@@ -41,11 +47,13 @@ class HeadwaterRunSensor(BaseSensorOperator):
             self.log.info("no run yet (%s)", self.run_id or self.connection)
             return False
         self.log.info("run %s of %s is %s", run.run_id, run.connection, run.status)
-        if run.status == "running":
-            return False
-        if run.status != "succeeded":
+        verdict = sensor_verdict(run.status)
+        if verdict == "failed":
             raise AirflowException(f"headwater run {run.run_id} {run.status}: {run.error}")
-        return True
+        if run.status == "stopped":
+            self.log.info("it stopped before it finished (%s); waiting for the next sync to "
+                          "resume it", run.error)
+        return verdict == "succeeded"
 
 
 __all__ = ["HeadwaterRunSensor"]

@@ -230,3 +230,52 @@ def test_replay_of_an_overwritten_full_refresh_is_refused(spark: Any, tmp_path: 
     latest = runner.invoke(app, ["replay", second.run_id, "--connection", str(path), "--json"])
     assert latest.exit_code == 0, latest.output
     assert rows_of(table(spark, tmp_path)) == before
+
+
+def test_a_replay_stopped_by_sigterm_exits_130_and_the_next_sync_finishes_it(
+        spark: Any, tmp_path: Path) -> None:
+    """``headwater replay``'s handlers stop it like a sync; ``replay`` then waits for ``sync``.
+
+    SIGTERM comes once the handlers are in (``_run_stoppable``, as the command
+    runs it) and before the replay plans: it is recorded and ends ``stopped``
+    with its one checkpoint per stream not started, so none of its rows is
+    replaced yet.  The next sync resumes that run, still a replay of the same
+    run: it replaces exactly that run's rows and leaves the state alone.
+    """
+    import os
+    import signal
+
+    import typer
+
+    from headwater.cli._rerun import _report, _run_stoppable
+    from headwater.errors import HeadwaterError
+
+    path = write_connection(tmp_path, APPEND, users=500)  # one partition
+    second = sync(path)
+    before = rows_of(table(spark, tmp_path))
+    state = store(tmp_path).get_states("rr")
+    delete_rows(spark, tmp_path, f"_hw_run_id = '{second.run_id}'")
+
+    def sigterm_then_replay(replaying: SyncEngine) -> SyncResult:
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert replaying.stopping.wait(10), "SIGTERM did not reach the engine"
+        return replay(replaying, second.run_id)
+
+    handler = signal.getsignal(signal.SIGTERM)
+    stopped = _run_stoppable(engine(path), sigterm_then_replay)
+    assert signal.getsignal(signal.SIGTERM) == handler
+    assert (stopped.status, stopped.kind, stopped.replay_of) == ("stopped", "replay",
+                                                                 second.run_id)
+    assert stopped.stop_reason and stopped.stop_reason.startswith("SIGTERM received")
+    with pytest.raises(typer.Exit) as exited:
+        _report(stopped, load_connection(path), as_json=True)
+    assert exited.value.exit_code == 130
+    assert rows_of(table(spark, tmp_path), second.run_id) == Counter()
+    with pytest.raises(HeadwaterError, match="run `headwater sync` to finish it first"):
+        replay(engine(path), second.run_id)
+
+    finished = engine(path).run()
+    assert (finished.run_id, finished.resumed, finished.status, finished.kind,
+            finished.replay_of) == (stopped.run_id, True, "succeeded", "replay", second.run_id)
+    assert rows_of(table(spark, tmp_path)) == before
+    assert store(tmp_path).get_states("rr") == state

@@ -13,9 +13,11 @@ import pytest
 import yaml
 
 from headwater.cli._serve import store_last_started, sync_runner
+from headwater.config import load_connection
+from headwater.engine import SyncEngine
 from headwater.metadata_store import MetadataStore
 from headwater.serve import Scheduler
-from tests.integration._cli import finish_cli, start_cli
+from tests.integration._cli import assert_table_equals_source, finish_cli, start_cli, tagged_commits
 
 pytestmark = pytest.mark.spark
 
@@ -84,27 +86,55 @@ def test_serve_runs_real_syncs_and_retries_a_real_failure(spark: Any, tmp_path: 
     scheduler.shutdown()
 
 
-def test_serve_cli_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
+        spark: Any, tmp_path: Path) -> None:
+    """SIGTERM to ``headwater serve`` mid-run: the run ends ``stopped``, serve exits 0.
+
+    Eight one-partition checkpoints in one lane make a run long enough to be
+    caught after its first commit (the test looks every 0.2 s).  The next sync
+    (here in-process) resumes that same run, and the table ends exactly equal
+    to the source, each checkpoint committed once.
+    """
     folder = tmp_path / "connections"
     folder.mkdir()
-    write(folder, "often", "* * * * * */3", "lake")  # every 3 seconds
+    source = {"users": 800, "orders": 0, "rows_per_partition": 100}
+    lake = tmp_path / "lake"
+    path = write(folder, "long", "* * * * * */3", str(lake),  # every 3 seconds
+                 source={"type": "sample", "config": source},
+                 checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
     process = start_cli(tmp_path, "serve", str(folder), "--poll", "0.5")
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
     deadline = time.monotonic() + 600
     try:
         while time.monotonic() < deadline:
-            if any(r.status == "succeeded" for r in store.list_runs("often")):
+            runs = store.list_runs("long")
+            if runs and runs[0].status == "running" and any(
+                    c.status in ("committed", "released")
+                    for c in store.list_checkpoints(runs[0].run_id)):
                 break
             assert process.poll() is None, finish_cli(process).describe()
-            time.sleep(1)
+            time.sleep(0.2)
         else:
-            pytest.fail("serve ran no sync within 10 minutes")
+            pytest.fail("serve committed no checkpoint within 10 minutes")
         process.send_signal(signal.SIGTERM)
         result = finish_cli(process, timeout=300)
     finally:
         if process.poll() is None:
             process.kill()
     assert result.exit_code == 0, result.describe()
-    assert "stopped: every run in progress has finished" in result.stderr
-    runs = store.list_runs("often")
-    assert runs and all(r.status == "succeeded" for r in runs), [r.status for r in runs]
+    assert "SIGTERM received: no new run starts" in result.stderr
+    assert "stopped: every run in progress has ended" in result.stderr
+    [stopped] = store.list_runs("long")
+    assert stopped.status == "stopped", (stopped.status, stopped.error)
+    assert stopped.error and stopped.error.startswith("SIGTERM received")
+    done = [c.index for c in store.list_checkpoints(stopped.run_id)
+            if c.status in ("committed", "released")]
+    assert 0 < len(done) < 8
+
+    finished = SyncEngine(load_connection(path), store).run()
+    assert (finished.run_id, finished.resumed, finished.status) == (
+        stopped.run_id, True, "succeeded")
+    location = str(lake / "users")
+    assert_table_equals_source(spark, location, source, "users")
+    commits = tagged_commits(spark, location, stopped.run_id, "users")
+    assert len(commits) == 8 and set(commits.values()) == {1}, commits
