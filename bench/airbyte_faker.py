@@ -12,6 +12,11 @@ invocation so they share the machine's load:
 3. PyAirbyte's default cache (DuckDB) loading the same records, for comparison
    (skipped with ``--skip-pyairbyte`` or when its venv is absent).
 
+The first Delta sync in a new JVM also pays a one-time warm-up (class loading,
+JIT compilation on the cores the connector needs): about 15-20 s here, so the
+mode that runs first looks slower.  ``--warmup-users N`` syncs N users first,
+untimed, to measure the steady state.
+
 Figures are records/s and ratios against the baseline.  Usage::
 
     .venv/bin/python bench/airbyte_faker.py --users 1000000
@@ -128,6 +133,9 @@ def main() -> None:
     parser.add_argument("--skip-pyairbyte", action="store_true")
     parser.add_argument("--modes", default="full_refresh,incremental",
                         help="comma-separated sync modes of the Headwater runs")
+    parser.add_argument("--warmup-users", type=int, default=0,
+                        help="first sync this many users (untimed) in the same JVM, so the "
+                             "timed syncs do not pay the JVM's and Delta's one-time warm-up")
     args = parser.parse_args()
     header("Airbyte faker users: Headwater vs the connector alone", sys.argv)
     config = {"count": args.users, "seed": 1, "records_per_slice": 1000,
@@ -136,6 +144,10 @@ def main() -> None:
         alone, _ = connector_read(config, folder)
         rows = [["connector read > /dev/null (baseline)", args.users, f"{alone:.1f}",
                  f"{args.users / alone:,.0f}", "1.00x"]]
+        if args.warmup_users:
+            warmup = {**config, "count": args.warmup_users}
+            (folder / "warmup").mkdir()
+            headwater_sync(warmup, folder / "warmup", args.modes.split(",")[0])
         for mode in args.modes.split(","):
             total, stream_s, written = headwater_sync(config, folder, mode)
             rows += [[f"Headwater {mode}: stream (read + Delta commit)", written,

@@ -28,7 +28,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -62,6 +62,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
+
+#: How long the main thread waits at a time for the streams (see ``_run_streams``).
+_WAIT_STEP_S = 0.2
 
 
 @dataclass
@@ -370,7 +373,14 @@ class SyncEngine:
         if not runners:
             return []
         with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="hw-stream") as pool:
-            return list(pool.map(lambda r: r.run(), runners))
+            futures = [pool.submit(runner.run) for runner in runners]
+            # Timed steps, never one untimed wait: a SIGINT/SIGTERM the kernel hands to
+            # another thread runs its Python handler (request_stop) only once this
+            # thread, the main one, wakes up.
+            pending = set(futures)
+            while pending:
+                _, pending = wait(pending, timeout=_WAIT_STEP_S)
+            return [future.result() for future in futures]
 
 
 class _StreamRunner:
