@@ -43,6 +43,11 @@ PartitionFigures = dict[str, dict[str, Any]]
 StateSink = Callable[[dict[str, dict[str, Any]]], None]
 
 
+def _own_states(figures: PartitionFigures) -> dict[str, dict[str, Any]]:
+    """Partition id -> own state, for the partitions in ``figures`` that carry one."""
+    return {key: found["state"] for key, found in figures.items() if "state" in found}
+
+
 class _FiguresParam:
     """Merges per-partition figures; a partition read twice in one task adds up.
 
@@ -88,7 +93,7 @@ class _StagingFiguresParam(_FiguresParam):
     def addInPlace(self, value1: PartitionFigures,
                    value2: PartitionFigures) -> PartitionFigures:
         merged = super().addInPlace(value1, value2)
-        states = {key: figures["state"] for key, figures in value2.items() if "state" in figures}
+        states = _own_states(value2)
         if states:
             try:
                 self.sink(states)
@@ -120,8 +125,7 @@ class PartitionStatsCollector:
 
     def states(self) -> dict[str, dict[str, Any]]:
         """Partition id -> own state of every partition whose read finished."""
-        return {key: figures["state"] for key, figures in self.sink.value.items()
-                if "state" in figures}
+        return _own_states(self.sink.value)
 
     def stop_staging(self) -> None:
         """Stage nothing more: PySpark keeps every accumulator (and so the sink) for good."""

@@ -28,10 +28,11 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, redact, register_secrets, secret_values
 from headwater.destinations import Destination, get_destination_class
 from headwater.destinations._base import CommitMarker, CommitResult
@@ -62,9 +63,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger(__name__)
-
-#: How long the main thread waits at a time for the streams (see ``_run_streams``).
-_WAIT_STEP_S = 0.2
 
 
 @dataclass
@@ -374,12 +372,7 @@ class SyncEngine:
             return []
         with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="hw-stream") as pool:
             futures = [pool.submit(runner.run) for runner in runners]
-            # Timed steps, never one untimed wait: a SIGINT/SIGTERM the kernel hands to
-            # another thread runs its Python handler (request_stop) only once this
-            # thread, the main one, wakes up.
-            pending = set(futures)
-            while pending:
-                _, pending = wait(pending, timeout=_WAIT_STEP_S)
+            wait_all(futures)  # a signal's handler (request_stop) must still run meanwhile
             return [future.result() for future in futures]
 
 

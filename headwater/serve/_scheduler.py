@@ -40,7 +40,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 
 from croniter import croniter
 
+from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, load_connection, mask
 from headwater.errors import ConnectionLockedError
 from headwater.serve._clock import Clock, SystemClock
@@ -56,9 +57,6 @@ if TYPE_CHECKING:
     from headwater.metadata_store import MetadataStore
 
 log = logging.getLogger(__name__)
-
-#: How long the main thread waits at a time for the runs to end (see ``Scheduler.shutdown``).
-_WAIT_STEP_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -161,9 +159,7 @@ class Scheduler:
         thread wakes, and a second Ctrl-C must be able to abort this wait.
         """
         self._pool.shutdown(wait=False)
-        pending = {f for f in self._submitted if not f.done()}
-        while pending:
-            _, pending = wait(pending, timeout=_WAIT_STEP_S)
+        wait_all(self._submitted)
         self._pool.shutdown(wait=True)  # the threads are idle now: this is quick
         self._collect(self.clock.now())
 
