@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import pyarrow as pa
 
@@ -20,6 +20,23 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from headwater.engine._plan import CheckpointPlan, StreamPlan
+
+
+class FileWriter(Protocol):
+    """What executors run around a checkpoint task's Arrow output (``Destination.file_writer``).
+
+    Pickled to the executors with the task: plain values only.
+    """
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of the rows ``around`` yields, one per written file."""
+        ...
+
+    def around(self, task: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+               ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+        """``task``, with its batches written to files and the files described instead."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -48,15 +65,31 @@ class CommitMarker:
             document["partition_states"] = dict(self.partition_states)
         return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
+    def tag_with_counts(self, rows: int, rejected: int, size: int) -> str:
+        """The tag, plus the commit's figures for writers whose log has no metrics of them."""
+        document = json.loads(self.tag)
+        document["counts"] = {"rows": rows, "rejected": rejected, "bytes": size}
+        return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
-def tagged_partition_states(tag: str | None) -> dict[str, Any]:
-    """The partition states a commit's tag carries (``{}`` when it carries none)."""
+
+def _tagged(tag: str | None, key: str) -> dict[str, Any]:
+    """The object under ``key`` in a commit's tag (``{}`` when there is none)."""
     try:
         document = json.loads(tag or "{}")
     except ValueError:
         return {}
-    states = document.get("partition_states") if isinstance(document, dict) else None
-    return dict(states) if isinstance(states, dict) else {}
+    value = document.get(key) if isinstance(document, dict) else None
+    return dict(value) if isinstance(value, dict) else {}
+
+
+def tagged_partition_states(tag: str | None) -> dict[str, Any]:
+    """The partition states a commit's tag carries (``{}`` when it carries none)."""
+    return _tagged(tag, "partition_states")
+
+
+def tagged_counts(tag: str | None) -> dict[str, int]:
+    """The figures a commit's tag carries (``{}`` when it carries none)."""
+    return {k: v for k, v in _tagged(tag, "counts").items() if isinstance(v, int)}
 
 
 @dataclass(frozen=True)
@@ -110,6 +143,19 @@ class Destination(ABC):
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
         """Commit one checkpoint batch in one idempotent transaction."""
+
+    def file_writer(self, spark: SparkSession, plan: StreamPlan) -> FileWriter | None:
+        """The writer executors run on a checkpoint's batches, or None (rows go to ``commit``).
+
+        A destination that can take files written by the tasks themselves returns
+        one; the engine then hands :meth:`commit_files` the rows describing them.
+        """
+        return None
+
+    def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                     files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction."""
+        raise NotImplementedError(f"{type(self).__name__} has no file writer")
 
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                     rows: DataFrame, marker: CommitMarker, *,

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, redact, register_secrets, secret_values
 from headwater.destinations import Destination, get_destination_class
-from headwater.destinations._base import CommitMarker, CommitResult
+from headwater.destinations._base import CommitMarker, CommitResult, FileWriter
 from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._own_state import stage_partition_states
@@ -402,6 +402,8 @@ class _StreamRunner:
         self._failed = threading.Event()
         #: Per-partition figures of the checkpoints being read, by checkpoint index.
         self._collectors: dict[int, PartitionStatsCollector] = {}
+        #: Set by ``_run`` once the table is prepared: the destination's file writer, if any.
+        self.file_writer: FileWriter | None = None
 
     def _note_refused(self, exc: BaseException) -> None:
         found = headwater_error_from(exc)
@@ -450,6 +452,10 @@ class _StreamRunner:
         data_schema = self.engine.destination.prepare(
             self.spark, self.plan, arrow_schema_for(self.plan.json_schema))
         self.context_schema = data_schema
+        # A replay replaces rows through Spark; other runs let the tasks write files
+        # where the destination can commit them.
+        self.file_writer = (None if self.replay_of is not None
+                            else self.engine.destination.file_writer(self.spark, self.plan))
         if not todo:
             return
         overwrite_first = (self.plan.stream.destination_sync_mode == "overwrite"
@@ -523,7 +529,7 @@ class _StreamRunner:
         # Without an accumulator (Spark Connect) the states ride in the rows instead.
         in_rows = keeps_state and collector is None
         rows = self._rows(stream, checkpoint, collector, carries_state=in_rows,
-                          reports_state=keeps_state and not in_rows)
+                          reports_state=keeps_state and not in_rows, writer=self.file_writer)
         destination = self.engine.destination
         states = None
         if keeps_state:
@@ -537,6 +543,9 @@ class _StreamRunner:
                     and self.plan.stream.destination_sync_mode != "append_dedup"):
                 result = destination.replace_run(self.spark, self.plan, checkpoint, rows,
                                                  marker, replaced_run_id=self.replay_of)
+            elif self.file_writer is not None:
+                result = destination.commit_files(self.spark, self.plan, checkpoint, rows,
+                                                  marker)
             else:
                 result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
         finally:
@@ -566,20 +575,23 @@ class _StreamRunner:
 
     def _rows(self, stream: Stream, checkpoint: CheckpointPlan,
               collector: PartitionStatsCollector | None, *, carries_state: bool,
-              reports_state: bool) -> DataFrame:
+              reports_state: bool, writer: FileWriter | None = None) -> DataFrame:
+        """The checkpoint's rows, or with ``writer`` one row per file its tasks wrote."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
         context = TaskContext(run_id=self.replay_of or self.run_id,
                               checkpoint_index=checkpoint.index,
                               data_schema=self.context_schema,
                               carries_state=carries_state, reports_state=reports_state)
-        spark_schema = from_arrow_schema(_nullable(context.output_schema))
+        output = context.output_schema if writer is None else writer.schema
+        spark_schema = from_arrow_schema(_nullable(output))
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
         positions = self.spark.range(0, count, 1, numPartitions=count)
-        return positions.mapInArrow(make_task(stream, checkpoint.partitions, context,
-                                              collector.sink if collector else None),
+        task = make_task(stream, checkpoint.partitions, context,
+                         collector.sink if collector else None)
+        return positions.mapInArrow(task if writer is None else writer.around(task),
                                     spark_schema)
 
     def _committed(self, checkpoint: CheckpointPlan, result: CommitResult,

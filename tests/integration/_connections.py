@@ -33,6 +33,7 @@ def connection_file(
     lake: str | None = None,
     store_file: str | None = "meta.db",
     checkpoint: Mapping[str, Any] | None = None,
+    writer: str | None = None,
     **extra: Any,
 ) -> Path:
     """Write ``folder/<name>.yaml`` and return its path.
@@ -41,7 +42,8 @@ def connection_file(
     ``lake`` is the Delta destination's path, written as given; ``None`` means
     ``folder/lake``.  ``store_file`` is the SQLite store's file relative to
     ``folder`` (its parent folder is created); ``None`` leaves ``metadata_store``
-    out.  ``checkpoint`` and any ``extra`` top-level keys (``after_sync``, ...)
+    out.  ``writer`` is the Delta destination's ``writer`` (its default when ``None``).
+    ``checkpoint`` and any ``extra`` top-level keys (``after_sync``, ...)
     are written only when not ``None``.  Writing again with the same ``name`` replaces
     the file and keeps the state and tables, as a user editing it would.
     """
@@ -52,6 +54,8 @@ def connection_file(
                         "config": {"path": str(folder / "lake") if lake is None else lake}},
         "streams": [dict(stream) for stream in streams],
     }
+    if writer is not None:
+        document["destination"]["config"]["writer"] = writer
     if store_file is not None:
         (folder / store_file).parent.mkdir(parents=True, exist_ok=True)
         document["metadata_store"] = f"sqlite:///{folder / store_file}"

@@ -14,10 +14,19 @@ Sync modes:
 * ``append``: every checkpoint appends.
 * ``append_dedup``: every checkpoint is MERGEd on the primary key; the row with
   the latest cursor wins (ties: the later checkpoint, then the later record).
+
+Two ways to write (``writer`` in the config):
+
+* ``auto`` (the default): on classic Spark, ``append`` and ``overwrite`` tables in a
+  local folder are written by the tasks themselves (pyarrow, ``_files.py``) and
+  committed through delta-rs (``_delta_rs.py``), with the same ``txn`` pair and
+  tag; everything else goes through Spark's Delta writer.
+* ``spark``: always Spark's Delta writer.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,8 +38,12 @@ from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
     Destination,
+    tagged_counts,
     tagged_partition_states,
 )
+from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta._delta_rs import local_folder
+from headwater.destinations.delta._files import ParquetFiles
 from headwater.destinations.delta._sql import (
     history,
     is_delta_table,
@@ -39,12 +52,18 @@ from headwater.destinations.delta._sql import (
     table_properties,
     table_ref,
 )
-from headwater.destinations.delta._stats import STATS_PROPERTY, stats_columns
+from headwater.destinations.delta._stats import (
+    STATS_META_COLUMNS,
+    STATS_PROPERTY,
+    listed_columns,
+    stats_columns,
+)
 from headwater.errors import DestinationError
 from headwater.table_schema import META_FIELDS
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructField
 
     from headwater.engine._plan import CheckpointPlan, StreamPlan
 
@@ -75,6 +94,14 @@ class DeltaDestination(Destination):
                     "stream; relative paths resolve against the working directory.",
                     "default": "lakehouse",
                 },
+                "writer": {
+                    "type": "string",
+                    "enum": ["auto", "spark"],
+                    "default": "auto",
+                    "description": "auto: tasks write Parquet themselves where the table is in "
+                    "a local folder and the mode is append or overwrite (several times faster); "
+                    "spark: always Spark's Delta writer.",
+                },
             },
         }
 
@@ -88,14 +115,47 @@ class DeltaDestination(Destination):
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
 
+    def _files_folder(self, spark: SparkSession, plan: StreamPlan) -> str | None:
+        """The local folder tasks write this stream's files into, or None: Spark writes."""
+        if self.config.get("writer", "auto") != "auto":
+            return None
+        if plan.stream.destination_sync_mode not in ("append", "overwrite"):
+            return None  # MERGE is Spark's
+        try:
+            spark.sparkContext  # noqa: B018 - Spark Connect has none, and remote executors
+        except Exception:
+            return None
+        return local_folder(self.table_location(plan.stream.name))
+
+    def file_writer(self, spark: SparkSession, plan: StreamPlan) -> ParquetFiles | None:
+        folder = self._files_folder(spark, plan)
+        if folder is None:
+            return None
+        state = _delta_rs.table_state(folder)
+        listed = listed_columns(state.properties.get(STATS_PROPERTY) if state else None)
+        return ParquetFiles(folder=folder, stats_columns=listed or list(STATS_META_COLUMNS))
+
     # ----------------------------------------------------------------- preparing
 
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
-        from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_type
+        from pyspark.sql.pandas.types import from_arrow_schema
+        from pyspark.sql.types import StructType
 
         location = self.table_location(plan.stream.name)
         wanted = pa.schema(META_FIELDS + list(data_schema))
+        folder = self._files_folder(spark, plan)
         try:
+            if folder is not None:
+                state = _delta_rs.table_state(folder)
+                if state is None:
+                    # No Spark job and no Delta-Spark code for a table the tasks will
+                    # write: in a new JVM that alone was seconds of class loading.
+                    _delta_rs.create_table(folder, wanted, {
+                        STATS_PROPERTY: stats_columns(from_arrow_schema(wanted))})
+                    return data_schema
+                existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
+                if all(f.name in existing for f in wanted):
+                    return _table_types(data_schema, existing)
             properties = table_properties(spark, location)
             if properties is None:
                 spark_schema = from_arrow_schema(wanted)
@@ -113,14 +173,7 @@ class DeltaDestination(Destination):
                     if listed != properties[STATS_PROPERTY]:
                         spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES "
                                   f"('{STATS_PROPERTY}' = '{_sql_text(listed)}')")
-            fields = []
-            for field in data_schema:
-                if field.name in existing:
-                    fields.append(pa.field(
-                        field.name, to_arrow_type(existing[field.name].dataType, timezone="UTC")))
-                else:
-                    fields.append(field)
-            return pa.schema(fields)
+            return _table_types(data_schema, existing)
         except Exception as exc:
             raise _failed(f"cannot prepare Delta table at {location}", exc,
                           plan.stream.name) from exc
@@ -130,16 +183,59 @@ class DeltaDestination(Destination):
     def find_commit(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:
         location = self.table_location(plan.stream.name)
-        if not is_delta_table(spark, location):
+        folder = local_folder(location)
+        if folder is not None:
+            if _delta_rs.table_state(folder) is None:
+                return None
+        elif not is_delta_table(spark, location):
             return None
         found = _tagged_commit(spark, location, marker)
         if found is None:
             return None
         version, metrics, tag = found
-        rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows") or 0)
-        return CommitResult(rows=rows, rejected=0, bytes=_bytes_written(metrics),
+        counts = tagged_counts(tag)
+        rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows")
+                   or counts.get("rows") or 0)
+        return CommitResult(rows=rows, rejected=counts.get("rejected", 0),
+                            bytes=_bytes_written(metrics) or counts.get("bytes", 0),
                             version=version, already_committed=True,
                             partition_states=tagged_partition_states(tag))
+
+    def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                     files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Run the tasks (they write the files), then add the files in one delta-rs commit."""
+        location = self.table_location(plan.stream.name)
+        folder = local_folder(location)
+        if folder is None:
+            raise DestinationError(f"{location} is not a local folder", stream=marker.stream)
+        first_of_run = checkpoint.index == plan.checkpoints[0].index
+        mode = ("overwrite" if plan.stream.destination_sync_mode == "overwrite" and first_of_run
+                else "append")
+        try:
+            written = [_delta_rs.WrittenFile(**row.asDict()) for row in files.collect()]
+            rows = sum(f.rows for f in written)
+            rejected = sum(f.rejected for f in written)
+            size = sum(f.size for f in written)
+            done = _delta_rs.committed_version(folder, marker.app_id)
+            if done is None or done < marker.version:
+                _delta_rs.commit_files(folder, written, mode=mode, app_id=marker.app_id,
+                                       version=marker.version,
+                                       tag=marker.tag_with_counts(rows, rejected, size))
+        except Exception as exc:
+            raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
+                          exc, marker.stream) from exc
+        found = _tagged_commit(spark, location, marker, within_latest=50)
+        if done is not None and done >= marker.version:
+            # An earlier attempt committed this checkpoint (as Spark's writer, we skip):
+            # the files just written stay out of the table.
+            if found is None:
+                return CommitResult(rows=0, rejected=0, bytes=0, version=None,
+                                    already_committed=True)
+            return CommitResult(rows=rows, rejected=rejected, bytes=size, version=found[0],
+                                already_committed=True,
+                                partition_states=tagged_partition_states(found[2]))
+        return CommitResult(rows=rows, rejected=rejected, bytes=size,
+                            version=found[0] if found is not None else None)
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -280,6 +376,12 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
     """
     from pyspark.sql import functions as F
 
+    folder = local_folder(location)
+    if folder is not None:
+        # delta-rs reads the log in the driver's process: no Spark job, no Delta-Spark
+        # warm-up in a new JVM, and it reads commits either library made.
+        return _tagged_in(_delta_rs.history(folder, within_latest), marker)
+
     def tagged(key: str) -> Column:
         return F.get_json_object(F.col("userMetadata"), f"$.headwater.{key}")
 
@@ -291,6 +393,39 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
         return None
     return (int(found[0]["version"]), found[0]["operationMetrics"] or {},
             found[0]["userMetadata"])
+
+
+def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker,
+               ) -> tuple[int, Mapping[str, str], str] | None:
+    """:func:`_tagged_commit` over commits delta-rs read from the log, newest first."""
+    for commit in commits:
+        tag = commit.get("userMetadata")
+        try:
+            document = json.loads(tag) if isinstance(tag, str) else None
+        except ValueError:
+            continue
+        ours = document.get("headwater") if isinstance(document, dict) else None
+        if (isinstance(ours, dict) and ours.get("run_id") == marker.run_id
+                and ours.get("stream") == marker.stream
+                and str(ours.get("checkpoint")) == str(marker.checkpoint_index)):
+            metrics = commit.get("operationMetrics") or {}
+            return (int(commit["version"]), {k: str(v) for k, v in metrics.items()},
+                    str(tag))
+    return None
+
+
+def _table_types(data_schema: pa.Schema, existing: Mapping[str, StructField]) -> pa.Schema:
+    """``data_schema`` with each column the table already has typed as the table types it."""
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    fields = []
+    for field in data_schema:
+        if field.name in existing:
+            fields.append(pa.field(
+                field.name, to_arrow_type(existing[field.name].dataType, timezone="UTC")))
+        else:
+            fields.append(field)
+    return pa.schema(fields)
 
 
 def _bytes_written(metrics: Mapping[str, str]) -> int:

@@ -54,3 +54,28 @@ def stats_columns(fields: Iterable[StructField], already: str | None = None) -> 
         if _eligible(field) and name not in listed and field.name not in META_NAMES:
             listed.append(name)
     return ",".join(listed)
+
+
+def listed_columns(value: str | None) -> list[str]:
+    """The column names a ``delta.dataSkippingStatsColumns`` value lists, unquoted."""
+    names: list[str] = []
+    current: list[str] = []
+    quoted = False
+    text = value or ""
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "`":
+            if quoted and text[i + 1:i + 2] == "`":
+                current.append("`")
+                i += 1
+            else:
+                quoted = not quoted
+        elif char == "," and not quoted:
+            names.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+        i += 1
+    names.append("".join(current).strip())
+    return [name for name in names if name]

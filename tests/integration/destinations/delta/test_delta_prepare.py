@@ -18,8 +18,8 @@ pytestmark = pytest.mark.spark
 
 
 def _plan(name: str) -> Any:
-    """``prepare`` reads only the stream's name from its plan."""
-    return SimpleNamespace(stream=SimpleNamespace(name=name))
+    """``prepare`` reads only the stream's name and mode from its plan."""
+    return SimpleNamespace(stream=SimpleNamespace(name=name, destination_sync_mode="append"))
 
 
 def _file_stats(table: Path) -> list[dict[str, Any]]:
@@ -32,9 +32,11 @@ def _file_stats(table: Path) -> list[dict[str, Any]]:
     return stats
 
 
+@pytest.mark.parametrize("writer", ["spark", "auto"])
 def test_statistics_columns_are_set_at_creation_and_follow_new_columns(
-        spark: Any, tmp_path: Path) -> None:
-    destination = DeltaDestination({"path": str(tmp_path / "lake")})
+        spark: Any, tmp_path: Path, writer: str) -> None:
+    """Whichever library creates the table (Spark, or delta-rs for task-written files)."""
+    destination = DeltaDestination({"path": str(tmp_path / "lake"), "writer": writer})
     first = pa.schema([("id", pa.int64()), ("active", pa.bool_()),
                        ("tags", pa.list_(pa.string()))])
     destination.prepare(spark, _plan("items"), first)

@@ -11,7 +11,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from headwater.destinations.delta._stats import MAX_STATS_COLUMNS, stats_columns
+from headwater.destinations.delta._stats import MAX_STATS_COLUMNS, listed_columns, stats_columns
 
 
 def test_meta_columns_first_then_eligible_data_columns() -> None:
@@ -32,3 +32,12 @@ def test_new_columns_are_appended_while_there_is_room() -> None:
     assert len(stats_columns(many).split(",")) == MAX_STATS_COLUMNS
     full = stats_columns(many)
     assert stats_columns([StructField("late", LongType())], already=full) == full
+
+
+def test_listed_columns_reads_back_what_stats_columns_writes() -> None:
+    fields = [StructField("id", LongType()), StructField("a,b", StringType()),
+              StructField("x`y", StringType())]
+    assert listed_columns(stats_columns(fields)) == [
+        "_hw_extracted_at", "_hw_run_id", "_hw_checkpoint", "id", "a,b", "x`y"]
+    assert listed_columns(None) == []
+    assert listed_columns("plain, other") == ["plain", "other"]

@@ -1,0 +1,208 @@
+"""Executors write a checkpoint's Parquet files themselves; the driver commits them.
+
+Why: handing Arrow batches to Spark's Delta writer makes the JVM turn every
+column back into rows, then into Parquet, with file statistics computed per
+row in interpreted code.  On this machine that was about 80 % of a sync of
+object-storage files, and the JVM's JIT warm-up of that path was most of a
+first sync's fixed cost (``bench/RESULTS.md``).  pyarrow writes the same
+Parquet from the same Arrow batches in native code, in the Python task that
+already holds them, so the Spark job only returns one small row per file and
+the commit (``_delta_rs.py``) adds those files to the table in one transaction.
+
+This module is what runs on the executors, so it holds only plain values and is
+pickled with the task.  A file is written under the table's folder with a
+unique name: a task that fails or is retried leaves at most an uncommitted
+file, which no reader sees and ``VACUUM`` removes, as with Spark's own writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+#: The rows each written file describes (what the driver collects and commits).
+FILE_FIELDS = [
+    pa.field("path", pa.string(), nullable=False),
+    pa.field("size", pa.int64(), nullable=False),
+    pa.field("modified_ms", pa.int64(), nullable=False),
+    pa.field("rows", pa.int64(), nullable=False),
+    pa.field("rejected", pa.int64(), nullable=False),
+    pa.field("stats", pa.string(), nullable=False),
+]
+FILE_SCHEMA = pa.schema(FILE_FIELDS)
+
+#: Strings longer than this get no maximum statistic (a prefix would be wrong as
+#: a maximum) and a prefix as minimum, as Delta's writer does with its 32.
+STRING_STATS_PREFIX = 32
+
+ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+@dataclass
+class _ColumnStats:
+    """Delta's per-file statistics of one column, merged batch by batch."""
+
+    nulls: int = 0
+    low: Any = None
+    high: Any = None
+    #: False once a value was seen whose bounds cannot be written exactly.
+    bounded: bool = True
+
+    def add(self, values: pa.Array | pa.ChunkedArray) -> None:
+        self.nulls += values.null_count
+        if not self.bounded or values.null_count == len(values):
+            return
+        extremes = pc.min_max(values)
+        low, high = extremes["min"].as_py(), extremes["max"].as_py()
+        self.low = low if self.low is None else min(self.low, low)
+        self.high = high if self.high is None else max(self.high, high)
+
+
+def _json_bound(value: Any, *, is_max: bool) -> Any:
+    """A statistic as Delta writes it in JSON, or None when it cannot be exact."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value.isoformat(timespec="microseconds") + "Z"
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        if len(value) <= STRING_STATS_PREFIX:
+            return value
+        return None if is_max else value[:STRING_STATS_PREFIX]
+    return None  # floats (NaN), decimals, bytes: null count only
+
+
+def _has_bounds(type_: pa.DataType) -> bool:
+    return (pa.types.is_integer(type_) or pa.types.is_timestamp(type_)
+            or pa.types.is_date(type_) or pa.types.is_string(type_)
+            or pa.types.is_large_string(type_))
+
+
+@dataclass
+class ParquetFiles:
+    """Writes a task's output batches into Parquet files under ``folder``.
+
+    ``stats_columns`` are the table's statistics columns
+    (``delta.dataSkippingStatsColumns``): each file's Delta statistics cover
+    them, so readers skip files as they would for files Spark wrote.
+    """
+
+    folder: str
+    stats_columns: Sequence[str]
+    #: A file is closed and a new one started after this many rows.
+    max_rows_per_file: int = 5_000_000
+    compression: str = "snappy"
+
+    @property
+    def schema(self) -> pa.Schema:
+        return FILE_SCHEMA
+
+    def around(self, task: ArrowTask) -> ArrowTask:
+        """The ``mapInArrow`` function: ``task``'s batches go to files, file rows come out."""
+        writer = self
+
+        def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            yield from writer.write(task(positions))
+
+        return run
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        current: _File | None = None
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                if current is None:
+                    current = _File.open(self.folder, batch.schema, self.compression,
+                                         [c for c in self.stats_columns if c in batch.schema.names])
+                elif batch.schema != current.schema:
+                    # One file has one schema; a batch that differs only in how it is
+                    # encoded (nullability, a dictionary) is cast to the file's.
+                    batch = batch.cast(current.schema)
+                current.write(batch)
+                if current.rows >= self.max_rows_per_file:
+                    yield current.close()
+                    current = None
+            if current is not None:
+                yield current.close()
+                current = None
+        finally:
+            if current is not None:  # the task failed: leave no half-written file behind
+                current.abandon()
+
+
+class _File:
+    def __init__(self, folder: str, name: str, writer: pq.ParquetWriter,
+                 stats: dict[str, _ColumnStats]) -> None:
+        self.folder, self.name, self.writer, self.stats = folder, name, writer, stats
+        self.schema: pa.Schema = writer.schema
+        self.rows = 0
+        self.rejected = 0
+
+    @classmethod
+    def open(cls, folder: str, schema: pa.Schema, compression: str,
+             stats_columns: Sequence[str]) -> _File:
+        # Spark's naming, so the table's folder looks the same whoever wrote a file.
+        name = f"part-{uuid.uuid4()}-c000.{compression}.parquet"
+        writer = pq.ParquetWriter(os.path.join(folder, name), schema, compression=compression)
+        stats = {column: _ColumnStats(bounded=_has_bounds(schema.field(column).type))
+                 for column in stats_columns}
+        return cls(folder, name, writer, stats)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        self.writer.write_batch(batch)
+        self.rows += batch.num_rows
+        if "_hw_notes" in batch.schema.names:
+            notes = batch.column("_hw_notes")
+            self.rejected += batch.num_rows - notes.null_count
+        for column, stats in self.stats.items():
+            stats.add(batch.column(column))
+
+    def close(self) -> pa.RecordBatch:
+        self.writer.close()
+        path = os.path.join(self.folder, self.name)
+        described = os.stat(path)
+        return pa.RecordBatch.from_pylist([{
+            "path": self.name, "size": described.st_size,
+            "modified_ms": int(described.st_mtime * 1000) or int(time.time() * 1000),
+            "rows": self.rows, "rejected": self.rejected, "stats": self._stats_json(),
+        }], schema=FILE_SCHEMA)
+
+    def abandon(self) -> None:
+        try:
+            self.writer.close()
+        finally:
+            with contextlib.suppress(OSError):
+                os.remove(os.path.join(self.folder, self.name))
+
+    def _stats_json(self) -> str:
+        low: dict[str, Any] = {}
+        high: dict[str, Any] = {}
+        for column, stats in self.stats.items():
+            if stats.low is None or not stats.bounded:
+                continue
+            lower = _json_bound(stats.low, is_max=False)
+            upper = _json_bound(stats.high, is_max=True)
+            if lower is not None:
+                low[column] = lower
+            if upper is not None:
+                high[column] = upper
+        document = {"numRecords": self.rows, "minValues": low, "maxValues": high,
+                    "nullCount": {c: s.nulls for c, s in self.stats.items()}}
+        return json.dumps(document, separators=(",", ":"))
