@@ -46,6 +46,11 @@ FILE_SCHEMA = pa.schema(FILE_FIELDS)
 #: a maximum) and a prefix as minimum, as Delta's writer does with its 32.
 STRING_STATS_PREFIX = 32
 
+#: A row group is written once this many rows (or bytes of Arrow data) are gathered:
+#: about the 128 MiB row groups of Spark's writer once encoded and compressed.
+ROW_GROUP_ROWS = 1_000_000
+ROW_GROUP_BYTES = 128 * 2**20
+
 ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
@@ -152,6 +157,9 @@ class _File:
                  stats: dict[str, _ColumnStats]) -> None:
         self.folder, self.name, self.writer, self.stats = folder, name, writer, stats
         self.schema: pa.Schema = writer.schema
+        self.pending: list[pa.RecordBatch] = []
+        self.pending_rows = 0
+        self.pending_bytes = 0
         self.rows = 0
         self.rejected = 0
 
@@ -166,7 +174,14 @@ class _File:
         return cls(folder, name, writer, stats)
 
     def write(self, batch: pa.RecordBatch) -> None:
-        self.writer.write_batch(batch)
+        # Every ParquetWriter call makes at least one row group, and sources hand over
+        # small batches (an Airbyte connector's state interval, an API page): gather
+        # them into row groups of a size readers scan well.
+        self.pending.append(batch)
+        self.pending_rows += batch.num_rows
+        self.pending_bytes += batch.nbytes
+        if self.pending_rows >= ROW_GROUP_ROWS or self.pending_bytes >= ROW_GROUP_BYTES:
+            self._flush()
         self.rows += batch.num_rows
         if "_hw_notes" in batch.schema.names:
             notes = batch.column("_hw_notes")
@@ -174,7 +189,14 @@ class _File:
         for column, stats in self.stats.items():
             stats.add(batch.column(column))
 
+    def _flush(self) -> None:
+        if self.pending:
+            self.writer.write_table(pa.Table.from_batches(self.pending, self.schema),
+                                    row_group_size=self.pending_rows)
+        self.pending, self.pending_rows, self.pending_bytes = [], 0, 0
+
     def close(self) -> pa.RecordBatch:
+        self._flush()
         self.writer.close()
         path = os.path.join(self.folder, self.name)
         described = os.stat(path)

@@ -111,3 +111,14 @@ def test_a_batch_encoded_differently_joins_the_same_file(tmp_path: Path) -> None
     writer = ParquetFiles(folder=str(tmp_path), stats_columns=[])
     (only,) = described(list(writer.write(iter([first, second]))))
     assert pq.read_table(tmp_path / str(only["path"])).column("id").to_pylist() == [1, 2]
+
+
+def test_small_batches_are_gathered_into_row_groups(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from headwater.destinations.delta import _files
+
+    monkeypatch.setattr(_files, "ROW_GROUP_ROWS", 4)
+    writer = ParquetFiles(folder=str(tmp_path), stats_columns=[])
+    (only,) = described(list(writer.write(iter([batch([i], ["a"]) for i in range(1, 10)]))))
+    metadata = pq.ParquetFile(tmp_path / str(only["path"])).metadata
+    assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [4, 4, 1]
