@@ -79,20 +79,20 @@ class WrittenFile:
     stats: str
 
 
-def committed_version(folder: str, app_id: str) -> int | None:
-    """The latest ``txnVersion`` the table holds for ``app_id``."""
-    from deltalake import DeltaTable
-
-    return DeltaTable(folder).transaction_version(app_id)
-
-
 def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id: str,
-                 version: int, tag: str) -> None:
-    """Add ``files`` to the table in one commit (``mode`` "overwrite" removes the rest)."""
+                 version: int, tag: str) -> bool:
+    """Add ``files`` in one commit (``mode`` "overwrite" removes the rest); False: done before.
+
+    As Spark's writer does with ``txnAppId``/``txnVersion``, nothing is committed
+    when the table already holds ``version`` (or a later one) for ``app_id``.
+    """
     from deltalake import CommitProperties, DeltaTable, Transaction
     from deltalake.transaction import AddAction, RemoveAction
 
     table = DeltaTable(folder)
+    done = table.transaction_version(app_id)
+    if done is not None and done >= version:
+        return False
     now_ms = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = [
         AddAction(f.path, f.size, {}, f.modified_ms or now_ms, True, f.stats) for f in files]
@@ -100,7 +100,8 @@ def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id
         actions, mode=mode, schema=table.schema(),
         commit_properties=CommitProperties(
             custom_metadata={"userMetadata": tag},
-            app_transactions=[Transaction(app_id, version, int(time.time() * 1000))]))
+            app_transactions=[Transaction(app_id, version, now_ms)]))
+    return True
 
 
 def history(folder: str, latest: int | None = None) -> list[dict[str, Any]]:

@@ -121,11 +121,7 @@ class DeltaDestination(Destination):
             return None
         if plan.stream.destination_sync_mode not in ("append", "overwrite"):
             return None  # MERGE is Spark's
-        try:
-            spark.sparkContext  # noqa: B018 - Spark Connect has none, and remote executors
-        except Exception:
-            return None
-        return local_folder(self.table_location(plan.stream.name))
+        return _driver_folder(spark, self.table_location(plan.stream.name))
 
     def file_writer(self, spark: SparkSession, plan: StreamPlan) -> ParquetFiles | None:
         folder = self._files_folder(spark, plan)
@@ -183,7 +179,7 @@ class DeltaDestination(Destination):
     def find_commit(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:
         location = self.table_location(plan.stream.name)
-        folder = local_folder(location)
+        folder = _driver_folder(spark, location)
         if folder is not None:
             if _delta_rs.table_state(folder) is None:
                 return None
@@ -216,26 +212,21 @@ class DeltaDestination(Destination):
             rows = sum(f.rows for f in written)
             rejected = sum(f.rejected for f in written)
             size = sum(f.size for f in written)
-            done = _delta_rs.committed_version(folder, marker.app_id)
-            if done is None or done < marker.version:
-                _delta_rs.commit_files(folder, written, mode=mode, app_id=marker.app_id,
-                                       version=marker.version,
-                                       tag=marker.tag_with_counts(rows, rejected, size))
+            committed = _delta_rs.commit_files(folder, written, mode=mode, app_id=marker.app_id,
+                                               version=marker.version,
+                                               tag=marker.tag_with_counts(rows, rejected, size))
         except Exception as exc:
             raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
                           exc, marker.stream) from exc
         found = _tagged_commit(spark, location, marker, within_latest=50)
-        if done is not None and done >= marker.version:
-            # An earlier attempt committed this checkpoint (as Spark's writer, we skip):
-            # the files just written stay out of the table.
-            if found is None:
-                return CommitResult(rows=0, rejected=0, bytes=0, version=None,
-                                    already_committed=True)
-            return CommitResult(rows=rows, rejected=rejected, bytes=size, version=found[0],
-                                already_committed=True,
-                                partition_states=tagged_partition_states(found[2]))
-        return CommitResult(rows=rows, rejected=rejected, bytes=size,
-                            version=found[0] if found is not None else None)
+        version = found[0] if found is not None else None
+        if committed:
+            return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version)
+        # An earlier attempt committed this checkpoint; as with Spark's writer, this one
+        # is skipped, and the files it just wrote stay out of the table.
+        return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version,
+                            already_committed=True,
+                            partition_states=tagged_partition_states(found[2]) if found else {})
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -376,7 +367,7 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
     """
     from pyspark.sql import functions as F
 
-    folder = local_folder(location)
+    folder = _driver_folder(spark, location)
     if folder is not None:
         # delta-rs reads the log in the driver's process: no Spark job, no Delta-Spark
         # warm-up in a new JVM, and it reads commits either library made.
@@ -393,6 +384,19 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
         return None
     return (int(found[0]["version"]), found[0]["operationMetrics"] or {},
             found[0]["userMetadata"])
+
+
+def _driver_folder(spark: SparkSession, location: str) -> str | None:
+    """``location`` as a folder this process shares with Spark's driver, or None.
+
+    Under Spark Connect the driver (and its filesystem) is the server's, so even a
+    plain path is only reachable through Spark.
+    """
+    try:
+        spark.sparkContext  # noqa: B018 - raises under Spark Connect
+    except Exception:
+        return None
+    return local_folder(location)
 
 
 def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker,

@@ -1,0 +1,73 @@
+"""Commits of task-written files through delta-rs: idempotent, tagged, and overwrite-aware."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from headwater.destinations._base import CommitMarker, tagged_counts
+from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta._files import ParquetFiles
+
+SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("_hw_run_id", pa.string())])
+
+
+def files(folder: Path, ids: list[int]) -> list[_delta_rs.WrittenFile]:
+    batch = pa.RecordBatch.from_pydict({"id": ids, "_hw_run_id": ["r"] * len(ids)}, SCHEMA)
+    written = ParquetFiles(folder=str(folder), stats_columns=["id"]).write(iter([batch]))
+    return [_delta_rs.WrittenFile(**row) for b in written for row in b.to_pylist()]
+
+
+def ids(folder: Path) -> list[int]:
+    return sorted(DeltaTable(str(folder)).to_pyarrow_table().column("id").to_pylist())
+
+
+def test_a_checkpoint_committed_once_is_skipped_when_committed_again(tmp_path: Path) -> None:
+    folder = str(tmp_path)
+    _delta_rs.create_table(folder, SCHEMA, {"delta.dataSkippingStatsColumns": "`id`"})
+    marker = CommitMarker(app_id="hw/c/users/0", version=3, run_id="run-1", stream="users",
+                          checkpoint_index=3)
+    tag = marker.tag_with_counts(2, 0, 10)
+    assert _delta_rs.commit_files(folder, files(tmp_path, [1, 2]), mode="append",
+                                  app_id=marker.app_id, version=3, tag=tag)
+    # The retried attempt (same lane, same checkpoint) and an older one change nothing.
+    assert not _delta_rs.commit_files(folder, files(tmp_path, [1, 2]), mode="append",
+                                      app_id=marker.app_id, version=3, tag=tag)
+    assert not _delta_rs.commit_files(folder, files(tmp_path, [0]), mode="append",
+                                      app_id=marker.app_id, version=2, tag=tag)
+    assert ids(tmp_path) == [1, 2]
+
+    (latest,) = _delta_rs.history(folder, 1)
+    assert latest["version"] == 1
+    document = json.loads(latest["userMetadata"])
+    assert document["headwater"] == {"run_id": "run-1", "stream": "users", "checkpoint": 3}
+    assert tagged_counts(latest["userMetadata"]) == {"rows": 2, "rejected": 0, "bytes": 10}
+
+    state = _delta_rs.table_state(folder)
+    assert state is not None
+    assert state.properties == {"delta.dataSkippingStatsColumns": "`id`"}
+    assert [f["name"] for f in state.schema_json["fields"]] == ["id", "_hw_run_id"]
+    assert all(f["nullable"] for f in state.schema_json["fields"])
+
+
+def test_overwrite_replaces_the_files_and_an_empty_commit_still_counts(tmp_path: Path) -> None:
+    folder = str(tmp_path)
+    _delta_rs.create_table(folder, SCHEMA, {})
+    _delta_rs.commit_files(folder, files(tmp_path, [1, 2, 3]), mode="append", app_id="a",
+                           version=1, tag="{}")
+    _delta_rs.commit_files(folder, files(tmp_path, [7]), mode="overwrite", app_id="a",
+                           version=2, tag="{}")
+    assert ids(tmp_path) == [7]
+    assert _delta_rs.commit_files(folder, [], mode="append", app_id="a", version=3, tag="{}")
+    assert DeltaTable(folder).transaction_version("a") == 3
+    assert ids(tmp_path) == [7]
+
+
+def test_only_local_folders_are_committed_by_delta_rs() -> None:
+    assert _delta_rs.local_folder("/data/lake/users") == "/data/lake/users"
+    assert _delta_rs.local_folder("file:///data/lake/users") == "/data/lake/users"
+    assert _delta_rs.local_folder("s3a://bucket/lake/users") is None
+    assert _delta_rs.table_state("/nonexistent/headwater/table") is None
