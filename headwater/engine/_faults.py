@@ -5,6 +5,10 @@ cleaned up) the third time the sync passes the ``after-commit`` point: after a
 checkpoint's Delta commit and before its state is saved.  Unset, a fault point
 costs one dictionary lookup.  Points: ``after-plan``, ``after-commit``,
 ``after-release``.
+
+``HEADWATER_FAULT_PAUSE=reading:1.5`` makes every task wait 1.5 s before it
+reads each partition, so a test that kills a sync "while it reads" still finds
+it reading however fast the machine and the writer are.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 
 _ENV = "HEADWATER_FAULT"
+_PAUSE_ENV = "HEADWATER_FAULT_PAUSE"
 _counts: dict[str, int] = {}
 _lock = threading.Lock()
 
@@ -30,3 +36,13 @@ def fault_point(name: str) -> None:
         hit = _counts[name] >= int(nth or 1)
     if hit:
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def pause_point(name: str) -> None:
+    """Sleep here when ``HEADWATER_FAULT_PAUSE`` names this point (see the module docstring)."""
+    spec = os.environ.get(_PAUSE_ENV)
+    if not spec:
+        return
+    point, _, seconds = spec.partition(":")
+    if point == name:
+        time.sleep(float(seconds or 1))

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater.engine._faults import pause_point
 from headwater.engine._partition_stats import PartitionFigures, task_attempt
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.sdk import Partition, PartitionState, Stream
@@ -181,6 +182,7 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
     def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in positions:
             for position in batch.column(0).to_pylist():
+                pause_point("reading")
                 batches = read_partition(stream, frozen[position], context)
                 if stats is None:
                     yield from batches

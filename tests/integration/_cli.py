@@ -84,12 +84,18 @@ def write_connection(
                            lake=LAKEHOUSE, store_file=None, checkpoint=checkpoint)
 
 
+#: The environment of a sync a test kills "while it reads": each task waits 1 s per
+#: partition (``headwater/engine/_faults.py``), so the sync is still reading when
+#: the kill comes, whatever the machine's speed.
+READING_PAUSE = {"HEADWATER_FAULT_PAUSE": "reading:1"}
+
+
 def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The CLI's environment: this one, with its home in ``tmp_path`` and no inherited fault."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if k not in ("HEADWATER_FAULT", "HEADWATER_METADATA_STORE")
+        if k not in ("HEADWATER_FAULT", "HEADWATER_FAULT_PAUSE", "HEADWATER_METADATA_STORE")
     }
     env["HEADWATER_HOME"] = str(tmp_path / HOME)
     env["PYSPARK_PYTHON"] = sys.executable

@@ -30,6 +30,7 @@ import pytest
 
 from tests.integration._cli import (
     HOME,
+    READING_PAUSE,
     CliResult,
     assert_appended_history,
     assert_each_checkpoint_committed_once,
@@ -105,7 +106,8 @@ class Connection:
         return sync(self.tmp_path, self.write(generation), env=env)
 
     def start(self, generation: int = 0) -> subprocess.Popen[str]:
-        return start_cli(self.tmp_path, "sync", str(self.write(generation)), "--json")
+        return start_cli(self.tmp_path, "sync", str(self.write(generation)), "--json",
+                         env=READING_PAUSE)
 
     @property
     def location(self) -> str:

@@ -17,7 +17,13 @@ from headwater.config import load_connection
 from headwater.engine import SyncEngine
 from headwater.metadata_store import MetadataStore
 from headwater.serve import Scheduler
-from tests.integration._cli import assert_table_equals_source, finish_cli, start_cli, tagged_commits
+from tests.integration._cli import (
+    READING_PAUSE,
+    assert_table_equals_source,
+    finish_cli,
+    start_cli,
+    tagged_commits,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -102,7 +108,7 @@ def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
     path = write(folder, "long", "* * * * * */3", str(lake),  # every 3 seconds
                  source={"type": "sample", "config": source},
                  checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
-    process = start_cli(tmp_path, "serve", str(folder), "--poll", "0.5")
+    process = start_cli(tmp_path, "serve", str(folder), "--poll", "0.5", env=READING_PAUSE)
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
     deadline = time.monotonic() + 600
     try:

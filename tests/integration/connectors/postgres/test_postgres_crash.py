@@ -20,6 +20,7 @@ from tests._postgres import PostgresServer
 from tests.integration._cli import (
     HOME,
     LAKEHOUSE,
+    READING_PAUSE,
     assert_each_checkpoint_committed_once,
     kill_cli,
     start_cli,
@@ -60,7 +61,7 @@ def test_killed_while_reading_key_ranges_then_resumed(
             lake=LAKEHOUSE, store_file=None,
             checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2})
 
-        process = start_cli(tmp_path, "sync", str(path), "--json")
+        process = start_cli(tmp_path, "sync", str(path), "--json", env=READING_PAUSE)
         db = tmp_path / HOME / "headwater.db"
         deadline = time.monotonic() + 600
         while True:
