@@ -3,7 +3,7 @@
 The loopback API (tests/api_server.py) runs in a child process, so the CPU this
 process spends is the executor's alone: the HTTP client and its threads, JSON,
 the window filter, typing into Arrow and the engine's metadata columns
-(``read_partition``, as a Spark task runs it).  The API's own CPU per page is
+(``make_task``: a Spark task's function, over one run of partitions).  The API's own CPU per page is
 shown beside it.  Same stream as bench/http_source_pages.py (50 ms a page,
 100 records a page, 64 API windows a partition); ``--in-flight`` is what one
 task keeps in flight (``concurrency // tasks`` in a sync).
@@ -21,13 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import header, load_line, table
 from bench.http_source_pages import RECORDS_PER_PAGE, connection
 from headwater.config import load_connection
 from headwater.connectors import get_source_class
-from headwater.engine._task import TaskContext, read_partition
+from headwater.engine._task import TaskContext, make_task, read_partition
 from headwater.sdk import PlanContext
 from headwater.table_schema import arrow_schema_for
 
@@ -77,8 +79,10 @@ def main() -> None:
                 pass
             server_before = _cpu_s(pid)
             cpu, wall = time.process_time(), time.perf_counter()
-            records = sum(batch.num_rows for partition in plan[1:]
-                          for batch in read_partition(stream, partition, task))
+            # The rest as one Spark task reads its run of partitions (make_task).
+            run = make_task(stream, plan[1:], task)
+            positions = pa.record_batch([pa.array(range(len(plan) - 1))], names=["id"])
+            records = sum(batch.num_rows for batch in run(iter([positions])))
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             server_cpu = _cpu_s(pid) - server_before
             pages = records // RECORDS_PER_PAGE

@@ -50,7 +50,7 @@ from headwater.engine._plan import (
 )
 from headwater.engine._plan_reads import headwater_error_from, spark_plan_context
 from headwater.engine._spark import SparkSettings, get_spark
-from headwater.engine._task import TaskContext, make_task
+from headwater.engine._task import TaskContext, interleaved, make_task
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, HeadwaterError
@@ -588,8 +588,9 @@ class _StreamRunner:
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
-        positions = self.spark.range(0, count, 1, numPartitions=count)
-        task = make_task(stream, checkpoint.partitions, context,
+        tasks = count if stream.one_task_per_partition else min(count, _parallelism(self.spark))
+        positions = self.spark.range(0, count, 1, numPartitions=tasks)
+        task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
                          collector.sink if collector else None)
         return positions.mapInArrow(task if writer is None else writer.around(task),
                                     spark_schema)

@@ -181,8 +181,11 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
 
     def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in positions:
-            for position in batch.column(0).to_pylist():
+            order = batch.column(0).to_pylist()
+            for at, position in enumerate(order):
                 pause_point("reading")
+                if at + 1 < len(order):
+                    stream.reads_next(frozen[order[at + 1]])
                 batches = read_partition(stream, frozen[position], context)
                 if stats is None:
                     yield from batches
@@ -219,6 +222,16 @@ def _counted(batches: Generator[pa.RecordBatch, None, PartitionState | None],
         # Only a finished read gets here: a failed one raised above and moves no state.
         figures["state"] = dict(own_state.state)
     stats.add({partition_id: figures})
+
+
+def interleaved(partitions: Sequence[Partition], tasks: int) -> list[Partition]:
+    """``partitions`` reordered so that ``tasks`` consecutive runs of them each take
+    every ``tasks``-th one: a task reading a run then gets partitions from the whole
+    checkpoint (early and late windows alike) rather than one end of it, which
+    evens out the tasks' work when partition sizes drift along the plan."""
+    tasks = max(tasks, 1)
+    return [partitions[i] for start in range(tasks)
+            for i in range(start, len(partitions), tasks)]
 
 
 def chunked(iterable: Sequence[Any], size: int) -> Iterator[list[Any]]:

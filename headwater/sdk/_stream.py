@@ -53,6 +53,11 @@ class Stream(ABC):
     #: True when ``read`` yields :class:`PartitionState`: the source keeps its own
     #: position (an Airbyte connector) and the engine commits it with the records.
     keeps_own_state: ClassVar[bool] = False
+    #: False when partitions are short and share set-up that a task pays once (an
+    #: HTTP client's connections and threads): the engine then gives each Spark
+    #: task a run of partitions instead of one.  A Spark task costs about 0.15 s to
+    #: start, which is most of the time a partition of a few API pages takes.
+    one_task_per_partition: ClassVar[bool] = True
 
     @property
     def stream_name(self) -> str:
@@ -159,6 +164,15 @@ class Stream(ABC):
         Everything ``state`` describes is committed to the destination by then,
         so a source may release what it kept for a retry, e.g. advance a
         replication slot.  A crash may skip this call; the next sync must cope.
+        """
+
+    def reads_next(self, partition: Partition) -> None:  # noqa: B027
+        """The engine's hint, on the executor, before it reads a partition: once that
+        one is read, this task reads ``partition`` (default: ignored).
+
+        A stream whose partitions wait on I/O may start fetching ``partition``
+        while the current one finishes, so its requests in flight never run dry
+        between partitions (:class:`~headwater.sdk.http.HttpStream` does).
         """
 
     @abstractmethod

@@ -17,9 +17,10 @@ Example::
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import AsyncGenerator, Generator
 from typing import Any, Literal
 
 import httpx
@@ -187,3 +188,21 @@ class OAuth2Auth(Authenticator):
         if response.status_code == 401 and not fresh:
             request.headers["Authorization"] = f"Bearer {self.access_token(force=True)}"
             yield request
+
+    async def async_auth_flow(
+            self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """:meth:`auth_flow` on an event loop: a token fetch (a blocking POST) runs on a
+        worker thread, so the loop's other requests go on meanwhile."""
+        fresh = self._token is None
+        token = self._valid_token() or await asyncio.to_thread(self.access_token)
+        request.headers["Authorization"] = f"Bearer {token}"
+        response = yield request
+        if response.status_code == 401 and not fresh:
+            token = await asyncio.to_thread(self.access_token, force=True)
+            request.headers["Authorization"] = f"Bearer {token}"
+            yield request
+
+    def _valid_token(self) -> str | None:
+        """The cached token while it is not due for a refresh (no lock: a read)."""
+        token = self._token
+        return token if token is not None and time.monotonic() < self._expires_at else None

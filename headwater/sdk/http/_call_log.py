@@ -41,6 +41,12 @@ class CallLog(Protocol):
         """Block until one more call fits, and count it as in flight; return its token."""
         ...
 
+    def try_reserve(self, token: str) -> float:
+        """Count ``token`` as in flight and return a negative number if one more call
+        fits now; otherwise the seconds to wait before trying again (never blocks on
+        the budget, so an event loop can wait with ``asyncio.sleep``)."""
+        ...
+
     def settle(self, token: str) -> None:
         """The call ``token`` was answered (or failed): stamp it with the current time."""
         ...
@@ -59,13 +65,18 @@ class LocalCallLog:
     def reserve(self) -> str:
         token = uuid.uuid4().hex
         with self._changed:
-            while True:
-                now = time.monotonic()
-                self._forget_before(now - self.window_s)
-                if len(self._stamps) < self.calls:
-                    self._stamps[token] = now + self.lease_s
-                    return token
-                self._changed.wait(self._wait_s(min(self._stamps.values()), now))
+            while (wait_s := self.try_reserve(token)) >= 0:
+                self._changed.wait(wait_s)
+        return token
+
+    def try_reserve(self, token: str) -> float:
+        with self._changed:
+            now = time.monotonic()
+            self._forget_before(now - self.window_s)
+            if len(self._stamps) < self.calls:
+                self._stamps[token] = now + self.lease_s
+                return -1.0
+            return self._wait_s(min(self._stamps.values()), now)
 
     def settle(self, token: str) -> None:
         with self._changed:
@@ -128,12 +139,16 @@ class RedisCallLog:
 
     def reserve(self) -> str:
         token = uuid.uuid4().hex
-        while True:
-            wait_us = int(self._reserve(keys=[self.key], args=[
-                self.calls, self.window_us, self.lease_us, token]))
-            if wait_us < 0:
-                return token
-            time.sleep(wait_us / 1_000_000 if wait_us > 0 else _IN_FLIGHT_POLL_S)
+        while (wait_s := self.try_reserve(token)) >= 0:
+            time.sleep(wait_s)
+        return token
+
+    def try_reserve(self, token: str) -> float:
+        wait_us = int(self._reserve(keys=[self.key], args=[
+            self.calls, self.window_us, self.lease_us, token]))
+        if wait_us < 0:
+            return -1.0
+        return wait_us / 1_000_000 if wait_us > 0 else _IN_FLIGHT_POLL_S
 
     def settle(self, token: str) -> None:
         self._settle(keys=[self.key], args=[token])

@@ -11,25 +11,40 @@ Failures are sorted in one place (:func:`_classify`):
 When retries are exhausted the error names the method, the URL (secrets
 masked) and the last status, so a person can act on it.  The client is made
 on the executor (it holds sockets); :class:`HttpSettings` is what travels.
+
+Requests are coroutines on the client's own event loop (:mod:`._event_loop`),
+sent by httpx's ``AsyncClient`` over aiohttp's transport (``httpx-aiohttp``,
+by an httpx maintainer): the API is httpx's (auth flows, responses, errors),
+the sockets and HTTP parsing are aiohttp's C-accelerated ones.  Measured on
+the loopback test API at 16-32 requests in flight, a page cost 1.3-1.6 ms of
+CPU through httpx's threaded client, 2-5 ms through its asyncio one and
+0.8-0.9 ms this way.  :meth:`HttpClient.get` and :meth:`HttpClient.pages` are
+the blocking face of the same calls, for any thread but the loop's.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import functools
 import ssl
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Coroutine, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import tenacity
+from httpx_aiohttp import HttpxAiohttpClient
 
 from headwater.errors import AuthenticationError, ConnectorError, HeadwaterError
 from headwater.sdk.http._auth import Authenticator, NoAuth
+from headwater.sdk.http._event_loop import EventLoopThread
 from headwater.sdk.http._paginators import PaginationLoop, Paginator, select_path
 from headwater.sdk.http._rate_limit import CallBudget, CallGate
+
+T = TypeVar("T")
 
 __all__ = ["HttpClient", "HttpSettings", "NotFoundError", "Page"]
 
@@ -125,19 +140,22 @@ def _tls_context() -> ssl.SSLContext:
 
 
 class HttpClient:
-    """A thread-safe client for one task: use it as a context manager.
+    """A client for one task, usable from any thread: use it as a context manager.
 
     ``tasks`` is how many tasks run at once in the sync (from the plan): the
-    call budget and the concurrency are split across them.
+    call budget and the concurrency are split across them.  ``concurrency``
+    requests of this client are in flight at most; ``name`` names its loop's thread.
     """
 
-    def __init__(self, settings: HttpSettings, *, tasks: int = 1) -> None:
+    def __init__(self, settings: HttpSettings, *, tasks: int = 1, name: str = "client") -> None:
         self.settings = settings
         per_task = max(settings.concurrency // max(tasks, 1), 1)
         self.concurrency = per_task
-        self.gate = CallGate(settings.budgets, tasks=tasks, concurrency=per_task,
-                             redis_url=settings.redis_url, timeout_s=settings.timeout_s)
-        self._http = httpx.Client(
+        self.gate = CallGate(settings.budgets, tasks=tasks, redis_url=settings.redis_url,
+                             timeout_s=settings.timeout_s)
+        self._in_flight = asyncio.Semaphore(per_task)
+        self._loop = EventLoopThread(f"hw-http-{name}")
+        self._http = HttpxAiohttpClient(
             base_url=settings.base_url, auth=settings.auth, headers=dict(settings.headers),
             timeout=settings.timeout_s, follow_redirects=True, verify=_tls_context(),
             # Every request the client sends (retries, redirects, an OAuth2 retry after
@@ -147,18 +165,20 @@ class HttpClient:
             limits=httpx.Limits(max_connections=per_task + 2,
                                 max_keepalive_connections=per_task + 2))
 
-    def _reserve(self, request: httpx.Request) -> None:
-        request.extensions[_RESERVATIONS] = self.gate.reserve(str(request.url))
+    async def _reserve(self, request: httpx.Request) -> None:
+        request.extensions[_RESERVATIONS] = await self.gate.reserve(str(request.url))
 
-    def _settle(self, response: httpx.Response) -> None:
-        self.gate.settle(response.request.extensions.pop(_RESERVATIONS, ()))
+    async def _settle(self, response: httpx.Response) -> None:
+        await self.gate.settle(response.request.extensions.pop(_RESERVATIONS, ()))
 
-    def _settle_failed(self, exc: httpx.RequestError) -> None:
-        try:
-            request = exc.request
-        except RuntimeError:  # raised before a request existed: nothing was reserved
-            return
-        self.gate.settle(request.extensions.pop(_RESERVATIONS, ()))
+    async def _settle_failed(self, exc: Exception, sent: httpx.Request) -> None:
+        request = sent
+        if isinstance(exc, httpx.RequestError):
+            try:
+                request = exc.request  # a redirect's own request, say
+            except RuntimeError:  # raised before a request existed: nothing was reserved
+                return
+        await self.gate.settle(request.extensions.pop(_RESERVATIONS, ()))
 
     def __enter__(self) -> HttpClient:
         return self
@@ -167,7 +187,12 @@ class HttpClient:
         self.close()
 
     def close(self) -> None:
-        self._http.close()
+        """Close the connections and stop the loop (safe to call more than once)."""
+        if self._loop.loop.is_closed():
+            return
+        if not self._loop.in_loop():
+            self._loop.run(self._http.aclose())
+        self._loop.close()
 
     def mask(self, text: str) -> str:
         """``text`` with every secret the authenticator carries replaced by ``****``."""
@@ -177,10 +202,29 @@ class HttpClient:
                 text = text.replace(secret, "****")
         return text
 
-    # -- one request ------------------------------------------------------------------
+    # -- the blocking face, for threads other than the loop's --------------------------
 
     def get(self, url: str, params: Mapping[str, Any] | None = None) -> httpx.Response:
         """GET with budgets, retries and error sorting; returns a 2xx response."""
+        return self._loop.run(self.aget(url, params))
+
+    def pages(self, url: str, params: Mapping[str, Any], paginator: Paginator,
+              record_path: str | None) -> Iterator[Page]:
+        """Every page of one collection, in order, with the records at ``record_path``."""
+        return self._loop.iterate(self.apages(url, params, paginator, record_path))
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
+        """Start ``coroutine`` on this client's loop (for work built on :meth:`aget`)."""
+        return self._loop.submit(coroutine)
+
+    def iterate(self, generator: AsyncIterator[T]) -> Iterator[T]:
+        """The items of an async generator run on this client's loop."""
+        return self._loop.iterate(generator)
+
+    # -- one request ------------------------------------------------------------------
+
+    async def aget(self, url: str, params: Mapping[str, Any] | None = None) -> httpx.Response:
+        """:meth:`get` as a coroutine on this client's loop."""
         # httpx replaces a URL's own query with ``params`` even when they are empty
         # (a next-page URL carries its whole query).
         params = dict(params) if params else None
@@ -188,16 +232,16 @@ class HttpClient:
         # URL again for each send (a measurable share of a page's CPU).
         request = self._http.build_request("GET", url, params=params)
         request_url = str(request.url)
-        retrying = tenacity.Retrying(
+        retrying = tenacity.AsyncRetrying(
             stop=tenacity.stop_after_attempt(self.settings.max_attempts),
             wait=self._wait,
             retry=tenacity.retry_if_exception_type(_Retryable),
             reraise=True,
         )
         try:
-            for attempt in retrying:
+            async for attempt in retrying:
                 with attempt:
-                    return self._attempt(request, request_url)
+                    return await self._attempt(request, request_url)
         except _Retryable as exc:
             raise ConnectorError(
                 f"GET {self.mask(request_url)} failed after {self.settings.max_attempts} "
@@ -212,17 +256,21 @@ class HttpClient:
                                                    max=self.settings.max_backoff_s)
         return float(backoff(state))
 
-    def _attempt(self, request: httpx.Request, request_url: str) -> httpx.Response:
-        with self.gate.call(request_url):
+    async def _attempt(self, request: httpx.Request, request_url: str) -> httpx.Response:
+        async with self._in_flight:
+            await self.gate.wait_pause(request_url)
             try:
-                response = self._http.send(request)
-            except httpx.RequestError as exc:
-                self._settle_failed(exc)
-                if isinstance(exc, httpx.TimeoutException):
+                response = await self._http.send(request)
+            # aiohttp's own waits (a connection from its pool) raise TimeoutError unmapped.
+            except (httpx.RequestError, TimeoutError) as exc:
+                await self._settle_failed(exc, request)
+                if isinstance(exc, TimeoutError) or (
+                        isinstance(exc, httpx.TimeoutException) and _timed_out(exc)):
                     raise _Retryable(f"{type(exc).__name__} after {self.settings.timeout_s:g} "
                                      "s (timeout_seconds)") from None
                 if isinstance(exc, httpx.TransportError):
-                    raise _Retryable(f"{type(exc).__name__}: {self.mask(str(exc))}") from None
+                    raise _Retryable(f"{_transport_failure(exc)}: "
+                                     f"{self.mask(str(exc))}") from None
                 raise
         pause = _rate_limit_pause(response)
         if pause:
@@ -253,14 +301,14 @@ class HttpClient:
 
     # -- pages ------------------------------------------------------------------------
 
-    def pages(self, url: str, params: Mapping[str, Any], paginator: Paginator,
-              record_path: str | None) -> Iterator[Page]:
-        """Every page of one collection, in order, with the records at ``record_path``."""
+    async def apages(self, url: str, params: Mapping[str, Any], paginator: Paginator,
+                     record_path: str | None) -> AsyncIterator[Page]:
+        """:meth:`pages` as an async generator on this client's loop."""
         loop = PaginationLoop(paginator, url, params)
         next_request: tuple[str, dict[str, Any]] | None = loop.first()
         while next_request is not None:
             page_url, page_params = next_request
-            response = self.get(page_url, page_params)
+            response = await self.aget(page_url, page_params)
             try:
                 body = response.json() if response.content else None
             except ValueError as exc:
@@ -281,3 +329,16 @@ class HttpClient:
                 next_request = loop.advance(response, body, records)
             except HeadwaterError as exc:
                 raise ConnectorError(self.mask(exc.message)) from None
+
+
+def _timed_out(exc: httpx.TimeoutException) -> bool:
+    """Whether a timeout really is one: the transport maps some broken connections
+    (a server that closed the socket) to ``ConnectTimeout`` as well."""
+    cause = exc.__cause__
+    return cause is None or isinstance(cause, TimeoutError)
+
+
+def _transport_failure(exc: httpx.TransportError) -> str:
+    """The name of what failed: aiohttp's own error when the transport mapped one."""
+    cause = exc.__cause__
+    return type(cause if isinstance(cause, Exception) else exc).__name__

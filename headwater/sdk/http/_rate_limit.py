@@ -22,25 +22,28 @@ unlike counting at admission, holds however long a call is delayed on its way).
 A small margin (``margin_s``, default 0.25 s) is still added to the window for
 servers whose own clock or window edge is coarser than ours.
 
-``Retry-After`` and ``X-RateLimit-Remaining: 0`` responses pause every thread of
+``Retry-After`` and ``X-RateLimit-Remaining: 0`` responses pause every request of
 the process that calls the same host (:meth:`CallGate.pause_for`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from headwater.errors import ConfigError
 from headwater.sdk.http._call_log import CallLog, LocalCallLog, RedisCallLog
 
 __all__ = ["CallBudget", "CallGate", "split_share"]
+
+T = TypeVar("T")
 
 #: Added to a budget's window by default (seconds), see the module docstring.
 WINDOW_MARGIN_S = 0.25
@@ -80,12 +83,11 @@ def split_share(budget: CallBudget, tasks: int) -> int:
     return share
 
 
-# Process-wide call logs, semaphores and pauses, keyed by what they guard.  The
-# lock makes sure two threads of one task never create two logs for one key
-# (which would double the share).
+# Process-wide call logs and pauses, keyed by what they guard.  The lock makes
+# sure two clients of one process never create two logs for one key (which
+# would double the share).
 _registry_lock = threading.Lock()
 _logs: dict[tuple[Any, ...], CallLog] = {}
-_semaphores: dict[tuple[str, int], threading.BoundedSemaphore] = {}
 _paused_until: dict[str, float] = {}
 
 #: A reservation whose call never reports back (its process died) is released after
@@ -118,54 +120,49 @@ def _host(url: str) -> str:
 
 
 class CallGate:
-    """Every request passes here: the in-flight cap, pauses, then the budgets.
+    """Every request passes here: pauses first, then the budgets.
 
-    ``concurrency`` caps requests in flight in this process (the task's share of
-    the stream's concurrency setting).  Picklable: it holds plain values and
-    looks up the process-wide call logs when used.
+    Its waits are coroutines: the client's requests run on one event loop per
+    task (:mod:`._event_loop`), and a request waiting for budget must not hold up
+    the others.  Local call logs are consulted on the loop (a lock and a dict);
+    Redis is asked on a worker thread, so a slow Redis never blocks the loop.
+    The cap on requests in flight is the client's own (``HttpSettings.concurrency``).
     """
 
-    def __init__(self, budgets: Sequence[CallBudget], *, tasks: int, concurrency: int,
+    def __init__(self, budgets: Sequence[CallBudget], *, tasks: int,
                  redis_url: str | None = None, timeout_s: float = 30.0) -> None:
         self.budgets = tuple(budgets)
         self.tasks = max(tasks, 1)
-        self.concurrency = max(concurrency, 1)
         self.redis_url = redis_url
         self.lease_s = max(MIN_LEASE_S, 4 * timeout_s)
 
-    @contextmanager
-    def call(self, url: str) -> Iterator[None]:
-        """Wait out any pause for ``url``'s host, and hold an in-flight slot meanwhile.
-
-        The budget itself is reserved by :meth:`reserve` just before the request
-        goes out (so retries and redirects count too) and settled by
-        :meth:`settle` when its answer arrives.
-        """
-        host = _host(url)
-        with _registry_lock:
-            semaphore = _semaphores.get((host, self.concurrency))
-            if semaphore is None:  # made once, not per call
-                semaphore = _semaphores[host, self.concurrency] = threading.BoundedSemaphore(
-                    self.concurrency)
-        with semaphore:
-            self._wait_pause(host)
-            yield
-
-    def reserve(self, url: str) -> list[tuple[CallLog, str]]:
-        """Block until every budget ``url`` counts against allows one more call; hold them.
+    async def reserve(self, url: str) -> list[tuple[CallLog, str]]:
+        """Wait until every budget ``url`` counts against allows one more call; hold them.
 
         Budgets are reserved in their configured order by every caller, so two
-        callers never wait on each other's second budget.
+        callers never wait on each other's second budget.  A caller cancelled
+        while waiting releases what it already holds.
         """
-        return [(log, log.reserve())
-                for log in (_log(budget, url, self.tasks, self.redis_url, self.lease_s)
-                            for budget in self.budgets if budget.matches(url))]
+        held: list[tuple[CallLog, str]] = []
+        try:
+            for budget in self.budgets:
+                if not budget.matches(url):
+                    continue
+                log = _log(budget, url, self.tasks, self.redis_url, self.lease_s)
+                token = uuid.uuid4().hex
+                while (wait_s := await _off_loop(log, log.try_reserve, token)) >= 0:
+                    await asyncio.sleep(wait_s)
+                held.append((log, token))
+        except BaseException:
+            await self.settle(held)
+            raise
+        return held
 
     @staticmethod
-    def settle(reservations: Sequence[tuple[CallLog, str]]) -> None:
+    async def settle(reservations: Sequence[tuple[CallLog, str]]) -> None:
         """The call holding ``reservations`` was answered or failed: start its windows."""
         for log, token in reservations:
-            log.settle(token)
+            await _off_loop(log, log.settle, token)
 
     def pause_for(self, url: str, seconds: float) -> None:
         """Hold back every call to ``url``'s host in this process for ``seconds``."""
@@ -175,10 +172,19 @@ class CallGate:
             _paused_until[host] = max(_paused_until.get(host, 0.0), until)
 
     @staticmethod
-    def _wait_pause(host: str) -> None:
+    async def wait_pause(url: str) -> None:
+        """Return once no pause holds ``url``'s host (:meth:`pause_for`)."""
+        host = _host(url)
         while True:
             with _registry_lock:
                 remaining = _paused_until.get(host, 0.0) - time.monotonic()
             if remaining <= 0:
                 return
-            time.sleep(min(remaining, 1.0))
+            await asyncio.sleep(min(remaining, 1.0))
+
+
+async def _off_loop(log: CallLog, call: Callable[[str], T], token: str) -> T:
+    """``call(token)`` at once for a local log; on a worker thread for one in Redis."""
+    if isinstance(log, LocalCallLog):
+        return call(token)
+    return await asyncio.to_thread(call, token)

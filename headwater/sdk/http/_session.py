@@ -1,21 +1,21 @@
-"""The client and threads a stream keeps for every partition one task reads.
+"""The client (and its event loop) a stream keeps for every partition one task reads.
 
 A task reads its partitions one after another.  Opening a client per partition
 cost every partition a new connection per request in flight (a TCP handshake,
-and on a real API a TLS handshake, each) and new threads; at 64 pages a
+and on a real API a TLS handshake, each) and a new event loop; at 64 pages a
 partition and 32 in flight that was one new connection for every two pages.
 A :class:`ReadSession` lives as long as the stream object that made it: on an
 executor that is the task (Spark unpickles the stream once per task), so
-connections and threads are reused across the task's partitions and closed
-when the task lets go of the stream.  Sessions are never pickled.
+connections are reused across the task's partitions and closed when the task
+lets go of the stream.  Sessions are never pickled.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
+from concurrent.futures import Future
+from typing import Any, TypeVar
 
 from headwater.sdk.http._client import HttpClient, HttpSettings
 
@@ -26,27 +26,59 @@ R = TypeVar("R")
 
 
 class ReadSession:
-    """One :class:`HttpClient` and a pool of ``client.concurrency`` threads."""
+    """One :class:`HttpClient`, whose loop runs a partition's API calls side by side,
+    and the calls of the partition read next, started early (:meth:`read_ahead`)."""
 
     def __init__(self, settings: HttpSettings, *, tasks: int, name: str) -> None:
-        self.client = HttpClient(settings, tasks=tasks)
-        self._pool = ThreadPoolExecutor(max_workers=self.client.concurrency,
-                                        thread_name_prefix=f"hw-http-{name}")
+        self.client = HttpClient(settings, tasks=tasks, name=name)
+        self._ahead: dict[str, list[Future[Any]]] = {}
 
-    def map(self, fn: Callable[[T], R], items: Iterable[T]) -> Iterator[R]:
-        """``fn`` over ``items`` on the threads, results in order.
+    def start(self, fn: Callable[[T], Coroutine[Any, Any, R]],
+              items: Iterable[T]) -> list[Future[R]]:
+        """``fn`` over ``items``, all started at once on the client's loop.
 
-        Leaving early (an error, a consumer that stops) cancels the calls not
-        started yet, so the next partition does not queue behind them.
+        The client's concurrency caps how many requests are in flight; the rest
+        wait their turn in the order they were started.
         """
-        results = self._pool.map(fn, items)
+        return [self.client.submit(fn(item)) for item in items]
+
+    def read_ahead(self, key: str, fn: Callable[[T], Coroutine[Any, Any, R]],
+                   items: Iterable[T]) -> None:
+        """:meth:`start` now, for :meth:`take` of ``key`` later.
+
+        Started after the calls of the partition being read, these fill the
+        slots its last calls leave free, instead of waiting for the task to ask.
+        One read-ahead at a time: one never taken is cancelled.
+        """
+        self._cancel_ahead()
+        self._ahead[key] = self.start(fn, items)
+
+    def take(self, key: str) -> list[Future[Any]] | None:
+        """The calls :meth:`read_ahead` started for ``key``, if it did."""
+        return self._ahead.pop(key, None)
+
+    @staticmethod
+    def results(futures: Sequence[Future[R]]) -> Iterator[R]:
+        """The results of ``futures`` in order.
+
+        Leaving early (an error, a consumer that stops) cancels the calls still
+        running, so the next partition does not queue behind them.
+        """
         try:
-            yield from results
+            for future in futures:
+                yield future.result()
         finally:
-            results.close()  # type: ignore[attr-defined]  # a generator: cancels the rest
+            for future in futures:
+                future.cancel()
+
+    def _cancel_ahead(self) -> None:
+        for futures in self._ahead.values():
+            for future in futures:
+                future.cancel()
+        self._ahead.clear()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._cancel_ahead()
         self.client.close()
 
 

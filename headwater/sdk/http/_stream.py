@@ -6,12 +6,13 @@ plans partitions and reads them.  Three shapes of partition:
 
 * **date windows** (``cursor_field`` set): the concurrent cursor's gaps cut
   into partitions of ``windows_per_partition`` API windows of
-  ``window_size_s``; the API windows of one partition are fetched by parallel
-  threads (I/O concurrency), the partitions by parallel Spark tasks;
+  ``window_size_s``; the API windows of one partition are fetched side by side
+  on the client's event loop (I/O concurrency), the partitions by parallel
+  Spark tasks, each task reading a run of them with one client;
 * **parent records** (``parent`` set, a substream): the parent's partitions
   are read on the executors at plan time (``PlanContext.read_fields``), and
   each partition of the child holds the key fields of up to
-  ``parents_per_partition`` parent records, fetched by parallel threads;
+  ``parents_per_partition`` parent records, fetched side by side;
 * **one partition** for a plain full-refresh collection.
 
 Path and parameter templates are ``str.format`` strings over ``{start}`` and
@@ -25,7 +26,7 @@ every executor (and again when a resumed run re-executes the plan).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -117,6 +118,9 @@ class HttpStream(Stream):
     Pickled to executors: it holds only its spec, the client settings and its
     parent stream.
     """
+
+    #: A task keeps one client (connections, event loop) for every partition it reads.
+    one_task_per_partition = False
 
     def __init__(self, spec: HttpStreamSpec, settings: HttpSettings,
                  parent: HttpStream | None = None) -> None:
@@ -214,7 +218,7 @@ class HttpStream(Stream):
         """The partition's records as typed Arrow batches of about :data:`BATCH_ROWS` rows.
 
         Batches are built here, in bulk (:func:`._records.records_batch`), while
-        the client's threads keep fetching; records outside the common case are
+        the client's loop keeps fetching; records outside the common case are
         yielded as dicts for the engine's general path.  :meth:`records` yields
         every record as a dict.
         """
@@ -244,16 +248,33 @@ class HttpStream(Stream):
 
     def _pages(self, partition: Partition) -> Iterator[list[dict[str, Any]]]:
         """The records of each page, in API order; lists, so nothing is passed one
-        record at a time between threads and generators."""
-        units = self._units(partition)
+        record at a time between the loop's thread and the task's."""
         tasks = int(partition.params.get("tasks", 1))
         session = self._session_cache().get(self.settings, tasks=tasks, name=self.name)
-        if len(units) == 1:
-            yield from self._read_unit(session.client, units[0])
-            return
-        for pages in session.map(lambda unit: list(self._read_unit(session.client, unit)),
-                                 units):
+        client = session.client
+        upcoming: Partition | None = self.__dict__.pop("_reads_next", None)
+        futures = session.take(partition.id)
+        if futures is None:
+            units = self._units(partition)
+            if len(units) == 1 and upcoming is None:
+                # One collection alone (say a whole full-refresh collection): its
+                # pages are handed over as they come, not gathered first.
+                yield from client.iterate(self._read_unit(client, units[0]))
+                return
+
+        async def whole(unit: dict[str, Any]) -> list[list[dict[str, Any]]]:
+            return [page async for page in self._read_unit(client, unit)]
+
+        if futures is None:
+            futures = session.start(whole, units)
+        if upcoming is not None and upcoming.id != partition.id:
+            session.read_ahead(upcoming.id, whole, self._units(upcoming))
+        for pages in session.results(futures):
             yield from pages
+
+    def reads_next(self, partition: Partition) -> None:
+        """Noted here; its calls start once those of the partition read now have."""
+        self.__dict__["_reads_next"] = partition
 
     def _session_cache(self) -> SessionCache:
         """This object's sessions (:mod:`._session`), made on first use after unpickling."""
@@ -264,7 +285,8 @@ class HttpStream(Stream):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.pop("_sessions", None)  # sockets and threads stay in the process that made them
+        state.pop("_sessions", None)  # sockets and loops stay in the process that made them
+        state.pop("_reads_next", None)
         return state
 
     def _units(self, partition: Partition) -> list[dict[str, Any]]:
@@ -288,17 +310,22 @@ class HttpStream(Stream):
                                  partition=partition.id)
         return [{}]
 
-    def _read_unit(self, client: HttpClient, unit: Mapping[str, Any]
-                   ) -> Iterator[list[dict[str, Any]]]:
-        """The records of each page of one API call (a window or a parent)."""
+    async def _read_unit(self, client: HttpClient, unit: Mapping[str, Any]
+                         ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The records of each page of one API call (a window or a parent).
+
+        Runs on the client's event loop, as do :meth:`request_params` and
+        :meth:`transform`: an override must not block for long (nor call the
+        client's blocking methods).
+        """
         parent = unit.get("parent") or {}
         values = {"start": unit.get("start"), "end": unit.get("end"),
                   "parent": SimpleNamespace(**parent)}
         path = _render(self.spec.path, values, f"streams.{self.name}.path")
         window = unit.get("_range")
         try:
-            for page in client.pages(path, self.request_params(values), self.spec.paginator,
-                                     self.spec.record_path):
+            async for page in client.apages(path, self.request_params(values),
+                                            self.spec.paginator, self.spec.record_path):
                 records = []
                 for record in page.records:
                     if not isinstance(record, dict):

@@ -128,3 +128,26 @@ def test_server_dying_mid_sync_resumes_without_gaps_or_duplicates(
     assert partial is None or partial["slices"] != state(path, "surveys")["slices"]
     assert state(path, "surveys")["slices"] == [{"start": 1_704_067_200,
                                                  "end": 1_704_067_200 + 19 * 86_400}]
+
+
+def test_each_spark_task_reads_a_run_of_partitions_with_one_client(
+        spark: Any, tmp_path: Path, api: ApiServer) -> None:
+    tasks_at_once = int(spark.sparkContext.defaultParallelism)
+    # One request in flight per task (the concurrency is split over the tasks).
+    path = connection(tmp_path, api, "surveys.yaml", end=END_2, concurrency=tasks_at_once)
+    document = yaml.safe_load(path.read_text())
+    document["checkpoint"]["partitions_per_checkpoint"] = 4 * tasks_at_once
+    surveys = document["source"]["config"]["streams"][0]
+    surveys["windows_per_partition"] = 1  # one API window per partition: many short ones
+    document["source"]["config"]["streams"] = [surveys]
+    document["streams"] = [{"name": "surveys", "sync_mode": "full_refresh",
+                            "destination_sync_mode": "overwrite"}]
+    path.write_text(yaml.safe_dump(document))
+    result = sync(path)
+    assert result.status == "succeeded", result.to_dict()
+    assert table_ids(spark, tmp_path, "surveys") == surveys_until(api, 1_704_067_200
+                                                                  + 19 * 86_400)
+    stream = result.streams[0]
+    # A task's client keeps its one connection alive across the task's partitions; a
+    # Spark task per partition would have opened one per partition.
+    assert api.connections <= tasks_at_once * stream.checkpoints < stream.partitions

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -74,6 +75,36 @@ def test_partitions_of_one_stream_reuse_its_connections(api: ApiServer) -> None:
     assert "_sessions" not in copy.__dict__
     assert sorted(r["id"] for p in plan for item in copy.read(p) for r in _rows(item)) == expected
     assert api.connections > opened  # the copy has connections of its own
+
+
+def test_the_partition_read_next_is_fetched_while_the_current_one_is_read(
+        api: ApiServer) -> None:
+    alone = surveys(api.url, concurrency=4)
+    first, second = alone.plan(None, PlanContext())
+    expected = sorted(r["id"] for p in (first, second) for item in alone.read(p)
+                      for r in _rows(item))
+    api.calls.clear()
+    for _ in alone.read(first):
+        pass
+    calls_first = len(api.calls)
+    for _ in alone.read(second):
+        pass
+    calls_both = len(api.calls)
+    assert 0 < calls_first < calls_both
+
+    api.calls.clear()
+    stream = surveys(api.url, concurrency=4)
+    stream.reads_next(second)  # what the engine says before it reads ``first``
+    got = [r for item in stream.read(first) for r in _rows(item)]
+    # Nobody has asked for ``second`` yet, but its calls are made (the server logs a
+    # call once it has answered it).
+    deadline = time.monotonic() + 30
+    while len(api.calls) < calls_both:
+        assert time.monotonic() < deadline, "the partition read next was never fetched"
+        time.sleep(0.02)
+    got += [r for item in stream.read(second) for r in _rows(item)]
+    assert len(api.calls) == calls_both  # the calls made ahead were used, not made again
+    assert sorted(r["id"] for r in got) == expected
 
 
 def _rows(item: Any) -> list[dict[str, Any]]:

@@ -1,0 +1,54 @@
+"""A Spark task reading a run of partitions: their order, and the hint before each one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from headwater.engine._task import TaskContext, interleaved, make_task
+from headwater.sdk import Partition, RecordOrBatch, Stream
+
+SCHEMA = pa.schema([pa.field("id", pa.int64())])
+
+
+class _Recording(Stream):
+    """Notes what the engine told it and read, in order."""
+
+    name = "things"
+    one_task_per_partition = False
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "object", "properties": {"id": {"type": "integer"}}}
+
+    def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
+        return [Partition("things", f"p{i}") for i in range(5)]
+
+    def reads_next(self, partition: Partition) -> None:
+        self.events.append(f"next {partition.id}")
+
+    def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
+        self.events.append(f"read {partition.id}")
+        yield {"id": int(partition.id[1:])}
+
+
+def test_interleaved_runs_take_every_tasks_th_partition() -> None:
+    partitions = [Partition("s", f"p{i}") for i in range(7)]
+    order = [p.id for p in interleaved(partitions, 3)]
+    assert order == ["p0", "p3", "p6", "p1", "p4", "p2", "p5"]
+    assert interleaved(partitions, 7) == partitions  # one task each: the plan's order
+    assert interleaved(partitions, 1) == partitions
+
+
+def test_a_task_hints_each_next_partition_before_reading_the_current_one() -> None:
+    stream = _Recording()
+    partitions = stream.partitions(None)
+    run = make_task(stream, partitions, TaskContext("r", 1, SCHEMA))
+    positions = pa.record_batch([pa.array([3, 1, 4])], names=["id"])
+    table = pa.Table.from_batches(list(run(iter([positions]))))
+    assert table.column("id").to_pylist() == [3, 1, 4]
+    assert stream.events == ["next p1", "read p3", "next p4", "read p1", "read p4"]
