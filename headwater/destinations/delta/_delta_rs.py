@@ -148,9 +148,8 @@ def _version_of(folder: str, read_version: int, app_id: str, txn_version: int) -
     """
     candidate = read_version + 1
     while True:
-        path = os.path.join(folder, "_delta_log", f"{candidate:020d}.json")
         try:
-            with open(path, encoding="utf-8") as commit:
+            with open(_commit_file(folder, candidate), encoding="utf-8") as commit:
                 for line in commit:  # one action per line
                     if '"txn"' not in line:
                         continue
@@ -163,10 +162,23 @@ def _version_of(folder: str, read_version: int, app_id: str, txn_version: int) -
         candidate += 1
 
 
+def _commit_file(folder: str, version: int) -> str:
+    """The log file of the commit of ``version`` (Delta names it by the zero-padded version)."""
+    return os.path.join(folder, "_delta_log", f"{version:020d}.json")
+
+
 def history(folder: str, latest: int | None = None) -> list[dict[str, Any]] | None:
     """The table's commits, newest first, each with ``version``, ``userMetadata``, metrics.
 
-    None when ``folder`` holds no Delta table.
+    None when ``folder`` holds no Delta table.  delta-rs 1.6.6 reads the commits
+    up to the log's newest but numbers them down from the version it loaded, so
+    a commit another lane makes between the two would shift every ``version`` by
+    one: the history is read again until no commit came after the loaded version.
     """
-    table = _load(folder)
-    return None if table is None else table.history(latest)
+    while True:
+        table = _load(folder)
+        if table is None:
+            return None
+        commits = table.history(latest)
+        if not os.path.exists(_commit_file(folder, table.version() + 1)):
+            return commits

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable
 
 from headwater.destinations._base import CommitMarker, tagged_counts
@@ -105,3 +107,25 @@ def test_a_table_delta_rs_creates_checkpoints_its_log_every_ten_commits(tmp_path
         "00000000000000000009.checkpoint.parquet"]
     assert DeltaTable(folder).transaction_version("a") == 9
     assert ids(tmp_path) == list(range(1, 10))
+
+
+def test_history_numbers_commits_right_when_one_lands_while_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another lane commits between loading the table and reading its history, once."""
+    folder = str(tmp_path)
+    _delta_rs.create_table(folder, SCHEMA, {})
+    _delta_rs.commit_files(folder, [], mode="append", app_id="lane-0", version=1, tag="first")
+    read_history = DeltaTable.history
+    landed: list[bool] = []
+
+    def commit_then_read(table: DeltaTable, limit: int | None = None) -> list[dict[str, Any]]:
+        if not landed:
+            landed.append(_delta_rs.commit_files(folder, [], mode="append", app_id="lane-1",
+                                                 version=1, tag="second").made)
+        return read_history(table, limit)
+
+    monkeypatch.setattr(DeltaTable, "history", commit_then_read)
+    commits = _delta_rs.history(folder, 2) or []
+    assert landed == [True]
+    assert [(c["version"], c.get("userMetadata")) for c in commits] == [
+        (2, "second"), (1, "first")]
