@@ -19,16 +19,31 @@ coordination story for S3, which Spark's writer already has.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-#: Checked before any Spark or delta-rs call, so a connection file can say
-#: ``file:///...`` as well as a plain path.
+from headwater.destinations.delta._files import WrittenFile
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
+
+#: The URI scheme of a local path.  A connection file may name its lakehouse
+#: ``file:///...`` as well as by a plain path, and both are folders this
+#: process can hand to delta-rs; any other scheme (``s3a://``...) is not.
 _FILE_SCHEME = "file://"
+
+#: Commits between two log checkpoints, set on every table delta-rs creates.
+#: Delta's own default, which Spark applies to tables it creates; without it,
+#: delta-rs checkpoints every 100 commits, and every reader of a table only
+#: delta-rs commits to would replay up to 100 JSON commits.  delta-rs honours
+#: the property when it commits (its post-commit hook writes the checkpoint).
+CHECKPOINT_INTERVAL = 10
+CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
 
 
 def local_folder(location: str) -> str | None:
@@ -47,52 +62,69 @@ class TableState:
     properties: dict[str, str]
 
 
+def _load(folder: str) -> DeltaTable | None:
+    """The Delta table at ``folder`` at its latest version, or None when there is none."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return DeltaTable(folder)
+    except TableNotFoundError:
+        return None
+
+
 def table_state(folder: str) -> TableState | None:
     """The Delta table at ``folder``, or None when there is none."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(folder):
+    table = _load(folder)
+    if table is None:
         return None
-    table = DeltaTable(folder)
     configuration = table.metadata().configuration or {}
     return TableState(schema_json=json.loads(table.schema().to_json()),
                       properties={k: v for k, v in configuration.items() if v is not None})
 
 
 def create_table(folder: str, schema: pa.Schema, properties: Mapping[str, str]) -> None:
-    """Create an empty table (every column nullable, as Spark's writer makes them)."""
+    """Create an empty table (every column nullable, as Spark's writer makes them).
+
+    Its log is checkpointed every :data:`CHECKPOINT_INTERVAL` commits unless
+    ``properties`` say otherwise.
+    """
     from deltalake import DeltaTable
 
     nullable = pa.schema([field.with_nullable(True) for field in schema])
-    DeltaTable.create(folder, schema=nullable, mode="ignore", configuration=dict(properties))
+    configuration = {CHECKPOINT_INTERVAL_PROPERTY: str(CHECKPOINT_INTERVAL), **properties}
+    DeltaTable.create(folder, schema=nullable, mode="ignore", configuration=configuration)
 
 
 @dataclass(frozen=True)
-class WrittenFile:
-    """One file an executor wrote (a row of ``_files.FILE_SCHEMA``)."""
+class Committed:
+    """What :func:`commit_files` did."""
 
-    path: str
-    size: int
-    modified_ms: int
-    rows: int
-    rejected: int
-    stats: str
+    #: False: the table already held this transaction (an earlier attempt committed it).
+    made: bool
+    #: The version of the commit made (None when none was, or it could not be read back).
+    version: int | None = None
 
 
 def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id: str,
-                 version: int, tag: str) -> bool:
-    """Add ``files`` in one commit (``mode`` "overwrite" removes the rest); False: done before.
+                 version: int, tag: str) -> Committed:
+    """Add ``files`` in one commit (``mode`` "overwrite" removes the rest).
 
     As Spark's writer does with ``txnAppId``/``txnVersion``, nothing is committed
     when the table already holds ``version`` (or a later one) for ``app_id``.
+    The table's state is loaded once; the commit's version is then read back from
+    the commit file itself (:func:`_version_of`).
     """
-    from deltalake import CommitProperties, DeltaTable, Transaction
+    from deltalake import CommitProperties, Transaction
     from deltalake.transaction import AddAction, RemoveAction
 
-    table = DeltaTable(folder)
+    table = _load(folder)
+    if table is None:
+        raise FileNotFoundError(f"no Delta table at {folder}")
     done = table.transaction_version(app_id)
     if done is not None and done >= version:
-        return False
+        return Committed(made=False)
+    read_version = table.version()
     now_ms = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = [
         AddAction(f.path, f.size, {}, f.modified_ms or now_ms, True, f.stats) for f in files]
@@ -101,11 +133,52 @@ def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id
         commit_properties=CommitProperties(
             custom_metadata={"userMetadata": tag},
             app_transactions=[Transaction(app_id, version, now_ms)]))
-    return True
+    return Committed(made=True, version=_version_of(folder, read_version, app_id, version))
 
 
-def history(folder: str, latest: int | None = None) -> list[dict[str, Any]]:
-    """The table's commits, newest first, each with ``version``, ``userMetadata``, metrics."""
-    from deltalake import DeltaTable
+def _version_of(folder: str, read_version: int, app_id: str, txn_version: int) -> int | None:
+    """The version of the commit, made after ``read_version``, of ``app_id``'s ``txn_version``.
 
-    return DeltaTable(folder).history(latest)
+    delta-rs 1.6.6's ``create_write_transaction`` drops the version its commit
+    got (it returns None and leaves the ``DeltaTable`` at the version it read),
+    and lanes commit to one table side by side, so the version is found in the
+    log: the commit files after the one read, in order, up to the first whose
+    ``txn`` action is this one.  Without a concurrent commit that is one small
+    file, the one just written; no table state is loaded again.
+    """
+    candidate = read_version + 1
+    while True:
+        try:
+            with open(_commit_file(folder, candidate), encoding="utf-8") as commit:
+                for line in commit:  # one action per line
+                    if '"txn"' not in line:
+                        continue
+                    txn = json.loads(line).get("txn")
+                    if (isinstance(txn, dict) and txn.get("appId") == app_id
+                            and txn.get("version") == txn_version):
+                        return candidate
+        except FileNotFoundError:
+            return None  # past the newest commit: not found (the log was changed under us)
+        candidate += 1
+
+
+def _commit_file(folder: str, version: int) -> str:
+    """The log file of the commit of ``version`` (Delta names it by the zero-padded version)."""
+    return os.path.join(folder, "_delta_log", f"{version:020d}.json")
+
+
+def history(folder: str, latest: int | None = None) -> list[dict[str, Any]] | None:
+    """The table's commits, newest first, each with ``version``, ``userMetadata``, metrics.
+
+    None when ``folder`` holds no Delta table.  delta-rs 1.6.6 reads the commits
+    up to the log's newest but numbers them down from the version it loaded, so
+    a commit another lane makes between the two would shift every ``version`` by
+    one: the history is read again until no commit came after the loaded version.
+    """
+    while True:
+        table = _load(folder)
+        if table is None:
+            return None
+        commits = table.history(latest)
+        if not os.path.exists(_commit_file(folder, table.version() + 1)):
+            return commits

@@ -111,6 +111,10 @@ class DeltaDestination(Destination):
         if "://" not in root:
             root = str(Path(root).resolve())
         self.root = root.rstrip("/")
+        #: The statistics columns ``prepare`` found or set, per table folder, for the
+        #: ``file_writer`` call that follows it to take (once) instead of loading the
+        #: table's log again.  Each stream's thread reads and writes only its own folder.
+        self._prepared_stats_columns: dict[str, list[str]] = {}
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
@@ -127,8 +131,10 @@ class DeltaDestination(Destination):
         folder = self._files_folder(spark, plan)
         if folder is None:
             return None
-        state = _delta_rs.table_state(folder)
-        listed = listed_columns(state.properties.get(STATS_PROPERTY) if state else None)
+        listed = self._prepared_stats_columns.pop(folder, None)
+        if listed is None:  # prepare did not run here, or changed the table through Spark
+            state = _delta_rs.table_state(folder)
+            listed = listed_columns(state.properties.get(STATS_PROPERTY) if state else None)
         return ParquetFiles(folder=folder, stats_columns=listed or list(STATS_META_COLUMNS))
 
     # ----------------------------------------------------------------- preparing
@@ -142,15 +148,19 @@ class DeltaDestination(Destination):
         folder = self._files_folder(spark, plan)
         try:
             if folder is not None:
+                self._prepared_stats_columns.pop(folder, None)
                 state = _delta_rs.table_state(folder)
                 if state is None:
                     # No Spark job and no Delta-Spark code for a table the tasks will
                     # write: in a new JVM that alone was seconds of class loading.
-                    _delta_rs.create_table(folder, wanted, {
-                        STATS_PROPERTY: stats_columns(from_arrow_schema(wanted))})
+                    listed = stats_columns(from_arrow_schema(wanted))
+                    _delta_rs.create_table(folder, wanted, {STATS_PROPERTY: listed})
+                    self._prepared_stats_columns[folder] = listed_columns(listed)
                     return data_schema
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
                 if all(f.name in existing for f in wanted):
+                    self._prepared_stats_columns[folder] = listed_columns(
+                        state.properties.get(STATS_PROPERTY))
                     return _table_types(data_schema, existing)
             properties = table_properties(spark, location)
             if properties is None:
@@ -179,12 +189,10 @@ class DeltaDestination(Destination):
     def find_commit(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:
         location = self.table_location(plan.stream.name)
-        folder = _driver_folder(spark, location)
-        if folder is not None:
-            if _delta_rs.table_state(folder) is None:
-                return None
-        elif not is_delta_table(spark, location):
+        if _driver_folder(spark, location) is None and not is_delta_table(spark, location):
             return None
+        # Where the driver shares the folder, delta-rs loads the table once, for its
+        # history, and a missing table has none.
         found = _tagged_commit(spark, location, marker)
         if found is None:
             return None
@@ -218,13 +226,15 @@ class DeltaDestination(Destination):
         except Exception as exc:
             raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
                           exc, marker.stream) from exc
-        found = _tagged_commit(spark, location, marker, within_latest=50)
-        version = found[0] if found is not None else None
-        if committed:
-            return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version)
+        if committed.made:
+            return CommitResult(rows=rows, rejected=rejected, bytes=size,
+                                version=committed.version)
         # An earlier attempt committed this checkpoint; as with Spark's writer, this one
-        # is skipped, and the files it just wrote stay out of the table.
-        return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version,
+        # is skipped, and the files it just wrote stay out of the table.  That commit's
+        # version and tag are in the history.
+        found = _tagged_commit(spark, location, marker, within_latest=50)
+        return CommitResult(rows=rows, rejected=rejected, bytes=size,
+                            version=found[0] if found is not None else None,
                             already_committed=True,
                             partition_states=tagged_partition_states(found[2]) if found else {})
 
@@ -371,7 +381,7 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
     if folder is not None:
         # delta-rs reads the log in the driver's process: no Spark job, no Delta-Spark
         # warm-up in a new JVM, and it reads commits either library made.
-        return _tagged_in(_delta_rs.history(folder, within_latest), marker)
+        return _tagged_in(_delta_rs.history(folder, within_latest) or [], marker)
 
     def tagged(key: str) -> Column:
         return F.get_json_object(F.col("userMetadata"), f"$.headwater.{key}")

@@ -24,23 +24,36 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, get_type_hints
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-#: The rows each written file describes (what the driver collects and commits).
-FILE_FIELDS = [
-    pa.field("path", pa.string(), nullable=False),
-    pa.field("size", pa.int64(), nullable=False),
-    pa.field("modified_ms", pa.int64(), nullable=False),
-    pa.field("rows", pa.int64(), nullable=False),
-    pa.field("rejected", pa.int64(), nullable=False),
-    pa.field("stats", pa.string(), nullable=False),
-]
-FILE_SCHEMA = pa.schema(FILE_FIELDS)
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """One file a task wrote: what the driver collects and commits (a row of FILE_SCHEMA)."""
+
+    #: Relative to the table's folder, as Delta's ``add`` action names it.
+    path: str
+    size: int
+    modified_ms: int
+    rows: int
+    #: Rows that carry notes (values that did not fit the schema).
+    rejected: int
+    #: Delta's per-file statistics, as the JSON its ``add`` action carries.
+    stats: str
+
+
+#: The Arrow type of each Python type a WrittenFile field has.
+_ARROW_TYPES = {str: pa.string(), int: pa.int64()}
+
+#: The rows each written file describes, one column per WrittenFile field.
+FILE_SCHEMA = pa.schema([
+    pa.field(name, _ARROW_TYPES[type_], nullable=False)
+    for name, type_ in get_type_hints(WrittenFile).items()])
 
 #: Strings longer than this get no maximum statistic (a prefix would be wrong as
 #: a maximum) and a prefix as minimum, as Delta's writer does with its 32.
@@ -200,11 +213,11 @@ class _File:
         self.writer.close()
         path = os.path.join(self.folder, self.name)
         described = os.stat(path)
-        return pa.RecordBatch.from_pylist([{
-            "path": self.name, "size": described.st_size,
-            "modified_ms": int(described.st_mtime * 1000) or int(time.time() * 1000),
-            "rows": self.rows, "rejected": self.rejected, "stats": self._stats_json(),
-        }], schema=FILE_SCHEMA)
+        written = WrittenFile(
+            path=self.name, size=described.st_size,
+            modified_ms=int(described.st_mtime * 1000) or int(time.time() * 1000),
+            rows=self.rows, rejected=self.rejected, stats=self._stats_json())
+        return pa.RecordBatch.from_pylist([asdict(written)], schema=FILE_SCHEMA)
 
     def abandon(self) -> None:
         try:

@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from headwater.destinations.delta import DeltaDestination
+from headwater.destinations.delta import DeltaDestination, _delta_rs
 from headwater.destinations.delta._sql import table_properties
 from headwater.destinations.delta._stats import STATS_PROPERTY
 
@@ -56,3 +56,37 @@ def test_statistics_columns_are_set_at_creation_and_follow_new_columns(
                                   "_hw_run_id": "run", "_hw_checkpoint": 3, "id": 7,
                                   "score": 1.5}
     assert "_hw_raw_id" not in stats["nullCount"]
+
+
+def test_file_writer_takes_the_statistics_columns_prepare_read(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One log read per stream where the tasks write the files: prepare's, not a second one."""
+    loads: list[str] = []
+    read_table = _delta_rs.table_state
+
+    def counted(folder: str) -> _delta_rs.TableState | None:
+        loads.append(folder)
+        return read_table(folder)
+
+    monkeypatch.setattr(_delta_rs, "table_state", counted)
+    destination = DeltaDestination({"path": str(tmp_path / "lake")})
+    first = pa.schema([("id", pa.int64())])
+    listed = ["_hw_extracted_at", "_hw_run_id", "_hw_checkpoint", "id"]
+    for _ in range(2):  # the run that creates the table, then one that finds it
+        destination.prepare(spark, _plan("items"), first)
+        loads.clear()
+        writer = destination.file_writer(spark, _plan("items"))
+        assert writer is not None and list(writer.stats_columns) == listed
+        assert loads == []
+
+    # Where prepare did not run on this object, or changed the table through Spark
+    # (a new column, a longer statistics list), the log is read again.
+    elsewhere = DeltaDestination({"path": str(tmp_path / "lake")}).file_writer(
+        spark, _plan("items"))
+    assert elsewhere is not None and list(elsewhere.stats_columns) == listed
+    assert len(loads) == 1
+    destination.prepare(spark, _plan("items"), pa.schema([*first, ("score", pa.float64())]))
+    loads.clear()
+    writer = destination.file_writer(spark, _plan("items"))
+    assert writer is not None and list(writer.stats_columns) == [*listed, "score"]
+    assert len(loads) == 1

@@ -7,10 +7,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
+from deltalake import DeltaTable
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
+from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 from headwater.engine import SyncEngine, SyncResult
 from headwater.metadata_store import MetadataStore
 from tests.integration._connections import connection_file
@@ -44,6 +48,18 @@ def commits(table: Path) -> list[dict[str, Any]]:
     return found
 
 
+def tagged_versions(table: Path, run_id: str) -> dict[int, int]:
+    """The version of each of the run's commits in the log, by checkpoint index."""
+    found = {}
+    for log in sorted((table / "_delta_log").glob("*.json")):
+        for line in log.read_text().splitlines():
+            info = json.loads(line).get("commitInfo") or {}
+            tag = json.loads(info.get("userMetadata") or "{}").get("headwater") or {}
+            if tag.get("run_id") == run_id:
+                found[int(tag["checkpoint"])] = int(log.stem)
+    return found
+
+
 def added_stats(table: Path) -> list[dict[str, Any]]:
     return [json.loads(json.loads(line)["add"]["stats"])
             for log in sorted((table / "_delta_log").glob("*.json"))
@@ -63,6 +79,9 @@ def test_overwrite_then_append_land_the_same_rows_either_way(
         truth.column("id").to_pylist())
     # Every checkpoint of a run reports its commit's bytes and version, whoever wrote it.
     assert again.streams[0].bytes > 0
+    store = MetadataStore(load_connection(tmp_path / "writers.yaml").metadata_store or "")
+    recorded = {c.index: c.stats["delta_version"] for c in store.list_checkpoints(again.run_id)}
+    assert recorded and recorded == tagged_versions(users, again.run_id)
 
     engines = {c.get("engineInfo", "").split(":")[0].split("/")[0] for c in commits(users)
                if c.get("operation") == "WRITE"}
@@ -89,3 +108,24 @@ def test_a_table_spark_wrote_takes_task_written_files_and_back(spark: Any, tmp_p
     assert rows.select("id", "updated_at").distinct().count() == expected
     assert {c.get("engineInfo", "").split(":")[0].split("/")[0] for c in commits(users)} >= {
         "delta-rs", "Apache-Spark"}
+
+
+def test_spark_reads_and_writes_a_table_whose_log_delta_rs_checkpointed(
+        spark: Any, tmp_path: Path) -> None:
+    """delta-rs checkpoints the log of a table it created every ten commits, as Spark would."""
+    folder = tmp_path / "users"
+    schema = pa.schema([pa.field("id", pa.int64())])
+    _delta_rs.create_table(str(folder), schema, {})
+    for version in range(1, 11):
+        batch = pa.RecordBatch.from_pydict({"id": [version]}, schema)
+        written = ParquetFiles(folder=str(folder), stats_columns=["id"]).write(iter([batch]))
+        _delta_rs.commit_files(str(folder), [WrittenFile(**r) for b in written
+                                             for r in b.to_pylist()],
+                               mode="append", app_id="a", version=version, tag="{}")
+    assert (folder / "_delta_log" / "00000000000000000009.checkpoint.parquet").exists()
+    assert sorted(r["id"] for r in spark.read.format("delta").load(str(folder)).collect()) == (
+        list(range(1, 11)))
+    spark.createDataFrame([(11,)], "id long").write.format("delta").mode("append").save(
+        str(folder))
+    assert spark.read.format("delta").load(str(folder)).count() == 11
+    assert DeltaTable(str(folder)).version() == 11

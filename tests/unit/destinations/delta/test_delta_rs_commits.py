@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pytest
 from deltalake import DeltaTable
 
 from headwater.destinations._base import CommitMarker, tagged_counts
 from headwater.destinations.delta import _delta_rs
-from headwater.destinations.delta._files import ParquetFiles
+from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("_hw_run_id", pa.string())])
 
 
-def files(folder: Path, ids: list[int]) -> list[_delta_rs.WrittenFile]:
+def files(folder: Path, ids: list[int]) -> list[WrittenFile]:
     batch = pa.RecordBatch.from_pydict({"id": ids, "_hw_run_id": ["r"] * len(ids)}, SCHEMA)
     written = ParquetFiles(folder=str(folder), stats_columns=["id"]).write(iter([batch]))
-    return [_delta_rs.WrittenFile(**row) for b in written for row in b.to_pylist()]
+    return [WrittenFile(**row) for b in written for row in b.to_pylist()]
 
 
 def ids(folder: Path) -> list[int]:
@@ -32,15 +34,16 @@ def test_a_checkpoint_committed_once_is_skipped_when_committed_again(tmp_path: P
                           checkpoint_index=3)
     tag = marker.tag_with_counts(2, 0, 10)
     assert _delta_rs.commit_files(folder, files(tmp_path, [1, 2]), mode="append",
-                                  app_id=marker.app_id, version=3, tag=tag)
+                                  app_id=marker.app_id, version=3, tag=tag
+                                  ) == _delta_rs.Committed(made=True, version=1)
     # The retried attempt (same lane, same checkpoint) and an older one change nothing.
     assert not _delta_rs.commit_files(folder, files(tmp_path, [1, 2]), mode="append",
-                                      app_id=marker.app_id, version=3, tag=tag)
+                                      app_id=marker.app_id, version=3, tag=tag).made
     assert not _delta_rs.commit_files(folder, files(tmp_path, [0]), mode="append",
-                                      app_id=marker.app_id, version=2, tag=tag)
+                                      app_id=marker.app_id, version=2, tag=tag).made
     assert ids(tmp_path) == [1, 2]
 
-    (latest,) = _delta_rs.history(folder, 1)
+    (latest,) = _delta_rs.history(folder, 1) or []
     assert latest["version"] == 1
     document = json.loads(latest["userMetadata"])
     assert document["headwater"] == {"run_id": "run-1", "stream": "users", "checkpoint": 3}
@@ -48,7 +51,8 @@ def test_a_checkpoint_committed_once_is_skipped_when_committed_again(tmp_path: P
 
     state = _delta_rs.table_state(folder)
     assert state is not None
-    assert state.properties == {"delta.dataSkippingStatsColumns": "`id`"}
+    assert state.properties == {"delta.dataSkippingStatsColumns": "`id`",
+                                "delta.checkpointInterval": "10"}
     assert [f["name"] for f in state.schema_json["fields"]] == ["id", "_hw_run_id"]
     assert all(f["nullable"] for f in state.schema_json["fields"])
 
@@ -61,7 +65,8 @@ def test_overwrite_replaces_the_files_and_an_empty_commit_still_counts(tmp_path:
     _delta_rs.commit_files(folder, files(tmp_path, [7]), mode="overwrite", app_id="a",
                            version=2, tag="{}")
     assert ids(tmp_path) == [7]
-    assert _delta_rs.commit_files(folder, [], mode="append", app_id="a", version=3, tag="{}")
+    assert _delta_rs.commit_files(folder, [], mode="append", app_id="a", version=3,
+                                  tag="{}") == _delta_rs.Committed(made=True, version=3)
     assert DeltaTable(folder).transaction_version("a") == 3
     assert ids(tmp_path) == [7]
 
@@ -71,3 +76,56 @@ def test_only_local_folders_are_committed_by_delta_rs() -> None:
     assert _delta_rs.local_folder("file:///data/lake/users") == "/data/lake/users"
     assert _delta_rs.local_folder("s3a://bucket/lake/users") is None
     assert _delta_rs.table_state("/nonexistent/headwater/table") is None
+    assert _delta_rs.history("/nonexistent/headwater/table") is None
+
+
+def test_a_commit_s_version_is_found_past_commits_other_lanes_made(tmp_path: Path) -> None:
+    """Lanes commit side by side: another lane's commit may land between a read and ours."""
+    folder = str(tmp_path)
+    _delta_rs.create_table(folder, SCHEMA, {})
+    for lane, txn_version in (("lane-0", 1), ("lane-1", 2), ("lane-0", 3)):
+        _delta_rs.commit_files(folder, files(tmp_path, [txn_version]), mode="append",
+                               app_id=lane, version=txn_version, tag="{}")
+    # Read at version 0: lane-1's commit is the second after it, lane-0's later one the third.
+    assert _delta_rs._version_of(folder, 0, "lane-1", 2) == 2
+    assert _delta_rs._version_of(folder, 0, "lane-0", 3) == 3
+    assert _delta_rs._version_of(folder, 0, "lane-0", 1) == 1
+    assert _delta_rs._version_of(folder, 0, "lane-2", 1) is None
+
+
+def test_a_table_delta_rs_creates_checkpoints_its_log_every_ten_commits(tmp_path: Path) -> None:
+    """As a table Spark creates would: readers then replay at most ten JSON commits."""
+    folder = str(tmp_path)
+    _delta_rs.create_table(folder, SCHEMA, {})  # version 0
+    log = tmp_path / "_delta_log"
+    for version in range(1, 10):
+        assert not list(log.glob("*.checkpoint.parquet"))
+        _delta_rs.commit_files(folder, files(tmp_path, [version]), mode="append", app_id="a",
+                               version=version, tag="{}")
+    # The tenth commit (version 9) is checkpointed by delta-rs itself.
+    assert [p.name for p in log.glob("*.checkpoint.parquet")] == [
+        "00000000000000000009.checkpoint.parquet"]
+    assert DeltaTable(folder).transaction_version("a") == 9
+    assert ids(tmp_path) == list(range(1, 10))
+
+
+def test_history_numbers_commits_right_when_one_lands_while_it_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another lane commits between loading the table and reading its history, once."""
+    folder = str(tmp_path)
+    _delta_rs.create_table(folder, SCHEMA, {})
+    _delta_rs.commit_files(folder, [], mode="append", app_id="lane-0", version=1, tag="first")
+    read_history = DeltaTable.history
+    landed: list[bool] = []
+
+    def commit_then_read(table: DeltaTable, limit: int | None = None) -> list[dict[str, Any]]:
+        if not landed:
+            landed.append(_delta_rs.commit_files(folder, [], mode="append", app_id="lane-1",
+                                                 version=1, tag="second").made)
+        return read_history(table, limit)
+
+    monkeypatch.setattr(DeltaTable, "history", commit_then_read)
+    commits = _delta_rs.history(folder, 2) or []
+    assert landed == [True]
+    assert [(c["version"], c.get("userMetadata")) for c in commits] == [
+        (2, "second"), (1, "first")]
