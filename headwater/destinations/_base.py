@@ -153,8 +153,15 @@ class Destination(ABC):
         return None
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
-                     files: DataFrame, marker: CommitMarker) -> CommitResult:
-        """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction."""
+                     files: DataFrame, marker: CommitMarker, *,
+                     before_commit: Callable[[], None] | None = None) -> CommitResult:
+        """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction.
+
+        ``before_commit`` is called once the tasks have written the files and
+        before anything is committed: the engine waits there for its turn (an
+        overwrite commits before the checkpoints read beside it), and an error it
+        raises commits nothing.
+        """
         raise NotImplementedError(f"{type(self).__name__} has no file writer")
 
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,

@@ -164,11 +164,13 @@ def group_checkpoints(
     lanes: int,
     overwrite: bool,
 ) -> tuple[CheckpointPlan, ...]:
-    """Cut partitions into checkpoints and assign lanes.
+    """Cut partitions into checkpoints and assign lanes (in turn, by position).
 
     An overwrite stream always has at least one checkpoint (an empty source
-    must still empty the table), and its first checkpoint is alone in lane 0:
-    the overwrite must commit before any append of the same run.
+    must still empty the table).  Its first checkpoint must commit before any
+    append of the same run; the engine sees to that (it runs the first alone, or
+    holds the other lanes' commits back: :mod:`headwater.engine._commit_order`),
+    so the next checkpoint can sit in another lane and be read meanwhile.
     """
     pieces = [list(partitions[i : i + per_checkpoint])
               for i in range(0, len(partitions), per_checkpoint)]
@@ -177,10 +179,7 @@ def group_checkpoints(
     checkpoints = []
     for position, piece in enumerate(pieces):
         index = first_index + position
-        if overwrite:
-            lane = 0 if position == 0 else (position - 1) % lanes
-        else:
-            lane = position % lanes
+        lane = position % lanes
         checkpoints.append(CheckpointPlan(index=index, checkpoint_id=f"ckpt-{index}", lane=lane,
                                           partitions=tuple(piece)))
     return tuple(checkpoints)

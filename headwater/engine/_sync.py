@@ -22,6 +22,7 @@ checkpoint, lets the ones in flight commit, then goes through step 5 and ends
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -36,6 +37,7 @@ from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, redact, register_secrets, secret_values
 from headwater.destinations import Destination, get_destination_class
 from headwater.destinations._base import CommitMarker, CommitResult, FileWriter
+from headwater.engine._commit_order import FirstCommit, FirstCommitFailed
 from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._own_state import stage_partition_states
@@ -404,6 +406,8 @@ class _StreamRunner:
         self._collectors: dict[int, PartitionStatsCollector] = {}
         #: Set by ``_run`` once the table is prepared: the destination's file writer, if any.
         self.file_writer: FileWriter | None = None
+        #: Set by ``_run`` when an overwrite's first checkpoint is read beside the others.
+        self._first: FirstCommit | None = None
 
     def _note_refused(self, exc: BaseException) -> None:
         found = headwater_error_from(exc)
@@ -460,9 +464,12 @@ class _StreamRunner:
             return
         overwrite_first = (self.plan.stream.destination_sync_mode == "overwrite"
                            and todo[0].index == self.plan.checkpoints[0].index)
-        if overwrite_first:
+        if overwrite_first and self.file_writer is None:
+            # Spark's writer commits inside its job: the overwrite runs alone, first.
             self._run_lane(stream, [todo[0]])
             todo = todo[1:]
+        elif overwrite_first:
+            self._first = FirstCommit(todo[0].index)
         lanes: dict[int, list[CheckpointPlan]] = {}
         for checkpoint in todo:
             lanes.setdefault(checkpoint.lane, []).append(checkpoint)
@@ -483,6 +490,14 @@ class _StreamRunner:
             stream.on_state_committed(state_after)
 
     def _run_lane(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
+        first = self._first
+        try:
+            self._run_checkpoints(stream, checkpoints)
+        finally:
+            if first is not None and checkpoints and checkpoints[0].index == first.index:
+                first.settle(committed=False)  # a lane that ended early: none will come
+
+    def _run_checkpoints(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
         for checkpoint in checkpoints:
             if self._failed.is_set():
                 return
@@ -499,19 +514,23 @@ class _StreamRunner:
             except Exception as exc:
                 self._failed.set()
                 self._note_refused(exc)
+                error = _describe(exc)
                 with self._lock:
                     self.manager.mark_failed(checkpoint.checkpoint_id)
-                    self.stats.error = _describe(exc)
+                    if not isinstance(exc, FirstCommitFailed) or self.stats.error is None:
+                        self.stats.error = error  # the overwrite's own error stays the one shown
                 self.store.record_checkpoint(
                     self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
-                    status="failed", stats={"attempt": self.attempt, "error": self.stats.error})
+                    status="failed", stats={"attempt": self.attempt, "error": error})
                 log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
-                          self.stats.error)
+                          error)
                 return
             log.info("stream %s checkpoint %s: %s rows in %.1fs%s", self.name, checkpoint.index,
                      result.rows, time.monotonic() - began,
                      " (committed by an earlier attempt)" if result.already_committed else "")
             self._committed(checkpoint, result, time.monotonic() - began)
+            if self._first is not None and checkpoint.index == self._first.index:
+                self._first.settle(committed=True)
 
     def _commit(self, stream: Stream, checkpoint: CheckpointPlan,
                 marker: CommitMarker) -> CommitResult:
@@ -544,8 +563,11 @@ class _StreamRunner:
                 result = destination.replace_run(self.spark, self.plan, checkpoint, rows,
                                                  marker, replaced_run_id=self.replay_of)
             elif self.file_writer is not None:
-                result = destination.commit_files(self.spark, self.plan, checkpoint, rows,
-                                                  marker)
+                first = self._first
+                result = destination.commit_files(
+                    self.spark, self.plan, checkpoint, rows, marker,
+                    before_commit=None if first is None
+                    else functools.partial(first.wait_turn, checkpoint.index))
             else:
                 result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
         finally:

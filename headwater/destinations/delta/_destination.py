@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -206,7 +206,8 @@ class DeltaDestination(Destination):
                             partition_states=tagged_partition_states(tag))
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
-                     files: DataFrame, marker: CommitMarker) -> CommitResult:
+                     files: DataFrame, marker: CommitMarker, *,
+                     before_commit: Callable[[], None] | None = None) -> CommitResult:
         """Run the tasks (they write the files), then add the files in one delta-rs commit."""
         location = self.table_location(plan.stream.name)
         folder = local_folder(location)
@@ -217,9 +218,15 @@ class DeltaDestination(Destination):
                 else "append")
         try:
             written = [_delta_rs.WrittenFile(**row.asDict()) for row in files.collect()]
-            rows = sum(f.rows for f in written)
-            rejected = sum(f.rejected for f in written)
-            size = sum(f.size for f in written)
+        except Exception as exc:
+            raise _failed(f"writing the files of checkpoint {marker.checkpoint_index} to "
+                          f"{location} failed", exc, marker.stream) from exc
+        if before_commit is not None:
+            before_commit()
+        rows = sum(f.rows for f in written)
+        rejected = sum(f.rejected for f in written)
+        size = sum(f.size for f in written)
+        try:
             committed = _delta_rs.commit_files(folder, written, mode=mode, app_id=marker.app_id,
                                                version=marker.version,
                                                tag=marker.tag_with_counts(rows, rejected, size))

@@ -14,8 +14,11 @@ from typer.testing import CliRunner
 from headwater.cli.app import app
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
+from headwater.destinations._base import CommitMarker, CommitResult
+from headwater.destinations.delta import DeltaDestination
 from headwater.engine import SyncEngine, SyncResult
-from headwater.errors import ConnectionLockedError
+from headwater.engine._plan import CheckpointPlan, StreamPlan
+from headwater.errors import ConnectionLockedError, DestinationError
 from headwater.metadata_store import MetadataStore
 from tests.integration._connections import connection_file
 
@@ -65,6 +68,38 @@ def test_full_refresh_overwrite_replaces_the_table(spark: Any, tmp_path: Path) -
 
     second = sync(write_connection(tmp_path, streams, generation=1))
     assert second.streams[0].records_written == USERS + 25
+    assert keyed(table(spark, tmp_path)) == keyed(expected(generation=1))
+
+
+def test_nothing_read_beside_an_overwrite_commits_when_the_overwrite_does_not(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    streams = [{"name": "users", "sync_mode": "full_refresh",
+                "destination_sync_mode": "overwrite"}]
+    assert sync(write_connection(tmp_path, streams)).status == "succeeded"
+    before = keyed(table(spark, tmp_path))
+
+    real = DeltaDestination.commit_files
+
+    def first_fails(self: DeltaDestination, spark: Any, plan: StreamPlan,
+                    checkpoint: CheckpointPlan, files: Any, marker: CommitMarker,
+                    **options: Any) -> CommitResult:
+        if checkpoint.index == plan.checkpoints[0].index:
+            files.collect()  # its tasks wrote their files; then its commit fails
+            raise DestinationError("injected: the overwrite's commit failed",
+                                   stream=marker.stream)
+        return real(self, spark, plan, checkpoint, files, marker, **options)
+
+    monkeypatch.setattr(DeltaDestination, "commit_files", first_fails)
+    path = write_connection(tmp_path, streams, generation=1)
+    failed = sync(path)
+    assert failed.status == "failed"
+    assert failed.streams[0].checkpoints > 1
+    assert "injected" in (failed.streams[0].error or "")  # the overwrite's own error
+    assert keyed(table(spark, tmp_path)) == before  # no checkpoint appended after it failed
+
+    monkeypatch.undo()
+    resumed = sync(path)
+    assert resumed.status == "succeeded", resumed.to_dict()
     assert keyed(table(spark, tmp_path)) == keyed(expected(generation=1))
 
 

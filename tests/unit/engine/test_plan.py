@@ -25,9 +25,11 @@ def test_append_checkpoints_alternate_lanes_in_index_order() -> None:
     assert checkpoint_count(len(PARTS), 2, overwrite=False) == len(plan)
 
 
-def test_overwrite_commits_its_first_checkpoint_alone_and_never_plans_nothing() -> None:
+def test_overwrite_checkpoints_alternate_lanes_and_never_plan_nothing() -> None:
+    # The first checkpoint's commit still comes first (the engine orders it), so the
+    # second need not share its lane: it is read beside it.
     plan = group_checkpoints(PARTS, first_index=1, per_checkpoint=2, lanes=2, overwrite=True)
-    assert [c.lane for c in plan] == [0, 0, 1, 0]
+    assert [c.lane for c in plan] == [0, 1, 0, 1]
     empty = group_checkpoints([], first_index=5, per_checkpoint=2, lanes=2, overwrite=True)
     assert [(c.index, c.partitions) for c in empty] == [(5, ())]
     assert checkpoint_count(0, 2, overwrite=True) == 1
