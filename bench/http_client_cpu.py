@@ -1,10 +1,10 @@
 """CPU per page of a ``rest`` stream's executor side, without Spark: client, typing, metadata.
 
 The loopback API (tests/api_server.py) runs in a child process, so the CPU this
-process spends is the executor's alone: the HTTP client and its threads, JSON,
+process spends is the executor's alone: the HTTP client and its event loop, JSON,
 the window filter, typing into Arrow and the engine's metadata columns
-(``make_task``: a Spark task's function, over one run of partitions).  The API's own CPU per page is
-shown beside it.  Same stream as bench/http_source_pages.py (50 ms a page,
+(``make_task``: a Spark task's function, over one run of partitions).  The API's
+own CPU per page is shown beside it.  Same stream as bench/http_source_pages.py (50 ms a page,
 100 records a page, 64 API windows a partition); ``--in-flight`` is what one
 task keeps in flight (``concurrency // tasks`` in a sync).
 
@@ -14,17 +14,16 @@ Baseline: the ideal ``in_flight / latency`` pages/s.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._api_process import ApiProcess
 from bench._common import header, load_line, table
 from bench.http_source_pages import RECORDS_PER_PAGE, connection
 from headwater.config import load_connection
@@ -32,22 +31,6 @@ from headwater.connectors import get_source_class
 from headwater.engine._task import TaskContext, make_task, read_partition
 from headwater.sdk import PlanContext
 from headwater.table_schema import arrow_schema_for
-
-
-def _serve(pages: int, latency: float, urls: Any, stop: Any) -> None:
-    from tests.api_server import ApiData, running
-
-    with running(ApiData(events=pages * RECORDS_PER_PAGE), latency_s=latency) as api:
-        urls.put(api.url)
-        stop.wait()
-
-
-def _cpu_s(pid: int) -> float:
-    """User + system CPU seconds of another process (Linux)."""
-    import os
-
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -58,18 +41,11 @@ def main() -> None:
     parser.add_argument("--windows-per-partition", type=int, default=64)
     args = parser.parse_args()
     header("rest stream, executor side only: CPU ms per page by requests in flight", sys.argv)
-    context = multiprocessing.get_context("spawn")
-    urls, stop = context.Queue(), context.Event()
-    server = context.Process(target=_serve, args=(args.pages, args.latency, urls, stop),
-                             daemon=True)
-    server.start()
-    url = urls.get(timeout=60)
-    pid = server.pid
-    assert pid is not None
     rows = []
-    with tempfile.TemporaryDirectory() as folder:
+    with ApiProcess(args.pages * RECORDS_PER_PAGE, args.latency) as api, \
+            tempfile.TemporaryDirectory() as folder:
         for in_flight in args.in_flight:
-            path = connection(Path(folder), url, args.pages, in_flight,
+            path = connection(Path(folder), api.url, args.pages, in_flight,
                               args.windows_per_partition)
             config = load_connection(path).source.config
             stream = get_source_class("rest")(config).stream("events")
@@ -77,21 +53,19 @@ def main() -> None:
             task = TaskContext("bench", 0, arrow_schema_for(stream.json_schema()))
             for _ in read_partition(stream, plan[0], task):  # warm: imports, connections
                 pass
-            server_before = _cpu_s(pid)
+            server_before = api.cpu_s()
             cpu, wall = time.process_time(), time.perf_counter()
             # The rest as one Spark task reads its run of partitions (make_task).
             run = make_task(stream, plan[1:], task)
             positions = pa.record_batch([pa.array(range(len(plan) - 1))], names=["id"])
             records = sum(batch.num_rows for batch in run(iter([positions])))
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            server_cpu = _cpu_s(pid) - server_before
+            server_cpu = api.cpu_s() - server_before
             pages = records // RECORDS_PER_PAGE
             ideal = in_flight / args.latency
             rows.append([in_flight, pages, f"{1000 * cpu / pages:.2f}",
                          f"{1000 * server_cpu / pages:.2f}", f"{pages / wall:.0f}",
                          f"{pages / wall / ideal:.2f}"])
-    stop.set()
-    server.join(timeout=30)
     print(table(["in flight", "pages", "client CPU ms/page", "API CPU ms/page", "pages/s",
                  "pages/s / ideal"], rows))
     print(load_line())

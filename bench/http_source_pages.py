@@ -1,9 +1,10 @@
 """Pages per second of a ``rest`` source sync against a 50 ms API, by concurrency.
 
-The loopback API (tests/api_server.py) answers every page after ``--latency``
-seconds; ``events`` holds ``--pages`` pages of 100 records, one page per API
-window, so each call is one page.  For each concurrency setting a full
-``headwater`` sync (real ``SyncEngine``, local Spark, Delta) reads them all.
+The loopback API (tests/api_server.py, in a process of its own: bench/_api_process.py)
+answers every page after ``--latency`` seconds; ``events`` holds ``--pages`` pages
+of 100 records, one page per API window, so each call is one page.  For each
+concurrency setting a full ``headwater`` sync (real ``SyncEngine``, local Spark,
+Delta) reads them all.  The API's own CPU per page is shown beside.
 
 Baseline: the ideal rate ``concurrency / latency`` (a client that always has
 ``concurrency`` requests in flight and costs nothing).  Two figures, each as a
@@ -23,11 +24,12 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench._api_process import ApiProcess
 from bench._common import header, load_line, scratch_dir, table
 from headwater.config import load_connection
 from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark
 from headwater.metadata_store import MetadataStore
-from tests.api_server import BASE_EPOCH, TOKEN, ApiData, iso, running
+from tests.api_server import BASE_EPOCH, TOKEN, iso
 
 RECORDS_PER_PAGE = 100
 
@@ -76,20 +78,23 @@ def main() -> None:
     spark = get_spark(SparkSettings(master=args.master, app_name="bench-http"))
     tasks = int(spark.sparkContext.defaultParallelism)
     rows = []
-    with running(ApiData(events=args.pages * RECORDS_PER_PAGE),
-                 latency_s=args.latency) as api, scratch_dir("hw-bench-http") as folder:
+    with ApiProcess(args.pages * RECORDS_PER_PAGE, args.latency) as api, \
+            scratch_dir("hw-bench-http") as folder:
+        calls_before = 0
         for concurrency in args.concurrency:
             path = connection(folder, api.url, args.pages, concurrency,
                               args.windows_per_partition)
             conn = load_connection(path)
-            calls_before = len(api.calls)
+            api_cpu = api.cpu_s()
             started = time.perf_counter()
             result = SyncEngine(conn, MetadataStore(conn.metadata_store or ""),
                                 SyncOptions(spark=SparkSettings(master=args.master))).run()
             elapsed = time.perf_counter() - started
             assert result.status == "succeeded", result.to_dict()
             assert result.streams[0].records_written == args.pages * RECORDS_PER_PAGE
-            arrivals = [t for t, _, _ in api.calls[calls_before:]]
+            arrivals = api.arrivals(calls_before)
+            api_cpu = api.cpu_s() - api_cpu
+            calls_before += len(arrivals)
             pages = len(arrivals)
             reading = max(arrivals) - min(arrivals) + args.latency
             in_flight = max(concurrency // tasks, 1) * tasks
@@ -97,10 +102,11 @@ def main() -> None:
             read_rate, sync_rate = pages / reading, pages / elapsed
             rows.append([concurrency, in_flight, pages, f"{ideal:.0f}", f"{reading:.1f}",
                          f"{read_rate:.0f}", f"{read_rate / ideal:.2f}", f"{elapsed:.1f}",
-                         f"{sync_rate:.0f}", f"{sync_rate / ideal:.2f}"])
+                         f"{sync_rate:.0f}", f"{sync_rate / ideal:.2f}",
+                         f"{1000 * api_cpu / pages:.2f}"])
     print(table(["concurrency", "max in flight", "calls", "ideal pages/s", "reading s",
                  "pages/s reading", "reading / ideal", "sync s", "pages/s sync",
-                 "sync / ideal"], rows))
+                 "sync / ideal", "API CPU ms/page"], rows))
     print(f"Spark tasks at once: {tasks}; {load_line()}")
 
 

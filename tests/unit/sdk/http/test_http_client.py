@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any
 
@@ -19,6 +20,7 @@ from headwater.sdk.http import (
     OAuth2Auth,
     PageNumberPaginator,
 )
+from headwater.sdk.http._client import decode_json
 from tests.api_server import CLIENT_ID, CLIENT_SECRET, TOKEN, ApiServer, Fault
 
 WINDOW = {"start_modified_at": 0, "end_modified_at": 2**40, "per_page": 5}
@@ -148,3 +150,23 @@ def test_budget_is_split_across_tasks(api: ApiServer) -> None:
             http.get("/v3/surveys", WINDOW)
     # One task of four gets 2 calls per window: 6 calls need three windows.
     assert api.max_calls_in_window(0.5) <= 2
+
+
+def test_page_bodies_decode_as_json_does_beyond_what_orjson_takes() -> None:
+    assert decode_json(b'{"data": [{"id": 1, "x": 1.5, "s": "\\u00e9"}]}') == {
+        "data": [{"id": 1, "x": 1.5, "s": "\u00e9"}]}
+    huge = 2**70
+    assert decode_json(f'{{"id": {huge}}}'.encode()) == {"id": huge}
+    assert math.isnan(decode_json(b'{"v": NaN}')["v"])
+    with pytest.raises(ValueError):
+        decode_json(b"<html>not json</html>")
+
+
+def test_a_blocking_call_on_the_clients_own_loop_is_refused(api: ApiServer) -> None:
+    with client(api) as http:
+        async def blocking() -> Any:
+            return http.get("/v3/surveys", WINDOW)  # would wait on the loop it runs on
+
+        with pytest.raises(RuntimeError, match="async methods"):
+            http.submit(blocking()).result(timeout=30)
+        assert http.get("/v3/surveys", WINDOW).status_code == 200  # the loop still serves

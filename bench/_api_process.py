@@ -1,0 +1,59 @@
+"""The loopback test API (tests/api_server.py) in a process of its own, for the benchmarks.
+
+A real API never shares a process with the client or with Spark's driver.  In
+the benchmark process it would: its threads would contend for the driver's GIL
+and its CPU would count as the sync's.  Here it runs in a child process; the
+benchmark asks it for the arrival times of the calls it saw (``time.monotonic``
+is the machine's one monotonic clock on Linux, so they compare with the
+parent's) and reads its CPU time from ``/proc``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ApiProcess"]
+
+
+def _serve(events: int, latency_s: float, requests: Any, replies: Any) -> None:
+    from tests.api_server import ApiData, running
+
+    with running(ApiData(events=events), latency_s=latency_s) as api:
+        replies.put(api.url)
+        while (request := requests.get()) is not None:
+            replies.put([t for t, _, _ in list(api.calls)[request:]])
+
+
+class ApiProcess:
+    """The API serving ``events`` bench events after ``latency_s`` per call; a context manager."""
+
+    def __init__(self, events: int, latency_s: float) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._requests, self._replies = context.Queue(), context.Queue()
+        self._process = context.Process(target=_serve, daemon=True,
+                                        args=(events, latency_s, self._requests, self._replies))
+        self._process.start()
+        self.url: str = self._replies.get(timeout=120)
+
+    def __enter__(self) -> ApiProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._requests.put(None)
+        self._process.join(timeout=30)
+
+    def arrivals(self, since: int = 0) -> list[float]:
+        """When each call from the ``since``-th on arrived (``time.monotonic`` seconds)."""
+        self._requests.put(since)
+        arrivals: list[float] = self._replies.get(timeout=120)
+        return arrivals
+
+    def cpu_s(self) -> float:
+        """The API process's user + system CPU seconds so far (Linux)."""
+        pid = self._process.pid
+        assert pid is not None
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
