@@ -15,11 +15,12 @@ on the executor (it holds sockets); :class:`HttpSettings` is what travels.
 Requests are coroutines on the client's own event loop (:mod:`._event_loop`),
 sent by httpx's ``AsyncClient`` over aiohttp's transport (``httpx-aiohttp``,
 by an httpx maintainer): the API is httpx's (auth flows, responses, errors),
-the sockets and HTTP parsing are aiohttp's C-accelerated ones.  Measured on
-the loopback test API at 16-32 requests in flight, a page cost 1.3-1.6 ms of
-CPU through httpx's threaded client, 2-5 ms through its asyncio one and
-0.8-0.9 ms this way.  :meth:`HttpClient.get` and :meth:`HttpClient.pages` are
-the blocking face of the same calls, for any thread but the loop's.
+the sockets and HTTP parsing are aiohttp's C-accelerated ones.  At 16 and 32
+requests in flight a page cost 1.6-2.0 ms of CPU through httpx's threaded
+client, 2.2-7.9 ms through its asyncio one and 1.0 ms this way
+(``bench/http_transports.py``, figures in ``bench/RESULTS.md``).
+:meth:`HttpClient.get` and :meth:`HttpClient.pages` are the blocking face of
+the same calls, for any thread but the loop's.
 """
 
 from __future__ import annotations

@@ -253,7 +253,11 @@ class HttpStream(Stream):
         session = self._session_cache().get(self.settings, tasks=tasks, name=self.name)
         client = session.client
         upcoming: Partition | None = self.__dict__.pop("_reads_next", None)
-        futures = session.take(partition.id)
+
+        async def whole(unit: dict[str, Any]) -> list[list[dict[str, Any]]]:
+            return [page async for page in self._read_unit(client, unit)]
+
+        futures = session.take(partition.id)  # started early, when read next
         if futures is None:
             units = self._units(partition)
             if len(units) == 1 and upcoming is None:
@@ -261,11 +265,6 @@ class HttpStream(Stream):
                 # pages are handed over as they come, not gathered first.
                 yield from client.iterate(self._read_unit(client, units[0]))
                 return
-
-        async def whole(unit: dict[str, Any]) -> list[list[dict[str, Any]]]:
-            return [page async for page in self._read_unit(client, unit)]
-
-        if futures is None:
             futures = session.start(whole, units)
         if upcoming is not None and upcoming.id != partition.id:
             session.read_ahead(upcoming.id, whole, self._units(upcoming))
