@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,17 @@ import pytest
 # Spark's Python workers must run this interpreter (see DESIGN.md, field notes).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # SIGTERM (a CI job's time limit, `timeout`) ends the run as Ctrl-C does, so pytest
+    # still tears the session fixtures down and the servers they started (PostgreSQL,
+    # the Spark Connect server, Redis) stop with it instead of outliving the run.
+    signal.signal(signal.SIGTERM, _interrupted)
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @pytest.fixture(scope="session")

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-def stage_partition_states(rows: DataFrame) -> tuple[DataFrame, dict[str, dict[str, Any]]]:
+def split_state_rows(rows: DataFrame) -> tuple[DataFrame, dict[str, dict[str, Any]]]:
     """The checkpoint's records (staged, without the state rows and column) and the
     partition id -> state of every partition that finished its read."""
     from pyspark.sql import functions as F

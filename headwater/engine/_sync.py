@@ -40,7 +40,7 @@ from headwater.destinations._base import CommitMarker, CommitResult, FileWriter
 from headwater.engine._commit_order import FirstCommit, FirstCommitFailed
 from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
-from headwater.engine._own_state import stage_partition_states
+from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import (
     CheckpointPlan,
@@ -555,7 +555,7 @@ class _StreamRunner:
             # What an attempt whose commit never happened staged must not be released.
             self.store.clear_partition_states(self.run_id, self.name, checkpoint.index)
         if in_rows:
-            rows, states = stage_partition_states(rows)
+            rows, states = split_state_rows(rows)
             marker = replace(marker, partition_states=states)
         try:
             if (self.replay_of is not None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import threading
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +16,7 @@ from headwater.config import load_connection
 from headwater.engine import SyncEngine
 from headwater.metadata_store import MetadataStore
 from headwater.serve import Scheduler
+from tests._clock import FastClock
 from tests.integration._cli import (
     READING_PAUSE,
     assert_table_equals_source,
@@ -43,17 +43,6 @@ def write(folder: Path, name: str, schedule: str, lake: str, **extra: Any) -> Pa
     return path
 
 
-class FastClock:
-    def __init__(self) -> None:
-        self.current = datetime(2026, 3, 1, 8, 0, 30, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        return self.current
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        self.current += timedelta(seconds=seconds)
-
-
 def drain(scheduler: Scheduler) -> None:
     for entry in scheduler._entries.values():
         if entry.running is not None:
@@ -69,7 +58,7 @@ def test_serve_runs_real_syncs_and_retries_a_real_failure(spark: Any, tmp_path: 
     blocker.write_text("a file where the lake should be")
     write(folder, "broken", "* * * * *", str(blocker / "lake"),
           retry={"max_retries": 1, "backoff_s": 10})
-    clock = FastClock()
+    clock = FastClock(datetime(2026, 3, 1, 8, 0, 30, tzinfo=UTC))
     scheduler = Scheduler(folder=folder, runner=sync_runner, last_started=store_last_started,
                           clock=clock, poll_s=1.0)
     scheduler.tick()

@@ -12,7 +12,6 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -21,20 +20,7 @@ import yaml
 from headwater.cli._serve import serve_until_signalled, sync_runner
 from headwater.config import ConnectionConfig, load_connection
 from headwater.serve import RunOutcome, RunsInProgress, ScheduleEvent, Scheduler
-
-
-class FastClock:
-    """A second passes per tick; the short real wait lets a signal's handler thread run."""
-
-    def __init__(self) -> None:
-        self.current = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-
-    def now(self) -> datetime:
-        return self.current
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        self.current += timedelta(seconds=seconds)
-        stop.wait(0.01)
+from tests._clock import FastClock
 
 
 class Engine:
@@ -78,6 +64,7 @@ def default_handlers() -> Iterator[None]:
     """Python's own SIGINT/SIGTERM handlers (what ``serve`` starts with), restored after."""
     before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the test run's own handler aside
     try:
         yield
     finally:
@@ -101,8 +88,9 @@ def scheduled(folder: Path, runner: Callable[[ConnectionConfig], RunOutcome],
         if event.what == "skipped":
             looping.set()
 
-    scheduler = Scheduler(folder=folder, runner=runner, clock=FastClock(), poll_s=1.0,
-                          on_event=on_event)
+    # A second passes per tick; the short real wait lets a signal's handler thread run.
+    scheduler = Scheduler(folder=folder, runner=runner, clock=FastClock(real_wait_s=0.01),
+                          poll_s=1.0, on_event=on_event)
     return scheduler, looping
 
 

@@ -13,24 +13,9 @@ import yaml
 from headwater.config import ConnectionConfig
 from headwater.errors import ConnectionLockedError
 from headwater.serve import RunOutcome, Scheduler
+from tests._clock import FastClock
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-
-
-class FastClock:
-    """Time moves only when the scheduler sleeps (by exactly what it asked for)."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self.current = start
-
-    def now(self) -> datetime:
-        return self.current
-
-    def sleep(self, seconds: float, stop: threading.Event) -> None:
-        self.current += timedelta(seconds=seconds)
-
-    def advance(self, **delta: float) -> None:
-        self.current += timedelta(**delta)
 
 
 def write(folder: Path, name: str, schedule: str | None = "* * * * *", **extra: Any) -> Path:
