@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from headwater import errors
+from headwater.engine._task import interleaved
 from headwater.errors import ConnectorError, HeadwaterError
 from headwater.sdk import Partition, PlanContext, Stream
 
@@ -67,7 +68,10 @@ def _fields_task(stream: Stream, partitions: Sequence[Partition],
         from headwater.sdk import read_fields_locally
 
         for batch in positions:
-            for position in batch.column(0).to_pylist():
+            order = batch.column(0).to_pylist()
+            for at, position in enumerate(order):
+                if at + 1 < len(order):
+                    stream.reads_next(frozen[order[at + 1]])
                 rows = read_fields_locally(stream, [frozen[position]], names)
                 text = [json.dumps(row, default=str, sort_keys=True) for row in rows]
                 yield pa.RecordBatch.from_arrays([pa.array(text, pa.string())], ["row"])
@@ -76,13 +80,21 @@ def _fields_task(stream: Stream, partitions: Sequence[Partition],
 
 
 def read_fields_on_spark(spark: SparkSession, stream: Stream, partitions: Sequence[Partition],
-                         fields: Sequence[str]) -> list[dict[str, Any]]:
-    """Read ``partitions`` of ``stream`` on the executors; return ``fields`` per record."""
+                         fields: Sequence[str], *, parallel_tasks: int = 1,
+                         ) -> list[dict[str, Any]]:
+    """Read ``partitions`` of ``stream`` on the executors; return ``fields`` per record.
+
+    As in a sync, a stream whose partitions share a task's set-up
+    (``one_task_per_partition = False``) is read by at most ``parallel_tasks``
+    tasks, each taking a run of them.
+    """
     if not partitions:
         return []
     count = len(partitions)
-    positions = spark.range(0, count, 1, numPartitions=count)
-    frame = positions.mapInArrow(_fields_task(stream, partitions, fields), "row string")
+    tasks = count if stream.one_task_per_partition else min(count, max(parallel_tasks, 1))
+    positions = spark.range(0, count, 1, numPartitions=tasks)
+    frame = positions.mapInArrow(_fields_task(stream, interleaved(partitions, tasks), fields),
+                                 "row string")
     try:
         table = frame.toArrow()
     except Exception as exc:
@@ -100,6 +112,7 @@ def spark_plan_context(spark: SparkSession, parallel_tasks: int) -> PlanContext:
 
     def read_fields(stream: Stream, partitions: Sequence[Partition],
                     fields: Sequence[str]) -> list[dict[str, Any]]:
-        return read_fields_on_spark(spark, stream, partitions, fields)
+        return read_fields_on_spark(spark, stream, partitions, fields,
+                                    parallel_tasks=parallel_tasks)
 
     return PlanContext(parallel_tasks=parallel_tasks, read_fields=read_fields)
