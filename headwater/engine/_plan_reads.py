@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from headwater import errors
-from headwater.engine._task import interleaved
+from headwater.engine._task import interleaved, task_count
 from headwater.errors import ConnectorError, HeadwaterError
 from headwater.sdk import Partition, PlanContext, Stream
 
@@ -91,7 +91,7 @@ def read_fields_on_spark(spark: SparkSession, stream: Stream, partitions: Sequen
     if not partitions:
         return []
     count = len(partitions)
-    tasks = count if stream.one_task_per_partition else min(count, max(parallel_tasks, 1))
+    tasks = task_count(stream, count, parallel_tasks)
     positions = spark.range(0, count, 1, numPartitions=tasks)
     frame = positions.mapInArrow(_fields_task(stream, interleaved(partitions, tasks), fields),
                                  "row string")

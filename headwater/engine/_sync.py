@@ -52,7 +52,7 @@ from headwater.engine._plan import (
 )
 from headwater.engine._plan_reads import headwater_error_from, spark_plan_context
 from headwater.engine._spark import SparkSettings, get_spark
-from headwater.engine._task import TaskContext, interleaved, make_task
+from headwater.engine._task import TaskContext, interleaved, make_task, task_count
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, HeadwaterError
@@ -610,7 +610,7 @@ class _StreamRunner:
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
-        tasks = count if stream.one_task_per_partition else min(count, _parallelism(self.spark))
+        tasks = task_count(stream, count, _parallelism(self.spark))
         positions = self.spark.range(0, count, 1, numPartitions=tasks)
         task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
                          collector.sink if collector else None)

@@ -224,6 +224,15 @@ def _counted(batches: Generator[pa.RecordBatch, None, PartitionState | None],
     stats.add({partition_id: figures})
 
 
+def task_count(stream: Stream, partitions: int, parallelism: int) -> int:
+    """How many Spark tasks read ``partitions`` partitions of ``stream``: one each, or
+    for a stream whose partitions share a task's set-up, a run each on at most
+    ``parallelism`` tasks (:attr:`~headwater.sdk.Stream.one_task_per_partition`)."""
+    if stream.one_task_per_partition:
+        return partitions
+    return min(partitions, max(parallelism, 1))
+
+
 def interleaved(partitions: Sequence[Partition], tasks: int) -> list[Partition]:
     """``partitions`` reordered so that ``tasks`` consecutive runs of them each take
     every ``tasks``-th one: a task reading a run then gets partitions from the whole

@@ -7,7 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from headwater.engine._task import TaskContext, interleaved, make_task
+from headwater.engine._task import TaskContext, interleaved, make_task, task_count
 from headwater.sdk import Partition, RecordOrBatch, Stream
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -42,6 +42,14 @@ def test_interleaved_runs_take_every_tasks_th_partition() -> None:
     assert order == ["p0", "p3", "p6", "p1", "p4", "p2", "p5"]
     assert interleaved(partitions, 7) == partitions  # one task each: the plan's order
     assert interleaved(partitions, 1) == partitions
+
+
+def test_short_partitions_share_tasks_up_to_the_parallelism() -> None:
+    stream = _Recording()
+    assert task_count(stream, 16, 2) == 2
+    assert task_count(stream, 1, 2) == 1
+    stream.one_task_per_partition = True  # type: ignore[misc]
+    assert task_count(stream, 16, 2) == 16
 
 
 def test_a_task_hints_each_next_partition_before_reading_the_current_one() -> None:
