@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from headwater import errors
-from headwater.engine._task import interleaved, task_count
+from headwater.engine._task import interleaved, partitions_in_turn, task_count
 from headwater.errors import ConnectorError, HeadwaterError
 from headwater.sdk import Partition, PlanContext, Stream
 
@@ -67,14 +67,10 @@ def _fields_task(stream: Stream, partitions: Sequence[Partition],
 
         from headwater.sdk import read_fields_locally
 
-        for batch in positions:
-            order = batch.column(0).to_pylist()
-            for at, position in enumerate(order):
-                if at + 1 < len(order):
-                    stream.reads_next(frozen[order[at + 1]])
-                rows = read_fields_locally(stream, [frozen[position]], names)
-                text = [json.dumps(row, default=str, sort_keys=True) for row in rows]
-                yield pa.RecordBatch.from_arrays([pa.array(text, pa.string())], ["row"])
+        for partition in partitions_in_turn(stream, frozen, positions):
+            rows = read_fields_locally(stream, [partition], names)
+            text = [json.dumps(row, default=str, sort_keys=True) for row in rows]
+            yield pa.RecordBatch.from_arrays([pa.array(text, pa.string())], ["row"])
 
     return run
 

@@ -180,20 +180,28 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
     frozen = list(partitions)
 
     def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in positions:
-            order = batch.column(0).to_pylist()
-            for at, position in enumerate(order):
-                pause_point("reading")
-                if at + 1 < len(order):
-                    stream.reads_next(frozen[order[at + 1]])
-                batches = read_partition(stream, frozen[position], context)
-                if stats is None:
-                    yield from batches
-                else:
-                    yield from _counted(batches, frozen[position].id, stats,
-                                        report_state=context.reports_state)
+        for partition in partitions_in_turn(stream, frozen, positions):
+            pause_point("reading")
+            batches = read_partition(stream, partition, context)
+            if stats is None:
+                yield from batches
+            else:
+                yield from _counted(batches, partition.id, stats,
+                                    report_state=context.reports_state)
 
     return run
+
+
+def partitions_in_turn(stream: Stream, partitions: Sequence[Partition],
+                       positions: Iterator[pa.RecordBatch]) -> Iterator[Partition]:
+    """The partitions a task's input rows point at, in order; before handing one
+    over, tell ``stream`` which one it reads after it (:meth:`Stream.reads_next`)."""
+    for batch in positions:
+        order = batch.column(0).to_pylist()
+        for at, position in enumerate(order):
+            if at + 1 < len(order):
+                stream.reads_next(partitions[order[at + 1]])
+            yield partitions[position]
 
 
 def _counted(batches: Generator[pa.RecordBatch, None, PartitionState | None],
