@@ -34,8 +34,22 @@ from tests.api_server import BASE_EPOCH, TOKEN, iso
 RECORDS_PER_PAGE = 100
 
 
-def connection(folder: Path, url: str, pages: int, concurrency: int, per_partition: int) -> Path:
+def connection(folder: Path, url: str, pages: int, concurrency: int,
+               per_partition: int | None) -> Path:
     end = BASE_EPOCH + pages * RECORDS_PER_PAGE
+    stream: dict[str, object] = {
+        "name": "events", "path": "/events",
+        "params": {"from": "{start}", "to": "{end}", "per_page": RECORDS_PER_PAGE},
+        "record_selector": "data", "primary_key": ["id"],
+        "cursor_field": "ts", "cursor_format": "epoch",
+        "start_date": iso(BASE_EPOCH), "end_date": iso(end),
+        "window_size_seconds": RECORDS_PER_PAGE,
+        "schema": {"type": "object", "properties": {
+            "id": {"type": "integer"}, "ts": {"type": "integer"},
+            "value": {"type": "integer"}}},
+    }
+    if per_partition is not None:  # else the stream's default
+        stream["windows_per_partition"] = per_partition
     document = {
         "name": f"bench-c{concurrency}",
         "source": {"type": "rest", "config": {
@@ -43,18 +57,7 @@ def connection(folder: Path, url: str, pages: int, concurrency: int, per_partiti
             "auth": {"type": "bearer", "token": TOKEN},
             "paginator": {"type": "next_url", "next_url_path": "links.next"},
             "concurrency": concurrency,
-            "streams": [{
-                "name": "events", "path": "/events",
-                "params": {"from": "{start}", "to": "{end}", "per_page": RECORDS_PER_PAGE},
-                "record_selector": "data", "primary_key": ["id"],
-                "cursor_field": "ts", "cursor_format": "epoch",
-                "start_date": iso(BASE_EPOCH), "end_date": iso(end),
-                "window_size_seconds": RECORDS_PER_PAGE,
-                "windows_per_partition": per_partition,
-                "schema": {"type": "object", "properties": {
-                    "id": {"type": "integer"}, "ts": {"type": "integer"},
-                    "value": {"type": "integer"}}},
-            }],
+            "streams": [stream],
         }},
         "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
         "streams": [{"name": "events", "sync_mode": "full_refresh",
@@ -71,7 +74,8 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=2000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 10, 32])
-    parser.add_argument("--windows-per-partition", type=int, default=64)
+    parser.add_argument("--windows-per-partition", type=int, default=None,
+                        help="default: the stream's own (4 per request a task keeps in flight)")
     parser.add_argument("--master", default="local[*]")
     args = parser.parse_args()
     header("rest source: pages/s by concurrency vs the ideal concurrency/latency", sys.argv)

@@ -97,6 +97,9 @@ class ApiServer:
         self.calls: list[tuple[float, str, int]] = []  # (time, path, status)
         self.rate_limited = 0
         self.token_requests = 0
+        #: Calls being answered now, and the most there ever were at once.
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._recent: list[float] = []
         self._server: _Server | None = None
@@ -184,6 +187,17 @@ class ApiServer:
 
     def answer(self, path: str, query: dict[str, list[str]],
                headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return self._answer(path, query, headers)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _answer(self, path: str, query: dict[str, list[str]],
+                headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
         arrived = time.monotonic()  # calls are logged (and limited) by arrival time
         admitted = self._admit(path, arrived)
         if admitted is not None:

@@ -19,7 +19,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from headwater import errors
-from headwater.engine._task import interleaved, partitions_in_turn, task_count
+from headwater.engine._task import (
+    freeze_worker_objects,
+    interleaved,
+    partitions_in_turn,
+    stream_slots,
+    task_count,
+)
 from headwater.errors import ConnectorError, HeadwaterError
 from headwater.sdk import Partition, PlanContext, Stream
 
@@ -67,6 +73,7 @@ def _fields_task(stream: Stream, partitions: Sequence[Partition],
 
         from headwater.sdk import read_fields_locally
 
+        freeze_worker_objects()
         for partition in partitions_in_turn(stream, frozen, positions):
             rows = read_fields_locally(stream, [partition], names)
             text = [json.dumps(row, default=str, sort_keys=True) for row in rows]
@@ -87,7 +94,7 @@ def read_fields_on_spark(spark: SparkSession, stream: Stream, partitions: Sequen
     if not partitions:
         return []
     count = len(partitions)
-    tasks = task_count(stream, count, parallel_tasks)
+    tasks = task_count(stream, count, stream_slots(stream, parallel_tasks))
     positions = spark.range(0, count, 1, numPartitions=tasks)
     frame = positions.mapInArrow(_fields_task(stream, interleaved(partitions, tasks), fields),
                                  "row string")

@@ -49,10 +49,17 @@ from headwater.engine._plan import (
     StreamPlan,
     checkpoint_count,
     group_checkpoints,
+    slot_shares,
 )
 from headwater.engine._plan_reads import headwater_error_from, spark_plan_context
 from headwater.engine._spark import SparkSettings, get_spark
-from headwater.engine._task import TaskContext, interleaved, make_task, task_count
+from headwater.engine._task import (
+    TaskContext,
+    interleaved,
+    make_task,
+    stream_slots,
+    task_count,
+)
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, HeadwaterError
@@ -408,6 +415,8 @@ class _StreamRunner:
         self.file_writer: FileWriter | None = None
         #: Set by ``_run`` when an overwrite's first checkpoint is read beside the others.
         self._first: FirstCommit | None = None
+        #: Set by ``_run``: the Spark task slots each checkpoint can count on, by index.
+        self._slots: dict[int, int] = {}
 
     def _note_refused(self, exc: BaseException) -> None:
         found = headwater_error_from(exc)
@@ -464,8 +473,10 @@ class _StreamRunner:
             return
         overwrite_first = (self.plan.stream.destination_sync_mode == "overwrite"
                            and todo[0].index == self.plan.checkpoints[0].index)
+        slots = stream_slots(stream, _parallelism(self.spark))
         if overwrite_first and self.file_writer is None:
             # Spark's writer commits inside its job: the overwrite runs alone, first.
+            self._slots = slot_shares([[todo[0]]], slots)
             self._run_lane(stream, [todo[0]])
             todo = todo[1:]
         elif overwrite_first:
@@ -473,8 +484,11 @@ class _StreamRunner:
         lanes: dict[int, list[CheckpointPlan]] = {}
         for checkpoint in todo:
             lanes.setdefault(checkpoint.lane, []).append(checkpoint)
+        self._slots = slot_shares(list(lanes.values()), slots)
         if not self._failed.is_set() and lanes:
-            with ThreadPoolExecutor(max_workers=len(lanes),
+            # No more lanes at once than slots: a stream capping its tasks gets its
+            # lanes one after the other (the overwrite's lane, listed first, first).
+            with ThreadPoolExecutor(max_workers=min(len(lanes), slots),
                                     thread_name_prefix=f"hw-{self.name}") as pool:
                 list(pool.map(lambda cps: self._run_lane(stream, cps), lanes.values()))
         if incremental and self.moves_state:
@@ -610,7 +624,8 @@ class _StreamRunner:
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
-        tasks = task_count(stream, count, _parallelism(self.spark))
+        tasks = task_count(stream, count,
+                           self._slots.get(checkpoint.index) or _parallelism(self.spark))
         positions = self.spark.range(0, count, 1, numPartitions=tasks)
         task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
                          collector.sink if collector else None)

@@ -12,6 +12,7 @@ stream object, the partitions and a few plain values.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import hashlib
 import itertools
 import json
@@ -180,6 +181,7 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
     frozen = list(partitions)
 
     def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        freeze_worker_objects()
         for partition in partitions_in_turn(stream, frozen, positions):
             pause_point("reading")
             batches = read_partition(stream, partition, context)
@@ -190,6 +192,30 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
                                     report_state=context.reports_state)
 
     return run
+
+
+_worker_objects_frozen = False
+
+
+def freeze_worker_objects() -> None:
+    """Move every object the Python worker holds so far (the modules, classes and
+    caches its first task imported) out of the garbage collector's sight, once per
+    worker process.
+
+    A full collection walks every tracked object.  In a Spark Python worker that
+    has imported pyspark, pyarrow and a connector's client it took 120-170 ms, and
+    a task reading 100,000 dict records set off about one per task: while it ran,
+    the task's HTTP event loop stood still and its requests in flight ran dry
+    (``bench/http_source_pages.py``).  Frozen objects are still freed when their
+    reference count drops; only cycles among them are never collected, which
+    leaks at most what the first task had unpickled, once per worker.  What tasks
+    create later is collected as usual.  (``gc.freeze`` is the standard library's
+    tool for this, made for long-lived processes whose start-up objects never die.)
+    """
+    global _worker_objects_frozen
+    if not _worker_objects_frozen:
+        gc.freeze()
+        _worker_objects_frozen = True
 
 
 def partitions_in_turn(stream: Stream, partitions: Sequence[Partition],
@@ -232,13 +258,23 @@ def _counted(batches: Generator[pa.RecordBatch, None, PartitionState | None],
     stats.add({partition_id: figures})
 
 
-def task_count(stream: Stream, partitions: int, parallelism: int) -> int:
+def stream_slots(stream: Stream, parallelism: int) -> int:
+    """The Spark task slots a read of ``stream`` may fill at once: ``parallelism``,
+    or fewer for a stream read in runs that caps its tasks
+    (:attr:`~headwater.sdk.Stream.max_concurrent_tasks`)."""
+    cap = None if stream.one_task_per_partition else stream.max_concurrent_tasks
+    return max(1, parallelism if cap is None else min(parallelism, cap))
+
+
+def task_count(stream: Stream, partitions: int, slots: int) -> int:
     """How many Spark tasks read ``partitions`` partitions of ``stream``: one each, or
     for a stream whose partitions share a task's set-up, a run each on at most
-    ``parallelism`` tasks (:attr:`~headwater.sdk.Stream.one_task_per_partition`)."""
+    ``slots`` tasks, the task slots the read can count on
+    (:attr:`~headwater.sdk.Stream.one_task_per_partition`,
+    :func:`~headwater.engine._plan.slot_shares`)."""
     if stream.one_task_per_partition:
         return partitions
-    return min(partitions, max(parallelism, 1))
+    return min(partitions, max(slots, 1))
 
 
 def interleaved(partitions: Sequence[Partition], tasks: int) -> list[Partition]:

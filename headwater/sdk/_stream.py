@@ -60,6 +60,17 @@ class Stream(ABC):
     one_task_per_partition: ClassVar[bool] = True
 
     @property
+    def max_concurrent_tasks(self) -> int | None:
+        """How many Spark tasks may read this stream at once (None: no limit).
+
+        Honoured for streams read in runs (``one_task_per_partition`` False): the
+        engine gives their checkpoints no more tasks, and runs no more of their
+        checkpoints side by side, than this.  An HTTP stream says its
+        ``concurrency``: each task keeps at least one request in flight.
+        """
+        return None
+
+    @property
     def stream_name(self) -> str:
         """The stream's name (instances may override ``name`` dynamically)."""
         return self.name

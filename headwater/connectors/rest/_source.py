@@ -128,7 +128,8 @@ class RestSource(Source):
             start_date=raw.get("start_date"),
             end_date=raw.get("end_date"),
             window_size_s=int(raw.get("window_size_seconds", 86_400)),
-            windows_per_partition=int(raw.get("windows_per_partition", 10)),
+            windows_per_partition=(int(raw["windows_per_partition"])
+                                   if raw.get("windows_per_partition") is not None else None),
             parent=ParentLink(stream=parent["stream"],
                               fields=tuple(parent.get("fields") or ("id",)),
                               copy_to=dict(parent.get("copy_to") or {}),

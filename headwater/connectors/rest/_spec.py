@@ -92,7 +92,11 @@ _STREAM = {
         "start_date": {"type": "string", "description": "ISO 8601; where history begins."},
         "end_date": {"type": "string", "description": "ISO 8601; default: now."},
         "window_size_seconds": {"type": "integer", "minimum": 1, "default": 86400},
-        "windows_per_partition": {"type": "integer", "minimum": 1, "default": 10},
+        "windows_per_partition": {
+            "type": "integer", "minimum": 1,
+            "description": "API windows per partition (a partition is read by one task, its "
+                           "windows side by side). Default: 4 per request the task keeps in "
+                           "flight (its share of `concurrency`), at least 10."},
         "paginator": _PAGINATOR,
         "schema": {"type": "object", "description": "JSON Schema of one record."},
         "ignore_404": {"type": "boolean", "default": False},

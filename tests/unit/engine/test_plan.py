@@ -1,4 +1,5 @@
-"""Grouping partitions into checkpoints and lanes; plans survive their JSON round trip."""
+"""Grouping partitions into checkpoints and lanes, the task slots each checkpoint gets;
+plans survive their JSON round trip."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from headwater.engine._plan import (
     StreamPlan,
     checkpoint_count,
     group_checkpoints,
+    slot_shares,
 )
 from headwater.sdk import Partition
 
@@ -55,3 +57,19 @@ def test_replay_and_backfill_plans_keep_their_purpose_and_sync_plans_stay_as_bef
     assert not replay.moves_state
     sync = RunPlan("c", streams)
     assert "purpose" not in sync.to_dict() and sync.moves_state
+
+
+def test_lanes_running_side_by_side_share_the_task_slots() -> None:
+    plan = group_checkpoints(PARTS, first_index=0, per_checkpoint=2, lanes=2, overwrite=False)
+    lanes = [[c for c in plan if c.lane == lane] for lane in (0, 1)]
+    # Two lanes of two: each checkpoint gets half the slots, so a slot runs one long
+    # task per round instead of two short ones queued behind each other.
+    assert slot_shares(lanes, 4) == {0: 2, 1: 2, 2: 2, 3: 2}
+    # A lane left alone at the end gets every slot.
+    three = group_checkpoints(PARTS[:6], first_index=0, per_checkpoint=2, lanes=2,
+                              overwrite=False)
+    assert slot_shares([[c for c in three if c.lane == lane] for lane in (0, 1)], 2) \
+        == {0: 1, 1: 1, 2: 2}
+    # More lanes than slots: the engine runs only as many lanes at once as slots.
+    assert slot_shares([[c] for c in plan], 2) == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert slot_shares([], 2) == {}

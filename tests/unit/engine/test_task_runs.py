@@ -7,7 +7,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from headwater.engine._task import TaskContext, interleaved, make_task, task_count
+from headwater.engine._task import (
+    TaskContext,
+    interleaved,
+    make_task,
+    stream_slots,
+    task_count,
+)
 from headwater.sdk import Partition, RecordOrBatch, Stream
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])
@@ -21,6 +27,11 @@ class _Recording(Stream):
 
     def __init__(self) -> None:
         self.events: list[str] = []
+        self.cap: int | None = None
+
+    @property
+    def max_concurrent_tasks(self) -> int | None:
+        return self.cap
 
     def json_schema(self) -> dict[str, Any]:
         return {"type": "object", "properties": {"id": {"type": "integer"}}}
@@ -50,6 +61,16 @@ def test_short_partitions_share_tasks_up_to_the_parallelism() -> None:
     assert task_count(stream, 1, 2) == 1
     stream.one_task_per_partition = True  # type: ignore[misc]
     assert task_count(stream, 16, 2) == 16
+
+
+def test_a_stream_read_in_runs_can_cap_its_tasks_at_once() -> None:
+    stream = _Recording()
+    assert stream_slots(stream, 8) == 8  # no cap
+    stream.cap = 3
+    assert stream_slots(stream, 8) == 3
+    assert stream_slots(stream, 2) == 2
+    stream.one_task_per_partition = True  # type: ignore[misc]
+    assert stream_slots(stream, 8) == 8  # Spark runs one task per partition on every slot
 
 
 def test_a_task_hints_each_next_partition_before_reading_the_current_one() -> None:

@@ -135,14 +135,7 @@ def test_each_spark_task_reads_a_run_of_partitions_with_one_client(
     tasks_at_once = int(spark.sparkContext.defaultParallelism)
     # One request in flight per task (the concurrency is split over the tasks).
     path = connection(tmp_path, api, "surveys.yaml", end=END_2, concurrency=tasks_at_once)
-    document = yaml.safe_load(path.read_text())
-    document["checkpoint"]["partitions_per_checkpoint"] = 4 * tasks_at_once
-    surveys = document["source"]["config"]["streams"][0]
-    surveys["windows_per_partition"] = 1  # one API window per partition: many short ones
-    document["source"]["config"]["streams"] = [surveys]
-    document["streams"] = [{"name": "surveys", "sync_mode": "full_refresh",
-                            "destination_sync_mode": "overwrite"}]
-    path.write_text(yaml.safe_dump(document))
+    _surveys_one_window_a_partition(path, "overwrite", per_checkpoint=4 * tasks_at_once)
     result = sync(path)
     assert result.status == "succeeded", result.to_dict()
     assert table_ids(spark, tmp_path, "surveys") == surveys_until(api, 1_704_067_200
@@ -151,3 +144,35 @@ def test_each_spark_task_reads_a_run_of_partitions_with_one_client(
     # A task's client keeps its one connection alive across the task's partitions; a
     # Spark task per partition would have opened one per partition.
     assert api.connections <= tasks_at_once * stream.checkpoints < stream.partitions
+
+
+def test_concurrency_caps_requests_in_flight_below_the_task_slots(
+        spark: Any, tmp_path: Path) -> None:
+    # Two task slots and two lanes, but `concurrency: 1`: the sync as a whole keeps one
+    # request in flight (one task at a time), not one per task.
+    assert int(spark.sparkContext.defaultParallelism) >= 2
+    with running(ApiData.sample(surveys=40, issues=0), limit=LIMIT, period_s=PERIOD_S,
+                 latency_s=0.02) as api:
+        path = connection(tmp_path, api, "surveys.yaml", end=END_2, concurrency=1)
+        _surveys_one_window_a_partition(path, "append")
+        result = sync(path)
+        assert result.status == "succeeded", result.to_dict()
+        assert result.streams[0].checkpoints >= 2  # lanes that could have run side by side
+        assert table_ids(spark, tmp_path, "surveys") == surveys_until(api, 1_704_067_200
+                                                                      + 19 * 86_400)
+        assert api.max_in_flight == 1
+
+
+def _surveys_one_window_a_partition(path: Path, destination_sync_mode: str, *,
+                                    per_checkpoint: int | None = None) -> None:
+    """Only the surveys stream, as a full refresh of many short partitions (one API
+    window each)."""
+    document = yaml.safe_load(path.read_text())
+    if per_checkpoint is not None:
+        document["checkpoint"]["partitions_per_checkpoint"] = per_checkpoint
+    surveys = document["source"]["config"]["streams"][0]
+    surveys["windows_per_partition"] = 1
+    document["source"]["config"]["streams"] = [surveys]
+    document["streams"] = [{"name": "surveys", "sync_mode": "full_refresh",
+                            "destination_sync_mode": destination_sync_mode}]
+    path.write_text(yaml.safe_dump(document))

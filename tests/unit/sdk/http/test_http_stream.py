@@ -1,4 +1,5 @@
-"""HttpStream reading: window filters on epoch values, one session per stream object."""
+"""HttpStream planning and reading: partition sizes and task counts, window filters on
+epoch values, one session per stream object."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from headwater.sdk.http import (
     HttpStreamSpec,
     NextUrlPaginator,
 )
-from headwater.sdk.http._stream import _Window
+from headwater.sdk.http._stream import _Window, default_windows_per_partition
 from tests.api_server import BASE_EPOCH, TOKEN, ApiServer, iso
 
 SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"},
@@ -28,13 +29,14 @@ SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"},
 
 
 def surveys(url: str, fmt: str = "epoch", concurrency: int = 2, **changes: Any) -> HttpStream:
+    fields: dict[str, Any] = {"end_date": iso(BASE_EPOCH + 4 * 86_400),
+                              "windows_per_partition": 2, **changes}
     spec = HttpStreamSpec(
         name="surveys", path="/v3/surveys", json_schema=SCHEMA,
         params={"start_modified_at": "{start}", "end_modified_at": "{end}", "per_page": 5},
         record_path="data", primary_key=("id",), paginator=NextUrlPaginator("links.next"),
         cursor_field="date_modified", cursor_format=fmt,  # type: ignore[arg-type]
-        start_date=iso(BASE_EPOCH), end_date=iso(BASE_EPOCH + 4 * 86_400),
-        window_size_s=86_400, windows_per_partition=2, **changes)
+        start_date=iso(BASE_EPOCH), window_size_s=86_400, **fields)
     return HttpStream(spec, HttpSettings(base_url=url, auth=BearerAuth(TOKEN),
                                          concurrency=concurrency))
 
@@ -109,3 +111,24 @@ def test_the_partition_read_next_is_fetched_while_the_current_one_is_read(
 
 def _rows(item: Any) -> list[dict[str, Any]]:
     return item.to_pylist() if isinstance(item, pa.RecordBatch) else [item]
+
+
+def test_a_partition_holds_four_windows_per_request_its_task_keeps_in_flight() -> None:
+    assert default_windows_per_partition(32, 2) == 64  # 16 in flight per task
+    assert default_windows_per_partition(10, 2) == 20
+    assert default_windows_per_partition(1, 2) == 10  # never fewer than 10
+    stream = surveys("http://127.0.0.1:9", concurrency=8, windows_per_partition=None,
+                     end_date=iso(BASE_EPOCH + 100 * 86_400))
+    plan = stream.plan(None, PlanContext(parallel_tasks=2))
+    # 4 in flight per task: 16 one-day windows a partition.
+    assert [p.params["end"] - p.params["start"] for p in plan] == [16 * 86_400] * 6 + [4 * 86_400]
+
+
+def test_no_more_tasks_are_planned_than_requests_in_flight() -> None:
+    # Each task keeps at least one request in flight: with concurrency 1, one task
+    # reads at a time, so the sync as a whole has one request in flight.
+    stream = surveys("http://127.0.0.1:9", concurrency=1)
+    assert {p.params["tasks"] for p in stream.plan(None, PlanContext(parallel_tasks=4))} == {1}
+    assert stream.max_concurrent_tasks == 1
+    wide = surveys("http://127.0.0.1:9", concurrency=16)
+    assert {p.params["tasks"] for p in wide.plan(None, PlanContext(parallel_tasks=4))} == {4}
