@@ -101,7 +101,10 @@ def main() -> None:
             calls_before += len(arrivals)
             pages = len(arrivals)
             reading = max(arrivals) - min(arrivals) + args.latency
-            in_flight = max(concurrency // tasks, 1) * tasks
+            # The HTTP stream's rule: no more tasks at once than requests in flight,
+            # each task an equal share of them.
+            tasks_at_once = min(tasks, concurrency)
+            in_flight = concurrency // tasks_at_once * tasks_at_once
             ideal = concurrency / args.latency
             read_rate, sync_rate = pages / reading, pages / elapsed
             rows.append([concurrency, in_flight, pages, f"{ideal:.0f}", f"{reading:.1f}",

@@ -473,7 +473,8 @@ class _StreamRunner:
             return
         overwrite_first = (self.plan.stream.destination_sync_mode == "overwrite"
                            and todo[0].index == self.plan.checkpoints[0].index)
-        slots = stream_slots(stream, _parallelism(self.spark))
+        parallelism = _parallelism(self.spark)
+        slots = stream_slots(stream, parallelism)
         if overwrite_first and self.file_writer is None:
             # Spark's writer commits inside its job: the overwrite runs alone, first.
             self._slots = slot_shares([[todo[0]]], slots)
@@ -486,9 +487,11 @@ class _StreamRunner:
             lanes.setdefault(checkpoint.lane, []).append(checkpoint)
         self._slots = slot_shares(list(lanes.values()), slots)
         if not self._failed.is_set() and lanes:
-            # No more lanes at once than slots: a stream capping its tasks gets its
-            # lanes one after the other (the overwrite's lane, listed first, first).
-            with ThreadPoolExecutor(max_workers=min(len(lanes), slots),
+            # Spark runs no more tasks at once than its slots, whatever the lanes; a
+            # stream capping its tasks below that runs no more lanes at once than its
+            # cap (the overwrite's lane, listed first, first).
+            at_once = len(lanes) if slots >= parallelism else min(len(lanes), slots)
+            with ThreadPoolExecutor(max_workers=at_once,
                                     thread_name_prefix=f"hw-{self.name}") as pool:
                 list(pool.map(lambda cps: self._run_lane(stream, cps), lanes.values()))
         if incremental and self.moves_state:
