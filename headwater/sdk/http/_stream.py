@@ -111,8 +111,8 @@ def default_windows_per_partition(concurrency: int, tasks: int) -> int:
     A task fetches a partition's windows side by side, so a partition of fewer
     windows than its task's share of ``concurrency`` cannot fill it, and many short
     partitions make many short checkpoints, each paying Spark's job and task
-    start-up and a commit (``bench/http_source_pages.py``: 0.55 of the ideal
-    rate at 32 in flight with 10 windows a partition, 0.85 with 64).  Four rounds
+    start-up and a commit (``bench/http_source_pages.py``: about 0.5 of the ideal
+    rate at 32 in flight with 10 windows a partition, 0.82-0.86 with 64).  Four rounds
     of requests a partition leave its last windows, which finish unevenly, a small
     part of it, and the next partition is fetched meanwhile (``reads_next``).
     """
