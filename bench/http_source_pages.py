@@ -29,6 +29,7 @@ from bench._common import header, load_line, scratch_dir, table
 from headwater.config import load_connection
 from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark
 from headwater.metadata_store import MetadataStore
+from headwater.sdk.http._client import in_flight_per_task
 from tests.api_server import BASE_EPOCH, TOKEN, iso
 
 RECORDS_PER_PAGE = 100
@@ -104,7 +105,7 @@ def main() -> None:
             # The HTTP stream's rule: no more tasks at once than requests in flight,
             # each task an equal share of them.
             tasks_at_once = min(tasks, concurrency)
-            in_flight = concurrency // tasks_at_once * tasks_at_once
+            in_flight = in_flight_per_task(concurrency, tasks_at_once) * tasks_at_once
             ideal = concurrency / args.latency
             read_rate, sync_rate = pages / reading, pages / elapsed
             rows.append([concurrency, in_flight, pages, f"{ideal:.0f}", f"{reading:.1f}",

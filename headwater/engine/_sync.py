@@ -627,8 +627,7 @@ class _StreamRunner:
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
-        tasks = task_count(stream, count,
-                           self._slots.get(checkpoint.index) or _parallelism(self.spark))
+        tasks = task_count(stream, count, self._slots[checkpoint.index])
         positions = self.spark.range(0, count, 1, numPartitions=tasks)
         task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
                          collector.sink if collector else None)

@@ -49,7 +49,7 @@ from headwater.sdk.http._rate_limit import CallBudget, CallGate
 
 T = TypeVar("T")
 
-__all__ = ["HttpClient", "HttpSettings", "NotFoundError", "Page"]
+__all__ = ["HttpClient", "HttpSettings", "NotFoundError", "Page", "in_flight_per_task"]
 
 #: The longest ``Retry-After`` honoured; a longer one fails the call (and the partition).
 MAX_RETRY_AFTER_S = 600.0
@@ -142,6 +142,13 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def in_flight_per_task(concurrency: int, tasks: int) -> int:
+    """Requests one of ``tasks`` tasks reading at once keeps in flight: an equal share
+    of ``concurrency``, at least one (so a stream never plans more tasks than
+    ``concurrency``: :attr:`HttpStream.max_concurrent_tasks`)."""
+    return max(concurrency // max(tasks, 1), 1)
+
+
 class HttpClient:
     """A client for one task, usable from any thread: use it as a context manager.
 
@@ -152,7 +159,7 @@ class HttpClient:
 
     def __init__(self, settings: HttpSettings, *, tasks: int = 1, name: str = "client") -> None:
         self.settings = settings
-        per_task = max(settings.concurrency // max(tasks, 1), 1)
+        per_task = in_flight_per_task(settings.concurrency, tasks)
         self.concurrency = per_task
         self.gate = CallGate(settings.budgets, tasks=tasks, redis_url=settings.redis_url,
                              timeout_s=settings.timeout_s)

@@ -46,7 +46,12 @@ from headwater.sdk._state_converters import (
     StateConverter,
 )
 from headwater.sdk._stream import Stream
-from headwater.sdk.http._client import HttpClient, HttpSettings, NotFoundError
+from headwater.sdk.http._client import (
+    HttpClient,
+    HttpSettings,
+    NotFoundError,
+    in_flight_per_task,
+)
 from headwater.sdk.http._paginators import NoPagination, Paginator
 from headwater.sdk.http._rate_limit import split_share
 from headwater.sdk.http._records import records_batch
@@ -116,8 +121,7 @@ def default_windows_per_partition(concurrency: int, tasks: int) -> int:
     of requests a partition leave its last windows, which finish unevenly, a small
     part of it, and the next partition is fetched meanwhile (``reads_next``).
     """
-    per_task = max(concurrency // max(tasks, 1), 1)
-    return max(10, WINDOWS_PER_REQUEST_IN_FLIGHT * per_task)
+    return max(10, WINDOWS_PER_REQUEST_IN_FLIGHT * in_flight_per_task(concurrency, tasks))
 
 
 def _converter(fmt: CursorFormat) -> StateConverter:
@@ -201,8 +205,8 @@ class HttpStream(Stream):
         return self.plan(state, PlanContext())
 
     def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
-        # No more tasks than requests in flight (the engine runs no more at once).
-        tasks = max(min(context.parallel_tasks, self.settings.concurrency), 1)
+        # No more tasks than the engine runs at once for this stream.
+        tasks = max(min(context.parallel_tasks, self.max_concurrent_tasks), 1)
         if not self.settings.redis_url:
             for budget in self.settings.budgets:
                 split_share(budget, tasks)  # a budget too small to split fails here, not later
