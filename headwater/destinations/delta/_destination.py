@@ -13,7 +13,8 @@ Sync modes:
   previous one stays readable by time travel).
 * ``append``: every checkpoint appends.
 * ``append_dedup``: every checkpoint is MERGEd on the primary key; the row with
-  the latest cursor wins (ties: the later checkpoint, then the later record).
+  the latest cursor wins (ties: the later checkpoint, then the later partition,
+  then the later record).
 
 Two ways to write (``writer`` in the config):
 
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -252,7 +253,8 @@ class DeltaDestination(Destination):
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         try:
             if mode == "append_dedup":
-                counts = self._merge(spark, plan, rows, marker, location)
+                counts = self._merge(spark, plan, rows, marker, location,
+                                     [p.id for p in checkpoint.partitions])
             else:
                 write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
                 counts = _write(rows, marker, location, write_mode)
@@ -294,8 +296,14 @@ class DeltaDestination(Destination):
         return _committed(spark, location, marker, counts)
 
     def _merge(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
-               marker: CommitMarker, location: str) -> Mapping[str, Any]:
-        """MERGE one checkpoint on the primary key; return its row and reject counts."""
+               marker: CommitMarker, location: str,
+               partition_order: Sequence[str]) -> Mapping[str, Any]:
+        """MERGE one checkpoint on the primary key; return its row and reject counts.
+
+        ``partition_order`` is the checkpoint's partition ids in plan order: of two
+        rows of one key with the same cursor, the one from the later partition wins,
+        then the later record of that partition (:func:`_latest_first`).
+        """
         from pyspark.sql import Window
         from pyspark.sql import functions as F
 
@@ -307,8 +315,8 @@ class DeltaDestination(Destination):
         # Counted on the materialised batch rather than observed: Spark Connect does
         # not report metrics observed on a plan that is local-checkpointed.
         counted = staged.agg(*_counts()).first()
-        order = ([F.col(cursor).desc_nulls_last()] if cursor else []) + [
-            F.col("_hw_checkpoint").desc(), F.col("_hw_raw_id").desc()]
+        order = ([F.col(cursor).desc_nulls_last()] if cursor else []) + _latest_first(
+            partition_order)
         latest = (
             staged.withColumn("_hw_rank", F.row_number().over(
                 Window.partitionBy(*[F.col(k) for k in keys]).orderBy(*order)))
@@ -334,6 +342,22 @@ class DeltaDestination(Destination):
                 spark.conf.unset(_TXN_VERSION_CONF)
                 spark.conf.unset(_USER_METADATA_CONF)
         return counted.asDict() if counted is not None else {"rows": 0, "rejected": 0}
+
+
+def _latest_first(partition_order: Sequence[str]) -> list[Column]:
+    """The tie rule's order, latest first: checkpoint, partition in the plan, record number.
+
+    ``_hw_raw_id`` is ``<partition digest>-<record number>``: neither part orders
+    as text (the digest is a hash, and "9" sorts after "11"), so the partition's
+    place comes from the plan and the record number is compared as a number.
+    """
+    from pyspark.sql import functions as F
+
+    place = F.create_map(*[F.lit(x) for i, pid in enumerate(partition_order)
+                           for x in (pid, i)]) if partition_order else None
+    record = F.substring_index(F.col("_hw_raw_id"), "-", -1).cast("bigint")
+    position = [place[F.col("_hw_partition_id")].desc_nulls_first()] if place is not None else []
+    return [F.col("_hw_checkpoint").desc(), *position, record.desc()]
 
 
 def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
