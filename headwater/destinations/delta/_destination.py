@@ -70,8 +70,10 @@ if TYPE_CHECKING:
 
 #: MERGE takes its idempotency keys and commit tag from *session* confs, which
 #: every thread of this process shares; this lock keeps one MERGE's confs from
-#: leaking into another's commit.
-_MERGE_CONF_LOCK = threading.Lock()
+#: leaking into another commit.  Every Spark commit without txn options of its own
+#: (a MERGE, a table's creation, ALTER TABLE) holds it; writes that pass
+#: ``txnAppId``/``userMetadata`` as options need not, as options win over confs.
+_SESSION_CONF_LOCK = threading.Lock()
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
@@ -163,24 +165,28 @@ class DeltaDestination(Destination):
                     self._prepared_stats_columns[folder] = listed_columns(
                         state.properties.get(STATS_PROPERTY))
                     return _table_types(data_schema, existing)
-            properties = table_properties(spark, location)
-            if properties is None:
-                spark_schema = from_arrow_schema(wanted)
-                spark.createDataFrame([], spark_schema).write.format("delta").mode(
-                    "append").option(STATS_PROPERTY, stats_columns(spark_schema)).save(location)
-                return data_schema
-            existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
-            missing = [f for f in from_arrow_schema(wanted) if f.name not in existing]
-            if missing:
-                columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}"
-                                    for f in missing)
-                spark.sql(f"ALTER TABLE {table_ref(location)} ADD COLUMNS ({columns})")
-                if STATS_PROPERTY in properties:
-                    listed = stats_columns(missing, already=properties[STATS_PROPERTY])
-                    if listed != properties[STATS_PROPERTY]:
-                        spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES "
-                                  f"('{STATS_PROPERTY}' = '{_sql_text(listed)}')")
-            return _table_types(data_schema, existing)
+            # Spark commits these without txn options of their own: a MERGE's session
+            # confs, set meanwhile by another stream, would ride along (see the lock).
+            with _SESSION_CONF_LOCK:
+                properties = table_properties(spark, location)
+                if properties is None:
+                    spark_schema = from_arrow_schema(wanted)
+                    spark.createDataFrame([], spark_schema).write.format("delta").mode(
+                        "append").option(STATS_PROPERTY, stats_columns(spark_schema)).save(
+                        location)
+                    return data_schema
+                existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
+                missing = [f for f in from_arrow_schema(wanted) if f.name not in existing]
+                if missing:
+                    columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}"
+                                        for f in missing)
+                    spark.sql(f"ALTER TABLE {table_ref(location)} ADD COLUMNS ({columns})")
+                    if STATS_PROPERTY in properties:
+                        listed = stats_columns(missing, already=properties[STATS_PROPERTY])
+                        if listed != properties[STATS_PROPERTY]:
+                            spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES "
+                                      f"('{STATS_PROPERTY}' = '{_sql_text(listed)}')")
+                return _table_types(data_schema, existing)
         except Exception as exc:
             raise _failed(f"cannot prepare Delta table at {location}", exc,
                           plan.stream.name) from exc
@@ -329,7 +335,7 @@ class DeltaDestination(Destination):
                      f"s._hw_checkpoint >= t._hw_checkpoint)")
         else:
             newer = "s._hw_checkpoint >= t._hw_checkpoint"
-        with _MERGE_CONF_LOCK:
+        with _SESSION_CONF_LOCK:
             spark.conf.set(_TXN_APP_CONF, marker.app_id)
             spark.conf.set(_TXN_VERSION_CONF, str(marker.version))
             spark.conf.set(_USER_METADATA_CONF, marker.tag)
