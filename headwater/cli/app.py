@@ -344,7 +344,8 @@ def runs_show(
                              document["streams"]))
         out.print(rows_table("checkpoints", ["stream", "index", "status", "partitions",
                                              "records_written", "records_rejected", "bytes",
-                                             "duration_s", "attempt", "delta_version"],
+                                             "duration_s", "attempt", "delta_version",
+                                             "writer", "writer_reason"],
                              checkpoints))
         out.print(rows_table("partitions", ["stream", "checkpoint", "partition", "records_read",
                                             "records_written", "records_rejected", "bytes",

@@ -646,6 +646,8 @@ class _StreamRunner:
             "duration_s": round(duration, 3),
             "delta_version": result.version,
             "already_committed": result.already_committed,
+            "writer": result.writer,
+            "writer_reason": result.writer_reason,
             "partitions": [p.id for p in checkpoint.partitions],
         }
         with self._lock:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from headwater.destinations.delta._files import WrittenFile
+from headwater.destinations.delta._table_features import TableProtocol
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -60,6 +61,8 @@ class TableState:
     #: The table's schema in Spark's JSON form (Delta's ``schemaString``).
     schema_json: dict[str, Any]
     properties: dict[str, str]
+    #: What the table asks of its writers (``_table_features`` decides who may write it).
+    protocol: TableProtocol
 
 
 def _load(folder: str) -> DeltaTable | None:
@@ -76,24 +79,39 @@ def _load(folder: str) -> DeltaTable | None:
 def table_state(folder: str) -> TableState | None:
     """The Delta table at ``folder``, or None when there is none."""
     table = _load(folder)
-    if table is None:
-        return None
-    configuration = table.metadata().configuration or {}
-    return TableState(schema_json=json.loads(table.schema().to_json()),
-                      properties={k: v for k, v in configuration.items() if v is not None})
+    return None if table is None else _state_of(table)
 
 
-def create_table(folder: str, schema: pa.Schema, properties: Mapping[str, str]) -> None:
+def _state_of(table: DeltaTable) -> TableState:
+    """The schema, configuration and protocol of ``table`` as loaded (no new read)."""
+    metadata = table.metadata()
+    configuration = metadata.configuration or {}
+    properties = {k: v for k, v in configuration.items() if v is not None}
+    schema_json = json.loads(table.schema().to_json())
+    versions = table.protocol()
+    protocol = TableProtocol(
+        min_reader_version=versions.min_reader_version,
+        min_writer_version=versions.min_writer_version,
+        reader_features=tuple(versions.reader_features or ()),
+        writer_features=tuple(versions.writer_features or ()),
+        properties=properties, schema_json=schema_json,
+        partition_columns=tuple(metadata.partition_columns or ()))
+    return TableState(schema_json=schema_json, properties=properties, protocol=protocol)
+
+
+def create_table(folder: str, schema: pa.Schema, properties: Mapping[str, str]) -> TableState:
     """Create an empty table (every column nullable, as Spark's writer makes them).
 
     Its log is checkpointed every :data:`CHECKPOINT_INTERVAL` commits unless
-    ``properties`` say otherwise.
+    ``properties`` say otherwise.  Returns the state of the table now in the
+    folder (another process's, when one created it first).
     """
     from deltalake import DeltaTable
 
     nullable = pa.schema([field.with_nullable(True) for field in schema])
     configuration = {CHECKPOINT_INTERVAL_PROPERTY: str(CHECKPOINT_INTERVAL), **properties}
-    DeltaTable.create(folder, schema=nullable, mode="ignore", configuration=configuration)
+    return _state_of(DeltaTable.create(folder, schema=nullable, mode="ignore",
+                                       configuration=configuration))
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,14 @@ Two ways to write (``writer`` in the config):
 * ``auto`` (the default): on classic Spark, ``append`` and ``overwrite`` tables in a
   local folder are written by the tasks themselves (pyarrow, ``_files.py``) and
   committed through delta-rs (``_delta_rs.py``), with the same ``txn`` pair and
-  tag; everything else goes through Spark's Delta writer.
+  tag, provided the table's protocol and metadata are on the task path's
+  allowlist (``_table_features.py``: no column mapping, constraints, generated
+  or identity columns, invariants, partitions, or features it does not know);
+  everything else goes through Spark's Delta writer.
 * ``spark``: always Spark's Delta writer.
+
+Every :class:`CommitResult` says which of the two committed it (``writer``:
+:data:`WRITER_TASKS` or :data:`WRITER_SPARK`) and why (``writer_reason``).
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,6 +66,7 @@ from headwater.destinations.delta._stats import (
     listed_columns,
     stats_columns,
 )
+from headwater.destinations.delta._table_features import task_path_refusal
 from headwater.errors import DestinationError
 from headwater.table_schema import META_FIELDS
 
@@ -77,6 +85,19 @@ _SESSION_CONF_LOCK = threading.Lock()
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+
+#: ``CommitResult.writer`` of a commit of files the tasks wrote, added through delta-rs.
+WRITER_TASKS = "tasks+delta-rs"
+#: ``CommitResult.writer`` of a commit Spark's Delta writer made (write, MERGE, replay).
+WRITER_SPARK = "spark"
+
+
+@dataclass(frozen=True)
+class _Choice:
+    """Who writes a stream's table: the tasks (into ``folder``) or, when None, Spark; and why."""
+
+    folder: str | None
+    reason: str
 
 
 class DeltaDestination(Destination):
@@ -118,25 +139,58 @@ class DeltaDestination(Destination):
         #: ``file_writer`` call that follows it to take (once) instead of loading the
         #: table's log again.  Each stream's thread reads and writes only its own folder.
         self._prepared_stats_columns: dict[str, list[str]] = {}
+        #: The writer ``prepare`` (or ``file_writer``) chose, per stream, for the commits
+        #: to report.  Each stream's thread reads and writes only its own stream's entry.
+        self._choices: dict[str, _Choice] = {}
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
 
-    def _files_folder(self, spark: SparkSession, plan: StreamPlan) -> str | None:
-        """The local folder tasks write this stream's files into, or None: Spark writes."""
+    def _files_folder(self, spark: SparkSession, plan: StreamPlan) -> _Choice:
+        """The local folder tasks may write this stream's files into, before the table is read.
+
+        ``folder`` None: Spark writes, for the reason given, whatever the table.
+        """
         if self.config.get("writer", "auto") != "auto":
-            return None
+            return _Choice(None, "writer: spark in the destination's config")
         if plan.stream.destination_sync_mode not in ("append", "overwrite"):
-            return None  # MERGE is Spark's
-        return _driver_folder(spark, self.table_location(plan.stream.name))
+            return _Choice(None, "append_dedup commits through MERGE")
+        location = self.table_location(plan.stream.name)
+        if local_folder(location) is None:
+            return _Choice(None, "object store path (the task path writes local folders only)")
+        folder = _driver_folder(spark, location)
+        if folder is None:
+            return _Choice(None, "Spark Connect (the driver's filesystem is the server's)")
+        return _Choice(folder, "")
+
+    def _choose(self, plan: StreamPlan, folder: str, state: _delta_rs.TableState | None,
+                ) -> _Choice:
+        """The writer of the table in ``folder`` as ``state`` describes it; remembered."""
+        refusal = None if state is None else task_path_refusal(state.protocol)
+        choice = (_Choice(folder, f"local folder, {plan.stream.destination_sync_mode}, table "
+                                  f"protocol {state.protocol.versions if state else '(new)'} "
+                                  "on the task path's allowlist")
+                  if refusal is None else _Choice(None, refusal))
+        self._choices[plan.stream.name] = choice
+        return choice
 
     def file_writer(self, spark: SparkSession, plan: StreamPlan) -> ParquetFiles | None:
-        folder = self._files_folder(spark, plan)
+        choice = self._choices.get(plan.stream.name)
+        if choice is None:  # prepare did not run here
+            choice = self._files_folder(spark, plan)
+            self._choices[plan.stream.name] = choice
+        folder = choice.folder
         if folder is None:
             return None
         listed = self._prepared_stats_columns.pop(folder, None)
         if listed is None:  # prepare did not run here, or changed the table through Spark
-            state = _delta_rs.table_state(folder)
+            try:
+                state = _delta_rs.table_state(folder)
+            except Exception as exc:
+                self._choices[plan.stream.name] = _unreadable(exc)
+                return None
+            if self._choose(plan, folder, state).folder is None:
+                return None
             listed = listed_columns(state.properties.get(STATS_PROPERTY) if state else None)
         return ParquetFiles(folder=folder, stats_columns=listed or list(STATS_META_COLUMNS))
 
@@ -148,18 +202,30 @@ class DeltaDestination(Destination):
 
         location = self.table_location(plan.stream.name)
         wanted = pa.schema(META_FIELDS + list(data_schema))
-        folder = self._files_folder(spark, plan)
+        self._choices[plan.stream.name] = choice = self._files_folder(spark, plan)
+        folder = choice.folder
         try:
+            state = None
             if folder is not None:
                 self._prepared_stats_columns.pop(folder, None)
-                state = _delta_rs.table_state(folder)
-                if state is None:
-                    # No Spark job and no Delta-Spark code for a table the tasks will
-                    # write: in a new JVM that alone was seconds of class loading.
-                    listed = stats_columns(from_arrow_schema(wanted))
-                    _delta_rs.create_table(folder, wanted, {STATS_PROPERTY: listed})
+                try:
+                    state = _delta_rs.table_state(folder)
+                except Exception as exc:  # a log delta-rs cannot read is Spark's to write
+                    self._choices[plan.stream.name] = _unreadable(exc)
+                    folder = None
+            if folder is not None and state is None:
+                # No Spark job and no Delta-Spark code for a table the tasks will
+                # write: in a new JVM that alone was seconds of class loading.
+                listed = stats_columns(from_arrow_schema(wanted))
+                created = _delta_rs.create_table(folder, wanted, {STATS_PROPERTY: listed})
+                # Read from the table, not assumed: the one now in the folder must qualify.
+                if self._choose(plan, folder, created).folder is not None:
                     self._prepared_stats_columns[folder] = listed_columns(listed)
-                    return data_schema
+                return data_schema
+            # A table off the task path's allowlist is evolved by Spark (below): on a
+            # column-mapped table only Spark's ALTER TABLE gives new columns physical names.
+            if folder is not None and self._choose(plan, folder, state).folder is not None:
+                assert state is not None
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
                 if all(f.name in existing for f in wanted):
                     self._prepared_stats_columns[folder] = listed_columns(
@@ -203,14 +269,15 @@ class DeltaDestination(Destination):
         found = _tagged_commit(spark, location, marker)
         if found is None:
             return None
-        version, metrics, tag = found
+        version, metrics, tag, engine = found
         counts = tagged_counts(tag)
         rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows")
                    or counts.get("rows") or 0)
         return CommitResult(rows=rows, rejected=counts.get("rejected", 0),
                             bytes=_bytes_written(metrics) or counts.get("bytes", 0),
                             version=version, already_committed=True,
-                            partition_states=tagged_partition_states(tag))
+                            partition_states=tagged_partition_states(tag),
+                            writer=_writer_of(engine), writer_reason=_EARLIER_ATTEMPT)
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                      files: DataFrame, marker: CommitMarker, *,
@@ -241,8 +308,11 @@ class DeltaDestination(Destination):
             raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
                           exc, marker.stream) from exc
         if committed.made:
+            choice = self._choices.get(plan.stream.name)
             return CommitResult(rows=rows, rejected=rejected, bytes=size,
-                                version=committed.version)
+                                version=committed.version, writer=WRITER_TASKS,
+                                writer_reason=choice.reason if choice and choice.folder
+                                else "task path")
         # An earlier attempt committed this checkpoint; as with Spark's writer, this one
         # is skipped, and the files it just wrote stay out of the table.  That commit's
         # version and tag are in the history.
@@ -250,7 +320,9 @@ class DeltaDestination(Destination):
         return CommitResult(rows=rows, rejected=rejected, bytes=size,
                             version=found[0] if found is not None else None,
                             already_committed=True,
-                            partition_states=tagged_partition_states(found[2]) if found else {})
+                            partition_states=tagged_partition_states(found[2]) if found else {},
+                            writer=_writer_of(found[3]) if found else None,
+                            writer_reason=_EARLIER_ATTEMPT)
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -267,7 +339,17 @@ class DeltaDestination(Destination):
         except Exception as exc:
             raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
                           exc, marker.stream) from exc
-        return _committed(spark, location, marker, counts)
+        return replace(_committed(spark, location, marker, counts),
+                       writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
+
+    def _spark_reason(self, plan: StreamPlan) -> str:
+        """Why Spark's writer, not the tasks, commits this stream's checkpoints."""
+        if plan.stream.destination_sync_mode == "append_dedup":
+            return "append_dedup commits through MERGE"
+        choice = self._choices.get(plan.stream.name)
+        if choice is not None and choice.folder is None:
+            return choice.reason
+        return "the engine handed the rows to Spark's writer"
 
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                     rows: DataFrame, marker: CommitMarker, *,
@@ -299,7 +381,8 @@ class DeltaDestination(Destination):
         except Exception as exc:
             raise _failed(f"replacing the rows of run {replaced_run_id} in {location} failed",
                           exc, marker.stream) from exc
-        return _committed(spark, location, marker, counts)
+        return replace(_committed(spark, location, marker, counts), writer=WRITER_SPARK,
+                       writer_reason="a replay replaces the run's rows through Spark")
 
     def _merge(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
                marker: CommitMarker, location: str,
@@ -406,8 +489,8 @@ def _counts() -> list[Column]:
 
 def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
                    within_latest: int | None = None,
-                   ) -> tuple[int, Mapping[str, str], str] | None:
-    """The version, operation metrics and tag of the commit of ``marker``'s checkpoint.
+                   ) -> tuple[int, Mapping[str, str], str, str] | None:
+    """The version, operation metrics, tag and ``engineInfo`` of ``marker``'s checkpoint's commit.
 
     Matched on the tag's run, stream and checkpoint rather than on the whole
     text: a tag may also carry the partition states the commit released.
@@ -426,11 +509,12 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
     found = (history(spark, location, within_latest)
              .where((tagged("run_id") == marker.run_id) & (tagged("stream") == marker.stream)
                     & (tagged("checkpoint") == str(marker.checkpoint_index)))
-             .select("version", "operationMetrics", "userMetadata").limit(1).collect())
+             .select("version", "operationMetrics", "userMetadata", "engineInfo")
+             .limit(1).collect())
     if not found:
         return None
     return (int(found[0]["version"]), found[0]["operationMetrics"] or {},
-            found[0]["userMetadata"])
+            found[0]["userMetadata"], found[0]["engineInfo"] or "")
 
 
 def _driver_folder(spark: SparkSession, location: str) -> str | None:
@@ -447,7 +531,7 @@ def _driver_folder(spark: SparkSession, location: str) -> str | None:
 
 
 def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker,
-               ) -> tuple[int, Mapping[str, str], str] | None:
+               ) -> tuple[int, Mapping[str, str], str, str] | None:
     """:func:`_tagged_commit` over commits delta-rs read from the log, newest first."""
     for commit in commits:
         tag = commit.get("userMetadata")
@@ -461,8 +545,28 @@ def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker,
                 and str(ours.get("checkpoint")) == str(marker.checkpoint_index)):
             metrics = commit.get("operationMetrics") or {}
             return (int(commit["version"]), {k: str(v) for k, v in metrics.items()},
-                    str(tag))
+                    str(tag), str(commit.get("engineInfo") or ""))
     return None
+
+
+#: ``writer_reason`` of a checkpoint whose commit an earlier attempt made.
+_EARLIER_ATTEMPT = "committed by an earlier attempt (found in the table's history)"
+
+
+def _writer_of(engine_info: str) -> str | None:
+    """The writer named by a commit's ``engineInfo`` (delta-rs or Spark), None if neither."""
+    if engine_info.startswith("delta-rs"):
+        return WRITER_TASKS
+    if engine_info.startswith("Apache-Spark"):
+        return WRITER_SPARK
+    return None
+
+
+def _unreadable(exc: BaseException) -> _Choice:
+    """Spark writes a table whose log delta-rs cannot load (its error, first line)."""
+    first_line = (str(exc).strip().splitlines() or [""])[0]
+    return _Choice(None, f"delta-rs cannot read the table's log ({type(exc).__name__}: "
+                         f"{first_line})")
 
 
 def _table_types(data_schema: pa.Schema, existing: Mapping[str, StructField]) -> pa.Schema:
@@ -493,7 +597,27 @@ def _failed(what: str, exc: BaseException, stream: str) -> DestinationError:
     """``what``, then the Spark error's type and first line (its JVM stack trace stays out)."""
     text = str(exc).strip()
     first_line = text.splitlines()[0] if text else ""
+    cause = _jvm_root_cause(exc)
+    if cause:  # py4j's own first line only names the call ("... calling o728.save.")
+        first_line = f"{first_line} {cause}".strip()
     return DestinationError(f"{what}: {type(exc).__name__}: {first_line}", stream=stream)
+
+
+def _jvm_root_cause(exc: BaseException) -> str:
+    """The first line of the innermost JVM exception behind a py4j error ("" if none).
+
+    A write Spark's writer refuses (a CHECK constraint, say) fails inside a job, and
+    the reason is the cause of the cause of the error the driver's call raised.
+    """
+    java = getattr(exc, "java_exception", None)
+    if java is None:
+        return ""
+    try:
+        while java.getCause() is not None:
+            java = java.getCause()
+        return (str(java.toString()).strip().splitlines() or [""])[0]
+    except Exception:  # the JVM is gone, or the object is not a Throwable
+        return ""
 
 
 __all__ = ["DeltaDestination"]
