@@ -298,6 +298,44 @@ def test_incremental_append_without_usable_keys_holds_back_the_top_value(
     assert sum(bursts_landed.values()) == 99 + 3 + 4
 
 
+def test_incremental_state_without_boundary_keys_still_syncs(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    # State written before the keys were kept: append_dedup re-reads the top value as it
+    # always did; append does not read it again, so nothing lands twice.
+    execute(postgres_server, database, """
+        CREATE TABLE plain (id bigint PRIMARY KEY, n bigint NOT NULL);
+        CREATE TABLE deduped (id bigint PRIMARY KEY, n bigint NOT NULL);
+        INSERT INTO plain SELECT g, g / 10 FROM generate_series(1, 99) g;
+        INSERT INTO deduped SELECT g, g / 10 FROM generate_series(1, 99) g;
+    """)
+    streams = [{"name": "plain", "sync_mode": "incremental", "destination_sync_mode": "append",
+                "cursor_field": "n"},
+               {"name": "deduped", "sync_mode": "incremental",
+                "destination_sync_mode": "append_dedup", "cursor_field": "n",
+                "primary_key": ["id"]}]
+    path = write_connection(tmp_path, postgres_server, database, streams,
+                            cursor_fields={"plain": "n", "deduped": "n"})
+    sync(path)
+    connection = load_connection(path)
+    store = MetadataStore(connection.metadata_store or "")
+    for name in ("plain", "deduped"):
+        state = store.get_state("pg", name)
+        assert state is not None and state["boundary"] == [
+            {"end": 10, "keys": [f"[{i}]" for i in sorted(range(90, 100), key=str)]}]
+        del state["boundary"]
+        store.save_state("pg", name, state, run_id=None, checkpoint_index=None)
+    execute(postgres_server, database, """
+        INSERT INTO plain SELECT g, 10 + g % 3 FROM generate_series(100, 120) g;
+        INSERT INTO deduped SELECT g, 10 + g % 3 FROM generate_series(100, 120) g;
+    """)
+    read = {s.name: s.records_read for s in sync(path).streams}
+    assert read == {"plain": 21, "deduped": 21 + 10}  # dedup: the 10 rows at n = 9 again
+    for name in ("plain", "deduped"):
+        ids = landed(spark, tmp_path, name, ["id"])
+        assert ids == source_rows(postgres_server, database, f"SELECT id FROM {name}")
+        assert set(ids.values()) == {1}
+
+
 # --------------------------------------------------------------------------- CDC
 
 
