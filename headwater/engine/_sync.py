@@ -288,8 +288,10 @@ class SyncEngine:
             stream = self.source.stream(configured.name)
             state = self.store.get_state(conn.name, configured.name) if configured.incremental \
                 else None
-            stream_plans.append(self.stream_plan(configured, stream.plan(state, context), state,
-                                                 per_checkpoint=per_checkpoint,
+            stream_context = replace(
+                context, destination_sync_mode=configured.destination_sync_mode)
+            stream_plans.append(self.stream_plan(configured, stream.plan(state, stream_context),
+                                                 state, per_checkpoint=per_checkpoint,
                                                  allocate=allocate))
         return RunPlan(connection=conn.name, streams=tuple(stream_plans))
 

@@ -59,7 +59,12 @@ class PlanContext:
 
     ``parallel_tasks`` is the number of tasks that run at once across the
     cluster (Spark's default parallelism: every executor core).
+    ``destination_sync_mode`` is how the stream's rows land (``append``,
+    ``append_dedup``, ``overwrite``; ``None`` when unknown): a source whose
+    incremental reads may return a row again relies on ``append_dedup`` to
+    collapse it, and must plan differently under plain ``append``.
     """
 
     parallel_tasks: int = 1
     read_fields: FieldReader = read_fields_locally
+    destination_sync_mode: str | None = None

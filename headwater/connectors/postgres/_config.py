@@ -53,6 +53,11 @@ class PostgresConfig(BaseModel):
         500_000, description="About how many rows one partition reads.")
     max_partitions: Annotated[int, Field(ge=1)] = Field(
         64, description="Upper bound of partitions per stream and sync.")
+    boundary_keys_limit: Annotated[int, Field(ge=0)] = Field(
+        10_000, description="Most primary keys an incremental stream keeps in its state for "
+        "the rows at the top cursor value, so the next sync reads only the rows new at that "
+        "value (exactly once under append). More rows than this at the top value: an append "
+        "leaves that value to a later sync.")
     replication_method: Literal["standard", "cdc"] = Field(
         "standard", description="standard: full refresh or a cursor column; cdc: logical "
         "replication (pgoutput), every table with a primary key.")

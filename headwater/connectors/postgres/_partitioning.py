@@ -17,31 +17,49 @@ when the values are skewed.  The **tie rule** (README, "PostgreSQL source"):
 * the plan reads up to ``until = M + 1 unit``, where ``M`` is the largest cursor
   value visible when planning (1 unit: 1 for integers, 1 microsecond for
   timestamps, PostgreSQL's resolution), so every row visible with cursor
-  ``<= M`` is read;
+  ``< M`` is read, and the rows at ``M`` whose primary keys the plan listed
+  (:mod:`._boundary`: they become the state's boundary keys);
 * a sync also reads ``[M_prev, M_prev + 1 unit)`` again, the last value the
-  previous sync covered: rows with that value committed after the previous
-  sync planned are not lost, and the rows it already read come again and are
-  removed by ``append_dedup`` (same primary key, same cursor: one row).
+  previous sync covered, leaving out the keys it read there: rows with that
+  value committed after the previous sync planned are read, each once.
 
-Within one sync windows never overlap, so a row is read once; across syncs
-only the rows equal to the previous high value are read twice.  A row is lost
-only if it commits later with a cursor value *below* the previous high value,
-which breaks the contract of a cursor column (it must only grow).
+Within one sync windows never overlap, so a row is read once; across syncs the
+boundary keys keep the re-read from reading a row twice, so even plain
+``append`` lands each row once.  A row is lost only if it commits later with a
+cursor value *below* the previous top value, which breaks the contract of a
+cursor column (it must only grow).
+
+Without the keys (a table with no primary key, or more than
+``boundary_keys_limit`` rows at ``M``) an ``append`` plan stops short: it reads
+up to ``M`` only and leaves the rows at ``M`` to a later sync, which reads them
+whole, once; other modes read up to ``M + 1`` and re-read all of ``[M, M + 1)``
+next time, for ``append_dedup`` to collapse.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from headwater.connectors.postgres._boundary import (
+    SEEN_AT,
+    SEEN_KEYS,
+    TOP_AT,
+    TOP_KEYS,
+    BoundaryCursor,
+    key_expression,
+)
 from headwater.connectors.postgres._catalog import TableInfo
-from headwater.sdk import ConcurrentCursor, StateConverter
+from headwater.sdk import StateConverter
 
 __all__ = ["cursor_windows", "key_ranges", "typed_value"]
+
+log = logging.getLogger(__name__)
 
 
 def _relation(table: TableInfo) -> sql.Composable:
@@ -79,11 +97,17 @@ def key_ranges(conn: psycopg.Connection[Any], table: TableInfo, column: str | No
 
 
 def cursor_windows(conn: psycopg.Connection[Any], table: TableInfo, column: str,
-                   cursor_type: str, cursor: ConcurrentCursor,
-                   rows_per_partition: int, max_partitions: int) -> list[tuple[Any, Any]]:
-    """Half-open cursor windows (stored form) covering the gaps and the tie re-read.
+                   cursor_type: str, cursor: BoundaryCursor,
+                   rows_per_partition: int, max_partitions: int, *, keys_limit: int,
+                   exact_append: bool, stream: str) -> list[dict[str, Any]]:
+    """Params of the cursor windows (stored form) covering the gaps and the tie re-read.
 
     ``cursor_type`` is the column's type name (``int8``, ``timestamptz``, ...).
+    Each is ``{"start", "end"}``, plus the boundary params of :mod:`._boundary`
+    on the window holding the top value and on each window re-reading an
+    earlier one.  ``exact_append``: the rows land with plain ``append`` (no
+    MERGE to collapse a row read twice), so without boundary keys the plan
+    stops short of the top value rather than read it twice.
     """
     converter = cursor.converter
     ident = sql.Identifier(column)
@@ -92,22 +116,70 @@ def cursor_windows(conn: psycopg.Connection[Any], table: TableInfo, column: str,
     if row is None or row[0] is None:
         return []
     top = converter.parse_record_value(row[0])
-    until = converter.serialize(top + _unit(top, converter))
-    gaps = [list(g) for g in cursor.gaps(until)]
-    completed = cursor.completed_ranges()
-    if completed:
-        previous_end = converter.parse(completed[-1][1])
-        if previous_end <= converter.parse(until):
-            reread_start = converter.serialize(previous_end - _unit(previous_end, converter))
-            if gaps and converter.parse(gaps[-1][0]) == previous_end:
-                gaps[-1][0] = reread_start
-            else:
-                gaps.append([reread_start, completed[-1][1]])
-    windows: list[tuple[Any, Any]] = []
+    top_keys = _keys_at(conn, table, ident, cursor_type, converter.serialize(top), keys_limit)
+    hold_back = top_keys is None and exact_append
+    if hold_back:
+        why = ("has no primary key" if not table.primary_key
+               else f"has more than boundary_keys_limit ({keys_limit}) rows at it")
+        log.warning("stream %s: the top cursor value %s %s, so this append reads below it "
+                    "only; its rows are read, once, by a sync after a larger value appears "
+                    "(add a primary key, raise boundary_keys_limit, or use append_dedup to "
+                    "read them now)", stream, converter.serialize(top), why)
+    until = top if hold_back else top + _unit(top, converter)
+    gaps = [[converter.parse(lo), converter.parse(hi)]
+            for lo, hi in cursor.gaps(converter.serialize(until))]
+    seen: list[tuple[Any, list[str]]] = []
+    for stored_end, keys in cursor.tops():
+        end = converter.parse(stored_end)
+        if end > until:
+            continue  # the top value went down (rows deleted): nothing above it to read
+        value = end - _unit(end, converter)
+        if keys is None and exact_append:
+            log.warning("stream %s: the state does not say which rows at cursor value %s were "
+                        "read (written by an older Headwater, or under append_dedup), so this "
+                        "append does not read that value again; rows with it committed after "
+                        "the sync that read it planned are not read", stream,
+                        converter.serialize(value))
+            continue
+        if keys is not None:
+            if (end == until and top_keys is not None and value == top
+                    and set(top_keys) <= set(keys)):
+                continue  # still the top value and no new key at it: nothing to read
+            seen.append((value, keys))
+        following = next((g for g in gaps if g[0] == end), None)
+        if following is not None:
+            following[0] = value
+        else:
+            gaps.append([value, end])
+    gaps.sort(key=lambda g: g[0])
+    windows: list[dict[str, Any]] = []
     for low, high in gaps:
-        windows += _cut(conn, table, ident, cursor_type, converter, low, high, rows_per_partition,
-                        max_partitions)
+        for start, stop in _cut(conn, table, ident, cursor_type, converter,
+                                converter.serialize(low), converter.serialize(high),
+                                rows_per_partition, max_partitions):
+            params: dict[str, Any] = {"start": start, "end": stop}
+            a, b = converter.parse(start), converter.parse(stop)
+            for value, keys in seen:
+                if a <= value < b:
+                    params[SEEN_AT], params[SEEN_KEYS] = converter.serialize(value), keys
+            if not hold_back and a <= top < b:
+                params[TOP_AT], params[TOP_KEYS] = converter.serialize(top), top_keys
+            windows.append(params)
     return windows
+
+
+def _keys_at(conn: psycopg.Connection[Any], table: TableInfo, ident: sql.Identifier,
+             cursor_type: str, value: Any, limit: int) -> list[str] | None:
+    """The keys of the rows at cursor ``value``, or ``None`` (no primary key, over ``limit``)."""
+    if not table.primary_key:
+        return None
+    key = key_expression(table.primary_key)
+    rows = conn.execute(sql.SQL("SELECT {} FROM {} WHERE {} = {} ORDER BY 1 LIMIT %(n)s").format(
+        key, _relation(table), ident, typed_value(cursor_type, sql.Placeholder("v"))),
+        {"v": str(value), "n": limit + 1}).fetchall()
+    if len(rows) > limit:
+        return None
+    return [str(r[0]) for r in rows]
 
 
 def _unit(value: Any, converter: StateConverter) -> Any:

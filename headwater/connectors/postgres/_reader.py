@@ -17,12 +17,20 @@ consistent snapshot per partition, and a read can never write.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 from psycopg import sql
 
+from headwater.connectors.postgres._boundary import (
+    SEEN_AT,
+    SEEN_KEYS,
+    TOP_AT,
+    TOP_KEYS,
+    key_expression,
+)
 from headwater.connectors.postgres._catalog import TableInfo
 from headwater.connectors.postgres._partitioning import typed_value
 from headwater.connectors.postgres._types import SESSION_SETTINGS
@@ -43,7 +51,10 @@ def partition_query(table: TableInfo, bounds: Mapping[str, Any],
 
     ``bounds`` holds ``column``, ``lo``, ``hi`` (either may be ``None``:
     open-ended) and the column's ``type``; ``{}`` reads the whole table, and
-    ``null: true`` the rows whose column is NULL.
+    ``null: true`` the rows whose column is NULL.  A cursor window may add the
+    boundary params of :mod:`._boundary` with the table's ``key`` columns:
+    rows at ``top_at`` only with a key in ``top_keys``, rows at ``seen_at``
+    only with a key not in ``seen_keys`` (each list one JSON text setting).
     ``extra`` adds constant columns (change data capture's LSN and flag).
     """
     columns: list[sql.Composable] = [c.type.select(c.name) for c in table.columns]
@@ -64,9 +75,28 @@ def partition_query(table: TableInfo, bounds: Mapping[str, Any],
                 settings[key] = str(bounds[key])
                 conditions.append(sql.SQL("{} {} {}").format(
                     ident, sql.SQL(op), typed_value(kind, _setting(key))))
+        if not bounds.get("null"):
+            conditions += _key_conditions(bounds, ident, kind, settings)
     if conditions:
         query = sql.SQL("{} WHERE {}").format(query, sql.SQL(" AND ").join(conditions))
     return query.as_string(None), settings
+
+
+def _key_conditions(bounds: Mapping[str, Any], ident: sql.Identifier, kind: str,
+                    settings: dict[str, str]) -> list[sql.Composable]:
+    """The boundary-key filters of a cursor window (see :func:`partition_query`)."""
+    conditions: list[sql.Composable] = []
+    for at, keys, test in ((TOP_AT, TOP_KEYS, "IN"), (SEEN_AT, SEEN_KEYS, "NOT IN")):
+        if bounds.get(keys) is None or at not in bounds:
+            continue
+        settings[at] = str(bounds[at])
+        settings[keys] = json.dumps(list(bounds[keys]))
+        # A hashed subplan: the list is read once, each row at the value probes it.
+        conditions.append(sql.SQL(
+            "({} <> {} OR {} {} (SELECT jsonb_array_elements_text({}::jsonb)))").format(
+            ident, typed_value(kind, _setting(at)), key_expression(bounds["key"]),
+            sql.SQL(test), _setting(keys)))
+    return conditions
 
 
 def read_arrow(conninfo: str, query: str, settings: Mapping[str, str]) -> Iterator[pa.RecordBatch]:

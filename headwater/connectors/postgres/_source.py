@@ -30,6 +30,13 @@ from psycopg import sql
 from pydantic import ValidationError
 
 from headwater.connectors.postgres import _cdc
+from headwater.connectors.postgres._boundary import (
+    SEEN_AT,
+    SEEN_KEYS,
+    TOP_AT,
+    TOP_KEYS,
+    BoundaryCursor,
+)
 from headwater.connectors.postgres._catalog import TableInfo, discover_tables
 from headwater.connectors.postgres._config import PostgresConfig
 from headwater.connectors.postgres._errors import connect, explain
@@ -37,11 +44,11 @@ from headwater.connectors.postgres._partitioning import cursor_windows, key_rang
 from headwater.connectors.postgres._reader import partition_query, read_arrow
 from headwater.errors import ConfigError, ConnectorError, SpecValidationError
 from headwater.sdk import (
-    ConcurrentCursor,
     Cursor,
     IntegerStateConverter,
     IsoDateTimeStateConverter,
     Partition,
+    PlanContext,
     RecordOrBatch,
     Source,
     StateConverter,
@@ -110,11 +117,21 @@ class PostgresStream(Stream):
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
         if incremental and self._cdc:
             return _cdc.LsnCursor(state)
+        if incremental and self.state_converter is not None and self.cursor_field:
+            return BoundaryCursor(cursor_field=self.cursor_field, converter=self.state_converter,
+                                  state=state, start=self.cursor_start())
         return super().cursor(state, incremental)
 
     # ------------------------------------------------------------------ planning
 
+    def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
+        """Partitions, knowing whether rows land by plain ``append`` (see :mod:`._boundary`)."""
+        return self._plan(state, exact_append=context.destination_sync_mode == "append")
+
     def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
+        return self._plan(state, exact_append=False)
+
+    def _plan(self, state: Mapping[str, Any] | None, *, exact_append: bool) -> list[Partition]:
         settings = self._settings
         with connect(settings) as conn:
             if self._cdc and state is not None:
@@ -131,11 +148,13 @@ class PostgresStream(Stream):
                                     settings.rows_per_partition, settings.max_partitions)
                 return [self._partition({**p, **self._split_type(p)}) for p in ranges]
             cursor = self.cursor(state, incremental=True)
-            assert isinstance(cursor, ConcurrentCursor)
+            assert isinstance(cursor, BoundaryCursor)
             windows = cursor_windows(conn, self.table, self._cursor_column.name,
                                      self._cursor_column.type.pg_type, cursor,
-                                     settings.rows_per_partition, settings.max_partitions)
-        plan = [self._partition({"start": low, "end": high}) for low, high in windows]
+                                     settings.rows_per_partition, settings.max_partitions,
+                                     keys_limit=settings.boundary_keys_limit,
+                                     exact_append=exact_append, stream=self._name)
+        plan = [self._partition(params) for params in windows]
         if state is None:
             # Rows whose cursor is NULL: read by the first sync (and every full refresh)
             # only, in an empty window so the cursor's ranges do not move.
@@ -191,7 +210,10 @@ class PostgresStream(Stream):
                 low = None if params["start"] == self.cursor_start() else params["start"]
                 bounds = {"column": self._cursor_column.name, "lo": low, "hi": params["end"],
                           "type": self._cursor_column.type.pg_type,
-                          "null": bool(params.get("cursor_null"))}
+                          "null": bool(params.get("cursor_null")),
+                          "key": list(self.table.primary_key),
+                          **{k: params[k] for k in (TOP_AT, TOP_KEYS, SEEN_AT, SEEN_KEYS)
+                             if k in params}}
             extra, extra_values = _cdc.snapshot_columns(params["snapshot_lsn"]) \
                 if "snapshot_lsn" in params else (None, {})
             query, values = partition_query(self.table, bounds, extra)

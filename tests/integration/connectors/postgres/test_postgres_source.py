@@ -200,21 +200,140 @@ def test_incremental_ties_across_boundaries_and_dedup_after_updates(
         WHERE id % 100 = 7;
     """)
     second = sync(path)
-    # Read: the rows at the previous top value again (the tie rule), with the 30 rows
-    # that tie with them, the 400 new rows and the 12 updated ones; nothing below.
+    # Read: the 30 rows that tie with the previous top value (not the ones read there
+    # before: their keys are in the state), the 400 new rows and the 12 updated ones.
     (reread,) = execute(postgres_server, database, "SELECT count(*) FROM events "
                         "WHERE register_time >= '2024-01-01 00:11'")[0]
     assert reread == 100 - 4 + 30 + 400 + 12  # ids 107, 407, 707, 1007 moved up from 00:11
-    assert second.streams[0].records_read == reread
+    assert second.streams[0].records_read == reread - (100 - 4)
     assert landed(spark, tmp_path, "events", columns) == source_rows(postgres_server, database,
                                                                      query)
-    third = sync(path)  # nothing new: only the top value is read again
+    third = sync(path)  # nothing new: nothing is read, not even the top value's 17 rows
     (top,) = execute(postgres_server, database, "SELECT count(*) FROM events "
                      "WHERE register_time = (SELECT max(register_time) FROM events)")[0]
     assert top == 17  # every id ending in 07 was moved to 02:00
-    assert third.streams[0].records_read == top
+    assert third.streams[0].records_read == 0
     assert landed(spark, tmp_path, "events", columns) == source_rows(postgres_server, database,
                                                                      query)
+
+
+def test_incremental_append_lands_every_row_once_across_the_tie(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    # Plain append has no MERGE to collapse rows read twice: the rows at the previous
+    # top value must not be read again, only the ones that tie with them later.
+    execute(postgres_server, database, """
+        CREATE TABLE events (id bigint PRIMARY KEY, register_time timestamptz NOT NULL);
+        INSERT INTO events SELECT g, '2024-01-01'::timestamptz + (g % 12) * interval '1 min'
+        FROM generate_series(1, 1200) g;
+    """)
+    streams = [{"name": "events", "sync_mode": "incremental", "destination_sync_mode": "append",
+                "cursor_field": "register_time"}]
+    path = write_connection(tmp_path, postgres_server, database, streams,
+                            rows_per_partition=300, cursor_fields={"events": "register_time"})
+    query = "SELECT id FROM events"
+    first = sync(path)
+    assert first.streams[0].partitions >= 3
+    assert landed(spark, tmp_path, "events", ["id"]) == source_rows(postgres_server, database,
+                                                                    query)
+    # 30 rows tie with the top value read, 400 come after it.
+    execute(postgres_server, database, """
+        INSERT INTO events SELECT g, '2024-01-01'::timestamptz + 11 * interval '1 min'
+        FROM generate_series(5001, 5030) g;
+        INSERT INTO events SELECT g, '2024-01-01 01:00'::timestamptz + (g % 7) * interval '1 ms'
+        FROM generate_series(6001, 6400) g;
+    """)
+    second = sync(path)
+    assert landed(spark, tmp_path, "events", ["id"]) == source_rows(postgres_server, database,
+                                                                    query)
+    assert second.streams[0].records_read == 30 + 400
+    # More ties with the new top value, and nothing else: only they are read.
+    execute(postgres_server, database, """
+        INSERT INTO events SELECT g, '2024-01-01 01:00'::timestamptz + 6 * interval '1 ms'
+        FROM generate_series(7001, 7005) g;
+    """)
+    assert sync(path).streams[0].records_read == 5
+    assert sync(path).streams[0].records_read == 0  # nothing new: nothing read
+    ids = landed(spark, tmp_path, "events", ["id"])
+    assert ids == source_rows(postgres_server, database, query)
+    assert set(ids.values()) == {1}
+
+
+def test_incremental_append_without_usable_keys_holds_back_the_top_value(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    # No primary key (log_lines), or more rows at the top value than boundary_keys_limit
+    # (bursts): the keys that make the tie exact cannot be kept, so an append reads
+    # below the top value only and the next sync reads the top value once, whole.
+    execute(postgres_server, database, """
+        CREATE TABLE log_lines (line text, n bigint NOT NULL);
+        INSERT INTO log_lines SELECT 'line ' || g, g / 10 FROM generate_series(1, 99) g;
+        CREATE TABLE bursts (id bigint PRIMARY KEY, n bigint NOT NULL);
+        INSERT INTO bursts SELECT g, g / 10 FROM generate_series(1, 99) g;
+    """)
+    streams = [{"name": name, "sync_mode": "incremental", "destination_sync_mode": "append",
+                "cursor_field": "n"} for name in ("log_lines", "bursts")]
+    path = write_connection(tmp_path, postgres_server, database, streams,
+                            cursor_fields={"log_lines": "n", "bursts": "n"},
+                            boundary_keys_limit=5)
+    lines = "SELECT line FROM log_lines WHERE n < (SELECT max(n) FROM log_lines)"
+    bursts = "SELECT id FROM bursts WHERE n < (SELECT max(n) FROM bursts)"
+    sync(path)
+    assert landed(spark, tmp_path, "log_lines", ["line"]) == \
+        source_rows(postgres_server, database, lines)
+    assert landed(spark, tmp_path, "bursts", ["id"]) == source_rows(postgres_server, database,
+                                                                    bursts)
+    execute(postgres_server, database, """
+        INSERT INTO log_lines SELECT 'late ' || g, 9 FROM generate_series(1, 3) g;
+        INSERT INTO log_lines SELECT 'next ' || g, 10 + g % 2 FROM generate_series(1, 4) g;
+        INSERT INTO bursts SELECT g, 9 FROM generate_series(1001, 1003) g;
+        INSERT INTO bursts SELECT g, 10 + g % 2 FROM generate_series(2001, 2004) g;
+    """)
+    sync(path)
+    sync(path)  # nothing new: the top value stays held back
+    lines_landed = landed(spark, tmp_path, "log_lines", ["line"])
+    assert lines_landed == source_rows(postgres_server, database, lines)
+    assert set(lines_landed.values()) == {1}
+    # The new top value (11) has 2 rows, within the limit: bursts is read whole, once.
+    bursts_landed = landed(spark, tmp_path, "bursts", ["id"])
+    assert bursts_landed == source_rows(postgres_server, database, "SELECT id FROM bursts")
+    assert sum(bursts_landed.values()) == 99 + 3 + 4
+
+
+def test_incremental_state_without_boundary_keys_still_syncs(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    # State written before the keys were kept: append_dedup re-reads the top value as it
+    # always did; append does not read it again, so nothing lands twice.
+    execute(postgres_server, database, """
+        CREATE TABLE plain (id bigint PRIMARY KEY, n bigint NOT NULL);
+        CREATE TABLE deduped (id bigint PRIMARY KEY, n bigint NOT NULL);
+        INSERT INTO plain SELECT g, g / 10 FROM generate_series(1, 99) g;
+        INSERT INTO deduped SELECT g, g / 10 FROM generate_series(1, 99) g;
+    """)
+    streams = [{"name": "plain", "sync_mode": "incremental", "destination_sync_mode": "append",
+                "cursor_field": "n"},
+               {"name": "deduped", "sync_mode": "incremental",
+                "destination_sync_mode": "append_dedup", "cursor_field": "n",
+                "primary_key": ["id"]}]
+    path = write_connection(tmp_path, postgres_server, database, streams,
+                            cursor_fields={"plain": "n", "deduped": "n"})
+    sync(path)
+    connection = load_connection(path)
+    store = MetadataStore(connection.metadata_store or "")
+    for name in ("plain", "deduped"):
+        state = store.get_state("pg", name)
+        assert state is not None and state["boundary"] == [
+            {"end": 10, "keys": [f"[{i}]" for i in sorted(range(90, 100), key=str)]}]
+        del state["boundary"]
+        store.save_state("pg", name, state, run_id=None, checkpoint_index=None)
+    execute(postgres_server, database, """
+        INSERT INTO plain SELECT g, 10 + g % 3 FROM generate_series(100, 120) g;
+        INSERT INTO deduped SELECT g, 10 + g % 3 FROM generate_series(100, 120) g;
+    """)
+    read = {s.name: s.records_read for s in sync(path).streams}
+    assert read == {"plain": 21, "deduped": 21 + 10}  # dedup: the 10 rows at n = 9 again
+    for name in ("plain", "deduped"):
+        ids = landed(spark, tmp_path, name, ["id"])
+        assert ids == source_rows(postgres_server, database, f"SELECT id FROM {name}")
+        assert set(ids.values()) == {1}
 
 
 # --------------------------------------------------------------------------- CDC
