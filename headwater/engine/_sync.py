@@ -685,7 +685,6 @@ class _StreamRunner:
                 fault_point("after-release")
         self.engine.observer.checkpoint_committed(self.name, len(checkpoint.partitions), result)
 
-
     def _publish(self) -> None:
         """Replace the table's rows with every staged checkpoint of the run, in one commit.
 
