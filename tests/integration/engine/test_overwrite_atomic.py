@@ -171,8 +171,8 @@ def test_a_stopped_full_refresh_leaves_the_old_rows_and_the_next_sync_publishes(
     assert stopped.status == "stopped", stopped.to_dict()
     [stats] = stopped.streams
     assert stats.checkpoints_done == 2 and stats.checkpoints > 2
-    assert len(stopping.committed) == 2 and all(r.version is None for r in stopping.committed)
     assert_table_equals_source(spark, str(location), SAMPLE, STREAM)  # still generation 0
+    assert len(stopping.committed) == 2 and all(r.version is None for r in stopping.committed)
     assert publishes(location, stopped.run_id) == []
 
     finished = sync(write(1))
