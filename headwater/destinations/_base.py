@@ -4,6 +4,14 @@ Same shape as Spark's two-phase writes: executors produce the rows of one
 checkpoint batch, the destination commits them in one transaction, and says
 whether the commit happened now, had already happened in an earlier attempt,
 or failed.  Each destination states its guarantee.
+
+An ``overwrite`` run of more than one checkpoint must not show readers a
+half-refreshed table, so its checkpoints are *staged* instead (durable, not
+visible: :meth:`Destination.stage`, :meth:`Destination.stage_files`) and one
+*publish* (:meth:`Destination.publish`) replaces the table's rows with all of
+them once every checkpoint is staged.  A destination that cannot stage says so
+(``stages_overwrites`` is False and those methods raise), and such an overwrite
+fails before anything changes.
 """
 
 from __future__ import annotations
@@ -93,6 +101,46 @@ def tagged_counts(tag: str | None) -> dict[str, int]:
 
 
 @dataclass(frozen=True)
+class PublishMarker:
+    """Identifies the one commit that publishes an overwrite run's staged checkpoints.
+
+    ``app_id``/``version`` are the commit's idempotency pair: an app id of its own
+    per stream (no checkpoint commits under it) and the run's last checkpoint
+    index, which is larger than every index of every earlier run of the stream, so
+    the versions under that app id only grow.  ``tag`` names the run, the stream
+    and the checkpoints published (no ``checkpoint`` key: it is no checkpoint's
+    commit), so a resumed attempt recognises a publish that already landed.
+    """
+
+    app_id: str
+    version: int
+    run_id: str
+    stream: str
+    checkpoints: tuple[int, ...]
+
+    @property
+    def tag(self) -> str:
+        return json.dumps({"headwater": {"run_id": self.run_id, "stream": self.stream,
+                                         "published": list(self.checkpoints)}},
+                          sort_keys=True, separators=(",", ":"))
+
+    def tag_with_counts(self, rows: int, rejected: int, size: int) -> str:
+        """The tag, plus the commit's figures for writers whose log has no metrics of them."""
+        document = json.loads(self.tag)
+        document["counts"] = {"rows": rows, "rejected": rejected, "bytes": size}
+        return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def tagged_publish(tag: str | None) -> tuple[str, str, list[int]] | None:
+    """The run, stream and checkpoints a publish commit's tag names (None: not a publish)."""
+    ours = _tagged(tag, "headwater")
+    published = ours.get("published")
+    if not isinstance(published, list):
+        return None
+    return str(ours.get("run_id")), str(ours.get("stream")), [int(i) for i in published]
+
+
+@dataclass(frozen=True)
 class CommitResult:
     """What one checkpoint commit did."""
 
@@ -122,6 +170,9 @@ class Destination(ABC):
     type_name: ClassVar[str] = ""
     #: "exactly-once" or "at-least-once (deduplicated by primary key)".
     guarantee: ClassVar[str] = ""
+    #: Whether an overwrite of several checkpoints can be staged, then published
+    #: in one commit (:meth:`stage`, :meth:`stage_files`, :meth:`publish`).
+    stages_overwrites: ClassVar[bool] = False
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = dict(config)
@@ -167,11 +218,59 @@ class Destination(ABC):
         """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction.
 
         ``before_commit`` is called once the tasks have written the files and
-        before anything is committed: the engine waits there for its turn (an
-        overwrite commits before the checkpoints read beside it), and an error it
-        raises commits nothing.
+        before anything is committed; an error it raises commits nothing.
         """
         raise NotImplementedError(f"{type(self).__name__} has no file writer")
+
+    # -------------------------------------------- overwrites: stage, then publish
+
+    def stage(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              rows: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Keep one overwrite checkpoint's rows durably, out of readers' sight.
+
+        Idempotent like :meth:`commit` (a staged ``marker`` is not staged again);
+        the result has no table ``version``: nothing the table's readers see changed.
+        """
+        raise self._cannot_stage(plan)
+
+    def stage_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                    files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """:meth:`stage` for the files ``file_writer``'s tasks wrote (``files`` describes them)."""
+        raise self._cannot_stage(plan)
+
+    def find_staged(self, spark: SparkSession, plan: StreamPlan,
+                    marker: CommitMarker) -> CommitResult | None:
+        """The earlier staging of ``marker``, if one is durable (used when resuming)."""
+        return None
+
+    def publish(self, spark: SparkSession, plan: StreamPlan,
+                marker: PublishMarker) -> CommitResult:
+        """Replace the table's rows with every staged checkpoint of ``marker``, in one commit.
+
+        Refuses (and changes nothing) unless each of ``marker.checkpoints`` is
+        staged.  A publish that already landed (an earlier attempt's) is found by
+        its tag and returned with ``already_committed``; after it the run's staging
+        is removed where the destination can remove it.
+        """
+        raise self._cannot_stage(plan)
+
+    def clear_staging(self, spark: SparkSession, plan: StreamPlan, *, keep_run_id: str) -> None:
+        """Remove what other runs staged for this stream and never published (or left behind).
+
+        Called as an overwrite run starts: only the connection's one unfinished
+        run (``keep_run_id``) may still publish its staging.  Nothing to remove
+        where nothing can be staged.
+        """
+        return None
+
+    def _cannot_stage(self, plan: StreamPlan) -> Exception:
+        from headwater.errors import DestinationError
+
+        return DestinationError(
+            f"the {self.type_name or type(self).__name__} destination cannot stage an "
+            "overwrite's checkpoints, so an overwrite of several checkpoints would show "
+            "readers a half-refreshed table; raise partitions_per_checkpoint so the stream "
+            "fits one checkpoint", stream=plan.stream.name)
 
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                     rows: DataFrame, marker: CommitMarker, *,

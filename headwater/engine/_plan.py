@@ -167,10 +167,9 @@ def group_checkpoints(
     """Cut partitions into checkpoints and assign lanes (in turn, by position).
 
     An overwrite stream always has at least one checkpoint (an empty source
-    must still empty the table).  Its first checkpoint must commit before any
-    append of the same run; the engine sees to that (it runs the first alone, or
-    holds the other lanes' commits back: :mod:`headwater.engine._commit_order`),
-    so the next checkpoint can sit in another lane and be read meanwhile.
+    must still empty the table).  Its checkpoints need no order among
+    themselves: with more than one, each is staged and the run publishes them
+    all in one commit at the end (:mod:`headwater.engine._sync`).
     """
     pieces = [list(partitions[i : i + per_checkpoint])
               for i in range(0, len(partitions), per_checkpoint)]

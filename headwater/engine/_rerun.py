@@ -37,8 +37,12 @@ if TYPE_CHECKING:
 def replay(engine: SyncEngine, run_id: str, streams: Sequence[str] | None = None) -> SyncResult:
     """Replay run ``run_id`` of ``engine``'s connection (all its streams, or ``streams``)."""
     run = _replayable_run(engine, run_id)
-    committed = {(c.stream, c.index) for c in engine.store.list_checkpoints(run.run_id)
-                 if c.status in ("committed", "released")}
+    checkpoints = engine.store.list_checkpoints(run.run_id)
+    # A staged overwrite checkpoint put rows in the table only if its run published.
+    published = {c.stream for c in checkpoints if "published" in c.stats}
+    committed = {(c.stream, c.index) for c in checkpoints
+                 if c.status in ("committed", "released")
+                 and (not c.stats.get("staged") or c.stream in published)}
     original = RunPlan.from_dict(run.plan)
     replay_of = original.replay_of or run.run_id
     known = [s.stream.name for s in original.streams]

@@ -15,6 +15,14 @@ and why each step is where it is:
    exactly the committed partitions, so even a failed stream leaves a state
    that neither skips nor repeats data.
 
+An ``overwrite`` stream of more than one checkpoint *stages* each checkpoint
+(durable, invisible to the table's readers) instead of committing it, and once
+every checkpoint of the run is staged, *publishes* them in one commit that
+replaces the table's rows, before the stream counts as succeeded: readers see
+the old rows or the new, never part of the new (a run that fails or stops
+publishes nothing).  Such a stream moves no state (it is always
+``full_refresh``), so staging in place of committing changes nothing else.
+
 A run asked to stop (:meth:`SyncEngine.request_stop`) starts no further
 checkpoint, lets the ones in flight commit, then goes through step 5 and ends
 ``stopped``; the next sync resumes it.
@@ -22,7 +30,6 @@ checkpoint, lets the ones in flight commit, then goes through step 5 and ends
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import socket
@@ -36,8 +43,7 @@ from typing import TYPE_CHECKING, Any
 from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, redact, register_secrets, secret_values
 from headwater.destinations import Destination, get_destination_class
-from headwater.destinations._base import CommitMarker, CommitResult, FileWriter
-from headwater.engine._commit_order import FirstCommit, FirstCommitFailed
+from headwater.destinations._base import CommitMarker, CommitResult, FileWriter, PublishMarker
 from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._own_state import split_state_rows
@@ -90,9 +96,12 @@ class StreamStats:
     checkpoints_done: int = 0
     duration_s: float = 0.0
     error: str | None = None
+    #: The table version of the commit that published a staged overwrite (see the
+    #: module docstring); also recorded on the stream's last checkpoint.
+    published_version: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "name": self.name,
             "mode": self.mode,
             "status": self.status,
@@ -106,6 +115,9 @@ class StreamStats:
             "duration_s": round(self.duration_s, 3),
             "error": self.error,
         }
+        if self.published_version is not None:
+            data["published_version"] = self.published_version
+        return data
 
 
 @dataclass
@@ -214,9 +226,10 @@ class SyncEngine:
         the sync after that plans new data.  Resuming, rather than closing the
         run and letting the next sync plan afresh from the state, because:
 
-        * a full refresh (``overwrite``) stopped after its first checkpoint
-          has replaced the table with part of the data: resuming appends the
-          rest of the same snapshot, a new plan would read and replace it all;
+        * a full refresh (``overwrite``) stopped after some checkpoints has
+          staged part of the data (the table still shows the old rows):
+          resuming stages the rest of the same snapshot and publishes it, a
+          new plan would read it all again;
         * backfills and replays are not planned from state: closed, their
           window would stay half done with nothing to finish it;
         * it is the rule every unfinished run already follows (killed or
@@ -415,8 +428,11 @@ class _StreamRunner:
         self._collectors: dict[int, PartitionStatsCollector] = {}
         #: Set by ``_run`` once the table is prepared: the destination's file writer, if any.
         self.file_writer: FileWriter | None = None
-        #: Set by ``_run`` when an overwrite's first checkpoint is read beside the others.
-        self._first: FirstCommit | None = None
+        #: An overwrite of several checkpoints stages them, then publishes them at once
+        #: (the module docstring).  Decided from the persisted plan, so every attempt
+        #: of the run decides alike; a replay replaces its run's rows in one checkpoint.
+        self.staged = (plan.stream.destination_sync_mode == "overwrite"
+                       and len(plan.checkpoints) > 1 and self.replay_of is None)
         #: Set by ``_run``: the Spark task slots each checkpoint can count on, by index.
         self._slots: dict[int, int] = {}
 
@@ -471,31 +487,30 @@ class _StreamRunner:
         # where the destination can commit them.
         self.file_writer = (None if self.replay_of is not None
                             else self.engine.destination.file_writer(self.spark, self.plan))
-        if not todo:
+        if self.plan.stream.destination_sync_mode == "overwrite" and self.replay_of is None:
+            # What failed runs staged is garbage now: only this run can still publish.
+            self.engine.destination.clear_staging(self.spark, self.plan,
+                                                  keep_run_id=self.run_id)
+        if not todo and not self.staged:
             return
-        overwrite_first = (self.plan.stream.destination_sync_mode == "overwrite"
-                           and todo[0].index == self.plan.checkpoints[0].index)
         parallelism = _parallelism(self.spark)
         slots = stream_slots(stream, parallelism)
-        if overwrite_first and self.file_writer is None:
-            # Spark's writer commits inside its job: the overwrite runs alone, first.
-            self._slots = slot_shares([[todo[0]]], slots)
-            self._run_lane(stream, [todo[0]])
-            todo = todo[1:]
-        elif overwrite_first:
-            self._first = FirstCommit(todo[0].index)
         lanes: dict[int, list[CheckpointPlan]] = {}
         for checkpoint in todo:
             lanes.setdefault(checkpoint.lane, []).append(checkpoint)
         self._slots = slot_shares(list(lanes.values()), slots)
         if not self._failed.is_set() and lanes:
             # Spark runs no more tasks at once than its slots, whatever the lanes; a
-            # stream capping its tasks below that runs no more lanes at once than its
-            # cap (the overwrite's lane, listed first, first).
+            # stream capping its tasks below that runs no more lanes at once than its cap.
             at_once = len(lanes) if slots >= parallelism else min(len(lanes), slots)
             with ThreadPoolExecutor(max_workers=at_once,
                                     thread_name_prefix=f"hw-{self.name}") as pool:
-                list(pool.map(lambda cps: self._run_lane(stream, cps), lanes.values()))
+                list(pool.map(lambda cps: self._run_checkpoints(stream, cps), lanes.values()))
+        if (self.staged and not self._failed.is_set()
+                and self.stats.checkpoints_done == len(self.plan.checkpoints)):
+            # Every checkpoint is staged (in this attempt or a killed one): publish.  A
+            # stop or a failure leaves them staged and the table as it was.
+            self._publish()
         if incremental and self.moves_state:
             # The cursor holds exactly the committed partitions (gaps included), so
             # saving it is right even when a checkpoint failed.  When nothing changed
@@ -507,14 +522,6 @@ class _StreamRunner:
                     self.store.save_state(self.connection, self.name, state_after,
                                           run_id=self.run_id, checkpoint_index=None)
             stream.on_state_committed(state_after)
-
-    def _run_lane(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
-        first = self._first
-        try:
-            self._run_checkpoints(stream, checkpoints)
-        finally:
-            if first is not None and checkpoints and checkpoints[0].index == first.index:
-                first.settle(committed=False)  # a lane that ended early: none will come
 
     def _run_checkpoints(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
         for checkpoint in checkpoints:
@@ -536,8 +543,7 @@ class _StreamRunner:
                 error = _describe(exc)
                 with self._lock:
                     self.manager.mark_failed(checkpoint.checkpoint_id)
-                    if not isinstance(exc, FirstCommitFailed) or self.stats.error is None:
-                        self.stats.error = error  # the overwrite's own error stays the one shown
+                    self.stats.error = error
                 self.store.record_checkpoint(
                     self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
                     status="failed", stats={"attempt": self.attempt, "error": error})
@@ -548,16 +554,16 @@ class _StreamRunner:
                      result.rows, time.monotonic() - began,
                      " (committed by an earlier attempt)" if result.already_committed else "")
             self._committed(checkpoint, result, time.monotonic() - began)
-            if self._first is not None and checkpoint.index == self._first.index:
-                self._first.settle(committed=True)
 
     def _commit(self, stream: Stream, checkpoint: CheckpointPlan,
                 marker: CommitMarker) -> CommitResult:
         # A connector's own state matters only where this run moves state.
         keeps_state = (stream.keeps_own_state and self.plan.stream.incremental
                        and self.moves_state)
+        destination = self.engine.destination
         if self.attempt > 1:
-            earlier = self.engine.destination.find_commit(self.spark, self.plan, marker)
+            find = destination.find_staged if self.staged else destination.find_commit
+            earlier = find(self.spark, self.plan, marker)
             if earlier is not None:
                 if keeps_state and not earlier.partition_states:
                     earlier = replace(earlier, partition_states=self.store.staged_partition_states(
@@ -568,7 +574,6 @@ class _StreamRunner:
         in_rows = keeps_state and collector is None
         rows = self._rows(stream, checkpoint, collector, carries_state=in_rows,
                           reports_state=keeps_state and not in_rows, writer=self.file_writer)
-        destination = self.engine.destination
         states = None
         if keeps_state:
             # What an attempt whose commit never happened staged must not be released.
@@ -581,12 +586,12 @@ class _StreamRunner:
                     and self.plan.stream.destination_sync_mode != "append_dedup"):
                 result = destination.replace_run(self.spark, self.plan, checkpoint, rows,
                                                  marker, replaced_run_id=self.replay_of)
+            elif self.staged and self.file_writer is not None:
+                result = destination.stage_files(self.spark, self.plan, checkpoint, rows, marker)
+            elif self.staged:
+                result = destination.stage(self.spark, self.plan, checkpoint, rows, marker)
             elif self.file_writer is not None:
-                first = self._first
-                result = destination.commit_files(
-                    self.spark, self.plan, checkpoint, rows, marker,
-                    before_commit=None if first is None
-                    else functools.partial(first.wait_turn, checkpoint.index))
+                result = destination.commit_files(self.spark, self.plan, checkpoint, rows, marker)
             else:
                 result = destination.commit(self.spark, self.plan, checkpoint, rows, marker)
         finally:
@@ -652,6 +657,8 @@ class _StreamRunner:
             "writer_reason": result.writer_reason,
             "partitions": [p.id for p in checkpoint.partitions],
         }
+        if self.staged:
+            stats["staged"] = True  # durable, not visible: the run's publish shows it
         with self._lock:
             collector = self._collectors.pop(checkpoint.index, None)
         if collector is not None and not result.already_committed:
@@ -681,6 +688,35 @@ class _StreamRunner:
                                                  stats=released_stats)
                 fault_point("after-release")
         self.engine.observer.checkpoint_committed(self.name, len(checkpoint.partitions), result)
+
+    def _publish(self) -> None:
+        """Replace the table's rows with every staged checkpoint of the run, in one commit.
+
+        The commit's version goes on the stream's figures and on its last
+        checkpoint's record (``runs show``), whose ``delta_version`` was empty
+        while it was only staged.
+        """
+        checkpoints = self.plan.checkpoints
+        last = checkpoints[-1]
+        marker = PublishMarker(
+            app_id=f"headwater/{self.store.store_id}/{self.connection}/{self.name}/publish",
+            version=last.index, run_id=self.run_id, stream=self.name,
+            checkpoints=tuple(c.index for c in checkpoints))
+        began = time.monotonic()
+        result = self.engine.destination.publish(self.spark, self.plan, marker)
+        log.info("stream %s: published %d staged checkpoints (%d rows) as table version %s "
+                 "in %.1fs%s", self.name, len(checkpoints), result.rows, result.version,
+                 time.monotonic() - began,
+                 " (by an earlier attempt)" if result.already_committed else "")
+        self.stats.published_version = result.version
+        record = next((c for c in self.store.list_checkpoints(self.run_id)
+                       if c.stream == self.name and c.index == last.index), None)
+        if record is not None:
+            self.store.record_checkpoint(
+                self.run_id, self.name, last.index, last.checkpoint_id,
+                status="released" if record.status == "released" else "committed",
+                stats={**record.stats, "delta_version": result.version,
+                       "published": [c.index for c in checkpoints]})
 
 
 def _outcome(stats: Sequence[StreamStats], stop_reason: str) -> tuple[RunStatus, str | None]:

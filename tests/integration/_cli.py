@@ -72,16 +72,18 @@ def write_connection(
     streams: Sequence[Mapping[str, Any]],
     name: str = "crashy",
     checkpoint: Mapping[str, Any] | None = None,
+    writer: str | None = None,
 ) -> Path:
     """Write a ``sample`` -> Delta connection file into ``tmp_path`` and return its path.
 
     Paths inside it are relative: the CLI runs with ``tmp_path`` as its working
     directory, exactly as a user would run it from a project folder.  Writing
     again with another ``source`` (say, a later ``generation``) keeps the name,
-    hence the state and the tables.
+    hence the state and the tables.  ``writer`` is the Delta destination's.
     """
     return connection_file(tmp_path, name=name, source=source, streams=streams,
-                           lake=LAKEHOUSE, store_file=None, checkpoint=checkpoint)
+                           lake=LAKEHOUSE, store_file=None, checkpoint=checkpoint,
+                           writer=writer)
 
 
 #: The environment of a sync a test kills "while it reads": each task waits 1 s per
@@ -290,28 +292,43 @@ def assert_appended_history(
     assert not (actual - wanted), f"unexpected rows, e.g. {list(actual - wanted)[:3]}"
 
 
-def tagged_commits(spark: Any, location: str, run_id: str, stream: str) -> Counter[int]:
-    """How many commits of the Delta table carry each checkpoint index of the run."""
+def _run_tags(spark: Any, location: str, run_id: str, stream: str) -> list[dict[str, Any]]:
+    """The ``headwater`` part of the tag of each commit of the run's stream, newest first."""
     from delta.tables import DeltaTable
 
-    commits: Counter[int] = Counter()
+    tags = []
     for row in DeltaTable.forPath(spark, location).history().select("userMetadata").collect():
         if not row["userMetadata"]:
             continue
         tag = json.loads(row["userMetadata"]).get("headwater", {})
         if tag.get("run_id") == run_id and tag.get("stream") == stream:
-            commits[int(tag["checkpoint"])] += 1
-    return commits
+            tags.append(tag)
+    return tags
+
+
+def tagged_commits(spark: Any, location: str, run_id: str, stream: str) -> Counter[int]:
+    """How many commits of the Delta table carry each checkpoint index of the run."""
+    return Counter(int(tag["checkpoint"]) for tag in _run_tags(spark, location, run_id, stream)
+                   if "checkpoint" in tag)
+
+
+def published_commits(spark: Any, location: str, run_id: str, stream: str) -> list[list[int]]:
+    """The checkpoints each commit publishing the run's staged overwrite lists."""
+    return [list(tag["published"]) for tag in _run_tags(spark, location, run_id, stream)
+            if "published" in tag]
 
 
 def assert_each_checkpoint_committed_once(
-    spark: Any, location: str, tmp_path: Path, run_id: str, stream: str
+    spark: Any, location: str, tmp_path: Path, run_id: str, stream: str, *,
+    published: bool = False,
 ) -> None:
     """Every planned checkpoint of the run has exactly one commit in the Delta log.
 
     Data alone cannot show a repeated MERGE or overwrite (the rows come out the
     same); the commit tags in the table's history can: a checkpoint whose
-    commit a killed attempt had already made must have been skipped.
+    commit a killed attempt had already made must have been skipped.  An
+    overwrite of several checkpoints (``published``) commits none of them to the
+    table: exactly one commit publishes them all.
     """
     run = store(tmp_path).get_run(run_id)
     assert run is not None, f"no run {run_id} in the metadata store"
@@ -322,6 +339,11 @@ def assert_each_checkpoint_committed_once(
         for c in s["checkpoints"]
     )
     commits = tagged_commits(spark, location, run_id, stream)
+    if published:
+        publishes = published_commits(spark, location, run_id, stream)
+        assert [sorted(p) for p in publishes] == [planned], f"planned {planned}: {publishes}"
+        assert not commits, f"staged checkpoints committed to the table: {commits}"
+        return
     assert sorted(commits) == planned, f"planned {planned}, committed {sorted(commits)}"
     repeated = {index: n for index, n in commits.items() if n > 1}
     assert not repeated, f"checkpoints committed more than once: {repeated}"

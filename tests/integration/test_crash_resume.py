@@ -9,7 +9,9 @@ compares the Delta table with :meth:`SampleSource.expected_rows`.
 ``incremental`` + ``append`` is the strictest mode: a checkpoint committed
 twice shows up as rows twice.  For ``append_dedup`` and ``overwrite`` a
 repeated commit would not show in the data, so the Delta log is checked too:
-each planned checkpoint of the run has exactly one tagged commit.
+each planned checkpoint of the run has exactly one tagged commit (an
+``overwrite``, which stages its checkpoints: exactly one commit publishing them
+all, and until then the table's old rows).
 
 The source is small (12,000 rows in 12 partitions, 6 checkpoints in 2 lanes):
 the cost of a sync here is Spark's per-job overhead, not rows, and the
@@ -22,6 +24,7 @@ import random
 import signal
 import subprocess
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,7 @@ from tests.integration._cli import (
     assert_each_checkpoint_committed_once,
     assert_table_equals_source,
     kill_cli,
+    published_commits,
     start_cli,
     store,
     sync,
@@ -88,6 +92,7 @@ class Connection:
 
     tmp_path: Path
     mode: str
+    writer: str | None = None
 
     def source(self, generation: int = 0) -> dict[str, Any]:
         return {**SOURCE, "generation": generation}
@@ -99,6 +104,7 @@ class Connection:
             source=self.source(generation),
             streams=[STREAMS[self.mode]],
             checkpoint=CHECKPOINT,
+            writer=self.writer,
         )
 
     def sync(self, generation: int = 0, fault: str | None = None) -> CliResult:
@@ -136,9 +142,15 @@ def landed_checkpoints(conn: Connection, run_id: str) -> list[int]:
     ]
 
 
-def resume(spark: Any, conn: Connection, run_id: str, attempt: int) -> None:
+def staged_checkpoints(conn: Connection, run_id: str) -> set[int]:
+    """The checkpoints of an overwrite run staged by the task path (its manifests)."""
+    folder = Path(conn.location) / "_headwater_staging" / run_id
+    return {int(p.stem) for p in folder.glob("*.json")} if folder.is_dir() else set()
+
+
+def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: int = 0) -> None:
     """Run the sync again, no fault: it must resume the run and land the source exactly."""
-    result = conn.sync()
+    result = conn.sync(generation)
     assert result.exit_code == 0, result.describe()
     document = result.document
     assert document is not None, result.describe()
@@ -147,8 +159,9 @@ def resume(spark: Any, conn: Connection, run_id: str, attempt: int) -> None:
     assert document["run_id"] == run_id
     assert document["attempt"] == attempt
     assert store(conn.tmp_path).find_unfinished_run(NAME) is None
-    assert_table_equals_source(spark, conn.location, conn.source(), STREAM)
-    assert_each_checkpoint_committed_once(spark, conn.location, conn.tmp_path, run_id, STREAM)
+    assert_table_equals_source(spark, conn.location, conn.source(generation), STREAM)
+    assert_each_checkpoint_committed_once(spark, conn.location, conn.tmp_path, run_id, STREAM,
+                                          published=conn.mode == "overwrite")
 
 
 def next_generation(spark: Any, conn: Connection, run_id: str) -> None:
@@ -202,10 +215,19 @@ def kill_while_reading(
 
 
 def test_killed_after_a_delta_commit_before_its_state(spark: Any, connection: Connection) -> None:
-    """The third checkpoint's commit is in Delta, the store does not know: resume skips it."""
+    """The third checkpoint's commit is in Delta, the store does not know: resume skips it.
+
+    An overwrite stages its checkpoints instead: the third is staged, the
+    table's readers see none of them, and the resumed run publishes them once.
+    """
     run_id = crashed_run(connection, connection.sync(fault="after-commit:3"))
     known = set(landed_checkpoints(connection, run_id))
-    in_delta = set(tagged_commits(spark, connection.location, run_id, STREAM))
+    if connection.mode == "overwrite":
+        assert tagged_commits(spark, connection.location, run_id, STREAM) == Counter()
+        assert spark.read.format("delta").load(connection.location).count() == 0
+        in_delta = staged_checkpoints(connection, run_id)
+    else:
+        in_delta = set(tagged_commits(spark, connection.location, run_id, STREAM))
     assert len(in_delta) >= 3
     assert known < in_delta, f"Delta holds {in_delta}, the store should know fewer: {known}"
 
@@ -245,6 +267,25 @@ def test_killed_while_reading(spark: Any, connection: Connection) -> None:
     run_id = crashed_run(connection, result)
 
     resume(spark, connection, run_id, attempt=2)
+
+
+@pytest.mark.parametrize("writer", ["auto", "spark"])
+def test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
+        spark: Any, tmp_path: Path, writer: str) -> None:
+    """Readers see the previous sync's rows until the resumed run publishes, once."""
+    conn = Connection(tmp_path, "overwrite", writer=writer)
+    assert conn.sync().exit_code == 0
+    assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
+
+    run_id = crashed_run(conn, conn.sync(generation=1, fault="after-commit:1"))
+    assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
+    assert published_commits(spark, conn.location, run_id, STREAM) == []
+
+    resume(spark, conn, run_id, attempt=2, generation=1)
+    run = store(tmp_path).get_run(run_id)
+    assert run is not None
+    [stream] = run.stats["streams"]
+    assert stream["published_version"] is not None
 
 
 def test_killed_twice_then_resumed(spark: Any, tmp_path: Path) -> None:

@@ -8,9 +8,12 @@ reading anything, that a killed attempt's commit already landed.
 
 Sync modes:
 
-* ``overwrite``: the run's first checkpoint replaces the table's rows, the
-  others append (readers see the new generation grow during the run; the
-  previous one stays readable by time travel).
+* ``overwrite``: readers see the old rows until the whole run has landed, then
+  the new ones (the previous generation stays readable by time travel).  A run
+  of one checkpoint commits it with mode overwrite; a run of several stages
+  each checkpoint out of readers' sight and publishes them in one overwrite
+  commit once every one is staged (``_staging.py``), so a run that fails or
+  stops leaves the table as it was.
 * ``append``: every checkpoint appends.
 * ``append_dedup``: every checkpoint is MERGEd on the primary key; the row with
   the latest cursor wins (ties: the later checkpoint, then the later partition,
@@ -34,6 +37,7 @@ Every :class:`CommitResult` says which of the two committed it (``writer``:
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -46,10 +50,12 @@ from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
     Destination,
+    PublishMarker,
     tagged_counts,
     tagged_partition_states,
+    tagged_publish,
 )
-from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta import _delta_rs, _staging
 from headwater.destinations.delta._delta_rs import local_folder
 from headwater.destinations.delta._files import ParquetFiles
 from headwater.destinations.delta._sql import (
@@ -103,6 +109,7 @@ class _Choice:
 class DeltaDestination(Destination):
     type_name = "delta"
     guarantee = "exactly-once"
+    stages_overwrites = True
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
@@ -142,6 +149,11 @@ class DeltaDestination(Destination):
         #: The writer ``prepare`` (or ``file_writer``) chose, per stream, for the commits
         #: to report.  Each stream's thread reads and writes only its own stream's entry.
         self._choices: dict[str, _Choice] = {}
+        #: Staging tables known to exist (Spark's writer path), and the lock that lets
+        #: one lane create a staging table while the others wait (two appends that
+        #: both create a table conflict).
+        self._staging_tables: set[str] = set()
+        self._staging_lock = threading.Lock()
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
@@ -308,11 +320,9 @@ class DeltaDestination(Destination):
             raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
                           exc, marker.stream) from exc
         if committed.made:
-            choice = self._choices.get(plan.stream.name)
             return CommitResult(rows=rows, rejected=rejected, bytes=size,
                                 version=committed.version, writer=WRITER_TASKS,
-                                writer_reason=choice.reason if choice and choice.folder
-                                else "task path")
+                                writer_reason=self._tasks_reason(plan))
         # An earlier attempt committed this checkpoint; as with Spark's writer, this one
         # is skipped, and the files it just wrote stay out of the table.  That commit's
         # version and tag are in the history.
@@ -341,6 +351,11 @@ class DeltaDestination(Destination):
                           exc, marker.stream) from exc
         return replace(_committed(spark, location, marker, counts),
                        writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
+
+    def _tasks_reason(self, plan: StreamPlan) -> str:
+        """Why the tasks' files, committed through delta-rs, hold this stream's rows."""
+        choice = self._choices.get(plan.stream.name)
+        return choice.reason if choice is not None and choice.folder else "task path"
 
     def _spark_reason(self, plan: StreamPlan) -> str:
         """Why Spark's writer, not the tasks, commits this stream's checkpoints."""
@@ -383,6 +398,198 @@ class DeltaDestination(Destination):
                           exc, marker.stream) from exc
         return replace(_committed(spark, location, marker, counts), writer=WRITER_SPARK,
                        writer_reason="a replay replaces the run's rows through Spark")
+
+    # ------------------------------------------- overwrites: staged, then published
+
+    def stage_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                    files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Run the tasks (they write the files), then write the checkpoint's manifest."""
+        location = self.table_location(plan.stream.name)
+        folder = local_folder(location)
+        if folder is None:
+            raise DestinationError(f"{location} is not a local folder", stream=marker.stream)
+        try:
+            written = [_delta_rs.WrittenFile(**row.asDict()) for row in files.collect()]
+        except Exception as exc:
+            raise _failed(f"writing the files of checkpoint {marker.checkpoint_index} to "
+                          f"{location} failed", exc, marker.stream) from exc
+        manifest = _staging.Manifest(run_id=marker.run_id, stream=marker.stream,
+                                     checkpoint=marker.checkpoint_index, files=tuple(written))
+        try:
+            _staging.write_manifest(folder, manifest)
+        except Exception as exc:
+            raise _failed(f"staging checkpoint {marker.checkpoint_index} in {location} failed",
+                          exc, marker.stream) from exc
+        return CommitResult(rows=manifest.rows, rejected=manifest.rejected,
+                            bytes=manifest.size, version=None, writer=WRITER_TASKS,
+                            writer_reason=self._tasks_reason(plan))
+
+    def stage(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              rows: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Append the checkpoint to the run's staging table, as a commit to the table would."""
+        staging = _staging.staging_location(self.table_location(plan.stream.name),
+                                            marker.run_id)
+        try:
+            self._create_staging_table(spark, staging, rows)
+            counts = _write(rows, marker, staging, "append")
+        except Exception as exc:
+            raise _failed(f"staging checkpoint {marker.checkpoint_index} in {staging} failed",
+                          exc, marker.stream) from exc
+        found = _tagged_commit(spark, staging, marker, within_latest=50)
+        return CommitResult(rows=int(counts["rows"]), rejected=int(counts["rejected"]),
+                            bytes=_bytes_written(found[1]) if found else 0, version=None,
+                            writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
+
+    def _staging_folder(self, spark: SparkSession, plan: StreamPlan) -> str | None:
+        """The folder the stream's tasks stage files in (its writer choice), or None: Spark."""
+        choice = self._choices.get(plan.stream.name) or self._files_folder(spark, plan)
+        return choice.folder
+
+    def find_staged(self, spark: SparkSession, plan: StreamPlan,
+                    marker: CommitMarker) -> CommitResult | None:
+        location = self.table_location(plan.stream.name)
+        folder = self._staging_folder(spark, plan)
+        if folder is not None:
+            manifest = _staging.read_manifest(folder, marker.run_id, marker.checkpoint_index)
+            if manifest is None:
+                return None
+            return CommitResult(rows=manifest.rows, rejected=manifest.rejected,
+                                bytes=manifest.size, version=None, already_committed=True,
+                                writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
+        staging = _staging.staging_location(location, marker.run_id)
+        if not _staging_table_exists(spark, staging):
+            return None
+        found = _tagged_commit(spark, staging, marker)
+        if found is None:
+            return None
+        _, metrics, tag, _ = found
+        return CommitResult(rows=int(metrics.get("numOutputRows") or 0),
+                            rejected=tagged_counts(tag).get("rejected", 0),
+                            bytes=_bytes_written(metrics), version=None, already_committed=True,
+                            writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
+
+    def publish(self, spark: SparkSession, plan: StreamPlan,
+                marker: PublishMarker) -> CommitResult:
+        """One commit in mode overwrite of every staged checkpoint; then the staging goes.
+
+        Either writer: any error is followed by a look for the publish's tag in
+        the table before the publish counts as failed (a commit may land and
+        raise afterwards), and a publish skipped by its ``txn`` pair is one an
+        earlier attempt made, found by its tag, or else the metadata store is
+        behind the table (its indices were handed out again), which is an error.
+        """
+        location = self.table_location(plan.stream.name)
+        folder = self._staging_folder(spark, plan)
+        earlier = _published_commit(spark, location, marker, within_latest=50)
+        if earlier is not None:  # a killed attempt published (and may have cleaned up)
+            version, metrics, tag = earlier
+            counts = tagged_counts(tag)
+            result = CommitResult(rows=int(metrics.get("numOutputRows") or counts.get("rows")
+                                           or 0),
+                                  rejected=counts.get("rejected", 0),
+                                  bytes=_bytes_written(metrics) or counts.get("bytes", 0),
+                                  version=version, already_committed=True)
+        elif folder is not None:
+            result = self._publish_files(spark, folder, location, marker)
+        else:
+            result = self._publish_staging_table(spark, location, marker)
+        _staging.remove(spark, location, run_id=marker.run_id)
+        if folder is not None:
+            return replace(result, writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
+        return replace(result, writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
+
+    def clear_staging(self, spark: SparkSession, plan: StreamPlan, *, keep_run_id: str) -> None:
+        _staging.remove(spark, self.table_location(plan.stream.name), keep_run_id=keep_run_id)
+
+    def _publish_files(self, spark: SparkSession, folder: str, location: str,
+                       marker: PublishMarker) -> CommitResult:
+        manifests = [_staging.read_manifest(folder, marker.run_id, index)
+                     for index in marker.checkpoints]
+        missing = [i for i, m in zip(marker.checkpoints, manifests, strict=True) if m is None]
+        if missing:
+            raise DestinationError(
+                f"cannot publish run {marker.run_id} to {location}: checkpoints "
+                f"{', '.join(map(str, missing))} are not staged; the table is left as it was",
+                stream=marker.stream)
+        staged = [m for m in manifests if m is not None]
+        gone = _staging.missing_files(folder, staged)
+        if gone:
+            raise DestinationError(
+                f"cannot publish run {marker.run_id} to {location}: {len(gone)} staged files "
+                f"were removed (a VACUUM?), e.g. {gone[0]}; the table is left as it was",
+                stream=marker.stream)
+        files = [f for m in staged for f in m.files]
+        rows = sum(m.rows for m in staged)
+        rejected = sum(m.rejected for m in staged)
+        size = sum(m.size for m in staged)
+        try:
+            committed = _delta_rs.commit_files(folder, files, mode="overwrite",
+                                               app_id=marker.app_id, version=marker.version,
+                                               tag=marker.tag_with_counts(rows, rejected, size))
+        except Exception as exc:
+            if _published_commit(spark, location, marker) is None:
+                raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
+                              marker.stream) from exc
+            committed = _delta_rs.Committed(made=False)
+        version = committed.version
+        if not committed.made:
+            version = self._earlier_publish(spark, location, marker)
+        return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version,
+                            already_committed=not committed.made)
+
+    def _publish_staging_table(self, spark: SparkSession, location: str,
+                               marker: PublishMarker) -> CommitResult:
+        staging = _staging.staging_location(location, marker.run_id)
+        staged = (_staged_indices(spark, staging, marker)
+                  if _staging_table_exists(spark, staging) else set())
+        missing = [i for i in marker.checkpoints if i not in staged]
+        if missing:
+            raise DestinationError(
+                f"cannot publish run {marker.run_id} to {location}: checkpoints "
+                f"{', '.join(map(str, missing))} are not staged; the table is left as it was",
+                stream=marker.stream)
+        try:
+            # No observed counts: Delta skips the write of a txn it holds, and an
+            # observation of a job that never ran would wait for ever.
+            (spark.read.format("delta").load(staging).write.format("delta")
+             .mode("overwrite").option("txnAppId", marker.app_id)
+             .option("txnVersion", marker.version).option("userMetadata", marker.tag)
+             .save(location))
+        except Exception as exc:
+            if _published_commit(spark, location, marker) is None:
+                raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
+                              marker.stream) from exc
+        found = _published_commit(spark, location, marker, within_latest=50) \
+            or _published_commit(spark, location, marker)
+        if found is None:
+            self._earlier_publish(spark, location, marker)  # raises: the store is behind
+            raise AssertionError("unreachable")
+        version, metrics, _ = found
+        return CommitResult(rows=int(metrics.get("numOutputRows") or 0), rejected=0,
+                            bytes=_bytes_written(metrics), version=version)
+
+    def _earlier_publish(self, spark: SparkSession, location: str,
+                         marker: PublishMarker) -> int:
+        """The version of the publish an earlier attempt made; raise when there is none."""
+        found = _published_commit(spark, location, marker)
+        if found is None:
+            raise DestinationError(
+                f"the table at {location} already holds transaction version {marker.version} "
+                f"(or a later one) of {marker.app_id}, but no publish of run {marker.run_id}: "
+                "the metadata store is behind the table (restored from an older copy?); the "
+                "table is left as it was", stream=marker.stream)
+        return found[0]
+
+    def _create_staging_table(self, spark: SparkSession, staging: str, rows: DataFrame) -> None:
+        """Create the run's staging table (empty, ``rows``' columns) unless it exists."""
+        with self._staging_lock:
+            if staging in self._staging_tables:
+                return
+            if not _staging_table_exists(spark, staging):
+                with _SESSION_CONF_LOCK:  # a commit without txn options of its own
+                    spark.createDataFrame([], rows.schema).write.format("delta").mode(
+                        "append").save(staging)
+            self._staging_tables.add(staging)
 
     def _merge(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
                marker: CommitMarker, location: str,
@@ -515,6 +722,68 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
         return None
     return (int(found[0]["version"]), found[0]["operationMetrics"] or {},
             found[0]["userMetadata"], found[0]["engineInfo"] or "")
+
+
+def _published_commit(spark: SparkSession, location: str, marker: PublishMarker,
+                      within_latest: int | None = None,
+                      ) -> tuple[int, Mapping[str, str], str] | None:
+    """The version, operation metrics and tag of the commit publishing ``marker``'s run."""
+    for version, metrics, tag in _tagged_commits(spark, location, within_latest):
+        found = tagged_publish(tag)
+        if found is not None and found[:2] == (marker.run_id, marker.stream):
+            return version, metrics, tag
+    return None
+
+
+def _staged_indices(spark: SparkSession, staging: str, marker: PublishMarker) -> set[int]:
+    """The checkpoints of ``marker``'s run that the staging table at ``staging`` holds."""
+    indices = set()
+    for _, _, tag in _tagged_commits(spark, staging):
+        try:
+            ours = json.loads(tag).get("headwater") or {}
+        except (ValueError, AttributeError):
+            continue
+        if (ours.get("run_id") == marker.run_id and ours.get("stream") == marker.stream
+                and ours.get("checkpoint") is not None):
+            indices.add(int(ours["checkpoint"]))
+    return indices
+
+
+def _tagged_commits(spark: SparkSession, location: str, within_latest: int | None = None,
+                    ) -> list[tuple[int, Mapping[str, str], str]]:
+    """Every commit of the table that carries a tag, newest first."""
+    from pyspark.sql import functions as F
+
+    folder = _driver_folder(spark, location)
+    if folder is not None:
+        commits = _delta_rs.history(folder, within_latest) or []
+        return [(int(c["version"]), {k: str(v) for k, v in (c.get("operationMetrics") or {})
+                                     .items()}, str(c["userMetadata"]))
+                for c in commits if isinstance(c.get("userMetadata"), str)]
+    found = (history(spark, location, within_latest).where(F.col("userMetadata").isNotNull())
+             .select("version", "operationMetrics", "userMetadata").collect())
+    return [(int(r["version"]), r["operationMetrics"] or {}, str(r["userMetadata"]))
+            for r in found]
+
+
+def _staging_table_exists(spark: SparkSession, staging: str) -> bool:
+    """Whether the staging table at ``staging`` exists yet.
+
+    Not ``is_delta_table`` alone: Delta resolves a path inside a table's folder
+    to that table, and a staging table not created yet is such a path (Delta
+    then calls its last part an invalid partition path).
+    """
+    from pyspark.errors import AnalysisException
+
+    folder = _driver_folder(spark, staging)
+    if folder is not None:
+        return os.path.isdir(os.path.join(folder, "_delta_log"))
+    try:
+        return is_delta_table(spark, staging)
+    except AnalysisException as exc:
+        if exc.getCondition() == "DELTA_INVALID_PARTITION_PATH":
+            return False
+        raise
 
 
 def _driver_folder(spark: SparkSession, location: str) -> str | None:

@@ -71,35 +71,34 @@ def test_full_refresh_overwrite_replaces_the_table(spark: Any, tmp_path: Path) -
     assert keyed(table(spark, tmp_path)) == keyed(expected(generation=1))
 
 
-def test_nothing_read_beside_an_overwrite_commits_when_the_overwrite_does_not(
+def test_an_overwrite_whose_first_checkpoint_fails_to_stage_publishes_nothing(
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     streams = [{"name": "users", "sync_mode": "full_refresh",
                 "destination_sync_mode": "overwrite"}]
     assert sync(write_connection(tmp_path, streams)).status == "succeeded"
     before = keyed(table(spark, tmp_path))
 
-    real = DeltaDestination.commit_files
+    real = DeltaDestination.stage_files
 
     def first_fails(self: DeltaDestination, spark: Any, plan: StreamPlan,
-                    checkpoint: CheckpointPlan, files: Any, marker: CommitMarker,
-                    **options: Any) -> CommitResult:
+                    checkpoint: CheckpointPlan, files: Any, marker: CommitMarker) -> CommitResult:
         if checkpoint.index == plan.checkpoints[0].index:
-            files.collect()  # its tasks wrote their files; then its commit fails
-            raise DestinationError("injected: the overwrite's commit failed",
+            files.collect()  # its tasks wrote their files; then its staging fails
+            raise DestinationError("injected: staging the first checkpoint failed",
                                    stream=marker.stream)
-        return real(self, spark, plan, checkpoint, files, marker, **options)
+        return real(self, spark, plan, checkpoint, files, marker)
 
-    monkeypatch.setattr(DeltaDestination, "commit_files", first_fails)
+    monkeypatch.setattr(DeltaDestination, "stage_files", first_fails)
     path = write_connection(tmp_path, streams, generation=1)
     failed = sync(path)
     assert failed.status == "failed"
     assert failed.streams[0].checkpoints > 1
-    assert "injected" in (failed.streams[0].error or "")  # the overwrite's own error
-    assert keyed(table(spark, tmp_path)) == before  # no checkpoint appended after it failed
+    assert "injected" in (failed.streams[0].error or "")
+    assert keyed(table(spark, tmp_path)) == before  # the other lanes staged: nothing shows
 
     monkeypatch.undo()
-    resumed = sync(path)
-    assert resumed.status == "succeeded", resumed.to_dict()
+    again = sync(path)
+    assert again.status == "succeeded", again.to_dict()
     assert keyed(table(spark, tmp_path)) == keyed(expected(generation=1))
 
 

@@ -48,15 +48,17 @@ def commits(table: Path) -> list[dict[str, Any]]:
     return found
 
 
-def tagged_versions(table: Path, run_id: str) -> dict[int, int]:
-    """The version of each of the run's commits in the log, by checkpoint index."""
-    found = {}
+def tagged_versions(table: Path, run_id: str) -> dict[int | str, int]:
+    """The version of each of the run's commits in the log, by checkpoint index
+    (``"published"``: the commit publishing a staged overwrite)."""
+    found: dict[int | str, int] = {}
     for log in sorted((table / "_delta_log").glob("*.json")):
         for line in log.read_text().splitlines():
             info = json.loads(line).get("commitInfo") or {}
             tag = json.loads(info.get("userMetadata") or "{}").get("headwater") or {}
             if tag.get("run_id") == run_id:
-                found[int(tag["checkpoint"])] = int(log.stem)
+                key = "published" if "published" in tag else int(tag["checkpoint"])
+                found[key] = int(log.stem)
     return found
 
 
@@ -77,11 +79,16 @@ def test_overwrite_then_append_land_the_same_rows_either_way(
     assert first.streams[0].records_written == 1200 and again.streams[0].records_written == 1220
     assert Counter(r["id"] for r in rows.select("id").collect()) == Counter(
         truth.column("id").to_pylist())
-    # Every checkpoint of a run reports its commit's bytes and version, whoever wrote it.
+    # Every checkpoint of a run reports its bytes, whoever wrote it; an overwrite's
+    # checkpoints are staged (no table version), and its last one records the version
+    # of the one commit that published them all.
     assert again.streams[0].bytes > 0
     store = MetadataStore(load_connection(tmp_path / "writers.yaml").metadata_store or "")
     recorded = {c.index: c.stats["delta_version"] for c in store.list_checkpoints(again.run_id)}
-    assert recorded and recorded == tagged_versions(users, again.run_id)
+    last = max(recorded)
+    assert len(recorded) > 1 and recorded == {**dict.fromkeys(recorded), last:
+                                              again.streams[0].published_version}
+    assert tagged_versions(users, again.run_id) == {"published": recorded[last]}
 
     engines = {c.get("engineInfo", "").split(":")[0].split("/")[0] for c in commits(users)
                if c.get("operation") == "WRITE"}
