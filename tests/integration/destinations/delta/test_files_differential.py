@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from headwater.destinations.delta import DeltaDestination, _delta_rs, _files
 from headwater.destinations.delta._files import WrittenFile
-from headwater.table_schema import LOCAL_TIMESTAMP, META_FIELDS, NOTE_TYPE, UTC_TIMESTAMP
+from headwater.table_schema import LOCAL_TIMESTAMP, META_FIELDS, UTC_TIMESTAMP
 
 pytestmark = pytest.mark.spark
 
@@ -120,7 +120,7 @@ NOTES = st.lists(st.fixed_dictionaries({"field": TEXTS, "reason": TEXTS, "value"
 META_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "_hw_raw_id": st.text(min_size=1, max_size=40),
     "_hw_extracted_at": VALUES["at"],
-    "_hw_run_id": st.sampled_from(["run-a", "run-b", "ρun-ç"]),
+    "_hw_run_id": st.sampled_from(["run-a", "run-b", "run-ç-日"]),
     "_hw_partition_id": st.sampled_from(["p-0", "p-1"]),
     "_hw_checkpoint": st.integers(0, 5),
     "_hw_notes": _nullable(NOTES),
@@ -199,11 +199,13 @@ def _column_values(rows: list[dict[str, Any]], path: str) -> list[Any]:
 @st.composite
 def _predicates(draw: st.DrawFn, rows: list[dict[str, Any]]) -> list[Predicate]:
     predicates = []
-    for path, kind in KINDS.items():
+    paths = draw(st.lists(st.sampled_from(sorted(KINDS)), min_size=8, max_size=14, unique=True))
+    for path in paths:
+        kind = KINDS[path]
         pool = SPECIALS.get(kind, []) + _column_values(rows, path)
         literal = st.sampled_from(pool)
         ops = OPERATORS + (TEXT_OPERATORS if kind == "text" else [])
-        for op in draw(st.lists(st.sampled_from(ops), min_size=1, max_size=3, unique=True)):
+        for op in draw(st.lists(st.sampled_from(ops), min_size=1, max_size=2, unique=True)):
             if op in ("is null", "is not null"):
                 values: tuple[Any, ...] = ()
             elif op == "between":
@@ -379,18 +381,30 @@ def _selected(spark: Any, locations: list[str], predicates: list[Predicate],
     return [{i: sorted(rids) for i, rids in side.items()} for side in found]
 
 
-def _contents(spark: Any, locations: list[str]) -> list[list[str]]:
-    """Each table's rows as text that tells NaN, -0.0 and 0.0 apart."""
+def _unfiltered(spark: Any, locations: list[str], predicates: list[Predicate],
+                ) -> tuple[list[list[str]], list[dict[int, list[int]]]]:
+    """Each table's rows (as text that tells NaN, -0.0 and 0.0 apart), and the rows each
+    predicate holds for, evaluated on every row of an unfiltered scan: nothing skipped."""
     from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
-    tables = [spark.read.format("delta").load(location).withColumn("side", F.lit(side))
-              for side, location in enumerate(locations)]
-    found: list[list[tuple[int, str]]] = [[] for _ in locations]
+    tables = [spark.read.format("delta").load(location).select(
+        "*", F.lit(side).alias("side"),
+        *[F.coalesce(_condition(p), F.lit(False)).alias(f"q{i}")
+          for i, p in enumerate(predicates)])
+        for side, location in enumerate(locations)]
+    rows: list[list[tuple[int, str]]] = [[] for _ in locations]
+    holds: list[dict[int, list[int]]] = [{i: [] for i in range(len(predicates))}
+                                         for _ in locations]
     for row in functools.reduce(DataFrame.unionAll, tables).collect():
         values = row.asDict()
-        found[values.pop("side")].append((values["rid"], repr(values)))
-    return [[text for _, text in sorted(side)] for side in found]
+        side = values.pop("side")
+        for i in range(len(predicates)):
+            if values.pop(f"q{i}"):
+                holds[side][i].append(values["rid"])
+        rows[side].append((values["rid"], repr(values)))
+    return [[text for _, text in sorted(found)] for found in rows], [
+        {i: sorted(rids) for i, rids in found.items()} for found in holds]
 
 
 @pytest.fixture(scope="module")
@@ -422,7 +436,7 @@ _NAN_PREDICATES = [Predicate(path, op, (value,)) for path in ("f64", "f32", "poi
 REVIEWER_CASE = Case(_NAN, [[2, 2, 2]], _NAN_PREDICATES)
 
 
-@settings(max_examples=10, deadline=None, derandomize=True, database=None,
+@settings(max_examples=6, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.large_base_example])
 @example(case=REVIEWER_CASE)
@@ -434,13 +448,23 @@ def test_task_written_files_answer_every_query_as_spark_written_ones(
         lake = Path(folder)
         ours = _write_task_path(spark, lake, case)
         theirs = _write_spark(spark, lake, case)
-        contents = _contents(spark, [ours, theirs])
+        contents, truth = _unfiltered(spark, [ours, theirs], case.predicates)
         assert contents[0] == contents[1]
+        assert truth[0] == truth[1]
         got, want = _selected(spark, [ours, theirs], case.predicates)
-        wrong = [f"{p}: task files {got[i]}, Spark's {want[i]}"
-                 for i, p in enumerate(case.predicates) if got[i] != want[i]]
+        wrong = [f"{p}: task files {got[i]}, every row {truth[0][i]}"
+                 for i, p in enumerate(case.predicates) if got[i] != truth[0][i]]
+        # Spark's own files are the reference too, except where Spark itself is wrong:
+        # parquet-mr's files lose the 0.0 rows of `x = -0.0` (and -0.0 of `x = 0.0` when a
+        # dictionary holds it), so predicates on float columns are checked on ours only.
+        wrong += [f"{p}: Spark's files {want[i]}, every row {truth[1][i]}"
+                  for i, p in enumerate(case.predicates)
+                  if want[i] != truth[1][i] and not _on_floats(p)]
         assert not wrong, "\n".join(wrong)
 
+
+def _on_floats(predicate: Predicate) -> bool:
+    return LISTS.get(predicate.path, KINDS.get(predicate.path)) in ("f32", "f64")
 
 @pytest.mark.parametrize("column", ["local", "at", "day", "text", "i64"])
 def test_delta_skips_task_written_files_by_their_statistics(
