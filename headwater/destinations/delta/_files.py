@@ -94,9 +94,12 @@ def _json_bound(value: Any, *, is_max: bool) -> Any:
     if isinstance(value, int):
         return value
     if isinstance(value, dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(dt.UTC).replace(tzinfo=None)
-        return value.isoformat(timespec="microseconds") + "Z"
+        if value.tzinfo is None:
+            # timestamp_ntz: a wall-clock time with no zone, as Delta-Spark writes it;
+            # Spark parses an ntz statistic with a `Z` as null, so no file was skipped.
+            return value.isoformat(timespec="microseconds")
+        return value.astimezone(dt.UTC).replace(tzinfo=None).isoformat(
+            timespec="microseconds") + "Z"
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, str):
@@ -104,6 +107,32 @@ def _json_bound(value: Any, *, is_max: bool) -> Any:
             return value
         return None if is_max else value[:STRING_STATS_PREFIX]
     return None  # floats (NaN), decimals, bytes: null count only
+
+
+def _leaf_paths(schema: pa.Schema) -> dict[str, pa.DataType]:
+    """Every Parquet leaf column of ``schema`` by its dotted path, as ParquetWriter names them."""
+    leaves: dict[str, pa.DataType] = {}
+
+    def walk(path: str, type_: pa.DataType) -> None:
+        if pa.types.is_struct(type_):
+            for child in type_:
+                walk(f"{path}.{child.name}", child.type)
+        elif pa.types.is_map(type_):
+            walk(f"{path}.key_value.key", type_.key_type)
+            walk(f"{path}.key_value.value", type_.item_type)
+        elif (pa.types.is_list(type_) or pa.types.is_large_list(type_)
+              or pa.types.is_fixed_size_list(type_)):
+            walk(f"{path}.list.element", type_.value_type)
+        else:
+            leaves[path] = type_
+
+    for field in schema:
+        walk(field.name, field.type)
+    return leaves
+
+
+def _float_leaves(schema: pa.Schema) -> set[str]:
+    return {path for path, type_ in _leaf_paths(schema).items() if pa.types.is_floating(type_)}
 
 
 def _has_bounds(type_: pa.DataType) -> bool:
@@ -181,7 +210,23 @@ class _File:
              stats_columns: Sequence[str]) -> _File:
         # Spark's naming, so the table's folder looks the same whoever wrote a file.
         name = f"part-{uuid.uuid4()}-c000.{compression}.parquet"
-        writer = pq.ParquetWriter(os.path.join(folder, name), schema, compression=compression)
+        plain = _float_leaves(schema)
+        others = [path for path in _leaf_paths(schema) if path not in plain]
+        writer = pq.ParquetWriter(
+            os.path.join(folder, name), schema, compression=compression,
+            # No row-group statistics and no dictionary on float and double columns,
+            # nested ones included, so Spark never skips a row group by them (issue 16).
+            # Arrow leaves NaN out of a column's min/max (as the Parquet format advises),
+            # but Spark's reader (parquet-mr) takes those bounds as complete while Spark
+            # orders NaN above every number and `x = NaN` holds: a row group of [1.0, NaN]
+            # was skipped for `x > 5`, `x >= 2.5` and `x = NaN`.  parquet-mr's own files
+            # put NaN in the max, which makes its reader ignore the bounds, a rule Arrow
+            # has no option for.  Its dictionary filter tests membership with Java's
+            # equals, which tells -0.0 from 0.0 where Spark's `=` does not: a row group
+            # whose dictionary held -0.0 was skipped for `x = 0.0`.  Without either, a
+            # float predicate reads every row group, as over parquet-mr's files holding
+            # a NaN; Delta's file statistics never had float bounds (_json_bound).
+            use_dictionary=others, write_statistics=others)
         stats = {column: _ColumnStats(bounded=_has_bounds(schema.field(column).type))
                  for column in stats_columns}
         return cls(folder, name, writer, stats)

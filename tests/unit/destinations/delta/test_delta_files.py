@@ -122,3 +122,63 @@ def test_small_batches_are_gathered_into_row_groups(tmp_path: Path,
     (only,) = described(list(writer.write(iter([batch([i], ["a"]) for i in range(1, 10)]))))
     metadata = pq.ParquetFile(tmp_path / str(only["path"])).metadata
     assert [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)] == [4, 4, 1]
+
+
+def test_timestamp_ntz_statistics_carry_no_zone_as_delta_spark_writes_them(
+        tmp_path: Path) -> None:
+    """Spark parses an ntz statistic ending in ``Z`` as null: the file would never be skipped."""
+    schema = pa.schema([("local", pa.timestamp("us")), ("at", pa.timestamp("us", tz="UTC"))])
+    rows = pa.RecordBatch.from_pydict({
+        "local": [dt.datetime(1850, 1, 1, 0, 0, 0, 123456), dt.datetime(2024, 5, 6, 7, 8, 9, 5)],
+        "at": [dt.datetime(1850, 1, 1, tzinfo=dt.UTC), dt.datetime(2024, 5, 6, tzinfo=dt.UTC)],
+    }, schema=schema)
+    writer = ParquetFiles(folder=str(tmp_path), stats_columns=["local", "at"])
+    (only,) = described(list(writer.write(iter([rows]))))
+    stats = json.loads(str(only["stats"]))
+    assert stats["minValues"] == {"local": "1850-01-01T00:00:00.123456",
+                                  "at": "1850-01-01T00:00:00.000000Z"}
+    assert stats["maxValues"] == {"local": "2024-05-06T07:08:09.000005",
+                                  "at": "2024-05-06T00:00:00.000000Z"}
+
+
+FLOATS = pa.schema([
+    pa.field("id", pa.int64()), pa.field("f32", pa.float32()), pa.field("f64", pa.float64()),
+    pa.field("point", pa.struct([("x", pa.float64()), ("label", pa.string())])),
+    pa.field("scores", pa.list_(pa.float32())),
+])
+
+
+def test_float_columns_get_no_bounds_in_delta_statistics(tmp_path: Path) -> None:
+    """NaN, -0.0 and ±inf: Delta's statistics of floats hold their null count only."""
+    rows = pa.RecordBatch.from_pydict({
+        "id": [1, 2, 3], "f32": [float("nan"), -0.0, None], "f64": [float("inf"), 0.0, -0.0],
+        "point": [{"x": float("nan"), "label": "a"}, None, {"x": -0.0, "label": "b"}],
+        "scores": [[1.0], None, [float("nan")]],
+    }, schema=FLOATS)
+    writer = ParquetFiles(folder=str(tmp_path), stats_columns=["id", "f32", "f64"])
+    (only,) = described(list(writer.write(iter([rows]))))
+    assert json.loads(str(only["stats"])) == {
+        "numRecords": 3, "minValues": {"id": 1}, "maxValues": {"id": 3},
+        "nullCount": {"id": 0, "f32": 1, "f64": 0}}
+
+
+def test_float_columns_get_no_row_group_statistics_nor_dictionary(tmp_path: Path) -> None:
+    """Spark would skip row groups holding NaN (left out of Arrow's bounds) or -0.0
+    (in a dictionary, which parquet-mr tests with Java's equals): nested floats too."""
+    rows = pa.RecordBatch.from_pydict({
+        "id": [1, 1, 2], "f32": [1.0, float("nan"), -0.0], "f64": [1.0, float("nan"), -0.0],
+        "point": [{"x": 1.0, "label": "a"}, {"x": float("nan"), "label": "a"}, None],
+        "scores": [[1.0, -0.0], None, [float("nan")]],
+    }, schema=FLOATS)
+    writer = ParquetFiles(folder=str(tmp_path), stats_columns=[])
+    (only,) = described(list(writer.write(iter([rows]))))
+    metadata = pq.ParquetFile(tmp_path / str(only["path"])).metadata
+    columns = {metadata.row_group(0).column(i).path_in_schema: metadata.row_group(0).column(i)
+               for i in range(metadata.num_columns)}
+    floats = {"f32", "f64", "point.x", "scores.list.element"}
+    assert floats < set(columns)
+    for path, column in columns.items():
+        has_bounds = column.statistics is not None and column.statistics.has_min_max
+        dictionary = any("DICTIONARY" in encoding for encoding in column.encodings)
+        assert (has_bounds, dictionary) == ((False, False) if path in floats else (True, True)), (
+            path)
