@@ -468,7 +468,7 @@ def _skipped(spark: SparkSession, location: str, marker: CommitMarker,
         f"the metadata store is behind the table: checkpoint {marker.checkpoint_index} of run "
         f"{marker.run_id} got txn version {marker.version} of {marker.app_id}, and the Delta "
         f"table at {location} already holds {holds} of it{by}, so Delta would skip the "
-        "commit as a duplicate and the checkpoint's data would be lost; nothing was written. "
+        "commit as a duplicate and the checkpoint's data would be lost; nothing was committed. "
         "The store was restored from an older copy (or lost writes): run `headwater state "
         "realign CONNECTION.yaml` to move its checkpoint counters past the tables' versions "
         "(it also lists the rows of runs the store does not know), then sync again",
