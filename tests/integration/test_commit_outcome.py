@@ -139,8 +139,10 @@ def test_store_restored_from_an_older_copy(spark: Any, tmp_path: Path, writer: s
     assert realigned.exit_code == 0, realigned.describe()
     assert realigned.document is not None, realigned.describe()
     stream = realigned.document["streams"][0]
-    assert stream["behind"] is True, stream
-    assert stream["next_index_after"] > max(stream["lanes"].values()), stream
+    # The stopped sync's own allocation may have moved the counter past the lanes already.
+    top = max(stream["lanes"].values())
+    assert stream["behind"] is (stream["next_index_before"] <= top), stream
+    assert stream["next_index_after"] > top, stream
     assert stream["unknown_runs"] == {later["run_id"]: SOURCE["new_per_generation"]}, stream
     assert stream["deleted_rows"] == SOURCE["new_per_generation"], stream
 
