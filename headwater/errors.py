@@ -11,7 +11,8 @@ tree is the contract::
     ├── DestinationError               a destination failed to prepare or commit
     ├── StateError                     stored state cannot be read or does not fit the stream
     ├── MetadataStoreError             the metadata store is unreachable or inconsistent
-    │   └── ConnectionLockedError      another sync of the same connection is running
+    │   ├── ConnectionLockedError      another sync of the same connection is running
+    │   └── StoreBehindTableError      the store hands out indices a table already holds
     └── SyncFailedError                a sync ended with failed streams (carries the run id)
 
 Errors carry context as keyword arguments (``stream=``, ``partition=``,
@@ -90,6 +91,18 @@ class MetadataStoreError(HeadwaterError):
 
 class ConnectionLockedError(MetadataStoreError):
     """Another sync of the same connection holds the lock."""
+
+
+class StoreBehindTableError(MetadataStoreError):
+    """A new checkpoint's index is a ``txnVersion`` its table already holds.
+
+    Checkpoint indices are the Delta ``txnVersion`` of each lane's commits, so
+    the store handing one out again means it went back in time (restored from
+    an older backup, a lagging replica): Delta would skip the commit as a
+    duplicate, and the checkpoint's data would be lost.  The stream stops
+    instead; ``headwater state realign`` moves the store's counters past the
+    tables' versions.
+    """
 
 
 class SyncFailedError(HeadwaterError):

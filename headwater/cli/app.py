@@ -396,6 +396,74 @@ def state_reset(
             out.print(f"reset: {', '.join(reset) if reset else 'nothing was stored'}")
 
 
+@state_app.command("realign")
+def state_realign(
+    connection: ConnectionArg,
+    drop_unknown_runs: Annotated[bool, typer.Option(
+        "--drop-unknown-runs",
+        help="Also delete, from append tables, the rows of runs the store does not know "
+             "(the next sync writes them again, once).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = 0,
+) -> None:
+    """Move the store's checkpoint counters past the versions the tables hold.
+
+    For a metadata store restored from an older copy: a sync then stops with
+    "the metadata store is behind the table".  Lists, per stream, the runs whose
+    rows are in the table but not in the store (their data is read again by the
+    next sync); --drop-unknown-runs deletes those rows from append tables.
+    """
+    from headwater.cli._rerun import spark_settings
+    from headwater.config import validate_config
+    from headwater.destinations import get_destination_class
+    from headwater.engine import build_source, get_spark, resolve_streams
+    from headwater.engine._realign import realign
+
+    _setup_logging(verbose, as_json)
+    with _handled(as_json):
+        config = load_connection(connection)
+        store = _open_store(store_url(config))
+        streams = [(s.name, s.destination_sync_mode)
+                   for s in resolve_streams(build_source(config), config)]
+        dest_cls = get_destination_class(config.destination.type)
+        destination = dest_cls(validate_config(dest_cls.spec(), config.destination.config,
+                                               where="destination.config"))
+        with store.lock(config.name):
+            spark = get_spark(spark_settings(config))
+            found = realign(spark, config, store, destination, streams, apply=False)
+            changes = any(f.behind or (drop_unknown_runs and f.unknown_runs and f.mode == "append")
+                          for f in found)
+            if changes and not yes and not as_json:
+                _print_realignment(found)
+                if not typer.confirm(f"Realign the metadata store of {config.name}?"):
+                    raise typer.Exit(1)
+            if changes:
+                found = realign(spark, config, store, destination, streams, apply=True,
+                                drop_unknown_runs=drop_unknown_runs)
+        if as_json:
+            _emit_json({"connection": config.name, "changed": changes,
+                        "streams": [f.to_dict() for f in found]})
+        else:
+            _print_realignment(found)
+
+
+def _print_realignment(found: list[Any]) -> None:
+    for item in found:
+        lanes = ", ".join(f"{app_id.rsplit('/', 1)[-1]}: {version}"
+                          for app_id, version in sorted(item.lanes.items())) or "none"
+        out.print(f"[bold]{item.stream}[/] ({item.mode}) {item.table}\n"
+                  f"  table's txn versions by lane: {lanes}\n"
+                  f"  next checkpoint index: {item.next_index_before} -> {item.next_index_after}",
+                  highlight=False)
+        for run_id, rows in item.unknown_runs.items():
+            out.print(f"  run unknown to the store: {run_id} ({rows} rows)", highlight=False)
+        if item.deleted_rows is not None:
+            out.print(f"  deleted {item.deleted_rows} rows of those runs", highlight=False)
+        for note in item.notes:
+            out.print(f"  - {note}", highlight=False)
+
+
 # Commands that live in their own modules (they import this one, so this comes last).
 from headwater.cli import _plan_cmd, _rerun, _serve, _validate  # noqa: E402
 

@@ -64,6 +64,11 @@ class CommitMarker:
     #: Partition id -> the source's own state (``Stream.keeps_own_state``), carried
     #: in the tag so that the commit and the states it released are one atomic fact.
     partition_states: Mapping[str, Any] | None = None
+    #: The run's attempt making the commit.  On attempt 1 nothing of the run can be
+    #: in the table yet, so a ``version`` the table already holds for ``app_id`` was
+    #: handed out again by a metadata store that went back in time, not committed
+    #: by this run (:class:`~headwater.errors.StoreBehindTableError`).  Not in the tag.
+    attempt: int = 1
 
     @property
     def tag(self) -> str:
@@ -271,6 +276,30 @@ class Destination(ABC):
             "overwrite's checkpoints, so an overwrite of several checkpoints would show "
             "readers a half-refreshed table; raise partitions_per_checkpoint so the stream "
             "fits one checkpoint", stream=plan.stream.name)
+
+    def lane_versions(self, spark: SparkSession, stream: str,
+                      app_id_prefix: str) -> dict[str, int]:
+        """Each idempotency app id starting with ``app_id_prefix`` that the stream's table
+        holds, with its latest version (what ``headwater state realign`` compares with the
+        metadata store's checkpoint counters)."""
+        from headwater.errors import DestinationError
+
+        raise DestinationError(f"the {self.type_name or type(self).__name__} destination "
+                               "cannot list its tables' transaction versions", stream=stream)
+
+    def run_row_counts(self, spark: SparkSession, stream: str) -> dict[str, int]:
+        """Rows of the stream's table by the run that wrote them (``_hw_run_id``)."""
+        from headwater.errors import DestinationError
+
+        raise DestinationError(f"the {self.type_name or type(self).__name__} destination "
+                               "cannot count its tables' rows by run", stream=stream)
+
+    def delete_runs(self, spark: SparkSession, stream: str, run_ids: list[str]) -> int:
+        """Delete the rows ``run_ids`` wrote from the stream's table in one transaction."""
+        from headwater.errors import DestinationError
+
+        raise DestinationError(f"the {self.type_name or type(self).__name__} destination "
+                               "cannot delete a run's rows", stream=stream)
 
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                     rows: DataFrame, marker: CommitMarker, *,

@@ -58,6 +58,7 @@ from headwater.engine._plan import (
     slot_shares,
 )
 from headwater.engine._plan_reads import headwater_error_from, spark_plan_context
+from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._spark import SparkSettings, get_spark
 from headwater.engine._task import (
     TaskContext,
@@ -442,9 +443,11 @@ class _StreamRunner:
             self.engine.refused = found
 
     def _marker(self, checkpoint: CheckpointPlan) -> CommitMarker:
-        app_id = f"headwater/{self.store.store_id}/{self.connection}/{self.name}/{checkpoint.lane}"
+        app_id = (lane_app_id_prefix(self.store.store_id, self.connection, self.name)
+                  + str(checkpoint.lane))
         return CommitMarker(app_id=app_id, version=checkpoint.index, run_id=self.run_id,
-                            stream=self.name, checkpoint_index=checkpoint.index)
+                            stream=self.name, checkpoint_index=checkpoint.index,
+                            attempt=self.attempt)
 
     def run(self) -> StreamStats:
         started = time.monotonic()
@@ -565,6 +568,7 @@ class _StreamRunner:
             find = destination.find_staged if self.staged else destination.find_commit
             earlier = find(self.spark, self.plan, marker)
             if earlier is not None:
+                earlier = self._with_recorded_counts(checkpoint, earlier)
                 if keeps_state and not earlier.partition_states:
                     earlier = replace(earlier, partition_states=self.store.staged_partition_states(
                         self.run_id, self.name, checkpoint.index))
@@ -597,6 +601,7 @@ class _StreamRunner:
         finally:
             if collector is not None:
                 collector.stop_staging()
+        result = self._with_recorded_counts(checkpoint, result)
         if keeps_state and collector is not None:
             states = collector.states()
             if collector.staging_error is not None:
@@ -606,6 +611,25 @@ class _StreamRunner:
                     "but had this sync died before that, the next one would have read these "
                     "records again", self.name, checkpoint.index, collector.staging_error)
         return result if states is None else replace(result, partition_states=states)
+
+    def _with_recorded_counts(self, checkpoint: CheckpointPlan,
+                              result: CommitResult) -> CommitResult:
+        """``result``, with the figures the store recorded when the table no longer has them.
+
+        A commit known only from its lane's txn version (its history entry was
+        cleaned up) comes back without figures; an earlier attempt that got as
+        far as recording it committed left them in the store.
+        """
+        if not result.already_committed or result.version is not None or result.rows:
+            return result
+        for record in self.store.list_checkpoints(self.run_id):
+            if record.stream == self.name and record.index == checkpoint.index \
+                    and "records_written" in record.stats:
+                return replace(result, rows=int(record.stats["records_written"]),
+                               rejected=int(record.stats.get("records_rejected", 0)),
+                               bytes=int(record.stats.get("bytes", 0)),
+                               version=record.stats.get("delta_version"))
+        return result
 
     def _collector(self, checkpoint: CheckpointPlan,
                    keeps_state: bool) -> PartitionStatsCollector | None:

@@ -224,6 +224,38 @@ class MetadataStore:
 
         return self._db.write(allocate)
 
+    def checkpoint_counter(self, connection: str, stream: str) -> int | None:
+        """The next index the stream's counter hands out (None: it has handed out none)."""
+        c = t.checkpoint_counters
+        query = sa.select(c.c.next_index).where(c.c.connection == connection,
+                                                c.c.stream == stream)
+        return self._db.read(lambda conn: conn.execute(query).scalar_one_or_none())
+
+    def realign_checkpoint_indices(self, connection: str, stream: str,
+                                   taken: int) -> tuple[int | None, int]:
+        """Move the stream's counter past ``taken``, an index a table already holds.
+
+        The repair for a store restored from an older copy (``headwater state
+        realign``): the next block it hands out starts after ``taken``.  Never
+        moves the counter back.  Returns the next index before (None: the
+        stream had no counter) and after.
+        """
+        c = t.checkpoint_counters
+        key = sa.and_(c.c.connection == connection, c.c.stream == stream)
+
+        def realign(conn: Connection) -> tuple[int | None, int]:
+            before: int | None = conn.execute(sa.select(c.c.next_index).where(key)
+                                              ).scalar_one_or_none()
+            after = max(before or FIRST_CHECKPOINT_INDEX, taken + 1)
+            if before is None:
+                conn.execute(sa.insert(c).values(connection=connection, stream=stream,
+                                                 next_index=after))
+            elif after != before:
+                conn.execute(sa.update(c).where(key).values(next_index=after))
+            return before, after
+
+        return self._db.write(realign)
+
     # -- runs ----------------------------------------------------------------
 
     def create_run(

@@ -118,10 +118,13 @@ def create_table(folder: str, schema: pa.Schema, properties: Mapping[str, str]) 
 class Committed:
     """What :func:`commit_files` did."""
 
-    #: False: the table already held this transaction (an earlier attempt committed it).
+    #: False: the table already held this transaction (an earlier attempt committed it,
+    #: or the metadata store handed the version out again).
     made: bool
     #: The version of the commit made (None when none was, or it could not be read back).
     version: int | None = None
+    #: When none was made: the ``txnVersion`` the table holds for the app id.
+    held: int | None = None
 
 
 def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id: str,
@@ -141,7 +144,7 @@ def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id
         raise FileNotFoundError(f"no Delta table at {folder}")
     done = table.transaction_version(app_id)
     if done is not None and done >= version:
-        return Committed(made=False)
+        return Committed(made=False, held=done)
     read_version = table.version()
     now_ms = int(time.time() * 1000)
     actions: list[AddAction | RemoveAction] = [
@@ -152,6 +155,12 @@ def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id
             custom_metadata={"userMetadata": tag},
             app_transactions=[Transaction(app_id, version, now_ms)]))
     return Committed(made=True, version=_version_of(folder, read_version, app_id, version))
+
+
+def transaction_version(folder: str, app_id: str) -> int | None:
+    """The latest ``txnVersion`` the table at ``folder`` holds for ``app_id`` (None: none)."""
+    table = _load(folder)
+    return None if table is None else table.transaction_version(app_id)
 
 
 def _version_of(folder: str, read_version: int, app_id: str, txn_version: int) -> int | None:

@@ -37,6 +37,7 @@ Every :class:`CommitResult` says which of the two committed it (``writer``:
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -55,7 +56,7 @@ from headwater.destinations._base import (
     tagged_partition_states,
     tagged_publish,
 )
-from headwater.destinations.delta import _delta_rs, _staging
+from headwater.destinations.delta import _delta_rs, _staging, _table_facts
 from headwater.destinations.delta._delta_rs import local_folder
 from headwater.destinations.delta._files import ParquetFiles
 from headwater.destinations.delta._sql import (
@@ -73,7 +74,7 @@ from headwater.destinations.delta._stats import (
     stats_columns,
 )
 from headwater.destinations.delta._table_features import task_path_refusal
-from headwater.errors import DestinationError
+from headwater.errors import DestinationError, StoreBehindTableError
 from headwater.table_schema import META_FIELDS
 
 if TYPE_CHECKING:
@@ -81,6 +82,11 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructField
 
     from headwater.engine._plan import CheckpointPlan, StreamPlan
+
+log = logging.getLogger(__name__)
+
+#: Commits a just-made commit is looked for among: lanes commit side by side.
+_RECENT_COMMITS = 50
 
 #: MERGE takes its idempotency keys and commit tag from *session* confs, which
 #: every thread of this process shares; this lock keeps one MERGE's confs from
@@ -279,17 +285,14 @@ class DeltaDestination(Destination):
         # Where the driver shares the folder, delta-rs loads the table once, for its
         # history, and a missing table has none.
         found = _tagged_commit(spark, location, marker)
-        if found is None:
+        if found is not None:
+            return _landed(found, already_committed=True)
+        # The history may no longer list it (the log was cleaned up); the lane's txn
+        # version stays, and a lane commits its checkpoints in index order.
+        held = _lane_version(spark, location, marker.app_id)
+        if held is None or held < marker.version:
             return None
-        version, metrics, tag, engine = found
-        counts = tagged_counts(tag)
-        rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows")
-                   or counts.get("rows") or 0)
-        return CommitResult(rows=rows, rejected=counts.get("rejected", 0),
-                            bytes=_bytes_written(metrics) or counts.get("bytes", 0),
-                            version=version, already_committed=True,
-                            partition_states=tagged_partition_states(tag),
-                            writer=_writer_of(engine), writer_reason=_EARLIER_ATTEMPT)
+        return _skipped(spark, location, marker, held)
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                      files: DataFrame, marker: CommitMarker, *,
@@ -312,27 +315,31 @@ class DeltaDestination(Destination):
         rows = sum(f.rows for f in written)
         rejected = sum(f.rejected for f in written)
         size = sum(f.size for f in written)
+        what = f"commit of checkpoint {marker.checkpoint_index} to {location}"
         try:
             committed = _delta_rs.commit_files(folder, written, mode=mode, app_id=marker.app_id,
                                                version=marker.version,
                                                tag=marker.tag_with_counts(rows, rejected, size))
+            if committed.made:
+                _fault_after_commit()
         except Exception as exc:
-            raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
-                          exc, marker.stream) from exc
+            # delta-rs raises when its post-commit work (the log checkpoint) fails
+            # after the commit file is durable: whether it landed is in the table.
+            landed = _after_error(spark, location, marker, exc, what)
+            return replace(landed, rows=rows, rejected=rejected, bytes=size)
         if committed.made:
             return CommitResult(rows=rows, rejected=rejected, bytes=size,
                                 version=committed.version, writer=WRITER_TASKS,
                                 writer_reason=self._tasks_reason(plan))
-        # An earlier attempt committed this checkpoint; as with Spark's writer, this one
-        # is skipped, and the files it just wrote stay out of the table.  That commit's
-        # version and tag are in the history.
-        found = _tagged_commit(spark, location, marker, within_latest=50)
-        return CommitResult(rows=rows, rejected=rejected, bytes=size,
-                            version=found[0] if found is not None else None,
+        # The table holds this txn version already, and the files just written stay
+        # out of it.  An earlier attempt's commit is in the history, with its tag.
+        found = _tagged_commit(spark, location, marker)
+        if found is None:
+            return _skipped(spark, location, marker, committed.held)
+        return CommitResult(rows=rows, rejected=rejected, bytes=size, version=found[0],
                             already_committed=True,
-                            partition_states=tagged_partition_states(found[2]) if found else {},
-                            writer=_writer_of(found[3]) if found else None,
-                            writer_reason=_EARLIER_ATTEMPT)
+                            partition_states=tagged_partition_states(found[2]),
+                            writer=_writer_of(found[3]), writer_reason=_EARLIER_ATTEMPT)
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -341,16 +348,18 @@ class DeltaDestination(Destination):
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         try:
             if mode == "append_dedup":
-                counts = self._merge(spark, plan, rows, marker, location,
+                merged = self._merge(spark, plan, rows, marker, location,
                                      [p.id for p in checkpoint.partitions])
+                counts: Callable[[], Mapping[str, Any]] = lambda: merged  # noqa: E731
             else:
                 write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
                 counts = _write(rows, marker, location, write_mode)
+            return _committed(spark, location, marker, counts)
+        except StoreBehindTableError:
+            raise
         except Exception as exc:
-            raise _failed(f"commit of checkpoint {marker.checkpoint_index} to {location} failed",
-                          exc, marker.stream) from exc
-        return replace(_committed(spark, location, marker, counts),
-                       writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
+            return _after_error(spark, location, marker, exc,
+                                f"commit of checkpoint {marker.checkpoint_index} to {location}")
 
     def _tasks_reason(self, plan: StreamPlan) -> str:
         """Why the tasks' files, committed through delta-rs, hold this stream's rows."""
@@ -393,11 +402,24 @@ class DeltaDestination(Destination):
         try:
             counts = _write(rows, marker, location, "overwrite",
                             replaceWhere=f"_hw_run_id = '{literal}'")
+            return _committed(spark, location, marker, counts)
+        except StoreBehindTableError:
+            raise
         except Exception as exc:
-            raise _failed(f"replacing the rows of run {replaced_run_id} in {location} failed",
-                          exc, marker.stream) from exc
-        return replace(_committed(spark, location, marker, counts), writer=WRITER_SPARK,
-                       writer_reason="a replay replaces the run's rows through Spark")
+            return _after_error(spark, location, marker, exc,
+                                f"replacing the rows of run {replaced_run_id} in {location}")
+
+    # ----------------------------------------------------------------- realigning
+
+    def lane_versions(self, spark: SparkSession, stream: str,
+                      app_id_prefix: str) -> dict[str, int]:
+        return _table_facts.lane_versions(spark, self.table_location(stream), app_id_prefix)
+
+    def run_row_counts(self, spark: SparkSession, stream: str) -> dict[str, int]:
+        return _table_facts.run_row_counts(spark, self.table_location(stream))
+
+    def delete_runs(self, spark: SparkSession, stream: str, run_ids: list[str]) -> int:
+        return _table_facts.delete_runs(spark, self.table_location(stream), run_ids)
 
     # ------------------------------------------- overwrites: staged, then published
 
@@ -431,14 +453,16 @@ class DeltaDestination(Destination):
                                             marker.run_id)
         try:
             self._create_staging_table(spark, staging, rows)
-            counts = _write(rows, marker, staging, "append")
+            # The staging table is a table like any other: the same rules decide
+            # whether an error or a skipped write means the checkpoint landed.
+            result = _committed(spark, staging, marker, _write(rows, marker, staging, "append"))
+        except StoreBehindTableError:
+            raise
         except Exception as exc:
-            raise _failed(f"staging checkpoint {marker.checkpoint_index} in {staging} failed",
-                          exc, marker.stream) from exc
-        found = _tagged_commit(spark, staging, marker, within_latest=50)
-        return CommitResult(rows=int(counts["rows"]), rejected=int(counts["rejected"]),
-                            bytes=_bytes_written(found[1]) if found else 0, version=None,
-                            writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
+            result = _after_error(spark, staging, marker, exc,
+                                  f"staging checkpoint {marker.checkpoint_index} in {staging}")
+        return replace(result, version=None, writer=WRITER_SPARK,
+                       writer_reason=self._spark_reason(plan))
 
     def _staging_folder(self, spark: SparkSession, plan: StreamPlan) -> str | None:
         """The folder the stream's tasks stage files in (its writer choice), or None: Spark."""
@@ -657,10 +681,13 @@ def _latest_first(partition_order: Sequence[str]) -> list[Column]:
 
 
 def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
-           **options: str) -> Mapping[str, Any]:
+           **options: str) -> Callable[[], Mapping[str, Any]]:
     """One idempotent Delta write of ``rows`` (``txnAppId``/``txnVersion`` + commit tag).
 
-    Returns the rows' counts, observed by the very job that wrote them.
+    Returns how to get the rows' counts, observed by the very job that wrote them.
+    Call it only once the commit is found in the history: when the table already
+    holds the txn version, Delta skips the write, no job runs, and the observation
+    would wait forever.
     """
     from pyspark.sql import Observation
 
@@ -674,17 +701,132 @@ def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
     for key, value in options.items():
         writer = writer.option(key, value)
     writer.save(location)
-    return observation.get
+    return lambda: observation.get
 
 
 def _committed(spark: SparkSession, location: str, marker: CommitMarker,
-               counts: Mapping[str, Any]) -> CommitResult:
-    """The result of the commit just made: its counts, version and bytes from the history."""
+               counts: Callable[[], Mapping[str, Any]]) -> CommitResult:
+    """The result of the write just made: its counts, version and bytes from the history.
+
+    No commit of the checkpoint in the history means Delta skipped the write (the
+    table held the txn version already): see :func:`_skipped`.
+    """
     # Lanes commit side by side, so look among the latest few commits for ours.
-    found = _tagged_commit(spark, location, marker, within_latest=50)
-    version, commit_metrics = (found[0], found[1]) if found is not None else (None, {})
-    return CommitResult(rows=int(counts["rows"]), rejected=int(counts["rejected"]),
-                        bytes=_bytes_written(commit_metrics), version=version)
+    found = _tagged_commit(spark, location, marker, within_latest=_RECENT_COMMITS)
+    if found is None:
+        return _skipped(spark, location, marker, _lane_version(spark, location, marker.app_id))
+    _fault_after_commit()
+    figures = counts()
+    return CommitResult(rows=int(figures["rows"]), rejected=int(figures["rejected"]),
+                        bytes=_bytes_written(found[1]), version=found[0])
+
+
+def _landed(found: tuple[int, Mapping[str, str], str, str], *,
+            already_committed: bool) -> CommitResult:
+    """A commit found in the history, with the figures its metrics or its tag carry."""
+    version, metrics, tag, engine = found
+    counts = tagged_counts(tag)
+    rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows")
+               or counts.get("rows") or 0)
+    return CommitResult(rows=rows, rejected=counts.get("rejected", 0),
+                        bytes=_bytes_written(metrics) or counts.get("bytes", 0),
+                        version=version, already_committed=already_committed,
+                        partition_states=tagged_partition_states(tag),
+                        writer=_writer_of(engine),
+                        writer_reason=_EARLIER_ATTEMPT if already_committed else
+                        "the commit landed, then its writer raised (see the log)")
+
+
+def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
+                 exc: BaseException, what: str) -> CommitResult:
+    """A commit that raised: a success if it landed nonetheless, else the error.
+
+    An error can come after the commit is durable (delta-rs's log checkpoint, a
+    lost connection while the commit's answer travels back); declaring such a
+    checkpoint failed would have the next run read and write its data again.
+    So the table decides: the checkpoint's tagged commit in the history is a
+    success, whatever came after it.
+    """
+    try:
+        found = _tagged_commit(spark, location, marker, within_latest=_RECENT_COMMITS)
+    except Exception as lookup:  # no table yet, or unreadable: nothing of ours landed
+        log.debug("looking up the commit of checkpoint %s in %s failed: %s",
+                  marker.checkpoint_index, location, lookup)
+        found = None
+    if found is None:
+        raise _failed(f"{what} failed", exc, marker.stream) from exc
+    log.warning("%s raised after the commit landed (version %s), so it counts as committed: "
+                "%s", what, found[0], _error_line(exc))
+    return _landed(found, already_committed=False)
+
+
+def _skipped(spark: SparkSession, location: str, marker: CommitMarker,
+             held: int | None) -> CommitResult:
+    """The table holds ``marker``'s txn version already, and no commit of its checkpoint.
+
+    On the run's first attempt nothing of the run can be in the table: the
+    metadata store handed out an index a lane had used, so it went back in time;
+    counting the checkpoint committed would lose its data (Delta wrote nothing).
+    On a resumed attempt an earlier attempt committed it, and the log was
+    cleaned up since, unless the lane's commit at ``held`` belongs to another run.
+    ``held`` is the lane's txn version, when known (None: not readable here).
+    """
+    found = _tagged_commit(spark, location, marker)  # the whole history, not the latest
+    if found is not None:  # ours after all, further back than the latest commits
+        return _landed(found, already_committed=marker.attempt > 1)
+    owner = _lane_owner(spark, location, marker, held)
+    if marker.attempt > 1 and owner in (None, marker.run_id):
+        log.warning("checkpoint %s of %s: %s holds txn version %s of %s but its history no "
+                    "longer lists this checkpoint's commit (log clean-up); counted as "
+                    "committed by an earlier attempt", marker.checkpoint_index, marker.stream,
+                    location, held if held is not None else f">= {marker.version}",
+                    marker.app_id)
+        return CommitResult(rows=0, rejected=0, bytes=0, version=None, already_committed=True)
+    holds = f"version {held}" if held is not None else "that version or a later one"
+    by = f", committed by run {owner}" if owner not in (None, marker.run_id) else ""
+    raise StoreBehindTableError(
+        f"the metadata store is behind the table: checkpoint {marker.checkpoint_index} of run "
+        f"{marker.run_id} got txn version {marker.version} of {marker.app_id}, and the Delta "
+        f"table at {location} already holds {holds} of it{by}, so Delta would skip the "
+        "commit as a duplicate and the checkpoint's data would be lost; nothing was committed. "
+        "The store was restored from an older copy (or lost writes): run `headwater state "
+        "realign CONNECTION.yaml` to move its checkpoint counters past the tables' versions "
+        "(it also lists the rows of runs the store does not know), then sync again",
+        stream=marker.stream)
+
+
+def _lane_owner(spark: SparkSession, location: str, marker: CommitMarker,
+                held: int | None) -> str | None:
+    """The run whose tagged commit of this stream carries checkpoint ``held`` (None: not found).
+
+    A checkpoint's index is its lane's txn version, so that commit is the lane's latest.
+    """
+    if held is None:
+        return None
+    try:
+        found = _tagged_commit(spark, location, replace(marker, checkpoint_index=held),
+                               any_run=True)
+    except Exception:
+        return None
+    if found is None:
+        return None
+    ours = json.loads(found[2]).get("headwater", {})
+    return str(ours.get("run_id")) if isinstance(ours, dict) else None
+
+
+def _lane_version(spark: SparkSession, location: str, app_id: str) -> int | None:
+    """The table's ``txnVersion`` of ``app_id``, where delta-rs can read it (else None)."""
+    folder = _driver_folder(spark, location)
+    if folder is None:
+        return None
+    return _delta_rs.transaction_version(folder, app_id)
+
+
+def _fault_after_commit() -> None:
+    """The ``raise-after-commit`` fault point (``headwater/engine/_faults.py``)."""
+    from headwater.engine._faults import fault_point
+
+    fault_point("raise-after-commit")
 
 
 def _counts() -> list[Column]:
@@ -695,12 +837,13 @@ def _counts() -> list[Column]:
 
 
 def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
-                   within_latest: int | None = None,
+                   within_latest: int | None = None, *, any_run: bool = False,
                    ) -> tuple[int, Mapping[str, str], str, str] | None:
     """The version, operation metrics, tag and ``engineInfo`` of ``marker``'s checkpoint's commit.
 
     Matched on the tag's run, stream and checkpoint rather than on the whole
-    text: a tag may also carry the partition states the commit released.
+    text: a tag may also carry the partition states the commit released.  With
+    ``any_run``, the commit of that stream's checkpoint by whichever run.
     """
     from pyspark.sql import functions as F
 
@@ -708,14 +851,16 @@ def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
     if folder is not None:
         # delta-rs reads the log in the driver's process: no Spark job, no Delta-Spark
         # warm-up in a new JVM, and it reads commits either library made.
-        return _tagged_in(_delta_rs.history(folder, within_latest) or [], marker)
+        return _tagged_in(_delta_rs.history(folder, within_latest) or [], marker, any_run)
 
     def tagged(key: str) -> Column:
         return F.get_json_object(F.col("userMetadata"), f"$.headwater.{key}")
 
-    found = (history(spark, location, within_latest)
-             .where((tagged("run_id") == marker.run_id) & (tagged("stream") == marker.stream)
-                    & (tagged("checkpoint") == str(marker.checkpoint_index)))
+    matches = ((tagged("stream") == marker.stream)
+               & (tagged("checkpoint") == str(marker.checkpoint_index)))
+    if not any_run:
+        matches = matches & (tagged("run_id") == marker.run_id)
+    found = (history(spark, location, within_latest).where(matches)
              .select("version", "operationMetrics", "userMetadata", "engineInfo")
              .limit(1).collect())
     if not found:
@@ -799,7 +944,7 @@ def _driver_folder(spark: SparkSession, location: str) -> str | None:
     return local_folder(location)
 
 
-def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker,
+def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker, any_run: bool = False,
                ) -> tuple[int, Mapping[str, str], str, str] | None:
     """:func:`_tagged_commit` over commits delta-rs read from the log, newest first."""
     for commit in commits:
@@ -809,7 +954,8 @@ def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker,
         except ValueError:
             continue
         ours = document.get("headwater") if isinstance(document, dict) else None
-        if (isinstance(ours, dict) and ours.get("run_id") == marker.run_id
+        if (isinstance(ours, dict)
+                and (any_run or ours.get("run_id") == marker.run_id)
                 and ours.get("stream") == marker.stream
                 and str(ours.get("checkpoint")) == str(marker.checkpoint_index)):
             metrics = commit.get("operationMetrics") or {}
@@ -864,12 +1010,17 @@ def _sql_text(text: str) -> str:
 
 def _failed(what: str, exc: BaseException, stream: str) -> DestinationError:
     """``what``, then the Spark error's type and first line (its JVM stack trace stays out)."""
+    return DestinationError(f"{what}: {_error_line(exc)}", stream=stream)
+
+
+def _error_line(exc: BaseException) -> str:
+    """The error's type and first line (a Spark error's JVM stack trace stays out)."""
     text = str(exc).strip()
     first_line = text.splitlines()[0] if text else ""
     cause = _jvm_root_cause(exc)
     if cause:  # py4j's own first line only names the call ("... calling o728.save.")
         first_line = f"{first_line} {cause}".strip()
-    return DestinationError(f"{what}: {type(exc).__name__}: {first_line}", stream=stream)
+    return f"{type(exc).__name__}: {first_line}"
 
 
 def _jvm_root_cause(exc: BaseException) -> str:

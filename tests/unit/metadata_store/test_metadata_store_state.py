@@ -157,3 +157,17 @@ def test_checkpoint_indices_never_overlap_across_threads_and_stores(store_url: s
     assert blocks[0][0] == FIRST_CHECKPOINT_INDEX
     for (_, end), (start, _) in itertools.pairwise(blocks):
         assert start == end
+
+
+def test_realigning_a_counter_moves_it_past_a_taken_index_and_never_back(
+    store: MetadataStore,
+) -> None:
+    # A stream the store never counted (a store restored from before its first sync).
+    assert store.checkpoint_counter("c", "orders") is None
+    assert store.realign_checkpoint_indices("c", "orders", 7) == (None, 8)
+    assert store.allocate_checkpoint_indices("c", "orders", 2) == 8
+    assert store.checkpoint_counter("c", "orders") == 10
+    # Already past the table's index: unchanged.
+    assert store.realign_checkpoint_indices("c", "orders", 5) == (10, 10)
+    assert store.realign_checkpoint_indices("c", "orders", 12) == (10, 13)
+    assert store.allocate_checkpoint_indices("c", "orders", 1) == 13

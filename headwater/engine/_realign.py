@@ -1,0 +1,121 @@
+"""``headwater state realign``: bring the metadata store back in step with the tables.
+
+Checkpoint indices are the ``txnVersion`` of each lane's Delta commits, so the
+store's counters must stay ahead of every lane's version in the table.  A
+store restored from an older backup (or a replica that lagged) is behind: the
+sync refuses to commit (``StoreBehindTableError``) rather than let Delta skip
+the commit and lose the checkpoint's data.  This module reads each stream's
+table and moves the counter past the versions it holds.
+
+What it cannot repair, and says instead: the older store's *state* does not
+cover what the runs after the backup read.  Those runs are unknown to the
+store, but their rows are in the table (``_hw_run_id``), so they are listed.
+The next sync reads their source data again; under ``append`` that would put
+their rows in the table twice, so those rows can be deleted first, on request
+(``drop_unknown_runs``), never silently.  ``append_dedup`` merges them again by
+key and ``overwrite`` replaces the table: nothing to delete there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from headwater.config import ConnectionConfig
+    from headwater.destinations import Destination
+    from headwater.metadata_store import MetadataStore
+
+
+def lane_app_id_prefix(store_id: str, connection: str, stream: str) -> str:
+    """The Delta ``txnAppId`` of a stream's lanes, without the lane number."""
+    return f"headwater/{store_id}/{connection}/{stream}/"
+
+
+@dataclass
+class StreamRealignment:
+    """What realigning found for one stream, and what it did (or would do)."""
+
+    stream: str
+    mode: str
+    table: str
+    #: Each lane's ``txnAppId`` of this store in the table, with its latest version.
+    lanes: dict[str, int] = field(default_factory=dict)
+    #: The store's next checkpoint index before and after (None: no counter yet).
+    next_index_before: int | None = None
+    next_index_after: int | None = None
+    #: Runs whose rows are in the table and that the store does not know: run id -> rows.
+    unknown_runs: dict[str, int] = field(default_factory=dict)
+    #: Rows deleted (``drop_unknown_runs`` on an ``append`` stream), else None.
+    deleted_rows: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def behind(self) -> bool:
+        """Whether the store's counter hands out a version the table holds."""
+        top = max(self.lanes.values(), default=None)
+        return top is not None and (self.next_index_before or 0) <= top
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "behind": self.behind}
+
+
+def realign(spark: SparkSession, connection: ConnectionConfig, store: MetadataStore,
+            destination: Destination, streams: list[tuple[str, str]], *, apply: bool,
+            drop_unknown_runs: bool = False) -> list[StreamRealignment]:
+    """Compare each ``(stream, destination sync mode)`` with its table; with ``apply``, fix.
+
+    Fixing moves the counter past the table's versions and, with
+    ``drop_unknown_runs``, deletes the unknown runs' rows of ``append`` streams.
+    """
+    found = []
+    for stream, mode in streams:
+        item = StreamRealignment(stream=stream, mode=mode,
+                                 table=destination.table_location(stream))
+        item.lanes = destination.lane_versions(
+            spark, stream, lane_app_id_prefix(store.store_id, connection.name, stream))
+        item.next_index_before = store.checkpoint_counter(connection.name, stream)
+        item.next_index_after = item.next_index_before
+        item.unknown_runs = {run_id: rows for run_id, rows in
+                             sorted(destination.run_row_counts(spark, stream).items())
+                             if store.get_run(run_id) is None}
+        top = max(item.lanes.values(), default=None)
+        if item.behind and top is not None:
+            if apply:
+                item.next_index_after = store.realign_checkpoint_indices(
+                    connection.name, stream, top)[1]
+                item.notes.append(f"checkpoint counter moved past the table's txn version {top}")
+            else:
+                item.notes.append(f"the store hands out index {item.next_index_before or 1}, "
+                                  f"the table holds txn version {top}: the counter must move")
+        else:
+            item.notes.append("checkpoint counter already past the table's versions")
+        if item.unknown_runs:
+            item.notes.append(_unknown_runs_note(item, drop_unknown_runs))
+            if apply and drop_unknown_runs and mode == "append":
+                item.deleted_rows = destination.delete_runs(spark, stream,
+                                                            list(item.unknown_runs))
+        found.append(item)
+    return found
+
+
+def _unknown_runs_note(item: StreamRealignment, drop: bool) -> str:
+    rows = sum(item.unknown_runs.values())
+    head = (f"{rows} rows in the table were written by {len(item.unknown_runs)} run(s) the "
+            "store does not know (it is older than they are), and its state does not cover "
+            "what they read: the next sync reads that data again")
+    if item.mode == "append_dedup":
+        return head + "; append_dedup merges it again by key, so no row lands twice"
+    if item.mode == "overwrite":
+        return head + "; overwrite replaces the table, so no row lands twice"
+    if drop:
+        return head + "; their rows are deleted (one Delta commit; time travel keeps them) so " \
+                      "it lands once"
+    return head + "; under append their rows would then be in the table twice: run again " \
+                  "with --drop-unknown-runs to delete them first (one Delta commit; time " \
+                  "travel keeps them)"
+
+
+__all__ = ["StreamRealignment", "lane_app_id_prefix", "realign"]
