@@ -723,7 +723,8 @@ class _StreamRunner:
         checkpoints = self.plan.checkpoints
         last = checkpoints[-1]
         marker = PublishMarker(
-            app_id=f"headwater/{self.store.store_id}/{self.connection}/{self.name}/publish",
+            app_id=lane_app_id_prefix(self.store.store_id, self.connection, self.name)
+            + "publish",
             version=last.index, run_id=self.run_id, stream=self.name,
             checkpoints=tuple(c.index for c in checkpoints))
         began = time.monotonic()
