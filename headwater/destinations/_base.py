@@ -80,9 +80,14 @@ class CommitMarker:
 
     def tag_with_counts(self, rows: int, rejected: int, size: int) -> str:
         """The tag, plus the commit's figures for writers whose log has no metrics of them."""
-        document = json.loads(self.tag)
-        document["counts"] = {"rows": rows, "rejected": rejected, "bytes": size}
-        return json.dumps(document, sort_keys=True, separators=(",", ":"))
+        return _with_counts(self.tag, rows, rejected, size)
+
+
+def _with_counts(tag: str, rows: int, rejected: int, size: int) -> str:
+    """``tag`` (a commit tag's JSON) with the commit's figures under ``counts``."""
+    document = json.loads(tag)
+    document["counts"] = {"rows": rows, "rejected": rejected, "bytes": size}
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))
 
 
 def _tagged(tag: str | None, key: str) -> dict[str, Any]:
@@ -131,9 +136,7 @@ class PublishMarker:
 
     def tag_with_counts(self, rows: int, rejected: int, size: int) -> str:
         """The tag, plus the commit's figures for writers whose log has no metrics of them."""
-        document = json.loads(self.tag)
-        document["counts"] = {"rows": rows, "rejected": rejected, "bytes": size}
-        return json.dumps(document, sort_keys=True, separators=(",", ":"))
+        return _with_counts(self.tag, rows, rejected, size)
 
 
 def tagged_publish(tag: str | None) -> tuple[str, str, list[int]] | None:
@@ -218,13 +221,8 @@ class Destination(ABC):
         return None
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
-                     files: DataFrame, marker: CommitMarker, *,
-                     before_commit: Callable[[], None] | None = None) -> CommitResult:
-        """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction.
-
-        ``before_commit`` is called once the tasks have written the files and
-        before anything is committed; an error it raises commits nothing.
-        """
+                     files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction."""
         raise NotImplementedError(f"{type(self).__name__} has no file writer")
 
     # -------------------------------------------- overwrites: stage, then publish

@@ -295,8 +295,7 @@ class DeltaDestination(Destination):
         return _skipped(spark, location, marker, held)
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
-                     files: DataFrame, marker: CommitMarker, *,
-                     before_commit: Callable[[], None] | None = None) -> CommitResult:
+                     files: DataFrame, marker: CommitMarker) -> CommitResult:
         """Run the tasks (they write the files), then add the files in one delta-rs commit."""
         location = self.table_location(plan.stream.name)
         folder = local_folder(location)
@@ -305,13 +304,7 @@ class DeltaDestination(Destination):
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         mode = ("overwrite" if plan.stream.destination_sync_mode == "overwrite" and first_of_run
                 else "append")
-        try:
-            written = [_delta_rs.WrittenFile(**row.asDict()) for row in files.collect()]
-        except Exception as exc:
-            raise _failed(f"writing the files of checkpoint {marker.checkpoint_index} to "
-                          f"{location} failed", exc, marker.stream) from exc
-        if before_commit is not None:
-            before_commit()
+        written = _written_files(files, location, marker)
         rows = sum(f.rows for f in written)
         rejected = sum(f.rejected for f in written)
         size = sum(f.size for f in written)
@@ -430,11 +423,7 @@ class DeltaDestination(Destination):
         folder = local_folder(location)
         if folder is None:
             raise DestinationError(f"{location} is not a local folder", stream=marker.stream)
-        try:
-            written = [_delta_rs.WrittenFile(**row.asDict()) for row in files.collect()]
-        except Exception as exc:
-            raise _failed(f"writing the files of checkpoint {marker.checkpoint_index} to "
-                          f"{location} failed", exc, marker.stream) from exc
+        written = _written_files(files, location, marker)
         manifest = _staging.Manifest(run_id=marker.run_id, stream=marker.stream,
                                      checkpoint=marker.checkpoint_index, files=tuple(written))
         try:
@@ -662,6 +651,16 @@ class DeltaDestination(Destination):
                 spark.conf.unset(_TXN_VERSION_CONF)
                 spark.conf.unset(_USER_METADATA_CONF)
         return counted.asDict() if counted is not None else {"rows": 0, "rejected": 0}
+
+
+def _written_files(files: DataFrame, location: str,
+                   marker: CommitMarker) -> list[_delta_rs.WrittenFile]:
+    """Run a checkpoint's tasks (they write its files); the files they describe."""
+    try:
+        return [_delta_rs.WrittenFile(**row.asDict()) for row in files.collect()]
+    except Exception as exc:
+        raise _failed(f"writing the files of checkpoint {marker.checkpoint_index} to "
+                      f"{location} failed", exc, marker.stream) from exc
 
 
 def _latest_first(partition_order: Sequence[str]) -> list[Column]:
