@@ -100,9 +100,12 @@ def _types_of(prop: Mapping[str, Any]) -> list[str]:
 def arrow_type_for(prop: Mapping[str, Any]) -> pa.DataType:
     """The Arrow type a JSON Schema property lands as.
 
-    Objects, mixed types and untyped values are kept as JSON text: a lakehouse
-    column must have one type, and JSON text loses nothing.
+    Open values (:func:`is_open`: an object without ``properties``, mixed types,
+    no type, arrays of those) travel as JSON text, a string column; the field
+    made by :func:`arrow_field_for` says the destination stores them as VARIANT.
     """
+    if is_open(prop):
+        return pa.string()
     types = _types_of(prop)
     if len(types) != 1:
         return pa.string()
@@ -151,10 +154,158 @@ def _decimal_bounds(prop: Mapping[str, Any]) -> tuple[int, int] | None:
     return None
 
 
-def arrow_schema_for(json_schema: Mapping[str, Any]) -> pa.Schema:
-    """Data columns for a stream, in the schema's property order."""
+def arrow_schema_for(json_schema: Mapping[str, Any],
+                     json_columns: Iterable[str] = ()) -> pa.Schema:
+    """Data columns for a stream, in the schema's property order.
+
+    ``json_columns`` are the columns the user asked to keep as JSON text
+    (the stream's ``json_columns`` in the connection file).
+    """
     props = json_schema.get("properties") or {}
-    return pa.schema([pa.field(name, arrow_type_for(prop)) for name, prop in props.items()])
+    as_text = set(json_columns)
+    return pa.schema([arrow_field_for(name, prop, json_text=name in as_text)
+                      for name, prop in props.items()])
+
+
+# --------------------------------------------------------------------- open values
+
+#: Field metadata key saying what a string column's text is (:data:`VARIANT`, :data:`JSON_TEXT`).
+LOGICAL_KEY = b"headwater.logical"
+#: JSON text the destination stores as a VARIANT (Delta: ``parse_json`` by Spark's writer).
+VARIANT = b"variant"
+#: JSON text stored as text, as the user asked (``json_columns``): the source's own bytes
+#: where the reader still had them.
+JSON_TEXT = b"json"
+
+#: JSON Schema types a value of ``json_columns`` may have: what holds nested data.
+_NESTED_TYPES = frozenset({"object", "array"})
+
+
+def is_open(prop: Mapping[str, Any]) -> bool:
+    """Whether a property's values have no one column type: an object without
+    ``properties`` (``additionalProperties``/``patternProperties`` alone do not
+    name columns), mixed types or none, or an array of such values (or of
+    unknown items).  Such values land as VARIANT, not as a struct or a scalar."""
+    types = _types_of(prop)
+    if len(types) != 1:
+        return True
+    if types[0] == "object":
+        return not prop.get("properties")
+    if types[0] == "array":
+        items = prop.get("items")
+        return not isinstance(items, Mapping) or is_open(items)
+    return False
+
+
+def arrow_field_for(name: str, prop: Mapping[str, Any], *, json_text: bool = False) -> pa.Field:
+    """The column a property lands as, with what its text means.
+
+    An open value (:func:`is_open`) is a string column of JSON text marked
+    :data:`VARIANT`; with ``json_text`` (the user asked for JSON text) the
+    column is JSON text marked :data:`JSON_TEXT`, whatever the property's type.
+    """
+    if json_text:
+        return pa.field(name, pa.string(), metadata={LOGICAL_KEY: JSON_TEXT})
+    if is_open(prop):
+        return pa.field(name, pa.string(), metadata={LOGICAL_KEY: VARIANT})
+    return pa.field(name, arrow_type_for(prop))
+
+
+def json_kind(field: pa.Field) -> bytes | None:
+    """:data:`VARIANT` or :data:`JSON_TEXT` for a column that carries JSON text, else None."""
+    found = (field.metadata or {}).get(LOGICAL_KEY)
+    return found if found in (VARIANT, JSON_TEXT) else None
+
+
+def variant_columns(schema: pa.Schema) -> list[str]:
+    """The columns of ``schema`` the destination stores as VARIANT."""
+    return [field.name for field in schema if json_kind(field) == VARIANT]
+
+
+def column_type_label(prop: Mapping[str, Any], *, json_text: bool = False) -> str:
+    """The table type a property lands as, for people (``headwater discover``)."""
+    kind = json_kind(arrow_field_for("_", prop, json_text=json_text))
+    if kind == VARIANT:
+        return "variant"
+    if kind == JSON_TEXT:
+        return "string (JSON text)"
+    return str(arrow_type_for(prop))
+
+
+def json_columns_problem(json_schema: Mapping[str, Any], names: Iterable[str]) -> str | None:
+    """Why ``names`` cannot be kept as JSON text in this stream, or None when they can.
+
+    A listed column must be in the stream's schema and hold nested or open
+    values (an object, an array, mixed or no types): a number or a plain
+    string has no JSON text of its own to keep.
+    """
+    props = json_schema.get("properties") or {}
+    for name in names:
+        prop = props.get(name)
+        if prop is None:
+            return f"json_columns: the stream has no column {name!r}"
+        types = _types_of(prop)
+        if not is_open(prop) and not _NESTED_TYPES.intersection(types):
+            return (f"json_columns: column {name!r} is a {'/'.join(types)}, not an object, "
+                    "an array or an untyped value; only those are kept as JSON text")
+    return None
+
+
+class JsonText(str):
+    """A value that already is JSON text (a source's own bytes for it), kept as it is.
+
+    A reader that still has a record's raw bytes puts ``JsonText`` in the
+    record for its open columns; any other value is serialized by
+    :func:`to_json_text`.  In an Arrow batch a JSON-text column of type string
+    is read as JSON text already (the reader's contract), so only dict records
+    need the mark: there a plain ``str`` is a JSON string value.
+    """
+
+    __slots__ = ()
+
+
+def to_json_text(value: Any) -> str:
+    """``value`` as JSON text: as it is when it is :class:`JsonText`, else serialized
+    compactly with its keys in the order the record has them (never re-sorted) and
+    non-ASCII characters as they are.  What a dict lost of the source's text (number
+    formatting, spacing) it cannot give back: readers that have the bytes pass them.
+
+    Raises ``ValueError`` for what JSON cannot hold (NaN, infinities).
+    """
+    if isinstance(value, JsonText):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False,
+                      default=str)
+
+
+def json_text_values(name: str, values: Sequence[Any], notes: RowNotes) -> pa.Array:
+    """A JSON-text column from Python values; a value JSON cannot hold is null plus a note."""
+    out: list[str | None] = []
+    for row, value in enumerate(values):
+        if value is None:
+            out.append(None)
+            continue
+        try:
+            out.append(to_json_text(value))
+        except (ValueError, TypeError, RecursionError) as exc:
+            out.append(None)
+            notes[row].append({"field": name, "reason": f"not representable as JSON: {exc}",
+                               "value": _clip(value)})
+    return pa.array(out, type=pa.string())
+
+
+def json_text_column(name: str, column: pa.Array | pa.ChunkedArray,
+                     notes: RowNotes) -> pa.Array:
+    """A reader's column for a JSON-text field: a string column is JSON text already
+    (kept byte for byte); any other type (a struct Arrow inferred, numbers) is
+    serialized value by value."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        return column.cast(pa.string())
+    if pa.types.is_null(column.type):
+        return pa.nulls(len(column), pa.string())
+    return json_text_values(name, column.to_pylist(), notes)
 
 
 # --------------------------------------------------------------------------- values
@@ -398,6 +549,9 @@ def batch_from_records(records: Iterable[Mapping[str, Any]],
     columns = []
     for field in schema:
         values = [r.get(field.name) if isinstance(r, Mapping) else None for r in rows]
+        if json_kind(field) is not None:
+            columns.append(json_text_values(field.name, values, notes))
+            continue
         try:
             columns.append(pa.array(values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
@@ -434,6 +588,8 @@ def conform_batch(batch: pa.RecordBatch,
         index = batch.schema.get_field_index(field.name)
         if index < 0:
             columns.append(pa.nulls(batch.num_rows, field.type))
+        elif json_kind(field) is not None:
+            columns.append(json_text_column(field.name, batch.column(index), notes))
         else:
             columns.append(coerce_column(field.name, batch.column(index), field.type, notes))
     return columns, notes

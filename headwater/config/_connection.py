@@ -100,6 +100,10 @@ class StreamConfig(BaseModel):
     destination_sync_mode: DestinationSyncMode = DestinationSyncMode.OVERWRITE
     cursor_field: str | None = Field(default=None, min_length=1)
     primary_key: list[str] | None = None
+    #: Columns stored as JSON text, exactly as the source wrote each value where the
+    #: reader has its bytes, instead of VARIANT (open values) or structs (objects
+    #: with properties).  Checked against the stream's schema once it is known.
+    json_columns: list[str] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -114,6 +118,21 @@ class StreamConfig(BaseModel):
     @classmethod
     def _single_column_key(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("json_columns", mode="before")
+    @classmethod
+    def _single_json_column(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("json_columns")
+    @classmethod
+    def _distinct_json_columns(cls, value: list[str]) -> list[str]:
+        repeated = sorted({name for name in value if value.count(name) > 1})
+        if repeated:
+            raise ValueError(f"json_columns lists {', '.join(repeated)} more than once")
+        if any(not name for name in value):
+            raise ValueError("json_columns holds an empty column name")
+        return value
 
     @model_validator(mode="after")
     def _valid_sync_mode(self) -> StreamConfig:

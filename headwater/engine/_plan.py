@@ -24,6 +24,8 @@ class ConfiguredStream:
     destination_sync_mode: str  # overwrite | append | append_dedup
     cursor_field: str | None
     primary_key: tuple[str, ...]
+    #: Columns kept as JSON text (the stream's ``json_columns``) instead of VARIANT or structs.
+    json_columns: tuple[str, ...] = ()
 
     @property
     def incremental(self) -> bool:
@@ -40,6 +42,7 @@ class ConfiguredStream:
             "destination_sync_mode": self.destination_sync_mode,
             "cursor_field": self.cursor_field,
             "primary_key": list(self.primary_key),
+            "json_columns": list(self.json_columns),
         }
 
     @classmethod
@@ -50,6 +53,7 @@ class ConfiguredStream:
             destination_sync_mode=data["destination_sync_mode"],
             cursor_field=data.get("cursor_field"),
             primary_key=tuple(data.get("primary_key") or ()),
+            json_columns=tuple(data.get("json_columns") or ()),
         )
 
 

@@ -484,7 +484,8 @@ class _StreamRunner:
         self.manager: CheckpointManager[dict[str, Any]] = CheckpointManager(
             CheckpointKey(c.index, c.checkpoint_id) for c in todo)
         data_schema = self.engine.destination.prepare(
-            self.spark, self.plan, arrow_schema_for(self.plan.json_schema))
+            self.spark, self.plan,
+            arrow_schema_for(self.plan.json_schema, self.plan.stream.json_columns))
         self.context_schema = data_schema
         # A replay replaces rows through Spark; other runs let the tasks write files
         # where the destination can commit them.

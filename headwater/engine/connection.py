@@ -14,6 +14,7 @@ from headwater.engine._plan import ConfiguredStream
 from headwater.errors import ConfigError
 from headwater.protocol import AirbyteCatalog, AirbyteStream, SyncMode
 from headwater.sdk import INCREMENTAL, Source
+from headwater.table_schema import json_columns_problem
 
 
 def build_source(connection: ConnectionConfig) -> Source:
@@ -59,10 +60,16 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
         if configured.destination_sync_mode == "append_dedup" and not primary_key:
             raise ConfigError(f"append_dedup needs a primary key and stream "
                               f"{configured.name!r} has none", field=f"{where}.primary_key")
+        problem = (json_columns_problem(stream.json_schema(), configured.json_columns)
+                   if configured.json_columns else None)
+        if problem is not None:
+            raise ConfigError(f"stream {configured.name!r}: {problem}",
+                              field=f"{where}.json_columns")
         resolved.append(ConfiguredStream(
             name=configured.name, sync_mode=configured.sync_mode,
             destination_sync_mode=configured.destination_sync_mode,
-            cursor_field=cursor_field, primary_key=primary_key))
+            cursor_field=cursor_field, primary_key=primary_key,
+            json_columns=tuple(configured.json_columns)))
     return resolved
 
 

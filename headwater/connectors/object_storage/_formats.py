@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -28,7 +29,7 @@ import pyarrow.json as pa_json
 from headwater.connectors.object_storage._config import CsvFormat
 from headwater.connectors.object_storage._io import line_blocks, newlines_before
 from headwater.sdk import RecordOrBatch
-from headwater.table_schema import MAX_NOTE_VALUE, NOTES_TYPE, READER_NOTES
+from headwater.table_schema import MAX_NOTE_VALUE, NOTES_TYPE, READER_NOTES, JsonText, json_kind
 
 __all__ = ["KEY_COLUMN", "RECORD_COLUMN", "ReadPosition", "Rejects", "read_avro", "read_csv",
            "read_jsonl", "read_parquet", "reject_batch"]
@@ -86,8 +87,13 @@ def _jsonl_numbers(block: bytes, first: int, rows: int, lines: int) -> np.ndarra
     return np.asarray(kept, dtype=np.int64) + first
 
 
-def _jsonl_slow(block: bytes, first: int, key: str) -> Iterator[RecordOrBatch]:
-    """Line by line, for a block pyarrow refused: bad lines become rejects."""
+def _jsonl_slow(block: bytes, first: int, key: str,
+                json_text: Sequence[str] = ()) -> Iterator[RecordOrBatch]:
+    """Line by line, for a block pyarrow refused: bad lines become rejects.
+
+    The ``json_text`` columns keep the line's own text of their value
+    (:func:`_raw_values`), not a re-serialized dict.
+    """
     rejects: Rejects = []
     for offset, line in enumerate(block.split(b"\n")[:-1]):
         if not line.strip():
@@ -104,6 +110,8 @@ def _jsonl_slow(block: bytes, first: int, key: str) -> Iterator[RecordOrBatch]:
         if not isinstance(record, dict):
             rejects.append((number, f"a JSON {type(record).__name__}, not an object", line))
             continue
+        if json_text:
+            record.update(_raw_values(line, json_text))
         record[KEY_COLUMN] = key
         record[RECORD_COLUMN] = number
         yield record
@@ -117,6 +125,9 @@ def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosi
     line, a value of another type) is read again line by line."""
     if start > 0:
         position.next_record = newlines_before(stream, start - 1) + 1
+    if any(json_kind(field) is not None for field in schema):
+        yield from read_jsonl_json_text(stream, key, schema, position, start, end)
+        return
     options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer",
                                    newlines_in_values=False)
     for block in line_blocks(stream, start, end):
@@ -135,6 +146,87 @@ def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosi
                 yield _with_source(batch, key, numbers[: batch.num_rows])
                 numbers = numbers[batch.num_rows :]
         position.next_record = first + lines
+
+
+# ------------------------------------------------------------ JSONL with JSON-text columns
+
+#: Decodes a block's lines keeping every top-level value's own bytes (``msgspec.Raw``).
+_RAW_LINES = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+
+def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosition,
+                         start: int = 0, end: int | None = None) -> Iterator[RecordOrBatch]:
+    """JSON Lines whose schema has JSON-text columns (VARIANT or ``json_columns``).
+
+    Their values keep the exact text the line has for them (key order, spacing,
+    ``1.50``): msgspec hands each top-level value's bytes (``msgspec.Raw``)
+    without decoding them, in bulk, while pyarrow's reader types the other
+    columns.  Keys outside the schema come along as columns of their JSON text
+    (the engine notes them).  A block either refuses (a malformed line, a line
+    that is not an object, a value of the wrong type) is read line by line.
+    """
+    json_text = [field.name for field in schema if json_kind(field) is not None]
+    typed = pa.schema([field for field in schema if json_kind(field) is None])
+    options = pa_json.ParseOptions(explicit_schema=typed, unexpected_field_behavior="ignore",
+                                   newlines_in_values=False)
+    for block in line_blocks(stream, start, end):
+        lines = block.count(b"\n")
+        first = position.next_record
+        batch = _json_text_block(block, schema, typed, json_text, options)
+        if batch is None:
+            yield from _jsonl_slow(block, first, key, json_text)
+        else:
+            numbers = _jsonl_numbers(block, first, batch.num_rows, lines)
+            yield _with_source(batch, key, numbers)
+        position.next_record = first + lines
+
+
+def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
+                     json_text: Sequence[str],
+                     options: pa_json.ParseOptions) -> pa.RecordBatch | None:
+    """One block as a batch (typed columns by pyarrow, JSON-text ones as the line's
+    text), or None when either decoder refuses it."""
+    try:
+        records = _RAW_LINES.decode_lines(block)
+        table = pa_json.read_json(
+            io.BytesIO(block),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1),
+            parse_options=options) if len(typed) else None
+    except (msgspec.DecodeError, pa.ArrowInvalid, UnicodeDecodeError, ValueError):
+        return None
+    if table is not None and table.num_rows != len(records):
+        return None
+    try:
+        texts = {name: _text_array([r.get(name) for r in records]) for name in json_text}
+        known = set(schema.names)
+        extra = sorted({k for r in records for k in r} - known)
+        texts.update({name: _text_array([r.get(name) for r in records]) for name in extra})
+    except pa.ArrowInvalid:  # bytes that are not UTF-8
+        return None
+    columns: dict[str, pa.Array] = {} if table is None else {
+        name: table.column(name).combine_chunks() for name in table.column_names}
+    columns.update(texts)
+    if not columns:
+        return None
+    return pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
+
+
+def _text_array(values: Sequence[msgspec.Raw | None]) -> pa.Array:
+    """JSON-text values (``null`` and missing keys: null) as a string column."""
+    raw = [None if v is None or bytes(v) == b"null" else bytes(v) for v in values]
+    return pa.array(raw, pa.binary()).cast(pa.string())
+
+
+def _raw_values(line: bytes, names: Sequence[str]) -> dict[str, JsonText | None]:
+    """The text of ``names``' values in one JSON object line (a null for JSON ``null``);
+    nothing for a line only Python's parser takes (``NaN``): its values are serialized."""
+    try:
+        found = _RAW_LINES.decode(line)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return {}
+    return {name: None if bytes(found[name]) == b"null" else
+            JsonText(bytes(found[name]).decode("utf-8"))
+            for name in names if name in found}
 
 
 # ----------------------------------------------------------------------------- CSV

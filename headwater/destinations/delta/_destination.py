@@ -74,8 +74,14 @@ from headwater.destinations.delta._stats import (
     stats_columns,
 )
 from headwater.destinations.delta._table_features import task_path_refusal
+from headwater.destinations.delta._variant import (
+    spark_schema,
+    task_path_reason,
+    variant_columns,
+    with_variants,
+)
 from headwater.errors import DestinationError, StoreBehindTableError
-from headwater.table_schema import META_FIELDS
+from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT, json_kind
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -160,6 +166,10 @@ class DeltaDestination(Destination):
         #: both create a table conflict).
         self._staging_tables: set[str] = set()
         self._staging_lock = threading.Lock()
+        #: The columns ``prepare`` found VARIANT (in the table, or to be), per stream:
+        #: Spark parses their JSON text before each write.  Each stream's thread
+        #: reads and writes only its own stream's entry.
+        self._variants: dict[str, list[str]] = {}
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
@@ -215,6 +225,12 @@ class DeltaDestination(Destination):
     # ----------------------------------------------------------------- preparing
 
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
+        prepared = self._prepare(spark, plan, data_schema)
+        self._variants[plan.stream.name] = variant_columns(prepared)
+        return prepared
+
+    def _prepare(self, spark: SparkSession, plan: StreamPlan,
+                 data_schema: pa.Schema) -> pa.Schema:
         from pyspark.sql.pandas.types import from_arrow_schema
         from pyspark.sql.types import StructType
 
@@ -222,6 +238,7 @@ class DeltaDestination(Destination):
         wanted = pa.schema(META_FIELDS + list(data_schema))
         self._choices[plan.stream.name] = choice = self._files_folder(spark, plan)
         folder = choice.folder
+        variants = variant_columns(data_schema)
         try:
             state = None
             if folder is not None:
@@ -231,6 +248,10 @@ class DeltaDestination(Destination):
                 except Exception as exc:  # a log delta-rs cannot read is Spark's to write
                     self._choices[plan.stream.name] = _unreadable(exc)
                     folder = None
+            if folder is not None and state is None and variants:
+                # Only Spark's writer writes VARIANT: it creates the table (below).
+                self._choices[plan.stream.name] = _Choice(None, task_path_reason(variants))
+                folder = None
             if folder is not None and state is None:
                 # No Spark job and no Delta-Spark code for a table the tasks will
                 # write: in a new JVM that alone was seconds of class loading.
@@ -254,13 +275,13 @@ class DeltaDestination(Destination):
             with _SESSION_CONF_LOCK:
                 properties = table_properties(spark, location)
                 if properties is None:
-                    spark_schema = from_arrow_schema(wanted)
-                    spark.createDataFrame([], spark_schema).write.format("delta").mode(
-                        "append").option(STATS_PROPERTY, stats_columns(spark_schema)).save(
+                    new_schema = spark_schema(wanted)
+                    spark.createDataFrame([], new_schema).write.format("delta").mode(
+                        "append").option(STATS_PROPERTY, stats_columns(new_schema)).save(
                         location)
                     return data_schema
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
-                missing = [f for f in from_arrow_schema(wanted) if f.name not in existing]
+                missing = [f for f in spark_schema(wanted) if f.name not in existing]
                 if missing:
                     columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}"
                                         for f in missing)
@@ -339,6 +360,7 @@ class DeltaDestination(Destination):
         location = self.table_location(plan.stream.name)
         mode = plan.stream.destination_sync_mode
         first_of_run = checkpoint.index == plan.checkpoints[0].index
+        rows = with_variants(rows, self._variants.get(plan.stream.name, ()))
         try:
             if mode == "append_dedup":
                 merged = self._merge(spark, plan, rows, marker, location,
@@ -347,7 +369,11 @@ class DeltaDestination(Destination):
             else:
                 write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
                 counts = _write(rows, marker, location, write_mode)
-            return _committed(spark, location, marker, counts)
+            result = _committed(spark, location, marker, counts)
+            if result.writer is None and not result.already_committed:
+                result = replace(result, writer=WRITER_SPARK,
+                                 writer_reason=self._spark_reason(plan))
+            return result
         except StoreBehindTableError:
             raise
         except Exception as exc:
@@ -383,6 +409,7 @@ class DeltaDestination(Destination):
 
         location = self.table_location(plan.stream.name)
         literal = _sql_text(replaced_run_id)
+        rows = with_variants(rows, self._variants.get(plan.stream.name, ()))
         if plan.stream.destination_sync_mode == "overwrite":
             others = (spark.read.format("delta").load(location)
                       .where(F.col("_hw_run_id") != replaced_run_id).limit(1).count())
@@ -440,6 +467,7 @@ class DeltaDestination(Destination):
         """Append the checkpoint to the run's staging table, as a commit to the table would."""
         staging = _staging.staging_location(self.table_location(plan.stream.name),
                                             marker.run_id)
+        rows = with_variants(rows, self._variants.get(plan.stream.name, ()))
         try:
             self._create_staging_table(spark, staging, rows)
             # The staging table is a table like any other: the same rules decide
@@ -984,12 +1012,23 @@ def _unreadable(exc: BaseException) -> _Choice:
 
 
 def _table_types(data_schema: pa.Schema, existing: Mapping[str, StructField]) -> pa.Schema:
-    """``data_schema`` with each column the table already has typed as the table types it."""
+    """``data_schema`` with each column the table already has typed as the table types it.
+
+    A column of JSON text stays JSON text: VARIANT where the table's column is a
+    VARIANT (whatever the stream asks now), text where it is a string (a table
+    made before VARIANT, or with ``json_columns``), so the table's type wins.
+    """
     from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import StringType, VariantType
 
     fields = []
     for field in data_schema:
-        if field.name in existing:
+        table_type = existing[field.name].dataType if field.name in existing else None
+        if isinstance(table_type, VariantType) or (
+                json_kind(field) is not None and isinstance(table_type, StringType)):
+            kind = VARIANT if isinstance(table_type, VariantType) else JSON_TEXT
+            fields.append(pa.field(field.name, pa.string(), metadata={LOGICAL_KEY: kind}))
+        elif field.name in existing:
             fields.append(pa.field(
                 field.name, to_arrow_type(existing[field.name].dataType, timezone="UTC")))
         else:

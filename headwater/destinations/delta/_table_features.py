@@ -148,7 +148,8 @@ def _protocol_refusal(table: TableProtocol) -> str | None:
 
 def _features(names: Sequence[str], kind: str, table: TableProtocol) -> str:
     named = {"columnMapping": "column mapping", "checkConstraints": "CHECK constraints",
-             "generatedColumns": "generated columns", "identityColumns": "identity columns"}
+             "generatedColumns": "generated columns", "identityColumns": "identity columns",
+             "variantType": "VARIANT columns", "variantType-preview": "VARIANT columns"}
     known = [named[n] for n in names if n in named]
     return (f"table {'uses ' + ', '.join(known) + '; ' if known else ''}"
             f"{kind} feature{'s' if len(names) > 1 else ''} {', '.join(names)} not on the "
