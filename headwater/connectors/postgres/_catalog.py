@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from headwater.connectors.postgres._types import ColumnType, map_type
+from headwater.connectors.postgres._types import ColumnType, as_variant, map_type
 
 __all__ = ["ColumnInfo", "TableInfo", "discover_tables"]
 
@@ -76,8 +76,11 @@ ORDER BY n.nspname, c.relname, a.attnum
 """
 
 
-def discover_tables(conn: psycopg.Connection[Any], schemas: list[str]) -> list[TableInfo]:
-    """Every readable table and view of ``schemas``, columns in table order."""
+def discover_tables(conn: psycopg.Connection[Any], schemas: list[str],
+                    json_as: str = "text") -> list[TableInfo]:
+    """Every readable table and view of ``schemas``, columns in table order; json and
+    jsonb columns typed as VARIANT when ``json_as`` is ``"variant"``."""
+    typed = as_variant if json_as == "variant" else (lambda column: column)
     rows = conn.execute(_QUERY, {"schemas": schemas}).fetchall()
     grouped: dict[tuple[str, str], list[Any]] = {}
     for row in rows:
@@ -87,8 +90,8 @@ def discover_tables(conn: psycopg.Connection[Any], schemas: list[str]) -> list[T
         first = cols[0]
         columns = tuple(
             ColumnInfo(name=r[4], nullable=not r[5],
-                       type=map_type(r[8], r[9], r[6], element=r[10], enum_labels=r[11],
-                                     ndims=r[7]))
+                       type=typed(map_type(r[8], r[9], r[6], element=r[10],
+                                           enum_labels=r[11], ndims=r[7])))
             for r in cols)
         tables.append(TableInfo(schema=schema, name=name, kind=_KINDS[first[2]],
                                 columns=columns, primary_key=tuple(first[12] or ()),

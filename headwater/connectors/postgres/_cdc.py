@@ -53,6 +53,7 @@ from headwater.connectors.postgres._catalog import TableInfo
 from headwater.connectors.postgres._config import PostgresConfig
 from headwater.errors import StateError
 from headwater.sdk import Cursor, Partition
+from headwater.table_schema import JsonText, is_open
 
 __all__ = ["CDC_COLUMNS", "DELETED_COLUMN", "LSN_COLUMN", "LsnCursor", "decode_message"]
 
@@ -304,6 +305,8 @@ class _Decoder:
         self.transformer: Any = None  # a psycopg Transformer, bound to the reading connection
         self._relations: dict[int, list[tuple[str, int, int]]] = {}
         self._text = {c.name for c in table.columns if c.type.as_text}
+        #: Columns of JSON text that land as VARIANT: their text is JSON, not a string value.
+        self._json = {c.name for c in table.columns if is_open(c.type.schema)}
         self._key = set(table.primary_key)
 
     def feed(self, lsn: int, data: bytes) -> dict[str, Any] | None:
@@ -345,6 +348,8 @@ class _Decoder:
                 row[name] = _UNCHANGED
             elif raw is None:
                 row[name] = None
+            elif name in self._json:
+                row[name] = JsonText(raw.decode())
             elif name in self._text:
                 row[name] = raw.decode()
             else:

@@ -58,6 +58,10 @@ class PostgresConfig(BaseModel):
         "the rows at the top cursor value, so the next sync reads only the rows new at that "
         "value (exactly once under append). More rows than this at the top value: an append "
         "leaves that value to a later sync.")
+    json_as: Literal["text", "variant"] = Field(
+        "text", description="How json and jsonb columns land: text (their JSON text, the "
+        "default, which every reader of the table can read) or variant (typed JSON: a VARIANT "
+        "column, queried with variant_get or col:path; needs Spark 4 / Delta 4 to read).")
     replication_method: Literal["standard", "cdc"] = Field(
         "standard", description="standard: full refresh or a cursor column; cdc: logical "
         "replication (pgoutput), every table with a primary key.")

@@ -248,7 +248,8 @@ class PostgresSource(Source):
     def tables(self) -> list[TableInfo]:
         if self._tables is None:
             with connect(self._settings) as conn:
-                self._tables = discover_tables(conn, self._settings.schemas)
+                self._tables = discover_tables(conn, self._settings.schemas,
+                                               self._settings.json_as)
             for table in self._tables:
                 if table.unmapped:
                     log.warning("%s.%s: no type mapping for %s; carried as text", table.schema,

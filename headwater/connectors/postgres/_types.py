@@ -81,6 +81,21 @@ class ColumnType:
         return ident
 
 
+#: PostgreSQL's JSON types: their text, or with ``json_as: variant`` typed JSON.
+JSON_TYPES = frozenset({"json", "jsonb"})
+
+
+def as_variant(column: ColumnType) -> ColumnType:
+    """A json or jsonb column as typed JSON: an untyped property (any JSON value), which
+    lands as VARIANT (:func:`headwater.table_schema.is_open`).  The reader still selects
+    the column's text, so the value arrives as PostgreSQL's own JSON text and Spark
+    parses it; other columns are returned unchanged."""
+    if column.pg_type not in JSON_TYPES:
+        return column
+    return ColumnType(pg_type=column.pg_type, as_text=True, schema={
+        "description": f"PostgreSQL {column.pg_type}: any JSON value, typed (VARIANT)"})
+
+
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
     declared = schema.get("type")
     if isinstance(declared, str):
