@@ -220,12 +220,13 @@ def discover(connection: ConnectionArg, as_json: JsonOpt = False,
     from rich.table import Table
 
     from headwater.engine import build_source, discover_catalog
-    from headwater.table_schema import arrow_type_for
+    from headwater.table_schema import column_type_label
 
     _setup_logging(verbose, as_json)
     with _handled(as_json):
         config = load_connection(connection)
         catalog = discover_catalog(build_source(config))
+        as_text = {s.name: set(s.json_columns) for s in config.streams or []}
         if as_json:
             _emit_json(catalog.model_dump(mode="json", exclude_none=True))
             return
@@ -245,8 +246,8 @@ def discover(connection: ConnectionArg, as_json: JsonOpt = False,
                 declared = prop.get("type")
                 fmt = prop.get("format")
                 label = "/".join(declared) if isinstance(declared, list) else str(declared)
-                table.add_row(name, label + (f" ({fmt})" if fmt else ""),
-                              str(arrow_type_for(prop)))
+                table.add_row(name, label + (f" ({fmt})" if fmt else ""), column_type_label(
+                    prop, json_text=name in as_text.get(stream.name, set())))
             out.print(table)
 
 

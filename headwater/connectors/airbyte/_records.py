@@ -149,10 +149,10 @@ def _exact(column: pa.Array) -> bool:
 def _as_json_text(column: pa.Array) -> pa.Array | None:
     """A JSON-text column as the per-record path writes it (``json.dumps``, sorted keys)."""
     kind = column.type
-    if kind == pa.string():
-        return column
     if pa.types.is_null(kind):
         return pa.nulls(len(column), pa.string())
+    # A column Arrow inferred as strings held JSON strings: their JSON text is quoted
+    # (``"x"``), as the per-record path writes a string value of an open column.
     if not _exact(column.filter(column.is_valid())):
         return None
     encoded = _encode(column)

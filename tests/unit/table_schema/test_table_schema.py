@@ -47,7 +47,7 @@ def test_dict_records_keep_misfits_and_unknown_fields_as_notes() -> None:
     assert batch.column(0).to_pylist() == [1, None]
     assert batch.column(1).to_pylist() == [9.5, 2.0]
     assert batch.column(3).to_pylist()[0] == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    assert batch.column(6).to_pylist() == ['{"k": 1}', None]
+    assert batch.column(6).to_pylist() == ['{"k":1}', None]  # JSON text of a VARIANT
     assert notes[0] == []
     assert {(n["field"], n["value"]) for n in notes[1]} == {
         ("id", "x"), ("paid", "maybe"), ("at", "not a date"), ("surprise", "5")}

@@ -74,6 +74,16 @@ def test_bulk_decoding_gives_the_per_record_table_and_notes() -> None:
     assert [n["field"] for n in notes[2]] == ["extra", "created_at"]
 
 
+def test_an_open_column_of_strings_is_json_text_as_per_record() -> None:
+    rows: list[dict[str, Any]] = [{"id": 1, "anything": "x"}, {"id": 2, "anything": 'q"é'}]
+    table, _ = bulk(lines(rows))
+    expected, _ = per_record(rows)
+    # A VARIANT column: the same JSON values (their escapes may differ, as VARIANT ignores).
+    texts = table.column("anything").to_pylist()
+    assert [json.loads(t) for t in texts] == ["x", 'q"é'] == [
+        json.loads(t) for t in expected.column("anything").to_pylist()]
+
+
 def test_records_of_other_streams_are_left_out() -> None:
     block = lines(ROWS[:1]) + lines([{"id": 99}], stream="other") + lines(ROWS[1:2])
     table, _ = bulk(block)
