@@ -104,7 +104,7 @@ def _text_type(column: pa.Array) -> pa.DataType:
 
 
 def refine_type(column: pa.Array | pa.ChunkedArray) -> pa.DataType:
-    """The sampled column's type with text that is all date-times or dates typed so, at any depth."""
+    """The sampled column's type, its text of only date-times or dates typed so (at any depth)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     kind = column.type
