@@ -17,8 +17,9 @@ import decimal
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -87,6 +88,22 @@ class RowNotes:
         return pa.array([noted.get(row) for row in range(self._length)], type=NOTES_TYPE)
 
 
+class NoteRows(Protocol):
+    """Where notes go: a batch's :class:`RowNotes`, or a view of it for nested values."""
+
+    def __getitem__(self, row: int) -> list[Note]: ...
+
+
+class _NestedRows:
+    """The notes of a nested column's values (a list's items): value ``i`` is on row ``rows[i]``."""
+
+    def __init__(self, notes: NoteRows, rows: np.ndarray[Any, Any]) -> None:
+        self._notes, self._rows = notes, rows
+
+    def __getitem__(self, row: int) -> list[Note]:
+        return self._notes[int(self._rows[row])]
+
+
 def _types_of(prop: Mapping[str, Any]) -> list[str]:
     declared = prop.get("type", [])
     types = [declared] if isinstance(declared, str) else list(declared)
@@ -100,9 +117,12 @@ def _types_of(prop: Mapping[str, Any]) -> list[str]:
 def arrow_type_for(prop: Mapping[str, Any]) -> pa.DataType:
     """The Arrow type a JSON Schema property lands as.
 
-    Open values (:func:`is_open`: an object without ``properties``, mixed types,
-    no type, arrays of those) travel as JSON text, a string column; the field
-    made by :func:`arrow_field_for` says the destination stores them as VARIANT.
+    An object that declares its ``properties`` is a struct of them (typed by the
+    same rules, recursively), an array of such objects a list of structs, an array
+    of arrays a nested list.  Open values (:func:`is_open`: an object without
+    ``properties``, mixed types, no type, arrays of those) travel as JSON text, a
+    string column; the field made by :func:`arrow_field_for` says the destination
+    stores them as VARIANT.
     """
     if is_open(prop):
         return pa.string()
@@ -134,11 +154,34 @@ def arrow_type_for(prop: Mapping[str, Any]) -> pa.DataType:
     if kind == "array":
         items = prop.get("items")
         if isinstance(items, Mapping):
-            item_type = arrow_type_for(items)
-            if not pa.types.is_list(item_type):
-                return pa.list_(item_type)
+            return pa.list_(arrow_type_for(items))
         return pa.string()
+    if kind == "object":
+        struct = struct_type_for(prop)
+        if struct is not None:
+            return struct
     return pa.string()
+
+
+def struct_type_for(prop: Mapping[str, Any]) -> pa.StructType | None:
+    """The struct an object with declared ``properties`` lands as, or None (an open object).
+
+    Keys the properties do not name are not columns: a value that has some keeps
+    them as notes on its row (``{field: "parent.key"}``), as top-level fields are.
+    """
+    props = prop.get("properties")
+    if not isinstance(props, Mapping) or not props:
+        return None
+    return pa.struct([pa.field(str(name), arrow_type_for(child) if isinstance(child, Mapping)
+                               else pa.string()) for name, child in props.items()])
+
+
+def is_nested(target: pa.DataType) -> bool:
+    """A struct, or a list whose items are structs or lists (typed by :func:`_nested_value`)."""
+    if pa.types.is_struct(target):
+        return True
+    return pa.types.is_list(target) and (pa.types.is_struct(target.value_type)
+                                         or pa.types.is_list(target.value_type))
 
 
 def _decimal_bounds(prop: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -448,7 +491,51 @@ def _describe(target: pa.DataType) -> str:
         return "date-time"
     if pa.types.is_list(target):
         return f"array of {_describe(target.value_type)}"
+    if pa.types.is_struct(target):
+        return "object"
     return str(target)
+
+
+_MISFITS = (ValueError, TypeError, OverflowError, json.JSONDecodeError)
+
+
+def _nested_value(value: Any, target: pa.DataType, path: str, found: list[Note]) -> Any:
+    """``value`` as a value of a struct or list ``target``; a misfit inside becomes null.
+
+    Each misfit leaves a note at its dotted path (``parent.child``, a list's items
+    share the list's path), so one bad field costs that field, not the record.
+    Raises only when ``value`` itself does not fit ``target`` (the caller notes it).
+    """
+    if isinstance(value, str) and (pa.types.is_struct(target) or pa.types.is_list(target)):
+        value = json.loads(value)  # JSON text (a CSV column, an API's encoded field)
+    if pa.types.is_struct(target):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{type(value).__name__} is not an object")
+        out: dict[str, Any] = {}
+        for field in target:
+            out[field.name] = _nested_field(value.get(field.name), field.type,
+                                            f"{path}.{field.name}", found)
+        for key in value.keys() - out.keys():
+            if value[key] is not None:
+                found.append({"field": f"{path}.{key}", "reason": "not in the stream schema",
+                              "value": _clip(value[key])})
+        return out
+    if pa.types.is_list(target) and is_nested(target):
+        if not isinstance(value, list | tuple):
+            raise ValueError(f"{type(value).__name__} is not an array")
+        return [_nested_field(item, target.value_type, path, found) for item in value]
+    return _converter(target)(value)
+
+
+def _nested_field(value: Any, target: pa.DataType, path: str, found: list[Note]) -> Any:
+    if value is None:
+        return None
+    try:
+        return _nested_value(value, target, path, found)
+    except _MISFITS as exc:
+        found.append({"field": path, "reason": f"expected {_describe(target)}: {exc}",
+                      "value": _clip(value)})
+        return None
 
 
 def _clip(value: Any) -> str:
@@ -457,23 +544,34 @@ def _clip(value: Any) -> str:
 
 
 def coerce_values(
-    name: str, values: Sequence[Any], target: pa.DataType, notes: RowNotes
+    name: str, values: Sequence[Any], target: pa.DataType, notes: NoteRows
 ) -> pa.Array:
-    """Convert values one by one; each misfit becomes null plus a note on its row."""
-    convert = _converter(target)
+    """Convert values one by one; each misfit becomes null plus a note on its row.
+
+    Inside a struct or a list of structs only the misfit field is null (its note
+    names it ``name.child``); the rest of the value is kept.
+    """
     out: list[Any] = []
-    for row, value in enumerate(values):
-        if value is None:
-            out.append(None)
-            continue
-        try:
-            out.append(convert(value))
-        except (ValueError, TypeError, OverflowError, json.JSONDecodeError) as exc:
-            out.append(None)
-            notes[row].append(
-                {"field": name, "reason": f"expected {_describe(target)}: {exc}",
-                 "value": _clip(value)}
-            )
+    if is_nested(target):
+        for row, value in enumerate(values):
+            found: list[Note] = []
+            out.append(_nested_field(value, target, name, found))
+            if found:
+                notes[row].extend(found)
+    else:
+        convert = _converter(target)
+        for row, value in enumerate(values):
+            if value is None:
+                out.append(None)
+                continue
+            try:
+                out.append(convert(value))
+            except _MISFITS as exc:
+                out.append(None)
+                notes[row].append(
+                    {"field": name, "reason": f"expected {_describe(target)}: {exc}",
+                     "value": _clip(value)}
+                )
     try:
         return pa.array(out, type=target)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
@@ -492,7 +590,7 @@ def coerce_values(
 
 def coerce_column(
     name: str, column: pa.Array | pa.ChunkedArray, target: pa.DataType,
-    notes: RowNotes,
+    notes: NoteRows,
 ) -> pa.Array:
     """One column of a reader's batch, cast to its table type."""
     if isinstance(column, pa.ChunkedArray):
@@ -501,6 +599,11 @@ def coerce_column(
         return column
     if pa.types.is_null(column.type):
         return pa.nulls(len(column), target)
+    if pa.types.is_struct(target) and pa.types.is_struct(column.type):
+        return _conform_struct(name, column, target, notes)
+    if is_nested(target) and (pa.types.is_list(column.type)
+                              or pa.types.is_large_list(column.type)):
+        return _conform_list(name, column, target, notes)
     if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
         if column.type.tz is None and target.tz is not None:
             column = pc.assume_timezone(column, "UTC")
@@ -519,6 +622,43 @@ def coerce_column(
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
     return coerce_values(name, column.to_pylist(), target, notes)
+
+
+def _conform_struct(name: str, column: pa.StructArray, target: pa.StructType,
+                    notes: NoteRows) -> pa.Array:
+    """A struct column in ``target``'s fields, each child cast as a column of its own.
+
+    Fields are matched by name: a missing one is null, one ``target`` lacks is
+    noted (``name.child``) on the rows that have a value for it.
+    """
+    children = dict(zip([f.name for f in column.type], column.flatten(), strict=True))
+    arrays = []
+    for field in target:
+        child = children.pop(field.name, None)
+        path = f"{name}.{field.name}"
+        arrays.append(pa.nulls(len(column), field.type) if child is None
+                      else coerce_column(path, child, field.type, notes))
+    for key, child in children.items():
+        if child.null_count == len(child):
+            continue
+        for row in pc.indices_nonzero(child.is_valid()).to_pylist():
+            notes[row].append({"field": f"{name}.{key}", "reason": "not in the stream schema",
+                               "value": _clip(child[row].as_py())})
+    mask = pc.invert(column.is_valid()) if column.null_count else None
+    return pa.StructArray.from_arrays(arrays, fields=list(target), mask=mask)
+
+
+def _conform_list(name: str, column: pa.ListArray, target: pa.ListType,
+                  notes: NoteRows) -> pa.Array:
+    """A list column whose items are structs or lists: the items cast as one column."""
+    offsets = column.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    first = int(offsets[0])
+    items = column.values.slice(first, int(offsets[-1]) - first)
+    rows = np.repeat(np.arange(len(column)), np.diff(offsets))
+    typed = coerce_column(name, items, target.value_type, _NestedRows(notes, rows))
+    mask = column.is_null() if column.null_count else None
+    return pa.ListArray.from_arrays(pa.array(offsets - first, pa.int32()), typed,
+                                    type=target, mask=mask)
 
 
 def batch_from_records(records: Iterable[Mapping[str, Any]],
@@ -552,11 +692,29 @@ def batch_from_records(records: Iterable[Mapping[str, Any]],
         if json_kind(field) is not None:
             columns.append(json_text_values(field.name, values, notes))
             continue
+        if is_nested(field.type):
+            columns.append(_nested_from_values(field.name, values, field.type, notes))
+            continue
         try:
             columns.append(pa.array(values, type=field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
             columns.append(coerce_values(field.name, values, field.type, notes))
     return columns, notes
+
+
+def _nested_from_values(name: str, values: list[Any], target: pa.DataType,
+                        notes: RowNotes) -> pa.Array:
+    """Nested dicts and lists as a struct or list column.
+
+    Arrow reads them with the types it infers and :func:`coerce_column` casts
+    that in bulk (a typed ``pa.array`` would drop keys the struct lacks, unnoted);
+    values Arrow cannot give one type go value by value.
+    """
+    try:
+        inferred = pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return coerce_values(name, values, target, notes)
+    return coerce_column(name, inferred, target, notes)
 
 
 def conform_batch(batch: pa.RecordBatch,

@@ -16,6 +16,9 @@ errors exactly as before) whenever it could differ:
   outside the schema, whose Arrow-inferred type cannot be written back as the
   same JSON text (a number that may have been an integer, a string Arrow took for
   a date-time, a null that may have been a missing key);
+* a struct (an object with declared properties) or nested list in which Arrow
+  took a string for a date-time (the per-record path infers its type from the
+  dicts, where the string stays a string);
 * a stream with a column type the reader cannot produce as the per-record path
   does (decimals, base64 binary): such streams are never decoded in bulk.
 
@@ -34,7 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from headwater.table_schema import READER_NOTES, arrow_schema_for
+from headwater.table_schema import READER_NOTES, arrow_schema_for, is_nested
 
 __all__ = ["RecordDecoder"]
 
@@ -51,6 +54,7 @@ class RecordDecoder:
         props = json_schema.get("properties") or {}
         read_fields: list[pa.Field] = []
         self.json_text: set[str] = set()
+        self.nested: set[str] = set()
         self.usable = True
         for field in arrow_schema_for(json_schema):
             kind = field.type
@@ -62,6 +66,8 @@ class RecordDecoder:
                 read_fields.append(pa.field(field.name, pa.string()))
             elif pa.types.is_list(kind) and kind.value_type in _DIRECT:
                 read_fields.append(field)
+            elif is_nested(kind):
+                self.nested.add(field.name)  # left to inference, cast as the dicts' would be
             else:
                 self.usable = False
         #: Fields read under their declared type; every other one is inferred by Arrow.
@@ -109,6 +115,7 @@ class RecordDecoder:
             if field.name == READER_NOTES:
                 return None
             converted = (_as_json_text(column) if field.name in self.json_text
+                         else column if field.name in self.nested and _no_dates(column.type)
                          else column if _exact(column) else None)
             if converted is None:
                 return None
@@ -124,6 +131,23 @@ def _plain_string(prop: Mapping[str, Any]) -> bool:
     declared = prop.get("type")
     types = [declared] if isinstance(declared, str) else list(declared or [])
     return [t for t in types if t != "null"] == ["string"]
+
+
+def _no_dates(kind: pa.DataType) -> bool:
+    """No date or timestamp anywhere in an inferred nested type.
+
+    The per-record path infers a nested column's type from the dicts
+    (``pa.array``) and casts it as this path casts Arrow's: both agree but where
+    Arrow's JSON reader takes text for a date-time, which the dicts keep as text.
+    A null, or a missing key, is null in both.
+    """
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return False
+    if pa.types.is_struct(kind):
+        return all(_no_dates(field.type) for field in kind)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _no_dates(kind.value_type)
+    return True
 
 
 def _exact(column: pa.Array) -> bool:

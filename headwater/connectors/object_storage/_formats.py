@@ -119,17 +119,38 @@ def _jsonl_slow(block: bytes, first: int, key: str,
         yield reject_batch(key, rejects)
 
 
+def _json_read_type(kind: pa.DataType) -> pa.DataType:
+    """The type pyarrow's JSON reader is asked for, for a column of type ``kind``.
+
+    The reader parses ISO 8601 date-times itself (fractional seconds to the
+    microsecond, ``Z`` or an offset; none is UTC, as the engine takes it), inside
+    structs and lists too, but not dates: those are read as text and cast by the
+    engine with Arrow.
+    """
+    if pa.types.is_date(kind):
+        return pa.string()
+    if pa.types.is_struct(kind):
+        return pa.struct([pa.field(f.name, _json_read_type(f.type)) for f in kind])
+    if pa.types.is_list(kind):
+        return pa.list_(_json_read_type(kind.value_type))
+    return kind
+
+
 def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosition,
                start: int = 0, end: int | None = None) -> Iterator[RecordOrBatch]:
     """JSON Lines through pyarrow's reader block by block; a block it refuses (a broken
-    line, a value of another type) is read again line by line."""
+    line, a value of another type) is read again line by line.
+
+    Nested objects and arrays are read under their struct and list types, so a
+    well-formed block is typed by Arrow alone, with no Python per record."""
     if start > 0:
         position.next_record = newlines_before(stream, start - 1) + 1
     if any(json_kind(field) is not None for field in schema):
         yield from read_jsonl_json_text(stream, key, schema, position, start, end)
         return
-    options = pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer",
-                                   newlines_in_values=False)
+    read_schema = pa.schema([pa.field(f.name, _json_read_type(f.type)) for f in schema])
+    options = pa_json.ParseOptions(explicit_schema=read_schema,
+                                   unexpected_field_behavior="infer", newlines_in_values=False)
     for block in line_blocks(stream, start, end):
         lines = block.count(b"\n")
         first = position.next_record

@@ -3,6 +3,14 @@
 Types come from pyarrow's own inference on a sample (CSV, JSONL), the Parquet
 footer, or Avro records; the config's ``schema`` replaces any column's type.
 Every column is nullable: an object that lacks a column is not an error.
+
+Structs become objects with their properties and lists of structs arrays of
+them, at any depth, so nested data lands as structs and arrays.  Text columns of
+a CSV or JSONL sample (nested ones too) whose every value is an ISO 8601
+date-time or date become ``format: date-time`` / ``date``: pyarrow's inference
+keeps date-times with fractional seconds in JSON as text and takes dates for
+timestamps, so its guesses are replaced by this one, made with Arrow kernels on
+the sampled column.
 """
 
 from __future__ import annotations
@@ -15,19 +23,27 @@ from typing import Any
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from headwater.connectors.object_storage._config import CsvFormat, StreamConfig
 from headwater.connectors.object_storage._formats import KEY_COLUMN, RECORD_COLUMN
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import ObjectInfo
+from headwater.table_schema import UTC_TIMESTAMP
 
-__all__ = ["infer_json_schema", "json_schema_of", "sample_schema"]
+__all__ = ["infer_json_schema", "json_schema_of", "refine_type", "sample_schema"]
 
 #: Objects looked at, at most, to fill the sample.
 SAMPLE_OBJECTS = 10
 #: Bytes of a CSV/JSONL object read, at most, for the sample.
 SAMPLE_BYTES = 4 * 1024 * 1024
+
+#: ISO 8601 as Arrow's cast and JSON reader parse it: a date, ``T`` or a space, hours and
+#: minutes, optional seconds with up to microseconds, optional ``Z`` or offset.
+_DATE = r"\d{4}-\d{2}-\d{2}"
+_DATE_TIME = _DATE + r"[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"
+_ZONE = r"(Z|[+-]\d{2}(:?\d{2})?)"
 
 
 def json_schema_of(arrow_type: pa.DataType) -> dict[str, Any]:
@@ -47,11 +63,75 @@ def json_schema_of(arrow_type: pa.DataType) -> dict[str, Any]:
         kind = {"type": "string", "format": "date"}
     elif pa.types.is_list(t) or pa.types.is_large_list(t):
         return {"type": ["null", "array"], "items": json_schema_of(t.value_type)}
+    elif pa.types.is_struct(t) and t.num_fields:
+        return {"type": ["null", "object"],
+                "properties": {field.name: json_schema_of(field.type) for field in t}}
     elif pa.types.is_struct(t) or pa.types.is_map(t):
         return {"type": ["null", "object"]}
     else:  # strings, binary, null (no value seen yet): text loses nothing
         kind = {"type": "string"}
     return {**kind, "type": ["null", kind["type"]]}
+
+
+def _all(column: pa.Array, pattern: str) -> bool:
+    return bool(pc.all(pc.match_substring_regex(column, "^" + pattern + "$")).as_py())
+
+
+def _parses(column: pa.Array, target: pa.DataType) -> bool:
+    try:
+        pc.cast(column, target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return False
+    return True
+
+
+def _text_type(column: pa.Array) -> pa.DataType:
+    """``date32`` or a UTC timestamp when every value of a text column is one, else string."""
+    values = column.drop_null()
+    if len(values) == 0:
+        return column.type
+    if _all(values, _DATE) and _parses(values, pa.date32()):
+        return pa.date32()
+    if not _all(values, _DATE_TIME + _ZONE + "?"):
+        return column.type
+    zoned = pc.match_substring_regex(values, _ZONE + "$")
+    # Arrow casts text with an offset to an aware timestamp, without one to a naive one
+    # (which lands as UTC, as the JSON reader and the per-value path read it).
+    if _parses(values.filter(zoned), UTC_TIMESTAMP) \
+            and _parses(values.filter(pc.invert(zoned)), pa.timestamp("us")):
+        return UTC_TIMESTAMP
+    return column.type
+
+
+def refine_type(column: pa.Array | pa.ChunkedArray) -> pa.DataType:
+    """The sampled column's type, its text of only date-times or dates typed so (at any depth)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    kind = column.type
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return _text_type(column)
+    if pa.types.is_struct(kind):
+        return pa.struct([pa.field(field.name, refine_type(child))
+                          for field, child in zip(kind, column.flatten(), strict=True)])
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return pa.list_(refine_type(column.flatten()))
+    return kind
+
+
+def _refined(table: pa.Table) -> pa.Schema:
+    return pa.schema([pa.field(field.name, refine_type(column))
+                      for field, column in zip(table.schema, table.columns, strict=True)])
+
+
+def _dates_as_text(kind: pa.DataType) -> pa.DataType:
+    """``kind`` with every timestamp and date in it read as text instead."""
+    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
+        return pa.string()
+    if pa.types.is_struct(kind):
+        return pa.struct([pa.field(f.name, _dates_as_text(f.type)) for f in kind])
+    if pa.types.is_list(kind):
+        return pa.list_(_dates_as_text(kind.value_type))
+    return kind
 
 
 def _sample_lines(stream: Any, records: int) -> bytes:
@@ -81,8 +161,13 @@ def _sample_jsonl(stream: Any, records: int) -> pa.Table:
     import pyarrow.json as pa_json
 
     sample = _sample_lines(stream, records)
-    try:  # pyarrow's inference knows timestamps; it refuses a sample with a bad line
-        return pa_json.read_json(io.BytesIO(sample))
+    try:  # pyarrow's inference refuses a sample with a bad line
+        inferred = pa_json.read_json(io.BytesIO(sample)).schema
+        # Read again with what it took for timestamps as text: refine_type tells
+        # dates from date-times, and knows fractional seconds it leaves as text.
+        text = pa.schema([pa.field(f.name, _dates_as_text(f.type)) for f in inferred])
+        return pa_json.read_json(io.BytesIO(sample), parse_options=pa_json.ParseOptions(
+            explicit_schema=text))
     except (pa.ArrowInvalid, ValueError):
         pass
     rows = []
@@ -102,9 +187,9 @@ def _sample_object(fs: fsspec.AbstractFileSystem, obj: ObjectInfo, config: Strea
     with StorageFile(fs, obj.path) as raw:
         stream = decompress(raw, compression_of(obj.key, config.compression))
         if fmt.type == "csv":
-            return _sample_csv(stream, fmt, records).schema
+            return _refined(_sample_csv(stream, fmt, records))
         if fmt.type == "jsonl":
-            return _sample_jsonl(stream, records).schema
+            return _refined(_sample_jsonl(stream, records))
         if fmt.type == "parquet":
             import pyarrow.parquet as pq
 

@@ -40,7 +40,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -85,7 +85,7 @@ from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT,
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import StructField
+    from pyspark.sql.types import DataType, StructField
 
     from headwater.engine._plan import CheckpointPlan, StreamPlan
 
@@ -266,7 +266,8 @@ class DeltaDestination(Destination):
             if folder is not None and self._choose(plan, folder, state).folder is not None:
                 assert state is not None
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
-                if all(f.name in existing for f in wanted):
+                if all(f.name in existing for f in wanted) and not nested_additions(
+                        from_arrow_schema(wanted), existing):
                     self._prepared_stats_columns[folder] = listed_columns(
                         state.properties.get(STATS_PROPERTY))
                     return _table_types(data_schema, existing)
@@ -282,15 +283,21 @@ class DeltaDestination(Destination):
                     return data_schema
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
                 missing = [f for f in spark_schema(wanted) if f.name not in existing]
-                if missing:
-                    columns = ", ".join(f"{quote(f.name)} {f.dataType.simpleString()}"
-                                        for f in missing)
+                nested = nested_additions(spark_schema(wanted), existing)
+                if missing or nested:
+                    columns = ", ".join(
+                        [f"{quote(f.name)} {f.dataType.simpleString()}" for f in missing]
+                        + [f"{'.'.join(quote(p) for p in path)} {kind.simpleString()}"
+                           for path, kind in nested])
                     spark.sql(f"ALTER TABLE {table_ref(location)} ADD COLUMNS ({columns})")
-                    if STATS_PROPERTY in properties:
-                        listed = stats_columns(missing, already=properties[STATS_PROPERTY])
-                        if listed != properties[STATS_PROPERTY]:
-                            spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES "
-                                      f"('{STATS_PROPERTY}' = '{_sql_text(listed)}')")
+                if missing and STATS_PROPERTY in properties:
+                    listed = stats_columns(missing, already=properties[STATS_PROPERTY])
+                    if listed != properties[STATS_PROPERTY]:
+                        spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES "
+                                  f"('{STATS_PROPERTY}' = '{_sql_text(listed)}')")
+                if nested:  # the structs as they are now
+                    existing = {f.name: f
+                                for f in spark.read.format("delta").load(location).schema}
                 return _table_types(data_schema, existing)
         except Exception as exc:
             raise _failed(f"cannot prepare Delta table at {location}", exc,
@@ -1009,6 +1016,36 @@ def _unreadable(exc: BaseException) -> _Choice:
     first_line = (str(exc).strip().splitlines() or [""])[0]
     return _Choice(None, f"delta-rs cannot read the table's log ({type(exc).__name__}: "
                          f"{first_line})")
+
+
+def nested_additions(wanted: Iterable[StructField], existing: Mapping[str, StructField],
+                     ) -> list[tuple[list[str], DataType]]:
+    """Fields a struct column (or a list of structs) gained: ``(path, Spark type)`` each.
+
+    A later sync's objects may carry a field the table's struct lacks; the
+    table's struct gets it (``ALTER TABLE ... ADD COLUMNS (s.new ...)``, a list's
+    items are ``s.element``), so its values land instead of becoming notes.  A
+    field whose type changed keeps the table's type, as top-level columns do.
+    """
+    from pyspark.sql.types import ArrayType, StructType
+
+    found: list[tuple[list[str], DataType]] = []
+
+    def walk(path: list[str], want: DataType, have: DataType) -> None:
+        if isinstance(want, StructType) and isinstance(have, StructType):
+            had = {f.name: f.dataType for f in have.fields}
+            for field in want.fields:
+                if field.name in had:
+                    walk([*path, field.name], field.dataType, had[field.name])
+                else:
+                    found.append(([*path, field.name], field.dataType))
+        elif isinstance(want, ArrayType) and isinstance(have, ArrayType):
+            walk([*path, "element"], want.elementType, have.elementType)
+
+    for field in wanted:
+        if field.name in existing:
+            walk([field.name], field.dataType, existing[field.name].dataType)
+    return found
 
 
 def _table_types(data_schema: pa.Schema, existing: Mapping[str, StructField]) -> pa.Schema:
