@@ -11,8 +11,8 @@ plans partitions and reads them.  Three shapes of partition:
   partition are fetched side by side on the client's event loop (I/O
   concurrency), the partitions by parallel Spark tasks, each task reading a run
   of them with one client;
-* **parent partitions** (``parent`` set, a substream): one partition of the
-  child per partition of its parent (planned as the parent plans a full read:
+* **parent windows** (``parent`` set, a substream): one partition of the
+  child per API window of its parent (planned as the parent plans a full read:
   no API call at plan time).  Reading it reads that parent partition's pages
   and starts each parent record's child calls as soon as its page arrives, on
   the same event loop and within the same calls in flight as the parent's
@@ -238,18 +238,30 @@ class HttpStream(Stream):
 
     def _parent_partitions(self, parent: HttpStream, context: PlanContext,
                            tasks: int) -> list[Partition]:
-        """One partition per partition of a full read of the parent; nothing is read.
+        """One partition per API window of a full read of the parent (or per parent
+        partition, for a parent without windows); nothing is read.
 
-        The parent partition travels whole in the child's (``parent_partition``),
-        so the recorded plan says exactly which parent pages a resumed run reads.
-        No more tasks than partitions share the calls in flight: a parent read in
+        A window, not the parent's own partition of many windows: each parent
+        record makes calls of its own, so a parent window is already many calls,
+        and small partitions spread them evenly over the tasks (a task short of
+        work leaves its share of the calls in flight unused).  The parent
+        partition travels whole in the child's (``parent_partition``), so the
+        recorded plan says exactly which parent pages a resumed run reads.  No
+        more tasks than partitions share the calls in flight: a parent read in
         one partition (a plain collection) gets the whole ``concurrency``.
         """
-        parent_partitions = parent.plan(None, context)
-        tasks = max(min(tasks, len(parent_partitions)), 1)
+        pieces = []
+        for whole in parent.plan(None, context):
+            if "start" not in whole.params:
+                pieces.append(whole)
+                continue
+            for unit in parent._units(whole):
+                start, end = unit["start"], unit["end"]
+                pieces.append(Partition(parent.name, f"{parent.name}:{start}/{end}",
+                                        {**whole.params, "start": start, "end": end}))
+        tasks = max(min(tasks, len(pieces)), 1)
         return [Partition(self.name, f"{self.name}:of:{p.id}",
-                          {"parent_partition": p.to_dict(), "tasks": tasks})
-                for p in parent_partitions]
+                          {"parent_partition": p.to_dict(), "tasks": tasks}) for p in pieces]
 
     # -- reading ----------------------------------------------------------------------
 

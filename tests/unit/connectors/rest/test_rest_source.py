@@ -93,7 +93,12 @@ def test_substream_partitions_are_parent_partitions_planned_without_a_call() -> 
         plan = child.plan(None, PlanContext(parallel_tasks=2))
         assert api.calls == []  # planning reads nothing
         parents = rest.stream("surveys").plan(None, PlanContext(parallel_tasks=2))
-        assert [p.params["parent_partition"] for p in plan] == [p.to_dict() for p in parents]
+        # One partition of the child per API window of the parent, the same windows.
+        windows = [(u["start"], u["end"]) for p in parents
+                   for u in rest.stream("surveys")._units(p)]
+        assert [(p.params["parent_partition"]["params"]["start"],
+                 p.params["parent_partition"]["params"]["end"]) for p in plan] == windows
+        assert len(plan) == 31 and all(p.params["tasks"] == 2 for p in plan)
         rows = [r for part in plan for r in rows_of(child.read(part))]
     assert sorted(r["id"] for r in rows) == sorted(
         r["id"] for rs in api.data.responses.values() for r in rs)
