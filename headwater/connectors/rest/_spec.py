@@ -108,7 +108,11 @@ _STREAM = {
                 "stream": {"type": "string"},
                 "fields": {"type": "array", "items": {"type": "string"}, "default": ["id"]},
                 "copy_to": {"type": "object", "additionalProperties": {"type": "string"}},
-                "parents_per_partition": {"type": "integer", "minimum": 1, "default": 10},
+                "parents_per_partition": {
+                    "type": "integer", "minimum": 1, "default": 10,
+                    "description": "Unused (accepted for older files): a substream's "
+                                   "partition is one partition of its parent, whose pages "
+                                   "it reads, starting each parent's calls at once."},
             },
         },
     },

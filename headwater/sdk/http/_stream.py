@@ -11,14 +11,22 @@ plans partitions and reads them.  Three shapes of partition:
   partition are fetched side by side on the client's event loop (I/O
   concurrency), the partitions by parallel Spark tasks, each task reading a run
   of them with one client;
-* **parent records** (``parent`` set, a substream): the parent's partitions
-  are read on the executors at plan time (``PlanContext.read_fields``), and
-  each partition of the child holds the key fields of up to
-  ``parents_per_partition`` parent records, fetched side by side;
+* **parent windows** (``parent`` set, a substream): one partition of the
+  child per API window of its parent (planned as the parent plans a full read:
+  no API call at plan time).  Reading it reads that parent partition's pages
+  and starts each parent record's child calls as soon as its page arrives, on
+  the same event loop and within the same calls in flight as the parent's
+  pages (:meth:`HttpStream._read_children`): parent and child reads overlap,
+  and the requests in flight stay at the task's share of ``concurrency`` from
+  the first parent page to the last child page;
 * **one partition** for a plain full-refresh collection.
 
 Path and parameter templates are ``str.format`` strings over ``{start}`` and
 ``{end}`` (the window, in the cursor's stored form) and ``{parent.<field>}``.
+
+Plans of earlier versions held the parent records themselves (``parents``:
+their key fields, read at plan time); such partitions stay readable, so a run
+planned then still resumes and re-executes exactly its recorded plan.
 
 Every partition carries ``tasks``: how many tasks the plan said run at once,
 so the client splits the call budget and the concurrency the same way on
@@ -27,7 +35,8 @@ every executor (and again when a resumed run re-executes the plan).
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
+from collections import deque
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -74,6 +83,10 @@ class ParentLink:
     ``fields`` are the parent record fields the child needs (its path uses
     ``{parent.id}``); ``copy_to`` copies some of them into every child record
     (``{"survey_id": "id"}``) so the child's rows say whose they are.
+
+    ``parents_per_partition`` cut the plans of earlier versions, whose
+    partitions held parent records; a child partition is now one parent
+    partition (see the module docstring), and the setting is accepted and unused.
     """
 
     stream: str
@@ -211,7 +224,7 @@ class HttpStream(Stream):
             for budget in self.settings.budgets:
                 split_share(budget, tasks)  # a budget too small to split fails here, not later
         if self.parent is not None and self.spec.parent is not None:
-            return self._parent_partitions(self.parent, self.spec.parent, context, tasks)
+            return self._parent_partitions(self.parent, context, tasks)
         if self.cursor_field:
             cursor = self.cursor(state, incremental=True)
             assert isinstance(cursor, ConcurrentCursor)
@@ -223,20 +236,32 @@ class HttpStream(Stream):
                     for low, high in cursor.windows(self.cursor_end(), size)]
         return [Partition(self.name, f"{self.name}:all", {"tasks": tasks})]
 
-    def _parent_partitions(self, parent: HttpStream, link: ParentLink, context: PlanContext,
+    def _parent_partitions(self, parent: HttpStream, context: PlanContext,
                            tasks: int) -> list[Partition]:
-        parent_partitions = parent.plan(None, context)
-        rows = context.read_fields(parent, parent_partitions, link.fields)
-        unique = {tuple(row.get(f) for f in link.fields): row for row in rows}
-        ordered = [unique[key] for key in sorted(unique, key=repr)]
-        plan = []
-        size = max(link.parents_per_partition, 1)
-        for chunk in (ordered[i:i + size] for i in range(0, len(ordered), size)):
-            digest = hashlib.blake2b(repr([sorted(r.items()) for r in chunk]).encode(),
-                                     digest_size=8).hexdigest()
-            plan.append(Partition(self.name, f"{self.name}:parents:{digest}",
-                                  {"parents": list(chunk), "tasks": tasks}))
-        return plan
+        """One partition per API window of a full read of the parent (or per parent
+        partition, for a parent without windows); nothing is read.
+
+        A window, not the parent's own partition of many windows: each parent
+        record makes calls of its own, so a parent window is already many calls,
+        and small partitions spread them evenly over the tasks (a task short of
+        work leaves its share of the calls in flight unused).  The parent
+        partition travels whole in the child's (``parent_partition``), so the
+        recorded plan says exactly which parent pages a resumed run reads.  No
+        more tasks than partitions share the calls in flight: a parent read in
+        one partition (a plain collection) gets the whole ``concurrency``.
+        """
+        pieces = []
+        for whole in parent.plan(None, context):
+            if "start" not in whole.params:
+                pieces.append(whole)
+                continue
+            for unit in parent._units(whole):
+                start, end = unit["start"], unit["end"]
+                pieces.append(Partition(parent.name, f"{parent.name}:{start}/{end}",
+                                        {**whole.params, "start": start, "end": end}))
+        tasks = max(min(tasks, len(pieces)), 1)
+        return [Partition(self.name, f"{self.name}:of:{p.id}",
+                          {"parent_partition": p.to_dict(), "tasks": tasks}) for p in pieces]
 
     # -- reading ----------------------------------------------------------------------
 
@@ -326,7 +351,10 @@ class HttpStream(Stream):
     def _units(self, partition: Partition) -> list[dict[str, Any]]:
         """The API calls (each a paginated collection) one partition is made of."""
         params = partition.params
-        if "parents" in params:
+        if "parent_partition" in params and self.parent is not None:
+            parent_partition = Partition.from_dict(params["parent_partition"])
+            return [{"parent_unit": unit} for unit in self.parent._units(parent_partition)]
+        if "parents" in params:  # planned by an earlier version: the parents themselves
             return [{"parent": dict(p)} for p in params["parents"]]
         if "start" in params and self.state_converter is not None:
             conv = self.state_converter
@@ -339,7 +367,7 @@ class HttpStream(Stream):
                               "_range": _Window.of(low, end)})
                 low = end
             return units
-        if "start" in params or "parents" in params:
+        if "start" in params or "parents" in params or "parent_partition" in params:
             raise ConnectorError("partition does not fit this stream", stream=self.name,
                                  partition=partition.id)
         return [{}]
@@ -350,8 +378,14 @@ class HttpStream(Stream):
 
         Runs on the client's event loop, as do :meth:`request_params` and
         :meth:`transform`: an override must not block for long (nor call the
-        client's blocking methods).
+        client's blocking methods).  A ``parent_unit`` is one call of the
+        parent, whose records' child calls make this unit
+        (:meth:`_read_children`).
         """
+        if "parent_unit" in unit:
+            async for children in self._read_children(client, unit["parent_unit"]):
+                yield children
+            return
         parent = unit.get("parent") or {}
         values = {"start": unit.get("start"), "end": unit.get("end"),
                   "parent": SimpleNamespace(**parent)}
@@ -377,6 +411,46 @@ class HttpStream(Stream):
             if not self.spec.ignore_404:
                 raise
             return
+
+    async def _read_children(self, client: HttpClient, parent_unit: Mapping[str, Any]
+                             ) -> AsyncIterator[list[dict[str, Any]]]:
+        """The child pages of every parent record of one parent call, in parent order.
+
+        Each parent page's records start their child calls at once (as tasks on
+        this loop), while the parent's next page is fetched: the client's
+        concurrency is the one budget both share.  Pages leave in a fixed order
+        (parent page, parent record, child page) whatever order the calls end
+        in, so a partition read again gives its rows in the same order.  A
+        parent record seen again within the call (its key fields equal, say on
+        a page boundary that moved) is read once.  Leaving early (an error, a
+        cancelled read-ahead) cancels the child calls still under way.
+        """
+        assert self.parent is not None and self.spec.parent is not None
+        fields = self.spec.parent.fields
+
+        async def whole(unit: dict[str, Any]) -> list[list[dict[str, Any]]]:
+            return [page async for page in self._read_unit(client, unit)]
+
+        started: deque[asyncio.Future[list[list[dict[str, Any]]]]] = deque()
+        seen: set[str] = set()
+        try:
+            async for page in self.parent._read_unit(client, parent_unit):
+                for record in page:
+                    values = {name: record.get(name) for name in fields}
+                    key = repr(tuple(values.values()))  # hashable, whatever the values
+                    if key not in seen:
+                        seen.add(key)
+                        started.append(asyncio.ensure_future(whole({"parent": values})))
+                while started and started[0].done():
+                    for child_page in started.popleft().result():
+                        yield child_page
+            while started:
+                for child_page in await started[0]:
+                    yield child_page
+                started.popleft()
+        finally:
+            for future in started:
+                future.cancel()
 
     def _in_window(self, record: Mapping[str, Any], window: _Window) -> bool:
         """Drop records outside ``[start, end)``: APIs whose filters include both ends

@@ -14,8 +14,8 @@ from headwater.config import secret_values, validate_config
 from headwater.connectors import get_source_class
 from headwater.connectors.rest import RestSource
 from headwater.errors import AuthenticationError, ConfigError, SpecValidationError
-from headwater.sdk import PlanContext
-from tests.api_server import TOKEN, ApiData, running
+from headwater.sdk import Partition, PlanContext
+from tests.api_server import TOKEN, ApiData, Fault, running
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
 
@@ -84,20 +84,59 @@ def test_incremental_windows_cover_the_gaps_and_carry_the_task_count() -> None:
     assert plan[0].params["tasks"] == 4
 
 
-def test_substream_partitions_come_from_parent_records() -> None:
+def test_substream_partitions_are_parent_partitions_planned_without_a_call() -> None:
     with running(ApiData.sample(surveys=25)) as api:
         config = example("surveys.yaml", base_url=api.url)
         config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
-        config["streams"][1]["parent"]["parents_per_partition"] = 10
-        child = source(config).stream("survey_responses")
+        rest = source(config)
+        child = rest.stream("survey_responses")
         plan = child.plan(None, PlanContext(parallel_tasks=2))
-        assert [len(p.params["parents"]) for p in plan] == [10, 10, 5]
-        assert sorted(p["id"] for part in plan for p in part.params["parents"]) == \
-            list(range(1, 26))
+        assert api.calls == []  # planning reads nothing
+        parents = rest.stream("surveys").plan(None, PlanContext(parallel_tasks=2))
+        # One partition of the child per API window of the parent, the same windows.
+        windows = [(u["start"], u["end"]) for p in parents
+                   for u in rest.stream("surveys")._units(p)]
+        assert [(p.params["parent_partition"]["params"]["start"],
+                 p.params["parent_partition"]["params"]["end"]) for p in plan] == windows
+        assert len(plan) == 31 and all(p.params["tasks"] == 2 for p in plan)
         rows = [r for part in plan for r in rows_of(child.read(part))]
     assert sorted(r["id"] for r in rows) == sorted(
         r["id"] for rs in api.data.responses.values() for r in rs)
     assert all(r["survey_id"] == r["id"] // 1000 for r in rows)
+
+
+def test_children_start_before_the_parent_s_last_page() -> None:
+    # One parent partition of one window, 25 surveys on 5 pages of 5: the responses of
+    # the first page's surveys are asked for while the parent's later pages are.
+    with running(ApiData.sample(surveys=25), latency_s=0.01) as api:
+        config = example("surveys.yaml", base_url=api.url)
+        config["streams"][0].update(end_date="2024-02-01T00:00:00Z",
+                                    window_size_seconds=40 * 86_400)
+        config["streams"][0]["params"]["per_page"] = 5
+        child = source(config).stream("survey_responses")
+        [partition] = child.plan(None, PlanContext(parallel_tasks=1))
+        rows = rows_of(child.read(partition))
+        arrivals = sorted(api.calls)  # by arrival at the server
+    assert len(rows) == sum(i % 7 for i in range(1, 26))
+    paths = [path for _, path, _ in arrivals]
+    parent_pages = [at for at, path in enumerate(paths) if path == "/v3/surveys"]
+    assert len(parent_pages) == 5
+    first_child = next(at for at, path in enumerate(paths) if path.endswith("/responses"))
+    assert first_child < parent_pages[-1]
+
+
+def test_a_substream_partition_planned_by_an_earlier_version_still_reads() -> None:
+    # Plans recorded before substreams read their parents' pages held the parents'
+    # key fields: a resumed run re-executes them as recorded.
+    with running(ApiData.sample(surveys=10)) as api:
+        config = example("surveys.yaml", base_url=api.url)
+        child = source(config).stream("survey_responses")
+        old = Partition("survey_responses", "survey_responses:parents:0123456789abcdef",
+                        {"parents": [{"id": 3}, {"id": 5}], "tasks": 2})
+        rows = rows_of(child.read(old))
+    assert sorted(r["id"] for r in rows) == [3000, 3001, 3002, 5000, 5001, 5002, 5003, 5004]
+    assert sorted(path for _, path, _ in api.calls) == [
+        "/v3/surveys/3/responses", "/v3/surveys/5/responses"]
 
 
 def test_ignore_404_reads_nothing_for_a_deleted_parent() -> None:
@@ -106,7 +145,8 @@ def test_ignore_404_reads_nothing_for_a_deleted_parent() -> None:
         config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
         child = source(config).stream("survey_responses")
         plan = child.plan(None, PlanContext())
-        del api.data.surveys[2]  # deleted after planning: its responses answer 404
+        # Deleted between the parent's page and the child's call: its responses answer 404.
+        api.faults.append(Fault("^/v3/surveys/2/responses$", status=404))
         rows = [r for part in plan for r in rows_of(child.read(part))]
     # Survey i has i % 7 responses: 1 and 3 have some, 2 is gone.
     assert {r["survey_id"] for r in rows} == {1, 3}

@@ -1,0 +1,135 @@
+"""A ``rest`` substream read in the same pass as its parent's pages, end to end.
+
+A substream's partition is a partition of its parent: reading it reads the
+parent's pages and starts the children's calls as each page arrives.  Real
+Spark, real Delta tables, the real loopback API (tests/api_server.py), whose
+call log (every call with its arrival time) shows the order the calls came in.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from headwater.config import load_connection
+from headwater.sdk import Partition, PlanContext, read_fields_locally
+from headwater.sdk.http import HttpStream
+from tests.api_server import BASE_EPOCH, ApiData, ApiServer, running
+from tests.integration._cli import store
+from tests.integration._cli import sync as cli_sync
+from tests.integration.connectors.rest._rest import (
+    END_2,
+    LIMIT,
+    PERIOD_S,
+    connection,
+    sync,
+)
+
+pytestmark = pytest.mark.spark
+
+END_2_EPOCH = BASE_EPOCH + 19 * 86_400
+PER_PAGE = 4  # what _rest.connection sets
+
+
+@pytest.fixture
+def api() -> Iterator[ApiServer]:
+    with running(ApiData.sample(surveys=40, issues=0), limit=LIMIT, period_s=PERIOD_S,
+                 latency_s=0.005) as server:
+        yield server
+
+
+def responses_only(path: Path, destination_sync_mode: str = "overwrite",
+                   per_checkpoint: int | None = None) -> HttpStream:
+    """Sync only ``survey_responses`` (its parent ``surveys`` stays a stream of the
+    source, read for its pages, but no table of its own); return the child stream."""
+    document = yaml.safe_load(path.read_text())
+    document["streams"] = [{"name": "survey_responses", "sync_mode": "full_refresh",
+                            "destination_sync_mode": destination_sync_mode}]
+    if per_checkpoint is not None:
+        document["checkpoint"]["partitions_per_checkpoint"] = per_checkpoint
+    path.write_text(yaml.safe_dump(document))
+    from headwater.engine.connection import build_source
+
+    child = build_source(load_connection(path)).stream("survey_responses")
+    assert isinstance(child, HttpStream)
+    return child
+
+
+def response_rows(spark: Any, tmp_path: Path) -> Counter[tuple[Any, ...]]:
+    table = spark.read.format("delta").load(str(tmp_path / "lake" / "survey_responses"))
+    rows = table.select("id", "survey_id", "answer").toArrow().to_pylist()
+    return Counter((r["id"], r["survey_id"], r["answer"]) for r in rows)
+
+
+def old_path_rows(child: HttpStream) -> Counter[tuple[Any, ...]]:
+    """The child's rows as the earlier plan read them: the parent's key fields read
+    first (``read_fields_locally``), then partitions of up to 10 parents each."""
+    assert child.parent is not None
+    parents = read_fields_locally(child.parent, child.parent.plan(None, PlanContext()), ["id"])
+    partitions = [Partition(child.name, f"old-{i}", {"parents": parents[i:i + 10], "tasks": 1})
+                  for i in range(0, len(parents), 10)]
+    return Counter((r["id"], r["survey_id"], r["answer"])
+                   for p in partitions for r in child.records(p))
+
+
+def survey_pages(api: ApiServer) -> int:
+    """Pages of ``/v3/surveys`` one read of every day window up to END_2 takes."""
+    pages = 0
+    for day in range(19):
+        low = BASE_EPOCH + day * 86_400
+        count = sum(1 for s in api.data.surveys.values()
+                    if low <= s["date_modified"] < low + 86_400)
+        pages += max(1, math.ceil(count / PER_PAGE))
+    return pages
+
+
+def test_children_start_while_the_parent_is_read_and_rows_equal_the_old_path(
+        spark: Any, tmp_path: Path, api: ApiServer) -> None:
+    path = connection(tmp_path, api, "surveys.yaml", end=END_2)
+    child = responses_only(path)
+    result = sync(path)
+    assert result.status == "succeeded", result.to_dict()
+    arrivals = [path for _, path, _ in sorted(api.calls)]  # by arrival at the server
+    parent_calls = [at for at, p in enumerate(arrivals) if p == "/v3/surveys"]
+    child_calls = [at for at, p in enumerate(arrivals) if p.endswith("/responses")]
+    # Nothing is read to plan: each parent page is asked for once in the sync, and the
+    # first children are asked for before the parent's last page.
+    assert len(parent_calls) == survey_pages(api)
+    parents = [i for i, s in api.data.surveys.items() if s["date_modified"] < END_2_EPOCH]
+    assert len(child_calls) == sum(max(1, math.ceil(len(api.data.responses[i]) / PER_PAGE))
+                                   for i in parents)
+    assert child_calls[0] < parent_calls[-1]
+
+    landed = response_rows(spark, tmp_path)
+    assert landed == old_path_rows(child)
+    assert sum(landed.values()) == sum(len(api.data.responses[i]) for i in parents)
+
+
+def test_a_substream_killed_after_a_commit_resumes_with_each_row_once(
+        spark: Any, tmp_path: Path, api: ApiServer) -> None:
+    # `append`: a checkpoint committed twice would show as its rows twice.  One
+    # parent window a partition, 3 a checkpoint: 7 checkpoints in 2 lanes.
+    path = connection(tmp_path, api, "surveys.yaml", end=END_2, store=False)
+    child = responses_only(path, "append", per_checkpoint=3)
+    killed = cli_sync(tmp_path, path, env={"HEADWATER_FAULT": "after-commit:3"})
+    assert killed.exit_code == -signal.SIGKILL, killed.describe()
+    run = store(tmp_path).find_unfinished_run(load_connection(path).name)
+    assert run is not None
+    planned = run.plan["streams"][0]["checkpoints"]
+    assert len(planned) == 7
+    assert all("parent_partition" in p["params"] for c in planned for p in c["partitions"])
+
+    resumed = cli_sync(tmp_path, path)
+    assert resumed.exit_code == 0, resumed.describe()
+    assert resumed.document is not None
+    assert resumed.document["resumed"] is True and resumed.document["run_id"] == run.run_id
+    landed = response_rows(spark, tmp_path)
+    assert landed == old_path_rows(child)
+    assert set(landed.values()) == {1}  # each row once
