@@ -187,7 +187,9 @@ def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position
     that is not an object, a value of the wrong type) is read line by line.
     """
     json_text = [field.name for field in schema if json_kind(field) is not None]
-    typed = pa.schema([field for field in schema if json_kind(field) is None])
+    # Dates (at any depth) are read as text and cast by the engine, as in read_jsonl.
+    typed = pa.schema([pa.field(field.name, _json_read_type(field.type))
+                       for field in schema if json_kind(field) is None])
     options = pa_json.ParseOptions(explicit_schema=typed, unexpected_field_behavior="ignore",
                                    newlines_in_values=False)
     for block in line_blocks(stream, start, end):
