@@ -33,6 +33,8 @@ def _serve(events: int, latency_s: float, requests: Any, replies: Any,
             if request == "peak":  # the most calls in flight at once since the last ask
                 replies.put(api.max_in_flight)
                 api.max_in_flight = api.in_flight
+            elif isinstance(request, tuple):  # ("calls", since): arrival times and paths
+                replies.put([(t, path) for t, path, _ in list(api.calls)[request[1]:]])
             else:
                 replies.put([t for t, _, _ in list(api.calls)[request:]])
 
@@ -66,6 +68,12 @@ class ApiProcess:
         self._requests.put(since)
         arrivals: list[float] = self._replies.get(timeout=120)
         return arrivals
+
+    def calls(self, since: int = 0) -> list[tuple[float, str]]:
+        """When each call from the ``since``-th on arrived, and its path."""
+        self._requests.put(("calls", since))
+        calls: list[tuple[float, str]] = self._replies.get(timeout=120)
+        return calls
 
     def peak_in_flight(self) -> int:
         """The most calls the API was answering at once since the last ask (then resets)."""

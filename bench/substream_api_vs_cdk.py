@@ -77,6 +77,14 @@ class Run:
     reading_s: float
     peak_in_flight: int
     rows: dict[str, int] = field(default_factory=dict)
+    #: (first, last) arrival of the parent's and the children's calls, seconds from the
+    #: command's start: whether the children start while the parent is still read.
+    parent_span: tuple[float, float] = (0.0, 0.0)
+    children_span: tuple[float, float] = (0.0, 0.0)
+
+    def timeline(self) -> str:
+        (p0, p1), (c0, c1) = self.parent_span, self.children_span
+        return f"parent calls {p0:.1f}-{p1:.1f} s, children {c0:.1f}-{c1:.1f} s"
 
 
 def cdk_files(folder: Path, url: str, workload: Workload, concurrency: int,
@@ -180,11 +188,19 @@ def cdk_rows(messages: Path, workload: Workload) -> dict[str, int]:
     return {stream: sum(seen.values()) for stream, seen in ids.items()}
 
 
-def observe(api: ApiProcess, since: int, latency: float) -> tuple[int, float, int]:
-    """Calls the API saw since ``since``, its reading window and peak in flight."""
-    arrivals = api.arrivals(since)
-    reading = max(arrivals) - min(arrivals) + latency if arrivals else 0.0
-    return len(arrivals), reading, api.peak_in_flight()
+def observe(api: ApiProcess, since: int, latency: float, began: float, run: Run) -> Run:
+    """Fill ``run`` with what the API saw since its ``since``-th call: how many calls, the
+    reading window, the peak in flight, and when the parent's and children's calls came."""
+    calls = api.calls(since)
+    arrivals = [t for t, _ in calls]
+    run.calls = len(calls)
+    run.reading_s = max(arrivals) - min(arrivals) + latency if arrivals else 0.0
+    run.peak_in_flight = api.peak_in_flight()
+    parent = [t - began for t, path in calls if path == "/v3/surveys"]
+    children = [t - began for t, path in calls if path != "/v3/surveys"]
+    run.parent_span = (min(parent, default=0.0), max(parent, default=0.0))
+    run.children_span = (min(children, default=0.0), max(children, default=0.0))
+    return run
 
 
 def run_cdk(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
@@ -193,12 +209,12 @@ def run_cdk(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
     config, catalog = cdk_files(folder, api.url, workload, concurrency, use_cache)
     env = {**os.environ, "PYTHONPATH": ""}
     messages = folder / "messages.jsonl"
-    wall, _ = timed([str(CDK_PYTHON), str(CDK_SOURCE), "read", "--config", str(config),
-                     "--catalog", str(catalog)], folder, env, messages)
-    calls, reading, peak = observe(api, since, latency)
-    rows = cdk_rows(messages, workload)
+    wall, began = timed([str(CDK_PYTHON), str(CDK_SOURCE), "read", "--config", str(config),
+                         "--catalog", str(catalog)], folder, env, messages)
+    run = observe(api, since, latency, began, Run(wall, None, 0, 0.0, 0))
+    run.rows = cdk_rows(messages, workload)
     messages.unlink()
-    return Run(wall, None, calls, reading, peak, rows)
+    return run
 
 
 def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
@@ -212,14 +228,14 @@ def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency
     for pair in conf:
         command += ["--conf", pair]
     out = folder / "result.json"
-    wall, _ = timed(command, folder, env, out)
+    wall, began = timed(command, folder, env, out)
     result: dict[str, Any] = json.loads(out.read_text())
-    calls, reading, peak = observe(api, since, latency)
     rows = {s["name"]: int(s["records_written"]) for s in result["streams"]}
     expected = {PARENT: workload.parents, CHILD: workload.child_records}
     if result["status"] != "succeeded" or rows != expected:
         raise SystemExit(f"headwater sync landed {rows}, expected {expected}: {result}")
-    return Run(wall, float(result["duration_s"]), calls, reading, peak, rows)
+    return observe(api, since, latency, began,
+                   Run(wall, float(result["duration_s"]), 0, 0.0, 0, rows))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -230,6 +246,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per call")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[10, 32])
     parser.add_argument("--repeat", type=int, default=3, help="repetitions (medians)")
+    parser.add_argument("--tools", nargs="+", choices=["cdk", "headwater"],
+                        default=["cdk", "headwater"], help="ratios need both")
     parser.add_argument("--no-cdk-cache", action="store_true",
                         help="turn off the tutorial's use_cache on the CDK's parent stream")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
@@ -257,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         api.peak_in_flight()
         for number in range(1, args.repeat + 1):
             for concurrency in args.concurrency:
-                for tool in ("cdk", "headwater"):
+                for tool in args.tools:
                     folder = scratch / f"{tool}-c{concurrency}-{number}"
                     run = (run_cdk(folder, api, workload, concurrency, since, args.latency,
                                    not args.no_cdk_cache) if tool == "cdk" else
@@ -268,8 +286,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                     inner = f", inner {run.inner_s:.2f} s" if run.inner_s is not None else ""
                     print(f"  {number}: {tool:9} c={concurrency:<3} {run.wall_s:6.2f} s{inner}, "
                           f"{run.calls} calls, reading {run.reading_s:.2f} s, peak in flight "
-                          f"{run.peak_in_flight}, rows {run.rows}   ({load_line()})", flush=True)
-    report(runs, workload, args.concurrency, args.latency)
+                          f"{run.peak_in_flight}, {run.timeline()}, rows {run.rows}   "
+                          f"({load_line()})", flush=True)
+    if len(args.tools) == 2:
+        report(runs, workload, args.concurrency, args.latency)
+    print(f"\nend:     {load_line()}")
 
 
 def report(runs: dict[tuple[str, int], list[Run]], workload: Workload,
@@ -304,7 +325,6 @@ def report(runs: dict[tuple[str, int], list[Run]], workload: Workload,
                  "Headwater inner / CDK wall", "reading window (CDK / Headwater)",
                  "Headwater share of ideal (inner)", "Headwater share of ideal (reading)"],
                 ratios))
-    print(f"\nend:     {load_line()}")
 
 
 if __name__ == "__main__":
