@@ -31,7 +31,9 @@ medians.  The ideal is ``calls x latency / concurrency`` (a client that always
 has ``concurrency`` calls in flight and costs nothing); "share of ideal" is
 ideal seconds / measured seconds.  Per tool the API's own log also gives the
 calls it saw (a parent read twice shows here), the reading window (first call
-to last answer) and the most calls it answered at once.
+to last answer), the most calls it answered at once and the mean (calls x
+latency / reading window), and per run when the parent's and the children's
+calls came (do the children start while the parent is still read?).
 
     bench/setup-alternatives airbyte-cdk
     .venv/bin/python bench/substream_api_vs_cdk.py [--repeat 3] [--parents 500]
@@ -307,9 +309,11 @@ def report(runs: dict[tuple[str, int], list[Run]], workload: Workload,
         for label, group, wall, inner, reading in (
                 ("airbyte-cdk read (baseline)", cdk, cdk_wall, None, cdk_reading),
                 ("headwater sync", hw, hw_wall, hw_inner, hw_reading)):
+            mean_in_flight = median([r.calls * latency / r.reading_s for r in group])
             rows.append([concurrency, label, len(group), f"{wall:.2f}",
                          f"{inner:.2f}" if inner is not None else "-", f"{reading:.2f}",
                          max(r.calls for r in group), max(r.peak_in_flight for r in group),
+                         f"{mean_in_flight:.1f}",
                          f"{ideal:.2f}", f"{ideal / wall:.2f}",
                          f"{ideal / inner:.2f}" if inner is not None else "-",
                          f"{ideal / reading:.2f}"])
@@ -318,7 +322,8 @@ def report(runs: dict[tuple[str, int], list[Run]], workload: Workload,
                        f"{ideal / hw_reading:.2f}"])
     print()
     print(table(["concurrency", "command", "n", "median wall s", "median inner s",
-                 "median reading s", "calls", "peak in flight", "ideal s", "ideal / wall",
+                 "median reading s", "calls", "peak in flight", "mean in flight (reading)",
+                 "ideal s", "ideal / wall",
                  "ideal / inner", "ideal / reading"], rows))
     print()
     print(table(["concurrency", "Headwater / CDK cold (CLI wall)",
