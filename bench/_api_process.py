@@ -12,29 +12,47 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tests.api_server import ApiData
 
 __all__ = ["ApiProcess"]
 
 
-def _serve(events: int, latency_s: float, requests: Any, replies: Any) -> None:
+def _serve(events: int, latency_s: float, requests: Any, replies: Any,
+           data: Callable[[], ApiData] | None, limit: int) -> None:
     from tests.api_server import ApiData, running
 
-    with running(ApiData(events=events), latency_s=latency_s) as api:
+    with running(data() if data is not None else ApiData(events=events),
+                 latency_s=latency_s, limit=limit) as api:
         replies.put(api.url)
         while (request := requests.get()) is not None:
-            replies.put([t for t, _, _ in list(api.calls)[request:]])
+            if request == "peak":  # the most calls in flight at once since the last ask
+                replies.put(api.max_in_flight)
+                api.max_in_flight = api.in_flight
+            elif isinstance(request, tuple):  # ("calls", since): arrival times and paths
+                replies.put([(t, path) for t, path, _ in list(api.calls)[request[1]:]])
+            else:
+                replies.put([t for t, _, _ in list(api.calls)[request:]])
 
 
 class ApiProcess:
-    """The API serving ``events`` bench events after ``latency_s`` per call; a context manager."""
+    """The API serving ``events`` bench events after ``latency_s`` per call; a context manager.
 
-    def __init__(self, events: int, latency_s: float) -> None:
+    ``data`` (a picklable callable, run in the API's process) builds other data
+    instead; ``limit`` is the API's own rate limit in calls per second.
+    """
+
+    def __init__(self, events: int, latency_s: float, *,
+                 data: Callable[[], ApiData] | None = None, limit: int = 1000) -> None:
         context = multiprocessing.get_context("spawn")
         self._requests, self._replies = context.Queue(), context.Queue()
-        self._process = context.Process(target=_serve, daemon=True,
-                                        args=(events, latency_s, self._requests, self._replies))
+        self._process = context.Process(
+            target=_serve, daemon=True,
+            args=(events, latency_s, self._requests, self._replies, data, limit))
         self._process.start()
         self.url: str = self._replies.get(timeout=120)
 
@@ -50,6 +68,18 @@ class ApiProcess:
         self._requests.put(since)
         arrivals: list[float] = self._replies.get(timeout=120)
         return arrivals
+
+    def calls(self, since: int = 0) -> list[tuple[float, str]]:
+        """When each call from the ``since``-th on arrived, and its path."""
+        self._requests.put(("calls", since))
+        calls: list[tuple[float, str]] = self._replies.get(timeout=120)
+        return calls
+
+    def peak_in_flight(self) -> int:
+        """The most calls the API was answering at once since the last ask (then resets)."""
+        self._requests.put("peak")
+        peak: int = self._replies.get(timeout=120)
+        return peak
 
     def cpu_s(self) -> float:
         """The API process's user + system CPU seconds so far (Linux)."""
