@@ -20,6 +20,7 @@ import collections
 import json
 import logging
 import os
+import queue
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -42,6 +43,10 @@ _STDERR_TAIL = 20
 #: A :class:`RecordBlock` is handed over at this many lines, or this many characters.
 BLOCK_LINES = 10_000
 BLOCK_BYTES = 8 << 20
+#: Blocks read ahead of the consumer (at most this many times BLOCK_BYTES in memory).
+QUEUE_BLOCKS = 8
+#: The buffer of the connector's stdout in this process.
+PIPE_BUFFER = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     counts = counts if counts is not None else MessageCounts()
     try:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   stdin=subprocess.DEVNULL, text=True, bufsize=1 << 20,
+                                   stdin=subprocess.DEVNULL, text=True, bufsize=PIPE_BUFFER,
                                    env=connector_environment())
     except OSError as exc:
         raise ConnectorError(f"cannot start connector {label}: {exc}", stream=stream) from exc
@@ -123,32 +128,15 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
     drain = threading.Thread(target=_drain, args=(process.stderr, stderr_tail), daemon=True)
     drain.start()
+    lines = _LineReader(process.stdout, label)
     finished = False
-    block: list[str] = []
-    size = 0
     try:
-        for line in process.stdout:
-            if not line.endswith("\n"):
-                # The last line of a process that died mid-write: its exit code speaks.
-                log.debug("connector %s left a cut line: %s", label, line[:200])
+        for item in lines:
+            if isinstance(item, list):
+                yield RecordBlock(item, label, stream)
                 continue
-            if line.startswith(RECORD_PREFIX):
-                block.append(line)
-                size += len(line)
-                if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
-                    yield RecordBlock(block, label, stream)
-                    block, size = [], 0
-                continue
-            if not line.strip():
-                continue
-            if not line.lstrip().startswith("{"):
-                log.debug("connector %s printed a non-protocol line: %s", label, line.rstrip())
-                continue
-            if block:  # the records before this message go first
-                yield RecordBlock(block, label, stream)
-                block, size = [], 0
             try:
-                message = AirbyteMessage.parse_line(line)
+                message = AirbyteMessage.parse_line(item)
             except Exception as exc:
                 raise ConnectorError(f"connector {label} printed an invalid message: {exc}",
                                      stream=stream) from exc
@@ -157,8 +145,9 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
                 continue
             _observe(message, label, stream, counts)
             yield message
-        if block:
-            yield RecordBlock(block, label, stream)
+        if lines.failure is not None:  # the process is killed below, never waited for
+            raise ConnectorError(f"reading connector {label}'s output failed: "
+                                 f"{lines.failure}", stream=stream) from lines.failure
         process.wait()
         drain.join(timeout=10)
         if process.returncode != 0:
@@ -168,9 +157,89 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
                 + (f": {mask(tail)}" if tail else ""), stream=stream)
         finished = True
     finally:
+        lines.stop()
         if not finished and process.poll() is None:
             process.kill()
             process.wait()
+
+
+class _LineReader:
+    """The connector's stdout, read by a thread of its own into a bounded queue.
+
+    Read by the consumer itself, the pipe stood still while the consumer decoded
+    and wrote a block (the pipe holds 64 KiB, a block is megabytes), so the
+    connector waited for Headwater, then Headwater for the connector.  The
+    thread keeps reading while the consumer works, up to :data:`QUEUE_BLOCKS`
+    items ahead.  Items keep the connector's order: a block of RECORD lines
+    (``list[str]``) is queued before the message line that follows it.
+    """
+
+    _END = object()
+
+    def __init__(self, pipe: IO[str], label: str) -> None:
+        self.label = label
+        self.failure: BaseException | None = None
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_BLOCKS)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(pipe,), daemon=True,
+                                        name="hw-airbyte-stdout")
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[list[str] | str]:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                return
+            yield item  # type: ignore[misc]
+
+    def stop(self) -> None:
+        """Let the thread end (the consumer stopped early, or the process ended)."""
+        self._stopped.set()
+
+    def _put(self, item: object) -> bool:
+        while not self._stopped.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, pipe: IO[str]) -> None:
+        block: list[str] = []
+        size = 0
+        try:
+            for line in pipe:
+                if not line.endswith("\n"):
+                    # The last line of a process that died mid-write: its exit code speaks.
+                    log.debug("connector %s left a cut line: %s", self.label, line[:200])
+                    continue
+                if line.startswith(RECORD_PREFIX):
+                    block.append(line)
+                    size += len(line)
+                    if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
+                        if not self._put(block):
+                            return
+                        block, size = [], 0
+                    continue
+                if not line.strip():
+                    continue
+                if not line.lstrip().startswith("{"):
+                    log.debug("connector %s printed a non-protocol line: %s", self.label,
+                              line.rstrip())
+                    continue
+                if block:  # the records before this message go first
+                    if not self._put(block):
+                        return
+                    block, size = [], 0
+                if not self._put(line):
+                    return
+            if block:
+                self._put(block)
+        except Exception as exc:  # undecodable output: the consumer raises it
+            self.failure = exc
+        finally:
+            self._put(self._END)
 
 
 def _observe(message: AirbyteMessage, label: str, stream: str | None,
