@@ -199,6 +199,7 @@ class SyncEngine:
         self.options = options or SyncOptions()
         self.observer = observer or SyncObserver()
         self.source: Source = build_source(connection)
+        self.source.prepare()  # its streams, learned while Spark starts
         dest_cls = get_destination_class(connection.destination.type)
         from headwater.config import validate_config
 

@@ -223,6 +223,15 @@ class Source(ABC):
     def streams(self) -> list[Stream]:
         """Every stream this source can read, with its current schema."""
 
+    def prepare(self) -> None:  # noqa: B027
+        """The engine's hint, on the driver, before it starts Spark: :meth:`streams`
+        will be called next (default: ignored).
+
+        A source that learns its streams slowly (an Airbyte connector's
+        ``discover`` starts a process) may start doing so in the background, so
+        that it runs while Spark starts instead of after.
+        """
+
     def stream(self, name: str) -> Stream:
         for candidate in self.streams():
             if candidate.stream_name == name:

@@ -35,7 +35,9 @@ from __future__ import annotations
 import json
 import logging
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -195,6 +197,8 @@ class AirbyteSource(Source):
         # What the engine records with a run: the connector's secrets redacted by its spec.
         self.config = {**self.config, "config": redact(self._connector_config, spec)}
         self._catalog: AirbyteCatalog | None = None
+        self._discovering: Future[AirbyteCatalog] | None = None
+        self._discover_lock = threading.Lock()
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
@@ -253,12 +257,31 @@ class AirbyteSource(Source):
             raise AuthenticationError(f"connector {self.env.label} check failed: {text}",
                                       field="source.config.config")
 
+    def prepare(self) -> None:
+        """Run ``discover`` in the background (the sync starts Spark meanwhile)."""
+        self._discovery()
+
     def catalog(self) -> AirbyteCatalog:
+        """The connector's ``discover``, run once per source object (once per sync)."""
         if self._catalog is None:
+            self._catalog = self._discovery().result()
+        return self._catalog
+
+    def _discovery(self) -> Future[AirbyteCatalog]:
+        with self._discover_lock:
+            if self._discovering is None:
+                self._discovering = Future()
+                threading.Thread(target=self._discover, args=(self._discovering,),
+                                 daemon=True, name="hw-airbyte-discover").start()
+            return self._discovering
+
+    def _discover(self, result: Future[AirbyteCatalog]) -> None:
+        try:
             message = self._single(["discover", "--config", "{config}"], MessageType.CATALOG)
             assert message.catalog is not None
-            self._catalog = message.catalog
-        return self._catalog
+            result.set_result(message.catalog)
+        except BaseException as exc:  # handed to whoever asks for the catalog
+            result.set_exception(exc)
 
     def streams(self) -> list[Stream]:
         return [AirbyteSourceStream(self.env, self._connector_config, s)

@@ -180,3 +180,30 @@ def _read_all(stream: Stream, state: dict | None) -> list:
     for item in stream.read(partition):
         items += item.to_pylist() if isinstance(item, pa.RecordBatch) else [item]
     return items
+
+
+def test_prepare_starts_discover_in_the_background_and_it_runs_once(tmp_path) -> None:
+    """The engine calls ``prepare`` before it starts Spark: discover runs meanwhile."""
+    import time
+
+    invocations = tmp_path / "invocations.log"
+    source = AirbyteSource({"command": [sys.executable, str(FAKE_CONNECTOR), "--invocations",
+                                        str(invocations)], "config": {"records": 1}})
+    source.prepare()
+    waited = 0.0
+    while "discover" not in (invocations.read_text() if invocations.exists() else ""):
+        assert waited < 60, "prepare started no discover"
+        time.sleep(0.05)
+        waited += 0.05
+    source.prepare()
+    assert [s.stream_name for s in source.streams()] == ["items"]
+    assert [s.stream_name for s in source.streams()] == ["items"]
+    assert invocations.read_text().splitlines() == ["spec", "discover"]
+
+
+def test_a_failed_discover_fails_whoever_asks_for_the_streams() -> None:
+    source = AirbyteSource({"command": [sys.executable, str(FAKE_CONNECTOR)],
+                            "config": {"records": 1, "fail": "discover"}})
+    source.prepare()
+    with pytest.raises(ConnectorError, match="discover refused"):
+        source.streams()
