@@ -23,7 +23,7 @@ import os
 import queue
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -117,7 +117,6 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     non-zero exit; the process is killed if the consumer stops early.  Lines of
     a block are only checked when the consumer decodes them.
     """
-    counts = counts if counts is not None else MessageCounts()
     try:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                    stdin=subprocess.DEVNULL, text=True, bufsize=PIPE_BUFFER,
@@ -128,7 +127,26 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
     drain = threading.Thread(target=_drain, args=(process.stderr, stderr_tail), daemon=True)
     drain.start()
-    lines = _LineReader(process.stdout, label)
+
+    def exit_code() -> int:
+        process.wait()
+        drain.join(timeout=10)
+        return process.returncode
+
+    def kill() -> None:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    yield from _protocol(process.stdout, exit_code, kill, stderr_tail, label, stream, counts)
+
+
+def _protocol(stdout: Iterable[str], exit_code: Callable[[], int], kill: Callable[[], None],
+              stderr_tail: Iterable[str], label: str, stream: str | None,
+              counts: MessageCounts | None) -> Iterator[RecordBlock | Record | AirbyteMessage]:
+    """A connector's stdout as blocks, records and messages, then its exit code checked."""
+    counts = counts if counts is not None else MessageCounts()
+    lines = _LineReader(stdout, label)
     finished = False
     try:
         for item in lines:
@@ -148,19 +166,17 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
         if lines.failure is not None:  # the process is killed below, never waited for
             raise ConnectorError(f"reading connector {label}'s output failed: "
                                  f"{lines.failure}", stream=stream) from lines.failure
-        process.wait()
-        drain.join(timeout=10)
-        if process.returncode != 0:
+        code = exit_code()
+        if code != 0:
             tail = " | ".join(line.rstrip() for line in stderr_tail if line.strip())[-2000:]
             raise ConnectorError(
-                f"connector {label} exited with code {process.returncode} before finishing"
+                f"connector {label} exited with code {code} before finishing"
                 + (f": {mask(tail)}" if tail else ""), stream=stream)
         finished = True
     finally:
         lines.stop()
-        if not finished and process.poll() is None:
-            process.kill()
-            process.wait()
+        if not finished:
+            kill()
 
 
 class _LineReader:
@@ -176,7 +192,7 @@ class _LineReader:
 
     _END = object()
 
-    def __init__(self, pipe: IO[str], label: str) -> None:
+    def __init__(self, pipe: Iterable[str], label: str) -> None:
         self.label = label
         self.failure: BaseException | None = None
         self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_BLOCKS)
@@ -205,7 +221,7 @@ class _LineReader:
                 continue
         return False
 
-    def _run(self, pipe: IO[str]) -> None:
+    def _run(self, pipe: Iterable[str]) -> None:
         block: list[str] = []
         size = 0
         try:
