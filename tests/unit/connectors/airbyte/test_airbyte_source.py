@@ -252,8 +252,8 @@ def test_a_read_started_from_another_state_is_discarded(tmp_path) -> None:
     assert "head_start" not in partition.params
     ids, _ = _records_and_states(stream, partition)
     assert ids == list(range(11, 31))
-    # The guessed read (killed) and the plan's.
-    assert invocations.read_text().splitlines().count("read items") == 2
+    # The guessed read was killed (before or after it logged its start), the plan's ran.
+    assert invocations.read_text().splitlines().count("read items") in (1, 2)
 
 
 def test_a_head_started_read_that_crashes_fails_the_partition(tmp_path) -> None:
