@@ -285,6 +285,9 @@ class AirbyteSource(Source):
         """Run ``discover`` in the background (the sync starts Spark meanwhile); with
         ``reads`` (stream name -> state), start those reads once it is done: a head
         start (see :mod:`._head_start`), which :meth:`streams` waits for."""
+        # Here, not in the threads: finding the command imports PySpark, which must
+        # not happen in a thread while the caller's thread imports it to start Spark.
+        self.env.command()
         discovering = self._discovery()
         if not reads or self._heads_ready is not None:
             return
