@@ -32,8 +32,11 @@ with a run is redacted with that spec.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
+import os
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -299,7 +302,9 @@ class AirbyteSource(Source):
     def _start_reads(self, discovering: Future[AirbyteCatalog],
                      reads: dict[str, dict[str, Any] | None], done: Future[None]) -> None:
         try:
-            catalog = discovering.result()
+            # The catalog of the last discover with this config, if kept: a read started
+            # from an outdated catalog does not match the plan's, and is discarded.
+            catalog = self._kept_catalog() or discovering.result()
             for name, state in reads.items():
                 found = next((s for s in catalog.streams if s.name == name), None)
                 if found is None:
@@ -332,9 +337,35 @@ class AirbyteSource(Source):
         try:
             message = self._single(["discover", "--config", "{config}"], MessageType.CATALOG)
             assert message.catalog is not None
+            self._keep_catalog(message.catalog)
             result.set_result(message.catalog)
         except BaseException as exc:  # handed to whoever asks for the catalog
             result.set_exception(exc)
+
+    def _catalog_file(self) -> Path | None:
+        """Where the last discover's catalog is kept, per config digest (package
+        connectors, next to the cached spec); only head starts use it."""
+        if self.env.command_line:
+            return None
+        digest = hashlib.sha256(json.dumps(self._connector_config, sort_keys=True,
+                                           default=str).encode()).hexdigest()[:32]
+        return self.env.venv / f".headwater-catalog-{digest}.json"
+
+    def _kept_catalog(self) -> AirbyteCatalog | None:
+        path = self._catalog_file()
+        try:
+            return None if path is None else AirbyteCatalog.model_validate_json(
+                path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _keep_catalog(self, catalog: AirbyteCatalog) -> None:
+        path = self._catalog_file()
+        if path is not None:
+            with contextlib.suppress(OSError):
+                partial = path.with_suffix(f".{os.getpid()}.partial")
+                partial.write_text(catalog.model_dump_json(exclude_none=True))
+                partial.replace(path)
 
     def streams(self) -> list[Stream]:
         if self._heads_ready is not None:
