@@ -53,6 +53,7 @@ _OUT, _CLAIMED, _ERR, _RC = "out.jsonl", "out.claimed", "err.txt", "rc"
 #: How often a task following a spool looks for more output.
 POLL_S = 0.02
 _running: dict[str, subprocess.Popen[bytes]] = {}
+_discarded: set[str] = set()
 _running_lock = threading.Lock()
 
 
@@ -107,30 +108,39 @@ def _await_exit(process: subprocess.Popen[bytes], folder: str) -> None:
     code = process.wait()
     with _running_lock:
         _running.pop(folder, None)
-    partial = Path(folder) / f"{_RC}.partial"
-    try:
-        partial.write_text(str(code))
-        partial.rename(Path(folder) / _RC)
-    except OSError:  # the folder was removed: nobody follows it any more
-        pass
+        discarded = folder in _discarded
+        _discarded.discard(folder)
+        if not discarded:
+            with contextlib.suppress(OSError):  # the follower removed it: nobody waits
+                partial = Path(folder) / f"{_RC}.partial"
+                partial.write_text(str(code))
+                partial.rename(Path(folder) / _RC)
+    if discarded:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def discard(head: HeadStart) -> None:
     """Stop an unclaimed head start and remove its spool (on the driver)."""
     with _running_lock:
-        process = _running.pop(head.folder, None)
-    if process is not None and process.poll() is None:
-        process.kill()
-        process.wait()
-    shutil.rmtree(head.folder, ignore_errors=True)
+        process = _running.get(head.folder)
+        if process is not None:
+            _discarded.add(head.folder)  # its exit thread removes the folder
+    if process is None:
+        shutil.rmtree(head.folder, ignore_errors=True)
+    elif process.poll() is None:
+        with contextlib.suppress(OSError):
+            process.kill()
 
 
 @atexit.register
 def _discard_all() -> None:
     with _running_lock:
-        folders = list(_running)
-    for folder in folders:
-        discard(HeadStart(folder, 0, ""))
+        running = list(_running.items())
+    for folder, process in running:  # the exit threads may not run any more: clean here
+        with contextlib.suppress(OSError):
+            process.kill()
+            process.wait()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def follow(head: HeadStart, label: str, stream: str | None, counts: MessageCounts,
