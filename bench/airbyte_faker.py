@@ -1,25 +1,25 @@
-"""Faker users through Headwater into Delta, against the connector's own ``read``.
+"""Faker users through a whole ``headwater sync`` command into Delta, against the connector alone.
 
-Three runs of the same records (``airbyte-source-faker`` users, fixed seed), in one
-invocation so they share the machine's load:
+The runs, per ``--users`` size, in one invocation so they share the machine's load
+(each ``--repeat`` times, medians reported):
 
-1. baseline: ``source-faker read`` of the users stream into /dev/null;
-2. Headwater: a sync of the ``airbyte`` source type into a Delta table on local
-   Spark (the stream's read+commit time, and the whole sync including the
-   connector's ``discover``), once per ``--modes`` entry: ``full_refresh``
-   (overwrite: no state to carry) and ``incremental`` (append from no state: the
-   same records, plus the connector's state carried to the commit);
+1. baseline: the connector alone, ``source-faker read`` of the users stream into
+   /dev/null (a process of its own, as a user would run it);
+2. Headwater: ``headwater sync FILE --json`` of the ``airbyte`` source type into a
+   Delta table on ``local[*]`` Spark, a new process each time, timed from start to
+   exit: CLI start, the connector's spec and discover, Spark's start (JVM
+   included), plan, read, decode, write and commit.  Its ``--json`` document gives
+   the inner figures: the engine's run (plan to last commit, without the CLI's and
+   Spark's start) and the stream's read + commit;
 3. PyAirbyte's default cache (DuckDB) loading the same records, for comparison
-   (skipped with ``--skip-pyairbyte`` or when its venv is absent).
+   (only with ``--pyairbyte``, and when its venv exists).
 
-The first Delta sync in a new JVM also pays a one-time warm-up (class loading,
-JIT compilation on the cores the connector needs): about 15-20 s here, so the
-mode that runs first looks slower.  ``--warmup-users N`` syncs N users first,
-untimed, to measure the steady state.
+The faker package is installed by Headwater's own code (``ConnectorEnv.ensure``,
+into the connectors cache) the first time.  Figures are records/s and ratios
+(throughput of the run / throughput of the baseline; > 1 means faster than the
+connector alone).  Usage::
 
-Figures are records/s and ratios against the baseline.  Usage::
-
-    .venv/bin/python bench/airbyte_faker.py --users 1000000
+    .venv/bin/python bench/airbyte_faker.py --users 200000,1000000 --repeat 3
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._common import header, load_line, scratch_dir, table
+from bench._common import REPO, header, load_line, median, scratch_dir, table
 
 FAKER = {"package": "airbyte-source-faker", "version": "7.2.1"}
 PYAIRBYTE_SCRIPT = """
@@ -70,43 +70,43 @@ def connector_read(config: dict[str, object], folder: Path, out: Path | None = N
     return time.monotonic() - started, users.json_schema
 
 
-def headwater_sync(config: dict[str, object], folder: Path,
-                   mode: str) -> tuple[float, float, int]:
+def headwater_cli_sync(config: dict[str, object], folder: Path, mode: str,
+                       users: int) -> tuple[float, float, float]:
+    """One ``headwater sync --json`` process in a new folder: wall, run and stream seconds."""
     import yaml
 
-    from headwater.config import load_connection
-    from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark
-    from headwater.metadata_store import MetadataStore
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    settings = SparkSettings(master="local[*]", app_name="bench-airbyte",
-                             jvm_log_path=folder / "spark.log")
-    get_spark(settings)  # the JVM starts before the clock does
+    folder.mkdir(parents=True)
     target = "overwrite" if mode == "full_refresh" else "append"
     document = {
         "name": f"bench-{mode}",
         "source": {"type": "airbyte", "config": {**FAKER, "config": config}},
-        "destination": {"type": "delta", "config": {"path": str(folder / f"lake-{mode}")}},
+        "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
         "streams": [{"name": "users", "sync_mode": mode, "destination_sync_mode": target}],
-        "metadata_store": f"sqlite:///{folder / f'meta-{mode}.db'}",
+        "metadata_store": f"sqlite:///{folder / 'headwater.db'}",
     }
-    (folder / f"bench-{mode}.yaml").write_text(yaml.safe_dump(document))
-    connection = load_connection(folder / f"bench-{mode}.yaml")
+    connection = folder / "bench.yaml"
+    connection.write_text(yaml.safe_dump(document))
+    env = {**os.environ, "HEADWATER_HOME": str(folder / ".headwater"),
+           "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
+                                                       os.environ.get("PYTHONPATH")]))}
     started = time.monotonic()
-    result = SyncEngine(connection, MetadataStore(connection.metadata_store or ""),
-                        SyncOptions(spark=settings)).run()
-    total = time.monotonic() - started
-    (users,) = result.streams
-    if result.status != "succeeded":
-        raise SystemExit(f"sync failed: {users.error}")
-    return total, users.duration_s, users.records_written
+    done = subprocess.run([sys.executable, "-m", "headwater.cli.app", "sync", str(connection),
+                           "--json"], cwd=folder, env=env, capture_output=True, text=True,
+                          check=False)
+    wall = time.monotonic() - started
+    if done.returncode != 0:
+        raise SystemExit(f"headwater sync exited {done.returncode}:\n{done.stdout}\n"
+                         f"{done.stderr[-3000:]}")
+    result = json.loads(done.stdout)
+    (stream,) = result["streams"]
+    if result["status"] != "succeeded" or stream["records_written"] != users:
+        raise SystemExit(f"unexpected sync result: {result}")
+    return wall, float(result["duration_s"]), float(stream["duration_s"])
 
 
 def pyairbyte_load(config: dict[str, object], folder: Path) -> tuple[float, int] | None:
     from headwater.connectors.airbyte import ConnectorEnv, envs_root
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from tests.integration.interop.pyairbyte_env import (
         PYAIRBYTE_VERSION,
         READY,
@@ -126,43 +126,55 @@ def pyairbyte_load(config: dict[str, object], folder: Path) -> tuple[float, int]
     return float(figures["seconds"]), int(figures["records"])
 
 
+def measure(users: int, args: argparse.Namespace, folder: Path) -> list[list[object]]:
+    config = {"count": users, "seed": 1, "records_per_slice": 1000,
+              "parallelism": args.parallelism, "always_updated": False}
+
+    def row(run: str, seconds: float, baseline: float) -> list[object]:
+        return [run, users, f"{seconds:.1f}", f"{users / seconds:,.0f}",
+                f"{baseline / seconds:.2f}x"]
+
+    alone = median([connector_read(config, folder)[0] for _ in range(args.repeat)])
+    rows = [row("connector read > /dev/null (baseline)", alone, alone)]
+    for mode in args.modes.split(","):
+        runs = [headwater_cli_sync(config, folder / f"{users}-{mode}-{n}", mode, users)
+                for n in range(args.repeat)]
+        wall, inner, stream = (median([r[i] for r in runs]) for i in range(3))
+        rows += [row(f"Headwater {mode}: whole `headwater sync` command", wall, alone),
+                 row(f"Headwater {mode}: inner (the engine's run: plan to commit)", inner,
+                     alone),
+                 row(f"Headwater {mode}: the stream's read + commit", stream, alone),
+                 [f"  (before the run: CLI, spec, discover, Spark start: {wall - inner:.1f} s)",
+                  "", "", "", ""]]
+    if args.pyairbyte:
+        loaded = pyairbyte_load(config, Path(tempfile.mkdtemp(dir=folder)))
+        if loaded is not None:
+            seconds, records = loaded
+            rows.append(row("PyAirbyte read into its default DuckDB cache", seconds, alone)
+                        if records == users else ["PyAirbyte: wrong count", records, "", "", ""])
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--users", type=int, default=1_000_000)
+    parser.add_argument("--users", default="200000,1000000",
+                        help="comma-separated sizes (users per run)")
     parser.add_argument("--parallelism", type=int, default=2, help="faker's worker processes")
-    parser.add_argument("--skip-pyairbyte", action="store_true")
-    parser.add_argument("--modes", default="full_refresh,incremental",
-                        help="comma-separated sync modes of the Headwater runs")
-    parser.add_argument("--warmup-users", type=int, default=0,
-                        help="first sync this many users (untimed) in the same JVM, so the "
-                             "timed syncs do not pay the JVM's and Delta's one-time warm-up")
+    parser.add_argument("--repeat", type=int, default=1, help="runs of each, medians shown")
+    parser.add_argument("--modes", default="full_refresh",
+                        help="comma-separated sync modes of the Headwater runs "
+                             "(full_refresh: overwrite; incremental: append, from no state)")
+    parser.add_argument("--pyairbyte", action="store_true",
+                        help="also time PyAirbyte's DuckDB cache (needs its test venv)")
+    parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     args = parser.parse_args()
-    header("Airbyte faker users: Headwater vs the connector alone", sys.argv)
-    config = {"count": args.users, "seed": 1, "records_per_slice": 1000,
-              "parallelism": args.parallelism, "always_updated": False}
-    with scratch_dir("hw-bench-airbyte-") as folder:
-        alone, _ = connector_read(config, folder)
-        rows = [["connector read > /dev/null (baseline)", args.users, f"{alone:.1f}",
-                 f"{args.users / alone:,.0f}", "1.00x"]]
-        if args.warmup_users:
-            warmup = {**config, "count": args.warmup_users}
-            (folder / "warmup").mkdir()
-            headwater_sync(warmup, folder / "warmup", args.modes.split(",")[0])
-        for mode in args.modes.split(","):
-            total, stream_s, written = headwater_sync(config, folder, mode)
-            rows += [[f"Headwater {mode}: stream (read + Delta commit)", written,
-                      f"{stream_s:.1f}", f"{written / stream_s:,.0f}",
-                      f"{alone / stream_s:.2f}x"],
-                     [f"Headwater {mode}: whole sync (+ discover, plan)", written,
-                      f"{total:.1f}", f"{written / total:,.0f}", f"{alone / total:.2f}x"]]
-        if not args.skip_pyairbyte:
-            loaded = pyairbyte_load(config, Path(tempfile.mkdtemp(dir=folder)))
-            if loaded is not None:
-                seconds, records = loaded
-                rows.append(["PyAirbyte read into its default DuckDB cache", records,
-                             f"{seconds:.1f}", f"{records / seconds:,.0f}",
-                             f"{alone / seconds:.2f}x"])
-    print(table(["run", "records", "seconds", "records/s", "speed vs baseline"], rows))
+    header("Airbyte faker users: `headwater sync` vs the connector alone", sys.argv)
+    rows: list[list[object]] = []
+    with scratch_dir("hw-bench-airbyte-", keep=args.keep) as folder:
+        for users in (int(size) for size in args.users.split(",")):
+            (folder / str(users)).mkdir()
+            rows += measure(users, args, folder / str(users))
+    print(table(["run", "records", "seconds", "records/s", "vs baseline"], rows))
     print(f"\nend:     {load_line()}")
 
 

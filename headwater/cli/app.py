@@ -182,6 +182,7 @@ def sync(
         progress = None if as_json or not err.is_terminal else ProgressObserver(err)
         engine = SyncEngine(config, store, SyncOptions(spark=settings),
                             progress or SyncObserver())
+        engine.start_reads_early()  # a source's reads may run while Spark starts
         get_spark(settings)  # before the handlers: a new SparkContext replaces SIGINT's
         with stop_on_signals(engine.request_stop), progress or nullcontext():
             result = engine.run()

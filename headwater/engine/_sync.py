@@ -71,7 +71,7 @@ from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, HeadwaterError
 from headwater.metadata_store import MetadataStore, RunStatus
-from headwater.sdk import Cursor, Partition, PlanContext, Source, Stream
+from headwater.sdk import INCREMENTAL, Cursor, Partition, PlanContext, Source, Stream
 from headwater.table_schema import arrow_schema_for
 
 if TYPE_CHECKING:
@@ -199,6 +199,7 @@ class SyncEngine:
         self.options = options or SyncOptions()
         self.observer = observer or SyncObserver()
         self.source: Source = build_source(connection)
+        self.source.prepare()  # its streams, learned while Spark starts
         dest_cls = get_destination_class(connection.destination.type)
         from headwater.config import validate_config
 
@@ -211,6 +212,24 @@ class SyncEngine:
         #: Set by :meth:`request_stop`; the ``--watch`` loop waits on it too.
         self.stopping = threading.Event()
         self._stop_reason = "stop requested"
+
+    def start_reads_early(self) -> None:
+        """Before Spark starts (``headwater sync`` calls it): let the source start the
+        run's reads now, on a local master and for a new run (see ``Source.prepare``).
+
+        Only a guess from the stored states: the plan, made once Spark is up,
+        decides what is read, and a source uses an early read only if it matches.
+        """
+        settings = self.options.spark
+        if settings.remote or (settings.master and not settings.master.startswith("local")):
+            return
+        conn = self.connection
+        if not conn.streams or self.store.find_unfinished_run(conn.name) is not None:
+            return
+        self.source.prepare({
+            configured.name: (self.store.get_state(conn.name, configured.name)
+                              if configured.sync_mode == INCREMENTAL else None)
+            for configured in conn.streams})
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """End the run in progress after the checkpoints being committed (any thread).

@@ -223,6 +223,20 @@ class Source(ABC):
     def streams(self) -> list[Stream]:
         """Every stream this source can read, with its current schema."""
 
+    def prepare(  # noqa: B027
+            self, reads: Mapping[str, Mapping[str, Any] | None] | None = None) -> None:
+        """The engine's hint, on the driver, before it starts Spark: :meth:`streams`
+        will be called next (default: ignored).
+
+        A source that learns its streams slowly (an Airbyte connector's
+        ``discover`` starts a process) may start doing so in the background, so
+        that it runs while Spark starts instead of after.  ``reads``, given only
+        for a new run on a local master (the tasks run on this machine): the
+        streams the run will likely read, each with the state it would start
+        from.  A source may start those reads early, provided a task uses such a
+        read only when its partition's inputs are exactly the ones guessed.
+        """
+
     def stream(self, name: str) -> Stream:
         for candidate in self.streams():
             if candidate.stream_name == name:

@@ -20,9 +20,10 @@ import collections
 import json
 import logging
 import os
+import queue
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -42,6 +43,10 @@ _STDERR_TAIL = 20
 #: A :class:`RecordBlock` is handed over at this many lines, or this many characters.
 BLOCK_LINES = 10_000
 BLOCK_BYTES = 8 << 20
+#: Blocks read ahead of the consumer (at most this many times BLOCK_BYTES in memory).
+QUEUE_BLOCKS = 8
+#: The buffer of the connector's stdout in this process.
+PIPE_BUFFER = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -112,10 +117,9 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     non-zero exit; the process is killed if the consumer stops early.  Lines of
     a block are only checked when the consumer decodes them.
     """
-    counts = counts if counts is not None else MessageCounts()
     try:
         process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   stdin=subprocess.DEVNULL, text=True, bufsize=1 << 20,
+                                   stdin=subprocess.DEVNULL, text=True, bufsize=PIPE_BUFFER,
                                    env=connector_environment())
     except OSError as exc:
         raise ConnectorError(f"cannot start connector {label}: {exc}", stream=stream) from exc
@@ -123,32 +127,34 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
     stderr_tail: collections.deque[str] = collections.deque(maxlen=_STDERR_TAIL)
     drain = threading.Thread(target=_drain, args=(process.stderr, stderr_tail), daemon=True)
     drain.start()
+
+    def exit_code() -> int:
+        process.wait()
+        drain.join(timeout=10)
+        return process.returncode
+
+    def kill() -> None:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    yield from _protocol(process.stdout, exit_code, kill, stderr_tail, label, stream, counts)
+
+
+def _protocol(stdout: Iterable[str], exit_code: Callable[[], int], kill: Callable[[], None],
+              stderr_tail: Iterable[str], label: str, stream: str | None,
+              counts: MessageCounts | None) -> Iterator[RecordBlock | Record | AirbyteMessage]:
+    """A connector's stdout as blocks, records and messages, then its exit code checked."""
+    counts = counts if counts is not None else MessageCounts()
+    lines = _LineReader(stdout, label)
     finished = False
-    block: list[str] = []
-    size = 0
     try:
-        for line in process.stdout:
-            if not line.endswith("\n"):
-                # The last line of a process that died mid-write: its exit code speaks.
-                log.debug("connector %s left a cut line: %s", label, line[:200])
+        for item in lines:
+            if isinstance(item, list):
+                yield RecordBlock(item, label, stream)
                 continue
-            if line.startswith(RECORD_PREFIX):
-                block.append(line)
-                size += len(line)
-                if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
-                    yield RecordBlock(block, label, stream)
-                    block, size = [], 0
-                continue
-            if not line.strip():
-                continue
-            if not line.lstrip().startswith("{"):
-                log.debug("connector %s printed a non-protocol line: %s", label, line.rstrip())
-                continue
-            if block:  # the records before this message go first
-                yield RecordBlock(block, label, stream)
-                block, size = [], 0
             try:
-                message = AirbyteMessage.parse_line(line)
+                message = AirbyteMessage.parse_line(item)
             except Exception as exc:
                 raise ConnectorError(f"connector {label} printed an invalid message: {exc}",
                                      stream=stream) from exc
@@ -157,20 +163,99 @@ def run_connector(argv: list[str], label: str, *, stream: str | None = None,
                 continue
             _observe(message, label, stream, counts)
             yield message
-        if block:
-            yield RecordBlock(block, label, stream)
-        process.wait()
-        drain.join(timeout=10)
-        if process.returncode != 0:
+        if lines.failure is not None:  # the process is killed below, never waited for
+            raise ConnectorError(f"reading connector {label}'s output failed: "
+                                 f"{lines.failure}", stream=stream) from lines.failure
+        code = exit_code()
+        if code != 0:
             tail = " | ".join(line.rstrip() for line in stderr_tail if line.strip())[-2000:]
             raise ConnectorError(
-                f"connector {label} exited with code {process.returncode} before finishing"
+                f"connector {label} exited with code {code} before finishing"
                 + (f": {mask(tail)}" if tail else ""), stream=stream)
         finished = True
     finally:
-        if not finished and process.poll() is None:
-            process.kill()
-            process.wait()
+        lines.stop()
+        if not finished:
+            kill()
+
+
+class _LineReader:
+    """The connector's stdout, read by a thread of its own into a bounded queue.
+
+    Read by the consumer itself, the pipe stood still while the consumer decoded
+    and wrote a block (the pipe holds 64 KiB, a block is megabytes), so the
+    connector waited for Headwater, then Headwater for the connector.  The
+    thread keeps reading while the consumer works, up to :data:`QUEUE_BLOCKS`
+    items ahead.  Items keep the connector's order: a block of RECORD lines
+    (``list[str]``) is queued before the message line that follows it.
+    """
+
+    _END = object()
+
+    def __init__(self, pipe: Iterable[str], label: str) -> None:
+        self.label = label
+        self.failure: BaseException | None = None
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=QUEUE_BLOCKS)
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(pipe,), daemon=True,
+                                        name="hw-airbyte-stdout")
+        self._thread.start()
+
+    def __iter__(self) -> Iterator[list[str] | str]:
+        while True:
+            item = self._queue.get()
+            if item is self._END:
+                return
+            yield item  # type: ignore[misc]
+
+    def stop(self) -> None:
+        """Let the thread end (the consumer stopped early, or the process ended)."""
+        self._stopped.set()
+
+    def _put(self, item: object) -> bool:
+        while not self._stopped.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _run(self, pipe: Iterable[str]) -> None:
+        block: list[str] = []
+        size = 0
+        try:
+            for line in pipe:
+                if not line.endswith("\n"):
+                    # The last line of a process that died mid-write: its exit code speaks.
+                    log.debug("connector %s left a cut line: %s", self.label, line[:200])
+                    continue
+                if line.startswith(RECORD_PREFIX):
+                    block.append(line)
+                    size += len(line)
+                    if len(block) >= BLOCK_LINES or size >= BLOCK_BYTES:
+                        if not self._put(block):
+                            return
+                        block, size = [], 0
+                    continue
+                if not line.strip():
+                    continue
+                if not line.lstrip().startswith("{"):
+                    log.debug("connector %s printed a non-protocol line: %s", self.label,
+                              line.rstrip())
+                    continue
+                if block:  # the records before this message go first
+                    if not self._put(block):
+                        return
+                    block, size = [], 0
+                if not self._put(line):
+                    return
+            if block:
+                self._put(block)
+        except Exception as exc:  # undecodable output: the consumer raises it
+            self.failure = exc
+        finally:
+            self._put(self._END)
 
 
 def _observe(message: AirbyteMessage, label: str, stream: str | None,

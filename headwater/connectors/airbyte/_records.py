@@ -24,6 +24,15 @@ errors exactly as before) whenever it could differ:
 
 Date-time and date columns are read as text and cast by the engine with Arrow
 (the same cast every native Arrow source gets).
+
+Struct columns (an object whose properties the schema declares) and lists of
+them are read under their declared type, so nested objects stay data without
+any per-record Python; a block is refused where that could differ from the
+per-record path: a nested key outside the declared properties (Arrow would add
+it, the per-record path drops it), or a nested value of another type (Arrow's
+reader fails).  A struct with a leaf the reader cannot produce as the
+per-record path does (a date-time, a decimal, base64 binary inside it) keeps
+the whole stream on the per-record path.
 """
 
 from __future__ import annotations
@@ -49,29 +58,31 @@ _EXACT_LEAVES = (pa.string(), pa.int64(), pa.bool_())
 class RecordDecoder:
     """Decodes blocks of one stream's RECORD lines; built once per read of the stream."""
 
-    def __init__(self, stream: str, json_schema: Mapping[str, Any]) -> None:
+    def __init__(self, stream: str, json_schema: Mapping[str, Any],
+                 schema: pa.Schema | None = None) -> None:
+        """``schema``: the stream's table columns (by default from ``json_schema``)."""
         self.stream = stream
         props = json_schema.get("properties") or {}
         read_fields: list[pa.Field] = []
         self.json_text: set[str] = set()
         self.nested: set[str] = set()
         self.usable = True
-        for field in arrow_schema_for(json_schema):
+        for field in arrow_schema_for(json_schema) if schema is None else schema:
             kind = field.type
-            if kind == pa.string() and not _plain_string(props[field.name]):
+            if kind == pa.string() and not _plain_string(props.get(field.name) or {}):
                 self.json_text.add(field.name)  # left to inference, written back as text
-            elif kind in _DIRECT:
-                read_fields.append(field)
             elif pa.types.is_timestamp(kind) or pa.types.is_date(kind):
                 read_fields.append(pa.field(field.name, pa.string()))
-            elif pa.types.is_list(kind) and kind.value_type in _DIRECT:
-                read_fields.append(field)
+            elif _readable(kind):
+                read_fields.append(pa.field(field.name, kind))
             elif is_nested(kind):
-                self.nested.add(field.name)  # left to inference, cast as the dicts' would be
+                # A struct with a date-time, decimal or binary leaf: inferred by Arrow,
+                # kept where no date-time was inferred, cast as the dicts' would be.
+                self.nested.add(field.name)
             else:
                 self.usable = False
         #: Fields read under their declared type; every other one is inferred by Arrow.
-        self.typed = {field.name for field in read_fields}
+        self.typed = {field.name: field.type for field in read_fields}
         self.read_schema = pa.schema([
             pa.field("type", pa.string()),
             pa.field("record", pa.struct([
@@ -109,6 +120,12 @@ class RecordDecoder:
         names, columns = [], []
         for field, column in zip(data.type, data.flatten(), strict=True):
             if field.name in self.typed:
+                if field.type != self.typed[field.name] and not _no_dates(field.type):
+                    # A nested key outside the declared properties, whose text Arrow
+                    # took for a date-time: the dicts keep it as text.
+                    return None
+                # Other undeclared nested keys come along; the engine's cast of the
+                # struct notes them, as it does the dicts' (same table, same notes).
                 names.append(field.name)
                 columns.append(column)
                 continue
@@ -124,6 +141,20 @@ class RecordDecoder:
         if not names:  # a batch without columns would lose its row count
             return None
         return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def _readable(kind: pa.DataType) -> bool:
+    """A type Arrow's JSON reader gives exactly as the per-record path does.
+
+    Integers, doubles, booleans, strings, and lists and structs of them at any depth.
+    """
+    if kind in _DIRECT:
+        return True
+    if pa.types.is_list(kind):
+        return _readable(kind.value_type)
+    if pa.types.is_struct(kind):
+        return all(_readable(field.type) for field in kind)
+    return False
 
 
 def _plain_string(prop: Mapping[str, Any]) -> bool:

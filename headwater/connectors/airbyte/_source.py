@@ -32,14 +32,20 @@ with a run is redacted with that spec.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
+import os
 import tempfile
+import threading
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from headwater.config import redact, register_secrets, secret_values, validate_config
+from headwater.connectors.airbyte import _head_start as head_start
 from headwater.connectors.airbyte._env import ConnectorEnv, envs_root
 from headwater.connectors.airbyte._process import (
     MessageCounts,
@@ -90,7 +96,8 @@ class AirbyteSourceStream(Stream):
     keeps_own_state = True
 
     def __init__(self, env: ConnectorEnv, connector_config: Mapping[str, Any],
-                 stream: AirbyteStream) -> None:
+                 stream: AirbyteStream,
+                 head_starts: dict[str, head_start.HeadStart] | None = None) -> None:
         # The Stream contract declares these as class attributes; an Airbyte
         # stream only learns them from ``discover``, so they are set per instance.
         vars(self).update(
@@ -105,6 +112,8 @@ class AirbyteSourceStream(Stream):
         self._env = env
         self._config = dict(connector_config)
         self._stream = stream
+        #: Reads the driver started before Spark (shared with the source; see _head_start).
+        self._head_starts = head_starts if head_starts is not None else {}
 
     @property
     def airbyte_stream(self) -> AirbyteStream:
@@ -128,30 +137,48 @@ class AirbyteSourceStream(Stream):
     def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
         """One partition: the whole stream is one connector process, one Spark task."""
         self._env.ship()
-        return [Partition(self.name, self.name, {"state": dict(state) if state else None})]
+        params: dict[str, Any] = {"state": dict(state) if state else None}
+        head = self._head_starts.pop(self.name, None)
+        if head is not None:
+            if head.key == head_start.read_key(self.read_documents(params["state"])):
+                params["head_start"] = vars(head)
+            else:  # started from another state than the plan's: not this read
+                head_start.discard(head)
+        return [Partition(self.name, self.name, params)]
 
-    def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
-        """Run ``read`` for this stream alone; yield its records, then its last state."""
-        state = partition.params.get("state")
+    def read_documents(self, state: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The config, catalog and state documents ``read`` of this stream is given."""
         mode = SyncMode.incremental if self.incremental_capable else SyncMode.full_refresh
         catalog = ConfiguredAirbyteCatalog(streams=[ConfiguredAirbyteStream(
             stream=self._stream, sync_mode=mode,
             destination_sync_mode=DestinationSyncMode.append,
             cursor_field=self._stream.default_cursor_field,
             primary_key=self._stream.source_defined_primary_key)])
-        state_messages = [] if not state else [
+        state_messages = None if not state else [
             _state_message(state, self.name, self.namespace)
             .model_dump(mode="json", by_alias=True, exclude_none=True)]
+        return {"config": self._config,
+                "catalog": catalog.model_dump(mode="json", exclude_none=True),
+                "state": state_messages}
+
+    def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
+        """Run ``read`` for this stream alone; yield its records, then its last state.
+
+        A read the driver started before Spark (``head_start`` in the partition) is
+        followed instead, when this is the first attempt to claim it.
+        """
         counts = MessageCounts()
         decoder = RecordDecoder(self.name, self._stream.json_schema)
+        head = partition.params.get("head_start")
         with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
-            args = ["read", "--config", _write(folder, "config.json", self._config),
-                    "--catalog", _write(folder, "catalog.json",
-                                        catalog.model_dump(mode="json", exclude_none=True))]
-            if state_messages:
-                args += ["--state", _write(folder, "state.json", state_messages)]
-            for item in run_connector(self._env.command() + args, self._env.label,
-                                      stream=self.name, counts=counts):
+            items = None if head is None else head_start.follow(
+                head_start.HeadStart(**head), self._env.label, self.name, counts)
+            if items is None:
+                args = head_start.read_args(
+                    folder, self.read_documents(partition.params.get("state")))
+                items = run_connector(self._env.command() + args, self._env.label,
+                                      stream=self.name, counts=counts)
+            for item in items:
                 if isinstance(item, RecordBlock):
                     batch = decoder.decode(item.lines)
                     if batch is not None:
@@ -195,6 +222,10 @@ class AirbyteSource(Source):
         # What the engine records with a run: the connector's secrets redacted by its spec.
         self.config = {**self.config, "config": redact(self._connector_config, spec)}
         self._catalog: AirbyteCatalog | None = None
+        self._discovering: Future[AirbyteCatalog] | None = None
+        self._discover_lock = threading.Lock()
+        self._heads_ready: Future[None] | None = None
+        self._head_starts: dict[str, head_start.HeadStart] = {}
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
@@ -253,15 +284,93 @@ class AirbyteSource(Source):
             raise AuthenticationError(f"connector {self.env.label} check failed: {text}",
                                       field="source.config.config")
 
+    def prepare(self, reads: Mapping[str, Mapping[str, Any] | None] | None = None) -> None:
+        """Run ``discover`` in the background (the sync starts Spark meanwhile); with
+        ``reads`` (stream name -> state), start those reads once it is done: a head
+        start (see :mod:`._head_start`), which :meth:`streams` waits for."""
+        # Here, not in the threads: finding the command imports PySpark, which must
+        # not happen in a thread while the caller's thread imports it to start Spark.
+        self.env.command()
+        discovering = self._discovery()
+        if not reads or self._heads_ready is not None:
+            return
+        wanted = {name: dict(state) if state else None for name, state in reads.items()}
+        self._heads_ready = Future()
+        threading.Thread(target=self._start_reads, args=(discovering, wanted, self._heads_ready),
+                         daemon=True, name="hw-airbyte-head-starts").start()
+
+    def _start_reads(self, discovering: Future[AirbyteCatalog],
+                     reads: dict[str, dict[str, Any] | None], done: Future[None]) -> None:
+        try:
+            # The catalog of the last discover with this config, if kept: a read started
+            # from an outdated catalog does not match the plan's, and is discarded.
+            catalog = self._kept_catalog() or discovering.result()
+            for name, state in reads.items():
+                found = next((s for s in catalog.streams if s.name == name), None)
+                if found is None:
+                    continue
+                stream = AirbyteSourceStream(self.env, self._connector_config, found)
+                head = head_start.start(self.env.command(), stream.read_documents(state),
+                                        self.env.label)
+                if head is not None:
+                    self._head_starts[name] = head
+        except Exception as exc:  # no head start; streams() reports a failed discover
+            _log.info("connector %s: no head start: %s", self.env.label, exc)
+        finally:
+            done.set_result(None)
+
     def catalog(self) -> AirbyteCatalog:
+        """The connector's ``discover``, run once per source object (once per sync)."""
         if self._catalog is None:
-            message = self._single(["discover", "--config", "{config}"], MessageType.CATALOG)
-            assert message.catalog is not None
-            self._catalog = message.catalog
+            self._catalog = self._discovery().result()
         return self._catalog
 
+    def _discovery(self) -> Future[AirbyteCatalog]:
+        with self._discover_lock:
+            if self._discovering is None:
+                self._discovering = Future()
+                threading.Thread(target=self._discover, args=(self._discovering,),
+                                 daemon=True, name="hw-airbyte-discover").start()
+            return self._discovering
+
+    def _discover(self, result: Future[AirbyteCatalog]) -> None:
+        try:
+            message = self._single(["discover", "--config", "{config}"], MessageType.CATALOG)
+            assert message.catalog is not None
+            self._keep_catalog(message.catalog)
+            result.set_result(message.catalog)
+        except BaseException as exc:  # handed to whoever asks for the catalog
+            result.set_exception(exc)
+
+    def _catalog_file(self) -> Path | None:
+        """Where the last discover's catalog is kept, per config digest (package
+        connectors, next to the cached spec); only head starts use it."""
+        if self.env.command_line:
+            return None
+        digest = hashlib.sha256(json.dumps(self._connector_config, sort_keys=True,
+                                           default=str).encode()).hexdigest()[:32]
+        return self.env.venv / f".headwater-catalog-{digest}.json"
+
+    def _kept_catalog(self) -> AirbyteCatalog | None:
+        path = self._catalog_file()
+        try:
+            return None if path is None else AirbyteCatalog.model_validate_json(
+                path.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _keep_catalog(self, catalog: AirbyteCatalog) -> None:
+        path = self._catalog_file()
+        if path is not None:
+            with contextlib.suppress(OSError):
+                partial = path.with_suffix(f".{os.getpid()}.partial")
+                partial.write_text(catalog.model_dump_json(exclude_none=True))
+                partial.replace(path)
+
     def streams(self) -> list[Stream]:
-        return [AirbyteSourceStream(self.env, self._connector_config, s)
+        if self._heads_ready is not None:
+            self._heads_ready.result()
+        return [AirbyteSourceStream(self.env, self._connector_config, s, self._head_starts)
                 for s in self.catalog().streams]
 
 

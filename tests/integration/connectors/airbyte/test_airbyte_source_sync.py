@@ -228,3 +228,23 @@ def test_a_global_state_connector_gets_its_shared_state_back_on_the_next_sync(
         "shared_state": {"lsn": 1060},
         "stream_states": [{"stream_descriptor": {"name": "events"},
                            "stream_state": {"last_id": 6}}]}}]
+
+
+def test_one_sync_starts_spec_and_discover_once_whatever_the_number_of_streams(
+        spark: Any, tmp_path: Path) -> None:
+    """The connector's spec and discover are paid once per sync: not per stream, not by
+    the plan's look-ups nor by the executors, which get what the driver learned."""
+    invocations = tmp_path / "invocations.log"
+    names = ["items", "items_2", "items_3"]
+    streams = [{"name": name, "sync_mode": "incremental", "destination_sync_mode": "append"}
+               for name in names]
+    source = {"command": [sys.executable, str(FAKE_CONNECTOR), "--invocations", str(invocations)],
+              "config": {"records": 20, "state_every": 5, "streams": 3, "compact": True}}
+    result, store = sync(write_connection(tmp_path, source, streams))
+    assert result.status == "succeeded", [s.error for s in result.streams]
+    for name in names:
+        assert ids(spark, tmp_path, name) == Counter(range(1, 21))
+        assert store.get_state("ab", name) == {"cursor": 20}
+    started = Counter(invocations.read_text().splitlines())
+    assert started == Counter({"spec": 1, "discover": 1, "read items": 1, "read items_2": 1,
+                               "read items_3": 1}), started

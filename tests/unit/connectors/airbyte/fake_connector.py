@@ -1,14 +1,18 @@
 """A tiny Airbyte source connector: a real process speaking the protocol on stdout.
 
 Tests start it through the ``airbyte`` source type's ``command`` option.  Its
-config decides what it does: ``records`` rows of stream ``items`` (``id``,
+config decides what it does (``fail: discover`` makes its ``discover`` exit 2):
+``records`` rows of stream ``items`` (``id``,
 ``updated_at`` = ``id``), a STATE every ``state_every`` records, then either a
 normal end, an error TRACE (``fail: trace``) or a crash (``fail: crash``, exit 3
 without a word) after ``fail_after`` records.  With a state ``{"cursor": N}`` it
 starts after record N.  ``compact: true`` prints messages without spaces, as
 the Airbyte CDK does (so Headwater's bulk RECORD decoding sees them), and
-``bad_id_at: N`` gives record N the id ``"not-a-number"``.  It needs only the
-standard library.
+``bad_id_at: N`` gives record N the id ``"not-a-number"``.  ``streams: N``
+offers N such streams (``items``, ``items_2``...; ``read`` emits the one its
+catalog names).  Started as ``fake_connector.py --invocations PATH <command>``,
+it appends one line per start to PATH (the command, and for ``read`` the
+stream), so tests can count how often Headwater starts it.  It needs only the standard library.
 """
 
 from __future__ import annotations
@@ -35,11 +39,12 @@ SPEC = {
         "properties": {
             "records": {"type": "integer"},
             "state_every": {"type": "integer"},
-            "fail": {"type": "string", "enum": ["none", "trace", "crash"]},
+            "fail": {"type": "string", "enum": ["none", "trace", "crash", "discover"]},
             "fail_after": {"type": "integer"},
             "token": {"type": "string", "airbyte_secret": True},
             "compact": {"type": "boolean"},
             "bad_id_at": {"type": "integer"},
+            "streams": {"type": "integer"},
         },
         "required": ["records"],
     }
@@ -61,11 +66,21 @@ def option(args: list[str], name: str) -> str | None:
 
 
 def main(args: list[str]) -> int:
+    invocations = None
+    if args[0] == "--invocations":
+        invocations, args = args[1], args[2:]
     command = args[0]
+    config = json.loads(Path(option(args, "--config")).read_text()) if command != "spec" \
+        else {}
+    catalog_path = option(args, "--catalog")
+    name = json.loads(Path(catalog_path).read_text())["streams"][0]["stream"]["name"] \
+        if catalog_path else "items"
+    if invocations:
+        with open(invocations, "a") as log:
+            log.write(f"{command} {name}\n" if command == "read" else f"{command}\n")
     if command == "spec":
         emit({"type": "SPEC", "spec": SPEC})
         return 0
-    config = json.loads(Path(option(args, "--config")).read_text())
     global style
     style = COMPACT if config.get("compact") else SPACED
     if command == "check":
@@ -74,7 +89,12 @@ def main(args: list[str]) -> int:
             "status": "SUCCEEDED" if ok else "FAILED", "message": None if ok else "refused"}})
         return 0
     if command == "discover":
-        emit({"type": "CATALOG", "catalog": {"streams": [STREAM]}})
+        if config.get("fail") == "discover":
+            sys.stderr.write("discover refused\n")
+            return 2
+        more = [{**STREAM, "name": f"items_{n}"}
+                for n in range(2, int(config.get("streams", 1)) + 1)]
+        emit({"type": "CATALOG", "catalog": {"streams": [STREAM, *more]}})
         return 0
     state_path = option(args, "--state")
     start = 0
@@ -96,14 +116,14 @@ def main(args: list[str]) -> int:
                                              "error": {"message": "the fake API said no",
                                                        "failure_type": "system_error"}}})
             return 1
-        emit({"type": "RECORD", "record": {"stream": "items", "emitted_at": 0, "data": {
+        emit({"type": "RECORD", "record": {"stream": name, "emitted_at": 0, "data": {
             "id": "not-a-number" if number == config.get("bad_id_at") else number,
             "updated_at": number, "label": f"item {number}"}}})
         if number % every == 0:
             emit({"type": "STATE", "state": {"type": "STREAM", "stream": {
-                "stream_descriptor": {"name": "items"}, "stream_state": {"cursor": number}}}})
+                "stream_descriptor": {"name": name}, "stream_state": {"cursor": number}}}})
     emit({"type": "STATE", "state": {"type": "STREAM", "stream": {
-        "stream_descriptor": {"name": "items"},
+        "stream_descriptor": {"name": name},
         "stream_state": {"cursor": max(start, int(config["records"]))}}}})
     return 0
 

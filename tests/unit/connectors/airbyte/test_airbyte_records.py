@@ -118,3 +118,103 @@ def test_streams_with_decimals_or_base64_are_never_decoded_in_bulk() -> None:
                  {"type": "string", "contentEncoding": "base64"}):
         decoder = RecordDecoder("items", {"properties": {"id": {"type": "integer"}, "v": prop}})
         assert decoder.decode(lines([{"id": 1}])) is None
+
+
+# -- struct columns: objects with declared properties, read under their declared type ----
+
+NESTED_JSON_SCHEMA: dict[str, Any] = {"type": "object", "properties": {
+    "id": {"type": "integer"},
+    "address": {"type": "object", "properties": {
+        "city": {"type": "string"}, "zip": {"type": "string"},
+        "geo": {"type": "object", "properties": {"lat": {"type": "number"},
+                                                 "ok": {"type": "boolean"}}}}},
+    "contacts": {"type": "array", "items": {"type": "object", "properties": {
+        "kind": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}}}},
+    "created_at": {"type": "string", "format": "date-time"},
+}}
+#: The table columns such a schema maps to once objects with declared properties land
+#: as structs (built here directly: the decoder must not depend on who maps them).
+NESTED = pa.schema([
+    pa.field("id", pa.int64()),
+    pa.field("address", pa.struct([
+        pa.field("city", pa.string()), pa.field("zip", pa.string()),
+        pa.field("geo", pa.struct([pa.field("lat", pa.float64()),
+                                   pa.field("ok", pa.bool_())]))])),
+    pa.field("contacts", pa.list_(pa.struct([
+        pa.field("kind", pa.string()), pa.field("tags", pa.list_(pa.string()))]))),
+    pa.field("created_at", pa.timestamp("us", tz="UTC")),
+])
+
+NESTED_ROWS: list[dict[str, Any]] = [
+    {"id": 1, "address": {"city": 'Zoë "Z" \\ 😀', "zip": "75001",
+                          "geo": {"lat": 48, "ok": True}},
+     "contacts": [{"kind": "mail", "tags": ["a", "b"]}, {"kind": "tel", "tags": []}],
+     "created_at": "2024-01-01T10:00:00+02:00"},
+    {"id": 2, "address": None, "contacts": None, "created_at": "2024-13-01T00:00:00Z"},
+    {"id": 3, "address": {}, "contacts": []},
+    {"id": 4, "address": {"city": "Zürich\n", "geo": {"lat": 47.5}},
+     "contacts": [{"kind": None}, {}]},
+    {"id": 5, "address": {"zip": "8001", "geo": None}},
+]
+
+
+def nested_per_record(rows: list[dict[str, Any]]) -> tuple[pa.Table, list[list[dict[str, str]]]]:
+    columns, notes = batch_from_records(rows, NESTED)
+    return pa.Table.from_arrays(columns, schema=NESTED), notes.to_lists()
+
+
+def nested_decoder() -> RecordDecoder:
+    return RecordDecoder("items", NESTED_JSON_SCHEMA, NESTED)
+
+
+def test_struct_columns_decode_in_bulk_to_the_per_record_table_and_notes() -> None:
+    batch = nested_decoder().decode(lines(NESTED_ROWS))
+    assert batch is not None, "the decoder refused nested objects with declared properties"
+    assert pa.types.is_struct(batch.schema.field("address").type)  # read as data, not text
+    columns, notes = conform_batch(batch, NESTED)
+    table = pa.Table.from_arrays(columns, schema=NESTED)
+    expected, expected_notes = nested_per_record(NESTED_ROWS)
+    assert table.equals(expected), (table.to_pylist(), expected.to_pylist())
+    assert notes.to_lists() == expected_notes
+    assert table.column("address")[0].as_py() == {
+        "city": 'Zoë "Z" \\ 😀', "zip": "75001", "geo": {"lat": 48.0, "ok": True}}
+    assert table.column("address")[2].as_py() == {"city": None, "zip": None, "geo": None}
+    assert [n["field"] for n in expected_notes[1]] == ["created_at"]
+
+
+@pytest.mark.parametrize("row", [
+    pytest.param({"id": 1, "address": {"city": "a", "floor": 3}}, id="nested key not declared"),
+    pytest.param({"id": 1, "contacts": [{"kind": "a", "note": "x"}]},
+                 id="key not declared in a list of objects"),
+])
+def test_undeclared_nested_keys_decode_in_bulk_with_the_per_record_notes(
+        row: dict[str, Any]) -> None:
+    block = lines([NESTED_ROWS[0], row])
+    batch = nested_decoder().decode(block)
+    assert batch is not None
+    columns, notes = conform_batch(batch, NESTED)
+    expected, expected_notes = nested_per_record([NESTED_ROWS[0], row])
+    assert pa.Table.from_arrays(columns, schema=NESTED).equals(expected)
+    assert notes.to_lists() == expected_notes
+    assert expected_notes[1], "the undeclared key is kept as a note"
+
+
+@pytest.mark.parametrize("row", [
+    pytest.param({"id": 1, "address": {"at": "2024-01-01T00:00:00Z"}},
+                 id="undeclared nested key Arrow takes for a date-time"),
+    pytest.param({"id": 1, "address": {"zip": 75001}}, id="number where text is declared"),
+    pytest.param({"id": 1, "address": {"geo": {"lat": "48"}}}, id="text where a number is"),
+    pytest.param({"id": 1, "address": "Paris"}, id="text where an object is"),
+    pytest.param({"id": 1, "contacts": {"kind": "a"}}, id="object where an array is"),
+])
+def test_nested_blocks_that_could_differ_are_refused(row: dict[str, Any]) -> None:
+    block = lines([NESTED_ROWS[0], row])
+    assert nested_decoder().decode(block) is None
+    nested_per_record([NESTED_ROWS[0], row])  # the per-record path takes them, with notes
+
+
+def test_structs_with_leaves_the_reader_cannot_type_keep_the_per_record_path() -> None:
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("event", pa.struct([
+        pa.field("at", pa.timestamp("us", tz="UTC"))]))])
+    decoder = RecordDecoder("items", {"properties": {"id": {"type": "integer"}}}, schema)
+    assert decoder.decode(lines([{"id": 1, "event": {"at": "2024-01-01T00:00:00Z"}}])) is None

@@ -180,3 +180,88 @@ def _read_all(stream: Stream, state: dict | None) -> list:
     for item in stream.read(partition):
         items += item.to_pylist() if isinstance(item, pa.RecordBatch) else [item]
     return items
+
+
+def test_prepare_starts_discover_in_the_background_and_it_runs_once(tmp_path) -> None:
+    """The engine calls ``prepare`` before it starts Spark: discover runs meanwhile."""
+    import time
+
+    invocations = tmp_path / "invocations.log"
+    source = AirbyteSource({"command": [sys.executable, str(FAKE_CONNECTOR), "--invocations",
+                                        str(invocations)], "config": {"records": 1}})
+    source.prepare()
+    waited = 0.0
+    while "discover" not in (invocations.read_text() if invocations.exists() else ""):
+        assert waited < 60, "prepare started no discover"
+        time.sleep(0.05)
+        waited += 0.05
+    source.prepare()
+    assert [s.stream_name for s in source.streams()] == ["items"]
+    assert [s.stream_name for s in source.streams()] == ["items"]
+    assert invocations.read_text().splitlines() == ["spec", "discover"]
+
+
+def test_a_failed_discover_fails_whoever_asks_for_the_streams() -> None:
+    source = AirbyteSource({"command": [sys.executable, str(FAKE_CONNECTOR)],
+                            "config": {"records": 1, "fail": "discover"}})
+    source.prepare()
+    with pytest.raises(ConnectorError, match="discover refused"):
+        source.streams()
+
+
+def _head_started(tmp_path, state_guess: dict | None):
+    invocations = tmp_path / "invocations.log"
+    source = AirbyteSource({"command": [sys.executable, str(FAKE_CONNECTOR), "--invocations",
+                                        str(invocations)],
+                            "config": {"records": 30, "state_every": 10, "compact": True}})
+    source.prepare({"items": state_guess})
+    return source, invocations
+
+
+def _records_and_states(stream: Stream, partition) -> tuple[list[int], list[dict]]:
+    ids: list[int] = []
+    states: list[dict] = []
+    for item in stream.read(partition):
+        if isinstance(item, PartitionState):
+            states.append(dict(item.state))
+        elif isinstance(item, pa.RecordBatch):
+            ids += item.column("id").to_pylist()
+        else:
+            ids.append(item["id"])
+    return ids, states
+
+
+def test_a_read_started_before_spark_is_followed_once_then_reads_start_afresh(tmp_path) -> None:
+    source, invocations = _head_started(tmp_path, {"cursor": 10})
+    stream = source.stream("items")
+    (partition,) = stream.partitions({"cursor": 10})
+    assert "head_start" in partition.params  # the plan's state is the one guessed
+    assert "token" not in str(partition.params) and "records" not in str(partition.params)
+    followed = _records_and_states(stream, partition)
+    assert followed == (list(range(11, 31)), [{"cursor": 20}, {"cursor": 30}, {"cursor": 30}])
+    assert invocations.read_text().splitlines() == ["spec", "discover", "read items"]
+    # A retry of the task finds the spool claimed: it starts the connector itself.
+    assert _records_and_states(stream, partition) == followed
+    assert invocations.read_text().splitlines().count("read items") == 2
+
+
+def test_a_read_started_from_another_state_is_discarded(tmp_path) -> None:
+    source, invocations = _head_started(tmp_path, None)
+    stream = source.stream("items")
+    (partition,) = stream.partitions({"cursor": 10})
+    assert "head_start" not in partition.params
+    ids, _ = _records_and_states(stream, partition)
+    assert ids == list(range(11, 31))
+    # The guessed read was killed (before or after it logged its start), the plan's ran.
+    assert invocations.read_text().splitlines().count("read items") in (1, 2)
+
+
+def test_a_head_started_read_that_crashes_fails_the_partition(tmp_path) -> None:
+    source = AirbyteSource({"command": [sys.executable, str(FAKE_CONNECTOR)],
+                            "config": {"records": 30, "fail": "crash", "fail_after": 5}})
+    source.prepare({"items": None})
+    stream = source.stream("items")
+    (partition,) = stream.partitions(None)
+    assert "head_start" in partition.params
+    with pytest.raises(ConnectorError, match="exited with code 3"):
+        list(stream.read(partition))
