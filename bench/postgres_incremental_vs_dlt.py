@@ -62,7 +62,7 @@ def insert(url: str, first: int, last: int) -> None:
                    jsonb_build_object('sku', 'sku-' || (g %% 5000), 'qty', g %% 7,
                                       'tags', jsonb_build_array('a', 'b')),
                    'order number ' || g, g %% 3 = 0
-            FROM generate_series(%s, %s) g""", [first, last])
+            FROM generate_series(%s::bigint, %s::bigint) g""", [first, last])
         conn.execute(f"ANALYZE {TABLE}")
 
 
