@@ -11,7 +11,8 @@ jsonb, text, boolean) in the server ``scripts/postgres`` runs:
   ``spark.jars.packages``.  jsonb is read as text by pgjdbc.
 * **Headwater**: ``SyncEngine.run()``, full_refresh + overwrite, same partitions.
 
-Figures: rows/s, the ratio Headwater / Spark JDBC (aim >= 1.0), and the peak
+Figures: rows/s, the ratio Headwater / Spark JDBC (aim >= 1.2, issue 17), the share
+of COPY binary's time in each tool's (how close to the extraction limit), and the peak
 resident memory of this process and its children (driver, JVM, Python
 workers) during each phase, sampled every 0.2 s.
 
@@ -222,6 +223,11 @@ def main() -> None:
     print(table(["path", "seconds", "rows/s", "peak RSS GiB"], rows))
     print(f"Headwater / Spark JDBC (rows/s): {jdbc_s / hw_s:.2f}")
     print(f"Headwater / COPY limit (rows/s): {results[0][1] / hw_s:.2f}")
+    # The share of the sync's time that the extraction alone (COPY binary into
+    # /dev/null, one connection, no typing, no Spark) would take: the rest is the
+    # typing, Spark's transfer and the Delta write.
+    print(f"share of COPY (FORMAT binary) -> /dev/null in the time of: Headwater "
+          f"{results[0][1] / hw_s:.0%}, Spark JDBC {results[0][1] / jdbc_s:.0%}")
     print(f"Delta bytes: Spark JDBC {sizes[0] / 1e6:.0f} MB, Headwater {sizes[1] / 1e6:.0f} MB")
     print(load_line())
 

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -161,7 +162,10 @@ def sync(
     from headwater.cli._render import ProgressObserver, print_result
     from headwater.cli._stop import stop_on_signals, sync_exit_code
     from headwater.engine import SparkSettings, SyncEngine, SyncObserver, SyncOptions, get_spark
+    from headwater.engine._steps import seconds_since_process_start
 
+    started = seconds_since_process_start()  # the interpreter's start and the imports
+    setting_up = time.perf_counter()
     _setup_logging(verbose, as_json)
     with _handled(as_json):
         config = load_connection(connection)
@@ -183,7 +187,11 @@ def sync(
         engine = SyncEngine(config, store, SyncOptions(spark=settings),
                             progress or SyncObserver())
         engine.start_reads_early()  # a source's reads may run while Spark starts
-        get_spark(settings)  # before the handlers: a new SparkContext replaces SIGINT's
+        if started is not None:
+            engine.steps.add("cli_start", started)
+        engine.steps.add("cli_setup", time.perf_counter() - setting_up)
+        with engine.steps.step("spark_session"):
+            get_spark(settings)  # before the handlers: a new SparkContext replaces SIGINT's
         with stop_on_signals(engine.request_stop), progress or nullcontext():
             result = engine.run()
         if as_json:

@@ -2,18 +2,56 @@
 
 The driver plans and commits; executors read and write; rows never pass
 through the driver.  See ``_sync.py`` for the order of events of one sync.
+
+The names below are imported on first use (PEP 562): every Spark Python
+worker imports :mod:`headwater.engine._task` (the function ``mapInArrow``
+runs), which imports this package first, and the driver's side (the sync
+engine, the metadata store, SQLAlchemy, the config's validation) cost each
+new worker about a second of imports it never used (``bench/RESULTS.md``,
+PostgreSQL incremental).
 """
 
-from headwater.engine._plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
-from headwater.engine._spark import DELTA_PACKAGE, SparkSettings, get_spark
-from headwater.engine._sync import (
-    StreamStats,
-    SyncEngine,
-    SyncObserver,
-    SyncOptions,
-    SyncResult,
-)
-from headwater.engine.connection import build_source, discover_catalog, resolve_streams
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from headwater.engine._plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
+    from headwater.engine._spark import DELTA_PACKAGE, SparkSettings, get_spark
+    from headwater.engine._sync import (
+        StreamStats,
+        SyncEngine,
+        SyncObserver,
+        SyncOptions,
+        SyncResult,
+    )
+    from headwater.engine.connection import build_source, discover_catalog, resolve_streams
+
+#: Where each public name lives.
+_MODULES = {
+    "CheckpointPlan": "_plan", "ConfiguredStream": "_plan", "RunPlan": "_plan",
+    "StreamPlan": "_plan",
+    "DELTA_PACKAGE": "_spark", "SparkSettings": "_spark", "get_spark": "_spark",
+    "StreamStats": "_sync", "SyncEngine": "_sync", "SyncObserver": "_sync",
+    "SyncOptions": "_sync", "SyncResult": "_sync",
+    "build_source": "connection", "discover_catalog": "connection",
+    "resolve_streams": "connection",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # once: later look-ups are plain module attributes
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_MODULES])
+
 
 __all__ = [
     "DELTA_PACKAGE",

@@ -42,6 +42,8 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 #: Where ``scripts/setup`` puts jars fetched with Maven when Ivy cannot resolve them.
 LOCAL_JARS_ENV = "HEADWATER_JARS_DIR"
+#: The folder of :func:`resolved_jars_file` (default ``~/.cache/headwater``).
+CACHE_ENV = "HEADWATER_CACHE_DIR"
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,49 @@ def delta_jars_dir() -> Path | None:
         if folder.is_dir() and any(folder.glob("delta-spark*.jar")):
             return folder
     return None
+
+
+def resolved_jars_file() -> Path:
+    """Where the jar files Ivy resolved for :data:`DELTA_PACKAGE` are listed once known.
+
+    Resolving the package again at every start, even from Ivy's own cache, cost
+    about 2 s of each new session on a busy 2-core machine (a CLI sync of a few
+    rows: ``bench/postgres_incremental_vs_dlt.py``); and ``spark.jars.packages``
+    also puts every resolved jar on the Python workers' ``sys.path``, where each
+    of their imports searches them.  So after one session resolved it, later
+    ones name the same files in ``spark.jars``.
+    """
+    folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "headwater")
+    return folder / f"jars-{DELTA_PACKAGE.replace(':', '_')}.txt"
+
+
+def _cached_jars() -> list[str] | None:
+    """The jar files an earlier session resolved, if every one of them is still there."""
+    try:
+        jars = [line for line in resolved_jars_file().read_text().splitlines() if line]
+    except OSError:
+        return None
+    if not jars or not all(Path(jar).is_file() for jar in jars):
+        return None
+    return jars
+
+
+def _remember_jars(spark: SparkSession) -> None:
+    """List the jar files Ivy just resolved for the next start (best effort)."""
+    try:
+        listed = spark.sparkContext.getConf().get("spark.jars") or ""
+        jars = [jar.removeprefix("file://").removeprefix("file:") for jar in listed.split(",")
+                if jar]
+        if not jars or not all(Path(jar).is_file() for jar in jars) \
+                or not any("delta-spark" in Path(jar).name for jar in jars):
+            return
+        target = resolved_jars_file()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text("\n".join(jars) + "\n")
+        temporary.replace(target)
+    except Exception as exc:  # a cache only: the next start resolves again
+        log.debug("could not remember the resolved jars: %s", exc)
 
 
 def _base_conf(settings: SparkSettings) -> dict[str, str]:
@@ -93,12 +138,20 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         # commit; the default 50 costs ~3 s per commit on a laptop (bench/RESULTS.md).
         conf["spark.databricks.delta.snapshotPartitions"] = str(os.cpu_count() or 2)
     jars = delta_jars_dir()
+    cached = None if jars is not None or _own_jars(settings) else _cached_jars()
     if jars is not None:
         conf["spark.jars"] = ",".join(str(p) for p in sorted(jars.glob("*.jar")))
+    elif cached is not None:
+        conf["spark.jars"] = ",".join(cached)
     else:
         conf["spark.jars.packages"] = DELTA_PACKAGE
         conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))
     return conf
+
+
+def _own_jars(settings: SparkSettings) -> bool:
+    """The settings name jars of their own: Ivy resolves them with Delta's, as asked."""
+    return any(key in settings.conf for key in ("spark.jars", "spark.jars.packages"))
 
 
 @contextlib.contextmanager
@@ -186,4 +239,6 @@ def get_spark(settings: SparkSettings) -> SparkSession:
     with _jvm_output_to(None if under_spark_submit else settings.jvm_log_path):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if conf.get("spark.jars.packages") == DELTA_PACKAGE:
+        _remember_jars(spark)
     return spark

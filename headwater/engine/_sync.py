@@ -60,6 +60,7 @@ from headwater.engine._plan import (
 from headwater.engine._plan_reads import headwater_error_from, spark_plan_context
 from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._spark import SparkSettings, get_spark
+from headwater.engine._steps import StepTimes
 from headwater.engine._task import (
     TaskContext,
     interleaved,
@@ -137,6 +138,9 @@ class SyncResult:
     hooks: list[dict[str, Any]] = field(default_factory=list)
     #: Why a ``stopped`` run stopped and what it left (see :meth:`SyncEngine.request_stop`).
     stop_reason: str | None = None
+    #: Seconds per step of the sync (:mod:`headwater.engine._steps`): where a small
+    #: sync's fixed cost goes.
+    steps_s: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -156,6 +160,8 @@ class SyncResult:
             data["hooks"] = self.hooks
         if self.stop_reason is not None:
             data["stop_reason"] = self.stop_reason
+        if self.steps_s:
+            data["steps_s"] = self.steps_s
         return data
 
 
@@ -212,6 +218,8 @@ class SyncEngine:
         #: Set by :meth:`request_stop`; the ``--watch`` loop waits on it too.
         self.stopping = threading.Event()
         self._stop_reason = "stop requested"
+        #: Seconds per step of the run in progress (``SyncResult.steps_s``).
+        self.steps = StepTimes()
 
     def start_reads_early(self) -> None:
         """Before Spark starts (``headwater sync`` calls it): let the source start the
@@ -347,9 +355,14 @@ class SyncEngine:
                  new_runs_only: bool) -> SyncResult:
         conn = self.connection
         started = time.monotonic()
+        steps = self.steps
+        locking = time.perf_counter()
         with self.store.lock(conn.name) as lock:
-            spark = get_spark(self.options.spark)
-            unfinished = self.store.find_unfinished_run(conn.name)
+            steps.add("lock", time.perf_counter() - locking)
+            with steps.step("spark_session"):
+                spark = get_spark(self.options.spark)
+            with steps.step("store_reads"):
+                unfinished = self.store.find_unfinished_run(conn.name)
             if unfinished is not None and new_runs_only:
                 how = "stopped" if unfinished.status == "stopped" else "killed"
                 raise HeadwaterError(
@@ -363,27 +376,33 @@ class SyncEngine:
                             conn.name, "stopped" if unfinished.status == "stopped" else "killed",
                             unfinished.kind)
             else:
-                plan = make_plan(spark)
+                with steps.step("plan"):
+                    plan = make_plan(spark)
                 spec = type(self.source).spec()
-                run_id = self.store.create_run(
-                    conn.name,
-                    plan=plan.to_dict(),
-                    state_before={s.stream.name: s.state_before for s in plan.streams},
-                    config_redacted={"source": {"type": conn.source.type,
-                                                "config": redact(self.source.config, spec)},
-                                     "destination": {"type": conn.destination.type},
-                                     # `headwater replay RUN_ID` loads the connection from here.
-                                     "connection_file": (str(conn.path.resolve())
-                                                         if conn.path else None)},
-                    kind=plan.purpose,
-                )
+                with steps.step("store_writes"):
+                    run_id = self.store.create_run(
+                        conn.name,
+                        plan=plan.to_dict(),
+                        state_before={s.stream.name: s.state_before for s in plan.streams},
+                        config_redacted={"source": {"type": conn.source.type,
+                                                    "config": redact(self.source.config, spec)},
+                                         "destination": {"type": conn.destination.type},
+                                         # `headwater replay RUN_ID` loads the connection
+                                         # from here.
+                                         "connection_file": (str(conn.path.resolve())
+                                                             if conn.path else None)},
+                        kind=plan.purpose,
+                    )
                 resumed = False
             lock.set_run_id(run_id)
-            attempt = self.store.start_attempt(run_id, pid=os.getpid(), host=socket.gethostname())
+            with steps.step("store_writes"):
+                attempt = self.store.start_attempt(run_id, pid=os.getpid(),
+                                                   host=socket.gethostname())
             fault_point("after-plan")
             self.observer.run_started(run_id, plan, resumed)
             stats = self._run_streams(spark, plan, run_id, attempt)
             status, error = _outcome(stats, self._stop_reason)
+            finishing = time.perf_counter()
             states_after = self.store.get_states(conn.name)
             self.store.finish_attempt(run_id, attempt, status=status, error=error)
             run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
@@ -396,12 +415,16 @@ class SyncEngine:
             else:
                 self.store.finish_run(run_id, status=status, stats=run_stats,
                                       state_after=states_after, error=error)
+            steps.add("store_writes", time.perf_counter() - finishing)
         result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
                             attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
                             kind=plan.purpose, replay_of=plan.replay_of,
                             stop_reason=error if status == "stopped" else None)
         # After the lock: a hook (dbt build, a notification) must not block the next sync.
-        result.hooks = run_after_sync_hooks(conn, result)
+        with steps.step("hooks"):
+            result.hooks = run_after_sync_hooks(conn, result)
+        result.steps_s = steps.to_dict()
+        log.debug("run %s steps (s): %s", run_id, result.steps_s)
         if self.refused is not None:
             # Credentials refused while reading: the run is recorded as failed and
             # state did not move; the caller sees why (exit code 3), not a crash.
@@ -502,18 +525,20 @@ class _StreamRunner:
         state_at_start = self.cursor.state()
         self.manager: CheckpointManager[dict[str, Any]] = CheckpointManager(
             CheckpointKey(c.index, c.checkpoint_id) for c in todo)
-        data_schema = self.engine.destination.prepare(
-            self.spark, self.plan,
-            arrow_schema_for(self.plan.json_schema, self.plan.stream.json_columns))
-        self.context_schema = data_schema
-        # A replay replaces rows through Spark; other runs let the tasks write files
-        # where the destination can commit them.
-        self.file_writer = (None if self.replay_of is not None
-                            else self.engine.destination.file_writer(self.spark, self.plan))
-        if self.plan.stream.destination_sync_mode == "overwrite" and self.replay_of is None:
-            # What failed runs staged is garbage now: only this run can still publish.
-            self.engine.destination.clear_staging(self.spark, self.plan,
-                                                  keep_run_id=self.run_id)
+        with self.engine.steps.step("table_prepare"):
+            data_schema = self.engine.destination.prepare(
+                self.spark, self.plan, arrow_schema_for(self.plan.json_schema,
+                                              self.plan.stream.json_columns))
+            self.context_schema = data_schema
+            # A replay replaces rows through Spark; other runs let the tasks write files
+            # where the destination can commit them.
+            self.file_writer = (None if self.replay_of is not None
+                                else self.engine.destination.file_writer(self.spark, self.plan))
+            if (self.plan.stream.destination_sync_mode == "overwrite"
+                    and self.replay_of is None):
+                # What failed runs staged is garbage now: only this run can still publish.
+                self.engine.destination.clear_staging(self.spark, self.plan,
+                                                      keep_run_id=self.run_id)
         if not todo and not self.staged:
             return
         parallelism = _parallelism(self.spark)
@@ -539,7 +564,7 @@ class _StreamRunner:
             # saving it is right even when a checkpoint failed.  When nothing changed
             # (a first sync whose every checkpoint failed, say on refused credentials)
             # the stored state stays as it was: no empty state appears in its place.
-            with self._lock:
+            with self._lock, self.engine.steps.step("store_writes"):
                 state_after = self.cursor.state()
                 if state_after != state_at_start:
                     self.store.save_state(self.connection, self.name, state_after,
@@ -559,7 +584,8 @@ class _StreamRunner:
             marker = self._marker(checkpoint)
             began = time.monotonic()
             try:
-                result = self._commit(stream, checkpoint, marker)
+                with self.engine.steps.step("checkpoints (Spark job + commit)"):
+                    result = self._commit(stream, checkpoint, marker)
             except Exception as exc:
                 self._failed.set()
                 self._note_refused(exc)
@@ -576,7 +602,8 @@ class _StreamRunner:
             log.info("stream %s checkpoint %s: %s rows in %.1fs%s", self.name, checkpoint.index,
                      result.rows, time.monotonic() - began,
                      " (committed by an earlier attempt)" if result.already_committed else "")
-            self._committed(checkpoint, result, time.monotonic() - began)
+            with self.engine.steps.step("store_writes"):
+                self._committed(checkpoint, result, time.monotonic() - began)
 
     def _commit(self, stream: Stream, checkpoint: CheckpointPlan,
                 marker: CommitMarker) -> CommitResult:

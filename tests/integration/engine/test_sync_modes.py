@@ -219,3 +219,26 @@ def test_cli_json_and_history_never_show_secrets(spark: Any, tmp_path: Path) -> 
     assert shown.exit_code == 0, shown.output
     assert secret not in shown.output
     assert json.loads(shown.stdout)["config"]["source"]["config"]["api_key"] == "**********"
+
+
+def test_cli_json_shows_where_a_sync_spent_its_time(spark: Any, tmp_path: Path) -> None:
+    """``steps_s``: seconds per step of the fixed cost (Spark, planning, table, store, commits)."""
+    path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP)
+    result = CliRunner().invoke(app, ["sync", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    steps = json.loads(result.stdout)["steps_s"]
+    assert {"cli_setup", "spark_session", "lock", "store_reads", "plan", "store_writes",
+            "table_prepare", "checkpoints (Spark job + commit)", "hooks"} <= set(steps)
+    assert all(isinstance(seconds, float) and seconds >= 0 for seconds in steps.values())
+
+
+def test_a_session_lists_the_delta_jars_it_runs_with_for_the_next_start(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from headwater.engine._spark import CACHE_ENV, _remember_jars, resolved_jars_file
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    _remember_jars(spark)
+    jars = resolved_jars_file().read_text().split()
+    assert any(Path(jar).name.startswith(("io.delta_delta-spark", "delta-spark"))
+               for jar in jars)
+    assert all(Path(jar).is_file() for jar in jars)

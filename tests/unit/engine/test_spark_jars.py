@@ -1,0 +1,67 @@
+"""Delta's jars: resolved by Ivy once, then named directly (``headwater.engine._spark``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from headwater.engine._spark import (
+    CACHE_ENV,
+    DELTA_PACKAGE,
+    LOCAL_JARS_ENV,
+    SparkSettings,
+    _base_conf,
+    resolved_jars_file,
+)
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(LOCAL_JARS_ENV, raising=False)
+    return tmp_path
+
+
+def _jars(folder: Path, *names: str) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / name for name in names]
+    for path in paths:
+        path.write_bytes(b"PK")
+    return paths
+
+
+def test_without_a_list_ivy_resolves_the_package(cache: Path) -> None:
+    conf = _base_conf(SparkSettings(master="local[*]"))
+    if "spark.jars.packages" not in conf:
+        pytest.skip("this checkout has Maven-fetched jars (.headwater/jars)")
+    assert conf["spark.jars.packages"] == DELTA_PACKAGE
+    assert "spark.jars" not in conf
+
+
+def test_the_jars_ivy_resolved_are_named_directly(cache: Path) -> None:
+    jars = _jars(cache / "ivy", "io.delta_delta-spark_4.2_2.13-4.4.0.jar", "other.jar")
+    resolved_jars_file().parent.mkdir(parents=True)
+    resolved_jars_file().write_text("\n".join(str(j) for j in jars) + "\n")
+    conf = _base_conf(SparkSettings(master="local[*]"))
+    if "spark.jars.packages" not in conf and "ivy" not in conf.get("spark.jars", ""):
+        pytest.skip("this checkout has Maven-fetched jars (.headwater/jars)")
+    assert conf["spark.jars"] == ",".join(str(j) for j in jars)
+    assert "spark.jars.packages" not in conf and "spark.jars.ivySettings" not in conf
+
+
+def test_a_list_naming_a_missing_jar_is_not_used(cache: Path) -> None:
+    jars = _jars(cache / "ivy", "io.delta_delta-spark_4.2_2.13-4.4.0.jar")
+    resolved_jars_file().parent.mkdir(parents=True)
+    resolved_jars_file().write_text(f"{jars[0]}\n{cache / 'ivy' / 'gone.jar'}\n")
+    conf = _base_conf(SparkSettings(master="local[*]"))
+    assert "gone.jar" not in conf.get("spark.jars", "")
+
+
+def test_settings_naming_their_own_jars_go_through_ivy(cache: Path) -> None:
+    jars = _jars(cache / "ivy", "io.delta_delta-spark_4.2_2.13-4.4.0.jar")
+    resolved_jars_file().parent.mkdir(parents=True)
+    resolved_jars_file().write_text(f"{jars[0]}\n")
+    conf = _base_conf(SparkSettings(master="local[*]",
+                                    conf={"spark.jars.packages": "org.postgresql:postgresql:1"}))
+    assert str(jars[0]) not in conf.get("spark.jars", "")
