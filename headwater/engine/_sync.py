@@ -424,6 +424,7 @@ class SyncEngine:
         with steps.step("hooks"):
             result.hooks = run_after_sync_hooks(conn, result)
         result.steps_s = steps.to_dict()
+        self.steps = StepTimes()  # the next run (--watch, serve) counts from zero
         log.debug("run %s steps (s): %s", run_id, result.steps_s)
         if self.refused is not None:
             # Credentials refused while reading: the run is recorded as failed and
