@@ -256,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="extra Spark conf for `headwater sync` (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     args = parser.parse_args(argv)
-    if not CDK_PYTHON.exists():
+    if "cdk" in args.tools and not CDK_PYTHON.exists():
         raise SystemExit(f"no {CDK_PYTHON}: run bench/setup-alternatives airbyte-cdk")
     workload = Workload(args.parents, args.children, args.windows)
     header("Parent + substream API: headwater sync vs an Airbyte CDK concurrent source",
@@ -265,11 +265,12 @@ def main(argv: Sequence[str] | None = None) -> None:
           f"({workload.parent_calls} calls), {workload.children} children each "
           f"({workload.parents} calls): {workload.calls} calls, {args.latency * 1000:.0f} ms "
           f"each; {workload.parents} + {workload.child_records} records")
-    cdk_version = subprocess.run(
-        [str(CDK_PYTHON), "-c", "from importlib.metadata import version; "
-                                "print(version('airbyte-cdk'))"],
-        capture_output=True, text=True, check=True).stdout.strip()
-    print(f"baseline: airbyte-cdk {cdk_version}, use_cache={not args.no_cdk_cache}\n")
+    if "cdk" in args.tools:
+        cdk_version = subprocess.run(
+            [str(CDK_PYTHON), "-c", "from importlib.metadata import version; "
+                                    "print(version('airbyte-cdk'))"],
+            capture_output=True, text=True, check=True).stdout.strip()
+        print(f"baseline: airbyte-cdk {cdk_version}, use_cache={not args.no_cdk_cache}\n")
     runs: dict[tuple[str, int], list[Run]] = {}
     with ApiProcess(0, args.latency, data=workload.data, limit=10**9) as api, \
             scratch_dir("hw-bench-substream-", keep=args.keep) as scratch:
