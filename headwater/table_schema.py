@@ -176,6 +176,17 @@ def struct_type_for(prop: Mapping[str, Any]) -> pa.StructType | None:
                                else pa.string()) for name, child in props.items()])
 
 
+def map_leaf_types(kind: pa.DataType,
+                   leaf: Callable[[pa.DataType], pa.DataType]) -> pa.DataType:
+    """``kind`` with each type that is neither a struct nor a list replaced by
+    ``leaf(type)``, at any depth (how a reader is asked to read a nested column)."""
+    if pa.types.is_struct(kind):
+        return pa.struct([pa.field(f.name, map_leaf_types(f.type, leaf)) for f in kind])
+    if pa.types.is_list(kind):
+        return pa.list_(map_leaf_types(kind.value_type, leaf))
+    return leaf(kind)
+
+
 def is_nested(target: pa.DataType) -> bool:
     """A struct, or a list whose items are structs or lists (typed by :func:`_nested_value`)."""
     if pa.types.is_struct(target):

@@ -29,7 +29,14 @@ import pyarrow.json as pa_json
 from headwater.connectors.object_storage._config import CsvFormat
 from headwater.connectors.object_storage._io import line_blocks, newlines_before
 from headwater.sdk import RecordOrBatch
-from headwater.table_schema import MAX_NOTE_VALUE, NOTES_TYPE, READER_NOTES, JsonText, json_kind
+from headwater.table_schema import (
+    MAX_NOTE_VALUE,
+    NOTES_TYPE,
+    READER_NOTES,
+    JsonText,
+    json_kind,
+    map_leaf_types,
+)
 
 __all__ = ["KEY_COLUMN", "RECORD_COLUMN", "ReadPosition", "Rejects", "read_avro", "read_csv",
            "read_jsonl", "read_parquet", "reject_batch"]
@@ -127,13 +134,7 @@ def _json_read_type(kind: pa.DataType) -> pa.DataType:
     structs and lists too, but not dates: those are read as text and cast by the
     engine with Arrow.
     """
-    if pa.types.is_date(kind):
-        return pa.string()
-    if pa.types.is_struct(kind):
-        return pa.struct([pa.field(f.name, _json_read_type(f.type)) for f in kind])
-    if pa.types.is_list(kind):
-        return pa.list_(_json_read_type(kind.value_type))
-    return kind
+    return map_leaf_types(kind, lambda leaf: pa.string() if pa.types.is_date(leaf) else leaf)
 
 
 def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosition,

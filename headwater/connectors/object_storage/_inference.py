@@ -30,7 +30,7 @@ from headwater.connectors.object_storage._config import CsvFormat, StreamConfig
 from headwater.connectors.object_storage._formats import KEY_COLUMN, RECORD_COLUMN
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import ObjectInfo
-from headwater.table_schema import UTC_TIMESTAMP
+from headwater.table_schema import UTC_TIMESTAMP, map_leaf_types
 
 __all__ = ["infer_json_schema", "json_schema_of", "refine_type", "sample_schema"]
 
@@ -125,13 +125,8 @@ def _refined(table: pa.Table) -> pa.Schema:
 
 def _dates_as_text(kind: pa.DataType) -> pa.DataType:
     """``kind`` with every timestamp and date in it read as text instead."""
-    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        return pa.string()
-    if pa.types.is_struct(kind):
-        return pa.struct([pa.field(f.name, _dates_as_text(f.type)) for f in kind])
-    if pa.types.is_list(kind):
-        return pa.list_(_dates_as_text(kind.value_type))
-    return kind
+    return map_leaf_types(kind, lambda leaf: pa.string()
+                          if pa.types.is_timestamp(leaf) or pa.types.is_date(leaf) else leaf)
 
 
 def _sample_lines(stream: Any, records: int) -> bytes:

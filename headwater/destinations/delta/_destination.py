@@ -282,8 +282,9 @@ class DeltaDestination(Destination):
                         location)
                     return data_schema
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
-                missing = [f for f in spark_schema(wanted) if f.name not in existing]
-                nested = nested_additions(spark_schema(wanted), existing)
+                wanted_spark = spark_schema(wanted)
+                missing = [f for f in wanted_spark if f.name not in existing]
+                nested = nested_additions(wanted_spark, existing)
                 if missing or nested:
                     columns = ", ".join(
                         [f"{quote(f.name)} {f.dataType.simpleString()}" for f in missing]
