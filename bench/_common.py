@@ -13,12 +13,15 @@ import platform
 import shutil
 import signal
 import statistics
+import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -124,3 +127,36 @@ def scratch_dir(prefix: str, keep: bool = False) -> Iterator[Path]:
             print(f"kept {folder}", file=sys.stderr)
         else:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def timed_headwater_sync(path: Path) -> tuple[float, Any]:
+    """Seconds of one ``SyncEngine.run`` of the connection file ``path`` (in this
+    process's Spark session), and its result; the run must succeed."""
+    from headwater.config import load_connection
+    from headwater.engine import SyncEngine, SyncObserver, SyncOptions
+    from headwater.metadata_store import MetadataStore
+
+    config = load_connection(path)
+    engine = SyncEngine(config, MetadataStore(config.metadata_store or ""),
+                        SyncOptions(), SyncObserver())
+    began = time.perf_counter()
+    result = engine.run()
+    elapsed = time.perf_counter() - began
+    assert result.status == "succeeded", result.to_dict()
+    return elapsed, result
+
+
+def run_with_postgres(main: Callable[[], None]) -> None:
+    """Run ``main``; stop the project's PostgreSQL server afterwards if it was not
+    running before (tests may share a running one)."""
+
+    def postgres(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(REPO / "scripts" / "postgres"), command], check=False,
+                              capture_output=True, text=True)
+
+    was_running = postgres("status").returncode == 0
+    try:
+        main()
+    finally:
+        if not was_running:
+            postgres("stop")

@@ -41,11 +41,10 @@ from typing import Any
 
 import pyarrow.json as pa_json
 import yaml
-from _common import header, load_line, scratch_dir, table
+from _common import header, load_line, scratch_dir, table, timed_headwater_sync
 
 from headwater.config import load_connection
-from headwater.engine import SparkSettings, SyncEngine, SyncObserver, SyncOptions, get_spark
-from headwater.metadata_store import MetadataStore
+from headwater.engine import SparkSettings, get_spark
 
 SHAPES = ("flat", "nested")
 FLAT = ("id BIGINT, user_id BIGINT, amount DOUBLE, currency STRING, status STRING, "
@@ -136,13 +135,7 @@ def connection(scratch: Path, folder: Path, name: str) -> Path:
 
 
 def headwater_sync(path: Path) -> tuple[float, int]:
-    config = load_connection(path)
-    engine = SyncEngine(config, MetadataStore(config.metadata_store or ""),
-                        SyncOptions(), SyncObserver())
-    began = time.perf_counter()
-    result = engine.run()
-    elapsed = time.perf_counter() - began
-    assert result.status == "succeeded", result.to_dict()
+    elapsed, result = timed_headwater_sync(path)
     stats = result.streams[0]
     assert stats.records_rejected == 0, stats
     return elapsed, stats.records_written

@@ -41,13 +41,12 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import yaml
-from _common import header, load_line, scratch_dir, table
+from _common import header, load_line, scratch_dir, table, timed_headwater_sync
 
 from headwater.config import load_connection
 from headwater.destinations.delta._files import ParquetFiles
-from headwater.engine import SparkSettings, SyncEngine, SyncObserver, SyncOptions, get_spark
+from headwater.engine import SparkSettings, get_spark
 from headwater.engine._task import TaskContext, make_task
-from headwater.metadata_store import MetadataStore
 from headwater.table_schema import META_FIELDS, arrow_schema_for
 
 FORMATS = ("jsonl", "csv", "parquet")
@@ -122,13 +121,7 @@ def connection(scratch: Path, folder: Path, fmt: str, name: str, writer: str = "
 
 
 def headwater_sync(path: Path) -> tuple[float, int]:
-    config = load_connection(path)
-    engine = SyncEngine(config, MetadataStore(config.metadata_store or ""),
-                        SyncOptions(), SyncObserver())
-    began = time.perf_counter()
-    result = engine.run()
-    elapsed = time.perf_counter() - began
-    assert result.status == "succeeded", result.to_dict()
+    elapsed, result = timed_headwater_sync(path)
     return elapsed, result.streams[0].records_written
 
 

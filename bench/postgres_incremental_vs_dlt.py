@@ -46,7 +46,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 import yaml
-from _common import REPO, header, load_line, median, scratch_dir, table
+from _common import REPO, header, load_line, median, run_with_postgres, scratch_dir, table
 
 PYTHON = REPO / ".venv" / "bin" / "python"
 HEADWATER = REPO / ".venv" / "bin" / "headwater"
@@ -276,15 +276,5 @@ def main() -> None:
     print(f"\nend:     {load_line()}")
 
 
-def _postgres(command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(REPO / "scripts" / "postgres"), command], check=False,
-                          capture_output=True, text=True)
-
-
 if __name__ == "__main__":
-    was_running = _postgres("status").returncode == 0
-    try:
-        main()
-    finally:
-        if not was_running:
-            _postgres("stop")
+    run_with_postgres(main)

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import psycopg
 import yaml
-from _common import REPO, dir_size, header, load_line, scratch_dir, table
+from _common import REPO, dir_size, header, load_line, run_with_postgres, scratch_dir, table
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -232,16 +232,5 @@ def main() -> None:
     print(load_line())
 
 
-def _postgres(command: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(REPO / "scripts" / "postgres"), command], check=False,
-                          capture_output=True, text=True)
-
-
 if __name__ == "__main__":
-    # Stop the server afterwards if this run started it (tests may share a running one).
-    was_running = _postgres("status").returncode == 0
-    try:
-        main()
-    finally:
-        if not was_running:
-            _postgres("stop")
+    run_with_postgres(main)
