@@ -6,6 +6,9 @@ Central, Maven can often still (it honours ``~/.m2/settings.xml`` mirrors and
 proxies), so the fallback copies the same pinned jars with
 ``mvn dependency:copy`` into ``.headwater/jars``, which ``_spark`` then puts on
 ``spark.jars``.
+
+Then it builds the driver JVM's class archive (:mod:`~headwater.engine._class_archive`),
+once per Java and Spark.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from headwater.engine import _class_archive
 from headwater.engine._spark import DELTA_JAR_VERSION, SparkSettings, delta_jars_dir, get_spark
 
 JARS = [
@@ -33,6 +37,23 @@ def fetch_with_maven(target: Path) -> None:
 
 
 def main() -> None:
+    fetch_jars()
+    class_archive()
+
+
+def class_archive() -> None:
+    """Build the driver JVM's class archive once (see ``_class_archive``)."""
+    path = _class_archive.archive_path()
+    if path is not None and path.is_file():
+        print(f"JVM class archive: {path}")
+        return
+    print("JVM class archive: building it with a small training sync (once, about 30 s)")
+    built = _class_archive.build()
+    print(f"JVM class archive: {built}" if built is not None else
+          "JVM class archive: not built (Spark starts without it; see the warning above)")
+
+
+def fetch_jars() -> None:
     if delta_jars_dir() is not None:
         print(f"Delta jars: {delta_jars_dir()} (fetched earlier with Maven)")
         return

@@ -12,6 +12,10 @@ the difference.  Rules it follows:
   ``mvn dependency:copy`` when Ivy could not reach Maven Central.
 * Python workers must run this interpreter (``PYSPARK_PYTHON``), or they start
   the system Python and cannot import pyarrow.
+* A JVM we start maps the class archive ``scripts/setup`` built, if there is one
+  (:mod:`~headwater.engine._class_archive`), and on a local master the Python
+  workers import PySpark from its package (:mod:`~headwater.engine._python_daemon`):
+  start-up is most of a small sync's time.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from headwater.engine._class_archive import CACHE_ENV as CACHE_ENV
+from headwater.engine._class_archive import cache_dir, driver_java_options
 from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -40,10 +46,10 @@ DELTA_PACKAGE = f"io.delta:delta-spark_4.2_2.13:{DELTA_JAR_VERSION}"
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
 #: Where ``scripts/setup`` puts jars fetched with Maven when Ivy cannot resolve them.
 LOCAL_JARS_ENV = "HEADWATER_JARS_DIR"
-#: The folder of :func:`resolved_jars_file` (default ``~/.cache/headwater``).
-CACHE_ENV = "HEADWATER_CACHE_DIR"
 
 
 @dataclass(frozen=True)
@@ -79,8 +85,7 @@ def resolved_jars_file() -> Path:
     of their imports searches them.  So after one session resolved it, later
     ones name the same files in ``spark.jars``.
     """
-    folder = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "headwater")
-    return folder / f"jars-{DELTA_PACKAGE.replace(':', '_')}.txt"
+    return cache_dir() / f"jars-{DELTA_PACKAGE.replace(':', '_')}.txt"
 
 
 def _cached_jars() -> list[str] | None:
@@ -137,6 +142,8 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         # Delta rebuilds a table's snapshot in this many tasks on every idempotent
         # commit; the default 50 costs ~3 s per commit on a laptop (bench/RESULTS.md).
         conf["spark.databricks.delta.snapshotPartitions"] = str(os.cpu_count() or 2)
+        # The executors run this very Python: import PySpark from its package, not its zip.
+        conf["spark.python.daemon.module"] = "headwater.engine._python_daemon"
     jars = delta_jars_dir()
     cached = None if jars is not None or _own_jars(settings) else _cached_jars()
     if jars is not None:
@@ -146,7 +153,15 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
     else:
         conf["spark.jars.packages"] = DELTA_PACKAGE
         conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))
+    _add_class_archive(conf)
     return conf
+
+
+def _add_class_archive(conf: dict[str, str]) -> None:
+    """Start the driver JVM from the class archive, if ``scripts/setup`` built one."""
+    options = driver_java_options(conf.get(DRIVER_JAVA_OPTIONS))
+    if options is not None:
+        conf[DRIVER_JAVA_OPTIONS] = options
 
 
 def _own_jars(settings: SparkSettings) -> bool:
@@ -234,6 +249,8 @@ def get_spark(settings: SparkSettings) -> SparkSession:
         conf.pop("spark.driver.bindAddress", None)
         conf.pop("spark.driver.host", None)
     conf.update(settings.conf)
+    if not under_spark_submit:
+        _add_class_archive(conf)  # beside the user's own driver options, if any
     for key, value in conf.items():
         builder = builder.config(key, value)
     with _jvm_output_to(None if under_spark_submit else settings.jvm_log_path):

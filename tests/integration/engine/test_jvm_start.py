@@ -1,0 +1,46 @@
+"""The shared session starts as every local sync does: from the class archive
+``scripts/setup`` built, with Python workers importing PySpark from its package."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pyarrow as pa
+
+from headwater.engine import _class_archive
+
+
+def test_python_workers_import_pyspark_from_the_installed_package(spark: Any) -> None:
+    def where(batches: Any) -> Any:
+        import sys
+
+        import pyspark
+
+        for _ in batches:
+            zips = [entry for entry in sys.path if entry.endswith("pyspark.zip")]
+            yield pa.RecordBatch.from_pydict({"file": [pyspark.__file__],
+                                              "zips": [",".join(zips)]})
+
+    rows = spark.range(0, 2, 1, 2).mapInArrow(where, "file string, zips string").collect()
+    assert len(rows) == 2
+    for row in rows:
+        assert ".zip" not in row.file and row.file.endswith("__init__.py")
+        assert row.zips == ""
+
+
+def test_the_driver_jvm_maps_the_class_archive_setup_built(spark: Any) -> None:
+    archive = _class_archive.archive_path()
+    assert archive is not None and archive.is_file(), "scripts/setup builds the class archive"
+    jvm = spark.sparkContext._jvm
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
+                     .getInputArguments())
+    assert f"-XX:SharedArchiveFile={archive}" in arguments
+    # -Xshare:on refuses to start when the archive does not fit this JVM's class path.
+    class_path = jvm.java.lang.System.getProperty("java.class.path")
+    java = _class_archive._java()
+    assert java is not None
+    checked = subprocess.run([str(java), "-Xshare:on", f"-XX:SharedArchiveFile={archive}",
+                              "-cp", class_path, "-version"],
+                             capture_output=True, text=True, check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr

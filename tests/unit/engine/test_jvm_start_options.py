@@ -1,0 +1,65 @@
+"""Start-up aids: the class archive's JVM options and the daemon's ``sys.path``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from headwater.engine import _class_archive
+from headwater.engine._python_daemon import drop_shipped_zip
+from headwater.engine._spark import DRIVER_JAVA_OPTIONS, SparkSettings, _base_conf
+
+SHIPPED_ZIP = str(Path(pyspark.__file__).parent / "python" / "lib" / "pyspark.zip")
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(_class_archive.CACHE_ENV, str(tmp_path))
+    return tmp_path
+
+
+def test_the_zip_of_the_installed_pyspark_is_dropped() -> None:
+    path = [SHIPPED_ZIP, "/opt/py4j-src.zip", *[p for p in sys.path if p]]
+    assert SHIPPED_ZIP not in drop_shipped_zip(path)
+    assert "/opt/py4j-src.zip" in drop_shipped_zip(path)
+
+
+def test_another_sparks_zip_stays_first(tmp_path: Path) -> None:
+    foreign = str(tmp_path / "spark-home" / "python" / "lib" / "pyspark.zip")
+    path = [foreign, *[p for p in sys.path if p]]
+    assert drop_shipped_zip(path) == path
+
+
+def test_no_archive_no_option(cache: Path) -> None:
+    assert _class_archive.driver_java_options(None) is None
+    assert DRIVER_JAVA_OPTIONS not in _base_conf(SparkSettings(master="local[*]"))
+
+
+def test_an_archive_that_exists_is_mapped_beside_the_users_options(cache: Path) -> None:
+    archive = _class_archive.archive_path()
+    assert archive is not None and archive.is_relative_to(cache)
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"")
+    ours = f"-XX:SharedArchiveFile={archive}"
+    assert _class_archive.driver_java_options(None) == ours
+    assert _class_archive.driver_java_options("-Xmx2g") == f"{ours} -Xmx2g"
+    assert _base_conf(SparkSettings(master="local[*]"))[DRIVER_JAVA_OPTIONS] == ours
+
+
+@pytest.mark.parametrize("own", ["-Xshare:off", "-XX:SharedArchiveFile=/x.jsa",
+                                 "-XX:ArchiveClassesAtExit=/y.jsa"])
+def test_the_users_own_class_sharing_options_win(cache: Path, own: str) -> None:
+    archive = _class_archive.archive_path()
+    assert archive is not None
+    archive.parent.mkdir(parents=True)
+    archive.write_bytes(b"")
+    assert _class_archive.driver_java_options(f"-Xmx2g {own}") is None
+
+
+def test_the_daemon_module_is_set_only_for_a_local_master(cache: Path) -> None:
+    key = "spark.python.daemon.module"
+    assert _base_conf(SparkSettings(master="local[2]"))[key] == "headwater.engine._python_daemon"
+    assert key not in _base_conf(SparkSettings(master="spark://10.0.0.1:7077"))
