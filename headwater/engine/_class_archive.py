@@ -13,8 +13,9 @@ headwater.engine._jars``), from a training JVM that runs a small sync of the
 ``sample`` source through the engine (task-written files, Spark's Delta writer
 and a MERGE) and writes the classes it loaded when it exits.  It lives in the
 cache folder (``HEADWATER_CACHE_DIR``, default ``~/.cache/headwater``), named
-by a digest of the ``java`` executable and Spark's jars, so another JDK or
-Spark never picks up an archive made for a different one; the JVM checks the
+by digests of where the ``java`` executable and Spark's jars are and of what
+they hold, so another JDK, Spark or virtual environment never picks up an
+archive made for a different one; the JVM checks the
 class path itself too and, when it does not match, starts without the archive
 (``-Xshare:auto``, Java's default), never failing.  Nothing else changes:
 no JIT or GC setting, so long syncs run exactly as before.
@@ -33,6 +34,8 @@ import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+_PREFIX = "spark-classes-"
 
 #: The JVM options that write or read an archive; a user who sets one of them in
 #: ``spark.driver.extraJavaOptions`` chose their own, and we add none.
@@ -78,12 +81,15 @@ def archive_path() -> Path | None:
     java, jars = _java(), _spark_jars_dir()
     if java is None or jars is None or not jars.is_dir():
         return None
-    digest = hashlib.sha256()
+    # One archive per (java, Spark) pair, named by where they are and what they hold:
+    # the JVM validates the class path by location, so each virtualenv has its own.
+    where = hashlib.sha256(f"{java}\0{jars.resolve()}".encode()).hexdigest()[:12]
+    content = hashlib.sha256()
     stat = java.stat()
-    digest.update(f"{java}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    content.update(f"{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     for jar in sorted(jars.glob("*.jar")):
-        digest.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
-    return cache_dir() / "jvm" / f"spark-classes-{digest.hexdigest()[:16]}.jsa"
+        content.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
+    return cache_dir() / "jvm" / f"{_PREFIX}{where}-{content.hexdigest()[:12]}.jsa"
 
 
 def driver_java_options(user_options: str | None) -> str | None:
@@ -107,7 +113,7 @@ def build(workload_dir: Path | None = None) -> Path | None:
     A child process because the archive is written when its JVM exits, and the
     file appears under its final name only once complete (written under a
     temporary name, then renamed), so a sync starting meanwhile never maps half
-    an archive.  Older archives of the folder are removed.
+    an archive.  Older archives of the same ``java`` and Spark are removed.
     """
     target = archive_path()
     if target is None:
@@ -125,7 +131,8 @@ def build(workload_dir: Path | None = None) -> Path | None:
         log.warning("no class archive: the training run failed: %s", " | ".join(reason))
         return None
     partial.replace(target)
-    for old in target.parent.glob("spark-classes-*.jsa"):
+    where = target.name.removeprefix(_PREFIX).split("-")[0]
+    for old in target.parent.glob(f"{_PREFIX}{where}-*.jsa"):  # this pair's older archives
         if old != target:
             old.unlink(missing_ok=True)
     return target

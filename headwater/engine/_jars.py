@@ -4,8 +4,9 @@ The standard way is Ivy through ``spark.jars.packages``: starting one local
 session resolves and caches the pinned jars.  Where Ivy cannot reach Maven
 Central, Maven can often still (it honours ``~/.m2/settings.xml`` mirrors and
 proxies), so the fallback copies the same pinned jars with
-``mvn dependency:copy`` into ``.headwater/jars``, which ``_spark`` then puts on
-``spark.jars``.
+``mvn dependency:copy`` into :func:`~headwater.engine._spark.maven_jars_dir`,
+which ``_spark`` then puts on ``spark.jars``.  It works the same from an installed
+wheel: ``python -m headwater.engine._jars``.
 
 Then it builds the driver JVM's class archive (:mod:`~headwater.engine._class_archive`),
 once per Java and Spark.
@@ -19,7 +20,13 @@ import sys
 from pathlib import Path
 
 from headwater.engine import _class_archive
-from headwater.engine._spark import DELTA_JAR_VERSION, SparkSettings, delta_jars_dir, get_spark
+from headwater.engine._spark import (
+    DELTA_JAR_VERSION,
+    SparkSettings,
+    delta_jars_dir,
+    get_spark,
+    maven_jars_dir,
+)
 
 JARS = [
     f"io.delta:delta-spark_4.2_2.13:{DELTA_JAR_VERSION}",
@@ -57,18 +64,18 @@ def fetch_jars() -> None:
     if delta_jars_dir() is not None:
         print(f"Delta jars: {delta_jars_dir()} (fetched earlier with Maven)")
         return
-    repo = Path(__file__).resolve().parents[2]
-    log = repo / ".headwater" / "logs" / "setup-spark.log"
+    log = _class_archive.cache_dir() / "logs" / "setup-spark.log"
     try:
         spark = get_spark(SparkSettings(master="local[1]", jvm_log_path=log))
         spark.range(1).count()
         spark.stop()
         print("Delta jars: resolved by Ivy (spark.jars.packages)")
     except Exception as exc:
+        target = maven_jars_dir()
         print(f"Ivy could not resolve Delta's jars ({type(exc).__name__}); see {log}. "
-              "Falling back to mvn dependency:copy", file=sys.stderr)
-        fetch_with_maven(repo / ".headwater" / "jars")
-        print(f"Delta jars: {repo / '.headwater' / 'jars'}")
+              f"Falling back to mvn dependency:copy into {target}", file=sys.stderr)
+        fetch_with_maven(target)
+        print(f"Delta jars: {target}")
 
 
 if __name__ == "__main__":

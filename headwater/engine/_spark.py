@@ -9,7 +9,8 @@ the difference.  Rules it follows:
 * Spark Connect sessions are configured on the server; we only connect.
 * Otherwise we start one: Delta's jars come from Maven Central through
   ``spark.jars.packages`` (Ivy), or from the folder ``scripts/setup`` filled with
-  ``mvn dependency:copy`` when Ivy could not reach Maven Central.
+  ``mvn dependency:copy`` when Ivy could not reach Maven Central
+  (``$HEADWATER_HOME/jars`` or the user's cache, see :func:`delta_jars_dir`).
 * Python workers must run this interpreter (``PYSPARK_PYTHON``), or they start
   the system Python and cannot import pyarrow.
 * A JVM we start maps the class archive ``scripts/setup`` built, if there is one
@@ -48,8 +49,10 @@ DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
-#: Where ``scripts/setup`` puts jars fetched with Maven when Ivy cannot resolve them.
+#: A folder of Delta jars to use instead of resolving them (Maven-fetched, or the user's).
 LOCAL_JARS_ENV = "HEADWATER_JARS_DIR"
+#: Headwater's per-project folder (metadata store, logs); the CLI reads it too.
+HOME_ENV = "HEADWATER_HOME"
 
 
 @dataclass(frozen=True)
@@ -64,11 +67,20 @@ class SparkSettings:
     jvm_log_path: Path | None = None
 
 
+def maven_jars_dir() -> Path:
+    """Where ``scripts/setup`` puts Maven-fetched jars: the user's cache
+    (``~/.cache/headwater/jars``), never the source tree, which an installed wheel lacks."""
+    return cache_dir() / "jars"
+
+
 def delta_jars_dir() -> Path | None:
-    """The folder of Maven-fetched Delta jars, if the set-up had to make one."""
-    configured = os.environ.get(LOCAL_JARS_ENV)
-    candidates = [Path(configured)] if configured else []
-    candidates.append(Path(__file__).resolve().parents[2] / ".headwater" / "jars")
+    """The folder of Maven-fetched Delta jars, if the set-up had to make one:
+    ``$HEADWATER_JARS_DIR``, ``$HEADWATER_HOME/jars``, then :func:`maven_jars_dir`."""
+    candidates = [Path(value) for value in (os.environ.get(LOCAL_JARS_ENV),) if value]
+    home = os.environ.get(HOME_ENV)
+    if home:
+        candidates.append(Path(home) / "jars")
+    candidates.append(maven_jars_dir())
     for folder in candidates:
         if folder.is_dir() and any(folder.glob("delta-spark*.jar")):
             return folder
