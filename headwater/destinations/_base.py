@@ -27,7 +27,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from headwater.engine._plan import CheckpointPlan, StreamPlan
+    from headwater.plan import CheckpointPlan, StreamPlan
 
 
 class FileWriter(Protocol):

@@ -17,7 +17,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from headwater.engine._plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
     from headwater.engine._spark import DELTA_PACKAGE, SparkSettings, get_spark
     from headwater.engine._sync import (
         StreamStats,
@@ -27,11 +26,13 @@ if TYPE_CHECKING:
         SyncResult,
     )
     from headwater.engine.connection import build_source, discover_catalog, resolve_streams
+    from headwater.plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
 
 #: Where each public name lives.
 _MODULES = {
-    "CheckpointPlan": "_plan", "ConfiguredStream": "_plan", "RunPlan": "_plan",
-    "StreamPlan": "_plan",
+    # The plan's model lives below the engine (the destinations use it too).
+    "CheckpointPlan": "headwater.plan", "ConfiguredStream": "headwater.plan",
+    "RunPlan": "headwater.plan", "StreamPlan": "headwater.plan",
     "DELTA_PACKAGE": "_spark", "SparkSettings": "_spark", "get_spark": "_spark",
     "StreamStats": "_sync", "SyncEngine": "_sync", "SyncObserver": "_sync",
     "SyncOptions": "_sync", "SyncResult": "_sync",
@@ -44,7 +45,8 @@ def __getattr__(name: str) -> Any:
     module = _MODULES.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    where = module if "." in module else f"{__name__}.{module}"
+    value = getattr(importlib.import_module(where), name)
     globals()[name] = value  # once: later look-ups are plain module attributes
     return value
 

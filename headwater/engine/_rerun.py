@@ -21,10 +21,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from headwater.engine._plan import RunPlan, StreamPlan
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
 from headwater.metadata_store import UNFINISHED_STATUSES
+from headwater.plan import RunPlan, StreamPlan
 from headwater.sdk import Partition
 
 if TYPE_CHECKING:

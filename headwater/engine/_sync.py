@@ -7,7 +7,7 @@ and why each step is where it is:
 2. resume the connection's unfinished run if a killed attempt left one, else
    plan a new run and persist the plan *before reading anything*;
 3. per stream (streams side by side), run the checkpoints on Spark in lanes
-   (see :class:`~headwater.engine._plan.CheckpointPlan`) and commit each one in
+   (see :class:`~headwater.plan.CheckpointPlan`) and commit each one in
    one idempotent destination transaction;
 4. after each commit, close its partitions in the stream's cursor and release,
    in index order, the states the checkpoint manager says are ready (seed 003);
@@ -48,15 +48,7 @@ from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
-from headwater.engine._plan import (
-    CheckpointPlan,
-    ConfiguredStream,
-    RunPlan,
-    StreamPlan,
-    checkpoint_count,
-    group_checkpoints,
-    slot_shares,
-)
+from headwater.engine._plan import checkpoint_count, group_checkpoints, slot_shares
 from headwater.engine._plan_reads import headwater_error_from, spark_plan_context
 from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._spark import SparkSettings, get_spark
@@ -72,6 +64,7 @@ from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, HeadwaterError
 from headwater.metadata_store import MetadataStore, RunStatus
+from headwater.plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import INCREMENTAL, Cursor, Partition, PlanContext, Source, Stream
 from headwater.table_schema import arrow_schema_for
 
@@ -131,7 +124,7 @@ class SyncResult:
     attempt: int
     streams: list[StreamStats] = field(default_factory=list)
     duration_s: float = 0.0
-    #: ``sync``, ``backfill`` or ``replay`` (see :data:`~headwater.engine._plan.RUN_PURPOSES`).
+    #: ``sync``, ``backfill`` or ``replay`` (see :data:`~headwater.plan.RUN_PURPOSES`).
     kind: str = "sync"
     replay_of: str | None = None
     #: What each ``after_sync`` hook did (command, exit code), in order.

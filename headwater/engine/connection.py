@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from headwater.config import ConnectionConfig, register_secrets, secret_values, validate_config
 from headwater.connectors import get_source_class
-from headwater.engine._plan import ConfiguredStream
 from headwater.errors import ConfigError
+from headwater.plan import ConfiguredStream
 from headwater.protocol import AirbyteCatalog, AirbyteStream, SyncMode
 from headwater.sdk import INCREMENTAL, Source
 from headwater.table_schema import json_columns_problem

@@ -87,7 +87,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructField
 
-    from headwater.engine._plan import CheckpointPlan, StreamPlan
+    from headwater.plan import CheckpointPlan, StreamPlan
 
 log = logging.getLogger(__name__)
 

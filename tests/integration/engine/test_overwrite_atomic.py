@@ -19,8 +19,8 @@ import pytest
 from headwater.config import load_connection
 from headwater.destinations import CommitResult
 from headwater.engine import SyncEngine, SyncObserver, SyncResult
-from headwater.engine._plan import RunPlan
 from headwater.metadata_store import MetadataStore
+from headwater.plan import RunPlan
 from tests.integration._cli import assert_table_equals_source
 from tests.integration._connections import connection_file
 

@@ -17,9 +17,9 @@ from headwater.connectors.sample import SampleSource
 from headwater.destinations._base import CommitMarker, CommitResult
 from headwater.destinations.delta import DeltaDestination
 from headwater.engine import SyncEngine, SyncResult
-from headwater.engine._plan import CheckpointPlan, StreamPlan
 from headwater.errors import ConnectionLockedError, DestinationError
 from headwater.metadata_store import MetadataStore
+from headwater.plan import CheckpointPlan, StreamPlan
 from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark

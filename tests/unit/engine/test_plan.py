@@ -5,15 +5,8 @@ from __future__ import annotations
 
 import json
 
-from headwater.engine._plan import (
-    CheckpointPlan,
-    ConfiguredStream,
-    RunPlan,
-    StreamPlan,
-    checkpoint_count,
-    group_checkpoints,
-    slot_shares,
-)
+from headwater.engine._plan import checkpoint_count, group_checkpoints, slot_shares
+from headwater.plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import Partition
 
 PARTS = [Partition("users", f"p{i}", {"start": i, "end": i + 1}) for i in range(7)]

@@ -17,8 +17,8 @@ import pytest
 
 from headwater.destinations._base import CommitMarker
 from headwater.destinations.delta import DeltaDestination
-from headwater.engine._plan import CheckpointPlan, ConfiguredStream, StreamPlan
 from headwater.engine._task import _partition_digest
+from headwater.plan import CheckpointPlan, ConfiguredStream, StreamPlan
 from headwater.sdk import Partition
 from headwater.table_schema import META_FIELDS
 
