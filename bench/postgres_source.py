@@ -160,8 +160,8 @@ def main() -> None:
     print(f"table ready in {time.perf_counter() - began:.1f} s ({args.rows:,} rows)")
 
     from headwater.config import load_connection
+    from headwater.destinations.delta import DELTA_PACKAGE
     from headwater.engine import SparkSettings, SyncEngine, get_spark
-    from headwater.engine._spark import DELTA_PACKAGE
     from headwater.metadata_store import MetadataStore
 
     parts = urlsplit(url)

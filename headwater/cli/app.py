@@ -191,7 +191,9 @@ def sync(
             engine.steps.add("cli_start", started)
         engine.steps.add("cli_setup", time.perf_counter() - setting_up)
         with engine.steps.step("spark_session"):
-            get_spark(settings)  # before the handlers: a new SparkContext replaces SIGINT's
+            # Before the handlers (a new SparkContext replaces SIGINT's), with what the
+            # connection's destination needs.
+            get_spark(engine.options.spark)
         with stop_on_signals(engine.request_stop), progress or nullcontext():
             result = engine.run()
         if as_json:
@@ -354,7 +356,7 @@ def runs_show(
                              document["streams"]))
         out.print(rows_table("checkpoints", ["stream", "index", "status", "partitions",
                                              "records_written", "records_rejected", "bytes",
-                                             "duration_s", "attempt", "delta_version",
+                                             "duration_s", "attempt", _commit_id(run),
                                              "writer", "writer_reason"],
                              checkpoints))
         out.print(rows_table("partitions", ["stream", "checkpoint", "partition", "records_read",
@@ -364,6 +366,18 @@ def runs_show(
                                           "ended_at", "error"], document["attempt_details"]))
         out.print_json(data=mask_obj({"state_before": run.state_before,
                                       "state_after": run.state_after}))
+
+
+def _commit_id(run: Any) -> str:
+    """Under which name the run's destination records each commit's identifier."""
+    from headwater.destinations import get_destination_class
+    from headwater.errors import ConfigError
+
+    kind = ((run.config_redacted or {}).get("destination") or {}).get("type") or "delta"
+    try:
+        return get_destination_class(kind).capabilities.commit_id
+    except ConfigError:  # a destination this version does not know
+        return "commit_version"
 
 
 # ---------------------------------------------------------------------- state

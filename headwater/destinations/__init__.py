@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from headwater.destinations._base import CommitMarker, CommitResult, Destination
+from typing import Any
+
+from headwater.destinations._base import (
+    CommitMarker,
+    CommitResult,
+    Destination,
+    DestinationCapabilities,
+    SparkRequirements,
+)
 from headwater.destinations.delta import DeltaDestination
 from headwater.errors import ConfigError
 
@@ -19,5 +27,27 @@ def get_destination_class(type_name: str) -> type[Destination]:
                           field="destination.type") from None
 
 
+def build_destination(type_name: str, config: Any, *,
+                      where: str = "destination.config") -> Destination:
+    """The configured destination of ``destination.type`` (the twin of ``build_source``):
+    its config validated against its spec, its secrets registered for masking."""
+    from headwater.config import register_secrets, secret_values, validate_config
+
+    cls = get_destination_class(type_name)
+    validated = validate_config(cls.spec(), config, where=where)
+    register_secrets(secret_values(cls.spec(), validated))
+    return cls(validated)
+
+
+def spark_requirements(type_names: Any = None) -> SparkRequirements:
+    """What sessions for ``type_names`` (default: every built-in destination) need."""
+    names = list(_BUILT_IN) if type_names is None else list(type_names)
+    needs = SparkRequirements()
+    for name in names:
+        needs = needs.merged(get_destination_class(name).capabilities.spark)
+    return needs
+
+
 __all__ = ["CommitMarker", "CommitResult", "DeltaDestination", "Destination",
-           "get_destination_class"]
+           "DestinationCapabilities", "SparkRequirements", "build_destination",
+           "get_destination_class", "spark_requirements"]

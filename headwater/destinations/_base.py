@@ -172,15 +172,81 @@ class CommitResult:
     writer_reason: str | None = None
 
 
+@dataclass(frozen=True)
+class SparkRequirements:
+    """What a destination needs of the Spark session its syncs run on.
+
+    The engine starts the session with these (and checks a session it is given
+    against them), so it knows no table format's jars or settings itself.
+    """
+
+    #: Maven coordinates for ``spark.jars.packages`` (resolved by Ivy, once).
+    packages: tuple[str, ...] = ()
+    #: Artifacts ``mvn dependency:copy`` fetches where Ivy cannot reach Maven Central
+    #: (Maven copies no transitive dependencies, so each jar is named).
+    maven_artifacts: tuple[str, ...] = ()
+    #: Session settings: extensions, catalogs, the format's own tuning.
+    conf: Mapping[str, str] = field(default_factory=dict)
+    #: Settings only for a local master (where the driver's machine is the cluster).
+    local_conf: Mapping[str, str] = field(default_factory=dict)
+    #: Where a folder of already-fetched jars may live, named by file prefix
+    #: (``delta-spark``): any folder with a jar of that prefix is used as is.
+    jar_prefix: str = ""
+
+    def merged(self, other: SparkRequirements) -> SparkRequirements:
+        """Both destinations' needs (a session shared by connections of both)."""
+        conf = dict(self.conf)
+        for key, value in other.conf.items():
+            if key == "spark.sql.extensions" and key in conf and value not in conf[key]:
+                conf[key] = f"{conf[key]},{value}"
+            else:
+                conf.setdefault(key, value)
+        return SparkRequirements(
+            packages=tuple(dict.fromkeys(self.packages + other.packages)),
+            maven_artifacts=tuple(dict.fromkeys(self.maven_artifacts + other.maven_artifacts)),
+            conf=conf, local_conf={**other.local_conf, **self.local_conf},
+            jar_prefix=self.jar_prefix or other.jar_prefix)
+
+
+@dataclass(frozen=True)
+class DestinationCapabilities:
+    """What a destination can do and needs, declared once (in the spirit of dlt's
+    destination capabilities): the engine reads these instead of knowing formats."""
+
+    spark: SparkRequirements = field(default_factory=SparkRequirements)
+    #: Commits of one table that may run side by side, by destination sync mode; a
+    #: mode not named runs as many as the connection's ``concurrent_checkpoints``
+    #: (Delta: MERGE commits of one table conflict, so ``append_dedup`` runs one).
+    max_concurrent_commits: Mapping[str, int] = field(default_factory=dict)
+    #: Whether tasks may write the table's files themselves (:meth:`Destination.file_writer`).
+    task_written_files: bool = False
+    #: Whether an overwrite of several checkpoints can be staged, then published in
+    #: one commit (:meth:`Destination.stage`, :meth:`Destination.publish`).
+    stages_overwrites: bool = False
+    #: Whether a run's rows can be replaced atomically (``headwater replay``).
+    replaces_run_rows: bool = False
+    #: The name under which a checkpoint's commit identifier (``CommitResult.version``)
+    #: is recorded in the run's history and shown by the CLI.
+    commit_id: str = "commit_version"
+
+    def lanes(self, destination_sync_mode: str, wanted: int) -> int:
+        """Commit lanes a stream of ``destination_sync_mode`` may run, of ``wanted``."""
+        cap = self.max_concurrent_commits.get(destination_sync_mode)
+        return wanted if cap is None else max(1, min(cap, wanted))
+
+
 class Destination(ABC):
     """Writes streams into tables; one implementation per kind of destination."""
 
     type_name: ClassVar[str] = ""
     #: "exactly-once" or "at-least-once (deduplicated by primary key)".
     guarantee: ClassVar[str] = ""
-    #: Whether an overwrite of several checkpoints can be staged, then published
-    #: in one commit (:meth:`stage`, :meth:`stage_files`, :meth:`publish`).
-    stages_overwrites: ClassVar[bool] = False
+    #: What it can do and needs (see :class:`DestinationCapabilities`).
+    capabilities: ClassVar[DestinationCapabilities] = DestinationCapabilities()
+
+    @property
+    def stages_overwrites(self) -> bool:
+        return self.capabilities.stages_overwrites
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = dict(config)
@@ -215,8 +281,9 @@ class Destination(ABC):
     def file_writer(self, spark: SparkSession, plan: StreamPlan) -> FileWriter | None:
         """The writer executors run on a checkpoint's batches, or None (rows go to ``commit``).
 
-        A destination that can take files written by the tasks themselves returns
-        one; the engine then hands :meth:`commit_files` the rows describing them.
+        A destination that can take files written by the tasks themselves
+        (``capabilities.task_written_files``) returns one; the engine then hands
+        :meth:`commit_files` the rows describing them.
         """
         return None
 

@@ -17,7 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from headwater.engine._spark import DELTA_PACKAGE, SparkSettings, get_spark
+    from headwater.engine._spark import SparkSettings, get_spark
     from headwater.engine._sync import (
         StreamStats,
         SyncEngine,
@@ -33,7 +33,7 @@ _MODULES = {
     # The plan's model lives below the engine (the destinations use it too).
     "CheckpointPlan": "headwater.plan", "ConfiguredStream": "headwater.plan",
     "RunPlan": "headwater.plan", "StreamPlan": "headwater.plan",
-    "DELTA_PACKAGE": "_spark", "SparkSettings": "_spark", "get_spark": "_spark",
+    "SparkSettings": "_spark", "get_spark": "_spark",
     "StreamStats": "_sync", "SyncEngine": "_sync", "SyncObserver": "_sync",
     "SyncOptions": "_sync", "SyncResult": "_sync",
     "build_source": "connection", "discover_catalog": "connection",
@@ -56,7 +56,6 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "DELTA_PACKAGE",
     "CheckpointPlan",
     "ConfiguredStream",
     "RunPlan",

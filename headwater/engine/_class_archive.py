@@ -10,15 +10,15 @@ archive of a sync's classes the session took 4.0 s and the first job 1.4 s
 
 The archive is built once, by ``scripts/setup`` (``python -m
 headwater.engine._jars``), from a training JVM that runs a small sync of the
-``sample`` source through the engine (task-written files, Spark's Delta writer
-and a MERGE) and writes the classes it loaded when it exits.  It lives in the
-cache folder (``HEADWATER_CACHE_DIR``, default ``~/.cache/headwater``), named
-by digests of where the ``java`` executable and Spark's jars are and of what
-they hold, so another JDK, Spark or virtual environment never picks up an
-archive made for a different one; the JVM checks the
-class path itself too and, when it does not match, starts without the archive
-(``-Xshare:auto``, Java's default), never failing.  Nothing else changes:
-no JIT or GC setting, so long syncs run exactly as before.
+``sample`` source through the engine into the default destination (task-written
+files, Spark's own writer and a MERGE) and writes the classes it
+loaded when it exits. It lives in the cache folder (``HEADWATER_CACHE_DIR``,
+default ``~/.cache/headwater``), named by digests of where the ``java``
+executable and Spark's jars are and of what they hold, so another JDK, Spark
+or virtual environment never picks up an archive made for a different one; the
+JVM checks the class path itself too and, when it does not match, starts
+without the archive (``-Xshare:auto``, Java's default), never failing. Nothing
+else changes: no JIT or GC setting, so long syncs run exactly as before.
 """
 
 from __future__ import annotations
@@ -142,8 +142,8 @@ def _train(archive: Path, work: Path) -> None:
     """The training run (in its own process): a small sync that loads what syncs load.
 
     Two streams of the ``sample`` source, so the JVM loads the classes of the
-    task-written files' commit (``orders``, overwrite), of Spark's Delta writer
-    and of a MERGE (``users``, append_dedup), then exits so the archive is
+    task-written files' commit (``orders``, overwrite), of Spark's writer and of
+    a MERGE (``users``, append_dedup) into the default destination, then exits so the archive is
     written.
     """
     from pyspark import SparkContext
@@ -163,7 +163,6 @@ source:
   type: sample
   config: {{users: 2000, orders: 2000, rows_per_partition: 500}}
 destination:
-  type: delta
   config: {{path: {work / 'tables'}}}
 streams:
   - {{name: users, sync_mode: incremental, destination_sync_mode: append_dedup,

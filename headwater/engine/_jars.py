@@ -1,12 +1,13 @@
-"""Make Delta Lake's jars available before the first sync (run by ``scripts/setup``).
+"""Make the destinations' jars available before the first sync (run by ``scripts/setup``).
 
 The standard way is Ivy through ``spark.jars.packages``: starting one local
-session resolves and caches the pinned jars.  Where Ivy cannot reach Maven
-Central, Maven can often still (it honours ``~/.m2/settings.xml`` mirrors and
-proxies), so the fallback copies the same pinned jars with
+session resolves and caches the pinned jars every built-in destination names
+(``Destination.capabilities.spark``).  Where Ivy cannot reach Maven Central,
+Maven can often still (it honours ``~/.m2/settings.xml`` mirrors and proxies),
+so the fallback copies the artifacts the destinations name for it with
 ``mvn dependency:copy`` into :func:`~headwater.engine._spark.maven_jars_dir`,
-which ``_spark`` then puts on ``spark.jars``.  It works the same from an installed
-wheel: ``python -m headwater.engine._jars``.
+which ``_spark`` then puts on ``spark.jars``.  It works the same from an
+installed wheel: ``python -m headwater.engine._jars``.
 
 Then it builds the driver JVM's class archive (:mod:`~headwater.engine._class_archive`),
 once per Java and Spark.
@@ -20,25 +21,14 @@ import sys
 from pathlib import Path
 
 from headwater.engine import _class_archive
-from headwater.engine._spark import (
-    DELTA_JAR_VERSION,
-    SparkSettings,
-    delta_jars_dir,
-    get_spark,
-    maven_jars_dir,
-)
-
-JARS = [
-    f"io.delta:delta-spark_4.2_2.13:{DELTA_JAR_VERSION}",
-    f"io.delta:delta-storage:{DELTA_JAR_VERSION}",
-]
+from headwater.engine._spark import SparkSettings, fetched_jars_dir, get_spark, maven_jars_dir
 
 
-def fetch_with_maven(target: Path) -> None:
+def fetch_with_maven(artifacts: tuple[str, ...], target: Path) -> None:
     if shutil.which("mvn") is None:
-        raise SystemExit("Ivy could not resolve Delta's jars and Maven (mvn) is not installed")
+        raise SystemExit("Ivy could not resolve the jars and Maven (mvn) is not installed")
     target.mkdir(parents=True, exist_ok=True)
-    for artifact in JARS:
+    for artifact in artifacts:
         subprocess.run(["mvn", "-q", "dependency:copy", f"-Dartifact={artifact}",
                         f"-DoutputDirectory={target}"], check=True)
 
@@ -61,21 +51,27 @@ def class_archive() -> None:
 
 
 def fetch_jars() -> None:
-    if delta_jars_dir() is not None:
-        print(f"Delta jars: {delta_jars_dir()} (fetched earlier with Maven)")
+    settings = SparkSettings(master="local[1]",
+                             jvm_log_path=_class_archive.cache_dir() / "logs" / "setup-spark.log")
+    needs = settings.needs()
+    if not needs.packages:
         return
-    log = _class_archive.cache_dir() / "logs" / "setup-spark.log"
+    fetched = fetched_jars_dir(needs)
+    if fetched is not None:
+        print(f"jars: {fetched} (fetched earlier with Maven)")
+        return
     try:
-        spark = get_spark(SparkSettings(master="local[1]", jvm_log_path=log))
+        spark = get_spark(settings)
         spark.range(1).count()
         spark.stop()
-        print("Delta jars: resolved by Ivy (spark.jars.packages)")
+        print(f"jars: {', '.join(needs.packages)} resolved by Ivy (spark.jars.packages)")
     except Exception as exc:
         target = maven_jars_dir()
-        print(f"Ivy could not resolve Delta's jars ({type(exc).__name__}); see {log}. "
-              f"Falling back to mvn dependency:copy into {target}", file=sys.stderr)
-        fetch_with_maven(target)
-        print(f"Delta jars: {target}")
+        print(f"Ivy could not resolve {', '.join(needs.packages)} ({type(exc).__name__}); see "
+              f"{settings.jvm_log_path}. Falling back to mvn dependency:copy into {target}",
+              file=sys.stderr)
+        fetch_with_maven(needs.maven_artifacts, target)
+        print(f"jars: {target}")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ not counted twice.
 The same accumulator carries a connector's own state (``Stream.keeps_own_state``)
 to the driver, under the key ``"state"``.  Spark hands a task's accumulator
 update to the driver's Python process and waits for its acknowledgement
-before it counts the task as done, so the whole job, and therefore the Delta
+before it counts the task as done, so the whole job, and therefore the
 commit that follows it, waits too.  :class:`_StagingFiguresParam` writes the
 states to the metadata store before acknowledging: when the commit exists,
 so do its states (see :mod:`headwater.engine._own_state`).

@@ -1,10 +1,11 @@
 """``headwater state realign``: bring the metadata store back in step with the tables.
 
-Checkpoint indices are the ``txnVersion`` of each lane's Delta commits, so the
-store's counters must stay ahead of every lane's version in the table.  A
-store restored from an older backup (or a replica that lagged) is behind: the
-sync refuses to commit (``StoreBehindTableError``) rather than let Delta skip
-the commit and lose the checkpoint's data.  This module reads each stream's
+Checkpoint indices are the versions of each lane's commit markers in the
+table (the idempotency pair of ``CommitMarker``), so the store's counters must
+stay ahead of every lane's version in the table.  A store restored from an
+older backup (or a replica that lagged) is behind: the sync refuses to commit
+(``StoreBehindTableError``) rather than let the table skip the commit as
+already done and lose the checkpoint's data.  This module reads each stream's
 table and moves the counter past the versions it holds.
 
 What it cannot repair, and says instead: the older store's *state* does not
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def lane_app_id_prefix(store_id: str, connection: str, stream: str) -> str:
-    """The Delta ``txnAppId`` of a stream's lanes, without the lane number."""
+    """The commit markers' ``app_id`` of a stream's lanes, without the lane number."""
     return f"headwater/{store_id}/{connection}/{stream}/"
 
 
@@ -111,11 +112,11 @@ def _unknown_runs_note(item: StreamRealignment, drop: bool) -> str:
     if item.mode == "overwrite":
         return head + "; overwrite replaces the table, so no row lands twice"
     if drop:
-        return head + "; their rows are deleted (one Delta commit; time travel keeps them) so " \
+        return head + "; their rows are deleted (one commit; the table's history keeps them) so " \
                       "it lands once"
     return head + "; under append their rows would then be in the table twice: run again " \
-                  "with --drop-unknown-runs to delete them first (one Delta commit; time " \
-                  "travel keeps them)"
+                  "with --drop-unknown-runs to delete them first (one commit; the table's " \
+                  "history keeps them)"
 
 
 __all__ = ["StreamRealignment", "lane_app_id_prefix", "realign"]

@@ -6,9 +6,10 @@ checkpoint indices) and both leave every stream's state where it was:
 
 * **replay** re-reads exactly the partitions a past run committed (its
   persisted plan, less any checkpoint that never committed) and replaces, in
-  one transaction per stream, the rows that run wrote.  Append and overwrite
-  tables: Delta ``replaceWhere _hw_run_id = '<run>'``; dedup tables: the
-  re-read rows MERGE under the usual latest-cursor rule.  Replayed rows keep
+  one transaction per stream, the rows that run wrote
+  (``Destination.replace_run``, where the destination's capabilities say it
+  can: ``replaces_run_rows``); dedup tables: the re-read rows MERGE under the
+  usual latest-cursor rule.  Replayed rows keep
   the replayed run's id, so a replay can itself be repeated; replaying a
   replay replays the run it replayed.
 * **backfill** reads one cursor window ``[from, to)`` with the stream's own
@@ -37,6 +38,11 @@ if TYPE_CHECKING:
 def replay(engine: SyncEngine, run_id: str, streams: Sequence[str] | None = None) -> SyncResult:
     """Replay run ``run_id`` of ``engine``'s connection (all its streams, or ``streams``)."""
     run = _replayable_run(engine, run_id)
+    destination = engine.destination
+    if not destination.capabilities.replaces_run_rows:
+        raise ConfigError(f"the {destination.type_name} destination cannot replace a run's "
+                          "rows atomically, so it cannot replay a run",
+                          field="destination.type")
     checkpoints = engine.store.list_checkpoints(run.run_id)
     # A staged overwrite checkpoint put rows in the table only if its run published.
     published = {c.stream for c in checkpoints if "published" in c.stats}

@@ -1,16 +1,20 @@
-"""Getting a SparkSession with Delta Lake, wherever the sync runs.
+"""Getting a SparkSession with what the destination needs, wherever the sync runs.
 
 The same connection file runs on ``local[*]``, on a cluster (``--master``), on
 Spark Connect (``--remote``) and under ``spark-submit``; only this module knows
 the difference.  Rules it follows:
 
+* What a session needs (jars, extensions, catalogs, the table format's
+  settings) is the destination's to say (``Destination.capabilities.spark``, a
+  :class:`~headwater.destinations.SparkRequirements`); settings that name none
+  get what every built-in destination needs.
 * An active session (spark-submit, a notebook, the test suite) is used as it is;
-  it must already have Delta configured, and we say so if it does not.
+  it must already have the destination's extensions, and we say so if it does not.
 * Spark Connect sessions are configured on the server; we only connect.
-* Otherwise we start one: Delta's jars come from Maven Central through
-  ``spark.jars.packages`` (Ivy), or from the folder ``scripts/setup`` filled with
+* Otherwise we start one: the jars come from Maven Central through
+  ``spark.jars.packages`` (Ivy), or from a folder ``scripts/setup`` filled with
   ``mvn dependency:copy`` when Ivy could not reach Maven Central
-  (``$HEADWATER_HOME/jars`` or the user's cache, see :func:`delta_jars_dir`).
+  (``$HEADWATER_HOME/jars`` or the user's cache, see :func:`fetched_jars_dir`).
 * Python workers must run this interpreter (``PYSPARK_PYTHON``), or they start
   the system Python and cannot import pyarrow.
 * A JVM we start maps the class archive ``scripts/setup`` built, if there is one
@@ -37,19 +41,13 @@ from headwater.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-log = logging.getLogger(__name__)
+    from headwater.destinations import SparkRequirements
 
-#: delta-spark 4.4.1 on PyPI pairs with Spark 4.2, but Maven Central publishes the
-#: Spark-4.2 build of the jars only as 4.4.0 (checked 2026-11-22); the Python API is
-#: the same, so the jar version is pinned separately from the Python package.
-DELTA_JAR_VERSION = "4.4.0"
-DELTA_PACKAGE = f"io.delta:delta-spark_4.2_2.13:{DELTA_JAR_VERSION}"
-DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
-DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+log = logging.getLogger(__name__)
 
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
-#: A folder of Delta jars to use instead of resolving them (Maven-fetched, or the user's).
+#: A folder of jars to use instead of resolving them (Maven-fetched, or the user's).
 LOCAL_JARS_ENV = "HEADWATER_JARS_DIR"
 #: Headwater's per-project folder (metadata store, logs); the CLI reads it too.
 HOME_ENV = "HEADWATER_HOME"
@@ -65,6 +63,15 @@ class SparkSettings:
     app_name: str = "headwater"
     #: Spark's own JVM output goes here instead of the terminal (None: inherit).
     jvm_log_path: Path | None = None
+    #: What the destination needs of the session (None: every built-in destination's).
+    requirements: SparkRequirements | None = None
+
+    def needs(self) -> SparkRequirements:
+        if self.requirements is not None:
+            return self.requirements
+        from headwater.destinations import spark_requirements
+
+        return spark_requirements()
 
 
 def maven_jars_dir() -> Path:
@@ -73,22 +80,24 @@ def maven_jars_dir() -> Path:
     return cache_dir() / "jars"
 
 
-def delta_jars_dir() -> Path | None:
-    """The folder of Maven-fetched Delta jars, if the set-up had to make one:
+def fetched_jars_dir(needs: SparkRequirements) -> Path | None:
+    """A folder of already-fetched jars for ``needs``, if the set-up had to make one:
     ``$HEADWATER_JARS_DIR``, ``$HEADWATER_HOME/jars``, then :func:`maven_jars_dir`."""
+    if not needs.jar_prefix:
+        return None
     candidates = [Path(value) for value in (os.environ.get(LOCAL_JARS_ENV),) if value]
     home = os.environ.get(HOME_ENV)
     if home:
         candidates.append(Path(home) / "jars")
     candidates.append(maven_jars_dir())
     for folder in candidates:
-        if folder.is_dir() and any(folder.glob("delta-spark*.jar")):
+        if folder.is_dir() and any(folder.glob(f"{needs.jar_prefix}*.jar")):
             return folder
     return None
 
 
-def resolved_jars_file() -> Path:
-    """Where the jar files Ivy resolved for :data:`DELTA_PACKAGE` are listed once known.
+def resolved_jars_file(needs: SparkRequirements | None = None) -> Path:
+    """Where the jar files Ivy resolved for ``needs``' packages are listed once known.
 
     Resolving the package again at every start, even from Ivy's own cache, cost
     about 2 s of each new session on a busy 2-core machine (a CLI sync of a few
@@ -97,13 +106,14 @@ def resolved_jars_file() -> Path:
     of their imports searches them.  So after one session resolved it, later
     ones name the same files in ``spark.jars``.
     """
-    return cache_dir() / f"jars-{DELTA_PACKAGE.replace(':', '_')}.txt"
+    packages = ",".join((needs or SparkSettings().needs()).packages)
+    return cache_dir() / f"jars-{packages.replace(':', '_').replace(',', '+')}.txt"
 
 
-def _cached_jars() -> list[str] | None:
+def _cached_jars(needs: SparkRequirements) -> list[str] | None:
     """The jar files an earlier session resolved, if every one of them is still there."""
     try:
-        jars = [line for line in resolved_jars_file().read_text().splitlines() if line]
+        jars = [line for line in resolved_jars_file(needs).read_text().splitlines() if line]
     except OSError:
         return None
     if not jars or not all(Path(jar).is_file() for jar in jars):
@@ -111,16 +121,17 @@ def _cached_jars() -> list[str] | None:
     return jars
 
 
-def _remember_jars(spark: SparkSession) -> None:
+def _remember_jars(spark: SparkSession, needs: SparkRequirements | None = None) -> None:
     """List the jar files Ivy just resolved for the next start (best effort)."""
+    needs = needs or SparkSettings().needs()
     try:
         listed = spark.sparkContext.getConf().get("spark.jars") or ""
         jars = [jar.removeprefix("file://").removeprefix("file:") for jar in listed.split(",")
                 if jar]
         if not jars or not all(Path(jar).is_file() for jar in jars) \
-                or not any("delta-spark" in Path(jar).name for jar in jars):
+                or not any(needs.jar_prefix in Path(jar).name for jar in jars):
             return
-        target = resolved_jars_file()
+        target = resolved_jars_file(needs)
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_suffix(f".{os.getpid()}.tmp")
         temporary.write_text("\n".join(jars) + "\n")
@@ -131,9 +142,9 @@ def _remember_jars(spark: SparkSession) -> None:
 
 def _base_conf(settings: SparkSettings) -> dict[str, str]:
     python = sys.executable
+    needs = settings.needs()
     conf = {
-        "spark.sql.extensions": DELTA_EXTENSION,
-        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+        **needs.conf,
         "spark.sql.session.timeZone": "UTC",
         "spark.pyspark.python": python,
         "spark.pyspark.driver.python": python,
@@ -144,26 +155,22 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         # Nothing Headwater starts listens beyond this machine unless asked to.
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.driver.host": "127.0.0.1",
-        # MERGE reads its source once even when the source is a Python reader.
-        "spark.databricks.delta.merge.materializeSource": "auto",
     }
     master = settings.master or "local[*]"
     if master.startswith("local"):
         conf["spark.ui.enabled"] = "false"
         conf["spark.sql.shuffle.partitions"] = str(max(2, (os.cpu_count() or 2) * 2))
-        # Delta rebuilds a table's snapshot in this many tasks on every idempotent
-        # commit; the default 50 costs ~3 s per commit on a laptop (bench/RESULTS.md).
-        conf["spark.databricks.delta.snapshotPartitions"] = str(os.cpu_count() or 2)
+        conf.update(needs.local_conf)
         # The executors run this very Python: import PySpark from its package, not its zip.
         conf["spark.python.daemon.module"] = "headwater.engine._python_daemon"
-    jars = delta_jars_dir()
-    cached = None if jars is not None or _own_jars(settings) else _cached_jars()
+    jars = fetched_jars_dir(needs)
+    cached = None if jars is not None or _own_jars(settings) else _cached_jars(needs)
     if jars is not None:
         conf["spark.jars"] = ",".join(str(p) for p in sorted(jars.glob("*.jar")))
     elif cached is not None:
         conf["spark.jars"] = ",".join(cached)
-    else:
-        conf["spark.jars.packages"] = DELTA_PACKAGE
+    elif needs.packages:
+        conf["spark.jars.packages"] = ",".join(needs.packages)
         conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))
     _add_class_archive(conf)
     return conf
@@ -177,7 +184,7 @@ def _add_class_archive(conf: dict[str, str]) -> None:
 
 
 def _own_jars(settings: SparkSettings) -> bool:
-    """The settings name jars of their own: Ivy resolves them with Delta's, as asked."""
+    """The settings name jars of their own: Ivy resolves them with the destination's, as asked."""
     return any(key in settings.conf for key in ("spark.jars", "spark.jars.packages"))
 
 
@@ -208,12 +215,21 @@ def _jvm_output_to(path: Path | None) -> Iterator[None]:
             os.close(saved[1])
 
 
-def _has_delta(spark: SparkSession) -> bool:
+def _missing_extensions(spark: SparkSession, needs: SparkRequirements) -> list[str]:
+    """The session extensions ``needs`` names that the running session lacks."""
+    wanted = [e for e in needs.conf.get("spark.sql.extensions", "").split(",") if e]
     try:
         extensions = spark.conf.get("spark.sql.extensions", "") or ""
     except Exception:  # Spark Connect may refuse to show static confs
-        return True
-    return DELTA_EXTENSION in extensions
+        return []
+    return [e for e in wanted if e not in extensions]
+
+
+def _how_to_start(needs: SparkRequirements) -> str:
+    flags = [f"--packages {','.join(needs.packages)}"] if needs.packages else []
+    flags += [f"--conf {key}={value}" for key, value in needs.conf.items()
+              if key in ("spark.sql.extensions", "spark.sql.catalog.spark_catalog")]
+    return " ".join(flags)
 
 
 def get_spark(settings: SparkSettings) -> SparkSession:
@@ -232,13 +248,14 @@ def get_spark(settings: SparkSettings) -> SparkSession:
             builder = builder.config(key, value)
         return builder.getOrCreate()
 
+    needs = settings.needs()
     active = SparkSession.getActiveSession()
     if active is not None:
-        if not _has_delta(active):
+        missing = _missing_extensions(active, needs)
+        if missing:
             raise ConfigError(
-                "the running Spark session has no Delta Lake; start it with "
-                f"--packages {DELTA_PACKAGE} --conf spark.sql.extensions={DELTA_EXTENSION} "
-                f"--conf spark.sql.catalog.spark_catalog={DELTA_CATALOG}",
+                f"the running Spark session lacks {', '.join(missing)}, which the "
+                f"destination needs; start it with {_how_to_start(needs)}",
                 field="spark",
             )
         return active
@@ -268,6 +285,6 @@ def get_spark(settings: SparkSettings) -> SparkSession:
     with _jvm_output_to(None if under_spark_submit else settings.jvm_log_path):
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if conf.get("spark.jars.packages") == DELTA_PACKAGE:
-        _remember_jars(spark)
+    if needs.packages and conf.get("spark.jars.packages") == ",".join(needs.packages):
+        _remember_jars(spark, needs)
     return spark

@@ -41,8 +41,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from headwater._waiting import wait_all
-from headwater.config import ConnectionConfig, redact, register_secrets, secret_values
-from headwater.destinations import Destination, get_destination_class
+from headwater.config import ConnectionConfig, redact
+from headwater.destinations import Destination, build_destination
 from headwater.destinations._base import CommitMarker, CommitResult, FileWriter, PublishMarker
 from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
@@ -199,13 +199,12 @@ class SyncEngine:
         self.observer = observer or SyncObserver()
         self.source: Source = build_source(connection)
         self.source.prepare()  # its streams, learned while Spark starts
-        dest_cls = get_destination_class(connection.destination.type)
-        from headwater.config import validate_config
-
-        dest_config = validate_config(dest_cls.spec(), connection.destination.config,
-                                      where="destination.config")
-        register_secrets(secret_values(dest_cls.spec(), dest_config))
-        self.destination: Destination = dest_cls(dest_config)
+        self.destination: Destination = build_destination(connection.destination.type,
+                                                          connection.destination.config)
+        if self.options.spark.requirements is None:
+            # The session is started with what this destination needs, and only that.
+            self.options = replace(self.options, spark=replace(
+                self.options.spark, requirements=self.destination.capabilities.spark))
         #: Set when a stream failed because the source refused the credentials.
         self.refused: AuthenticationError | None = None
         #: Set by :meth:`request_stop`; the ``--watch`` loop waits on it too.
@@ -236,7 +235,7 @@ class SyncEngine:
         """End the run in progress after the checkpoints being committed (any thread).
 
         Each lane looks before it starts a checkpoint, never during one: a
-        checkpoint whose Spark job and Delta commit are under way completes,
+        checkpoint whose Spark job and commit are under way completes,
         commits and releases its state; checkpoints not started are not run.
         Each stream then saves its cursor's state, which describes exactly the
         committed partitions (gaps included), as after a failure.
@@ -301,9 +300,9 @@ class SyncEngine:
         """Group ``partitions`` into checkpoints, with fresh indices when ``allocate``."""
         conn = self.connection
         overwrite = configured.destination_sync_mode == "overwrite"
-        # MERGE commits of one table cannot run side by side.
-        lanes = 1 if configured.destination_sync_mode == "append_dedup" \
-            else conn.checkpoint.concurrent_checkpoints
+        # The destination says how many commits of one table may run side by side.
+        lanes = self.destination.capabilities.lanes(configured.destination_sync_mode,
+                                                    conn.checkpoint.concurrent_checkpoints)
         count = checkpoint_count(len(partitions), per_checkpoint, overwrite)
         first = self.store.allocate_checkpoint_indices(conn.name, configured.name, count) \
             if count and allocate else 0
@@ -470,6 +469,8 @@ class _StreamRunner:
         #: of the run decides alike; a replay replaces its run's rows in one checkpoint.
         self.staged = (plan.stream.destination_sync_mode == "overwrite"
                        and len(plan.checkpoints) > 1 and self.replay_of is None)
+        #: Under which name the run's history records each commit's identifier.
+        self.commit_id = engine.destination.capabilities.commit_id
         #: Set by ``_run``: the Spark task slots each checkpoint can count on, by index.
         self._slots: dict[int, int] = {}
 
@@ -526,8 +527,10 @@ class _StreamRunner:
             self.context_schema = data_schema
             # A replay replaces rows through Spark; other runs let the tasks write files
             # where the destination can commit them.
-            self.file_writer = (None if self.replay_of is not None
-                                else self.engine.destination.file_writer(self.spark, self.plan))
+            destination = self.engine.destination
+            self.file_writer = (destination.file_writer(self.spark, self.plan)
+                                if self.replay_of is None
+                                and destination.capabilities.task_written_files else None)
             if (self.plan.stream.destination_sync_mode == "overwrite"
                     and self.replay_of is None):
                 # What failed runs staged is garbage now: only this run can still publish.
@@ -669,7 +672,7 @@ class _StreamRunner:
                 return replace(result, rows=int(record.stats["records_written"]),
                                rejected=int(record.stats.get("records_rejected", 0)),
                                bytes=int(record.stats.get("bytes", 0)),
-                               version=record.stats.get("delta_version"))
+                               version=record.stats.get(self.commit_id))
         return result
 
     def _collector(self, checkpoint: CheckpointPlan,
@@ -716,7 +719,7 @@ class _StreamRunner:
             "records_rejected": result.rejected,
             "bytes": result.bytes,
             "duration_s": round(duration, 3),
-            "delta_version": result.version,
+            self.commit_id: result.version,
             "already_committed": result.already_committed,
             "writer": result.writer,
             "writer_reason": result.writer_reason,
@@ -758,7 +761,7 @@ class _StreamRunner:
         """Replace the table's rows with every staged checkpoint of the run, in one commit.
 
         The commit's version goes on the stream's figures and on its last
-        checkpoint's record (``runs show``), whose ``delta_version`` was empty
+        checkpoint's record (``runs show``), whose commit identifier was empty
         while it was only staged.
         """
         checkpoints = self.plan.checkpoints
@@ -781,7 +784,7 @@ class _StreamRunner:
             self.store.record_checkpoint(
                 self.run_id, self.name, last.index, last.checkpoint_id,
                 status="released" if record.status == "released" else "committed",
-                stats={**record.stats, "delta_version": result.version,
+                stats={**record.stats, self.commit_id: result.version,
                        "published": [c.index for c in checkpoints]})
 
 

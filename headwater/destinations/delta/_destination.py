@@ -51,6 +51,7 @@ from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
     Destination,
+    DestinationCapabilities,
     PublishMarker,
     tagged_counts,
     tagged_partition_states,
@@ -59,6 +60,7 @@ from headwater.destinations._base import (
 from headwater.destinations.delta import _delta_rs, _staging, _table_facts
 from headwater.destinations.delta._delta_rs import local_folder
 from headwater.destinations.delta._files import ParquetFiles
+from headwater.destinations.delta._session import SPARK_NEEDS
 from headwater.destinations.delta._sql import (
     history,
     is_delta_table,
@@ -121,7 +123,15 @@ class _Choice:
 class DeltaDestination(Destination):
     type_name = "delta"
     guarantee = "exactly-once"
-    stages_overwrites = True
+    capabilities = DestinationCapabilities(
+        spark=SPARK_NEEDS,
+        # MERGE commits of one table conflict with each other: one lane.
+        max_concurrent_commits={"append_dedup": 1},
+        task_written_files=True,
+        stages_overwrites=True,
+        replaces_run_rows=True,
+        commit_id="delta_version",
+    )
 
     @classmethod
     def spec(cls) -> dict[str, Any]:

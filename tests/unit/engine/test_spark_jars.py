@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from headwater.destinations.delta import DELTA_PACKAGE
 from headwater.engine._spark import (
     CACHE_ENV,
-    DELTA_PACKAGE,
     LOCAL_JARS_ENV,
     SparkSettings,
     _base_conf,
