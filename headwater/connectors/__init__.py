@@ -13,9 +13,7 @@ Classes are imported only when asked for, so listing types stays cheap.
 
 from __future__ import annotations
 
-from importlib.metadata import EntryPoint, entry_points
-
-from headwater.errors import ConfigError, ConnectorError
+from headwater._plugins import load_registered, registered_types
 from headwater.sdk import Source
 
 __all__ = ["SOURCE_ENTRY_POINT_GROUP", "get_source_class", "source_types"]
@@ -34,7 +32,7 @@ _BUILT_INS = {
 
 def source_types() -> list[str]:
     """Every known source type name, sorted: built-ins and installed entry points."""
-    return sorted(_BUILT_INS.keys() | _installed().keys())
+    return registered_types(_BUILT_INS, SOURCE_ENTRY_POINT_GROUP)
 
 
 def get_source_class(type_name: str) -> type[Source]:
@@ -45,31 +43,5 @@ def get_source_class(type_name: str) -> type[Source]:
     :class:`~headwater.errors.ConnectorError` when a registered class cannot be
     imported or is not a ``Source``.
     """
-    if type_name in _BUILT_INS:
-        entry = EntryPoint(type_name, _BUILT_INS[type_name], SOURCE_ENTRY_POINT_GROUP)
-    else:
-        installed = _installed()
-        if type_name not in installed:
-            known = ", ".join(source_types())
-            raise ConfigError(
-                f"unknown source type {type_name!r}; known types: {known}", field="source.type"
-            )
-        entry = installed[type_name]
-    try:
-        loaded = entry.load()
-    except Exception as exc:  # a broken plugin may raise anything while importing
-        raise ConnectorError(
-            f"source type {type_name!r} ({entry.value}) could not be imported: {exc}",
-            field="source.type",
-        ) from exc
-    if not (isinstance(loaded, type) and issubclass(loaded, Source)):
-        raise ConnectorError(
-            f"source type {type_name!r} points at {entry.value}, which is not a "
-            "headwater.sdk.Source subclass",
-            field="source.type",
-        )
-    return loaded
-
-
-def _installed() -> dict[str, EntryPoint]:
-    return {entry.name: entry for entry in entry_points(group=SOURCE_ENTRY_POINT_GROUP)}
+    return load_registered(type_name, _BUILT_INS, SOURCE_ENTRY_POINT_GROUP, Source,
+                           kind="source", base_name="headwater.sdk.Source")

@@ -1,9 +1,23 @@
-"""Destinations: where streams land.  Delta Lake is the default and the reference."""
+"""Destinations by type name: the built-ins and every installed plugin.
+
+Delta Lake is the default and the reference.  A connection file names its
+destination with ``destination.type``; built-ins come first, so an installed
+package can never replace one; other packages register a destination under
+the ``headwater.destinations`` entry point group (as sources do under
+``headwater.sources``)::
+
+    [project.entry-points."headwater.destinations"]
+    my_store = "my_package:MyDestination"
+
+Classes are imported only when asked for.  What the engine may rely on is in
+each class's :class:`DestinationCapabilities`.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from headwater._plugins import load_registered, registered_types
 from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
@@ -11,20 +25,24 @@ from headwater.destinations._base import (
     DestinationCapabilities,
     SparkRequirements,
 )
-from headwater.destinations.delta import DeltaDestination
-from headwater.errors import ConfigError
 
-_BUILT_IN: dict[str, type[Destination]] = {DeltaDestination.type_name: DeltaDestination}
+#: The entry point group installed packages register their destinations under.
+DESTINATION_ENTRY_POINT_GROUP = "headwater.destinations"
+
+_BUILT_INS = {
+    "delta": "headwater.destinations.delta:DeltaDestination",
+}
+
+
+def destination_types() -> list[str]:
+    """Every known destination type name, sorted: built-ins and installed entry points."""
+    return registered_types(_BUILT_INS, DESTINATION_ENTRY_POINT_GROUP)
 
 
 def get_destination_class(type_name: str) -> type[Destination]:
     """The destination class for ``destination.type`` in a connection file."""
-    try:
-        return _BUILT_IN[type_name]
-    except KeyError:
-        known = ", ".join(sorted(_BUILT_IN))
-        raise ConfigError(f"unknown destination type {type_name!r}; known types: {known}",
-                          field="destination.type") from None
+    return load_registered(type_name, _BUILT_INS, DESTINATION_ENTRY_POINT_GROUP, Destination,
+                           kind="destination", base_name="headwater.destinations.Destination")
 
 
 def build_destination(type_name: str, config: Any, *,
@@ -41,13 +59,13 @@ def build_destination(type_name: str, config: Any, *,
 
 def spark_requirements(type_names: Any = None) -> SparkRequirements:
     """What sessions for ``type_names`` (default: every built-in destination) need."""
-    names = list(_BUILT_IN) if type_names is None else list(type_names)
+    names = list(_BUILT_INS) if type_names is None else list(type_names)
     needs = SparkRequirements()
     for name in names:
         needs = needs.merged(get_destination_class(name).capabilities.spark)
     return needs
 
 
-__all__ = ["CommitMarker", "CommitResult", "DeltaDestination", "Destination",
+__all__ = ["DESTINATION_ENTRY_POINT_GROUP", "CommitMarker", "CommitResult", "Destination",
            "DestinationCapabilities", "SparkRequirements", "build_destination",
-           "get_destination_class", "spark_requirements"]
+           "destination_types", "get_destination_class", "spark_requirements"]

@@ -2,7 +2,7 @@
 
 ``HEADWATER_FAULT=after-commit:3`` kills the process (SIGKILL, nothing is
 cleaned up) the third time the sync passes the ``after-commit`` point: after a
-checkpoint's Delta commit and before its state is saved.  Unset, a fault point
+checkpoint's commit and before its state is saved.  Unset, a fault point
 costs one dictionary lookup.  Points: ``after-plan``, ``after-commit``,
 ``after-release``.
 

@@ -192,15 +192,18 @@ class SyncEngine:
     """Runs one connection's sync (see the module docstring for the order of events)."""
 
     def __init__(self, connection: ConnectionConfig, store: MetadataStore,
-                 options: SyncOptions | None = None, observer: SyncObserver | None = None) -> None:
+                 options: SyncOptions | None = None, observer: SyncObserver | None = None,
+                 *, destination: Destination | None = None) -> None:
+        """``destination``: one built already (a test's fake, a program's own), in place
+        of the one the connection's ``destination`` section describes."""
         self.connection = connection
         self.store = store
         self.options = options or SyncOptions()
         self.observer = observer or SyncObserver()
         self.source: Source = build_source(connection)
         self.source.prepare()  # its streams, learned while Spark starts
-        self.destination: Destination = build_destination(connection.destination.type,
-                                                          connection.destination.config)
+        self.destination: Destination = destination or build_destination(
+            connection.destination.type, connection.destination.config)
         if self.options.spark.requirements is None:
             # The session is started with what this destination needs, and only that.
             self.options = replace(self.options, spark=replace(
