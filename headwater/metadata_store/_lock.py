@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from headwater.errors import ConnectionLockedError, MetadataStoreError
-from headwater.metadata_store._models import LockHolder
+from headwater.metadata_store._models import LockHolder, record_from_row
 from headwater.metadata_store._schema import Database, WriteConflict, locks, utcnow
 
 logger = logging.getLogger("headwater.metadata_store")
@@ -96,15 +96,7 @@ def describe_holder(holder: LockHolder) -> str:
 
 
 def _holder_from_row(row: sa.Row[tuple[object, ...]]) -> LockHolder:
-    m = row._mapping
-    return LockHolder(
-        connection=m["connection"],
-        pid=m["pid"],
-        host=m["host"],
-        started_at=m["started_at"],
-        heartbeat_at=m["heartbeat_at"],
-        run_id=m["run_id"],
-    )
+    return record_from_row(LockHolder, row)
 
 
 def read_holder(conn: Connection, connection: str) -> LockHolder | None:

@@ -6,9 +6,12 @@ fresh ``dict``/``list`` objects, so a caller may change them freely.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+R = TypeVar("R")
 
 #: ``running`` until :meth:`MetadataStore.finish_run` / ``finish_attempt`` says otherwise.
 #: ``stopped``: asked to stop, it ended after its commits in flight with checkpoints
@@ -111,3 +114,14 @@ class LockHolder:
     started_at: datetime
     heartbeat_at: datetime
     run_id: str | None
+
+
+def record_from_row(cls: type[R], row: Any, *, columns: Mapping[str, str] | None = None,
+                    **values: Any) -> R:
+    """A record of ``cls`` from a table row: each field from the column of its name
+    (or the one ``columns`` maps it to), except those given in ``values``."""
+    mapping = row._mapping
+    columns = columns or {}
+    found = {f.name: mapping[columns.get(f.name, f.name)] for f in fields(cls)  # type: ignore[arg-type]
+             if f.name not in values and columns.get(f.name, f.name) in mapping}
+    return cls(**found, **values)

@@ -43,6 +43,7 @@ from headwater.metadata_store._models import (
     RunRecord,
     RunStatus,
     StateHistoryRecord,
+    record_from_row,
 )
 
 #: The first index a (connection, stream) counter hands out.
@@ -179,17 +180,7 @@ class MetadataStore:
             query = query.where(h.c.stream == stream)
         query = query.order_by(h.c.id.desc()).limit(limit)
         rows = self._db.read(lambda conn: conn.execute(query).all())
-        return [
-            StateHistoryRecord(
-                connection=r.connection,
-                stream=r.stream,
-                state=r.state,
-                run_id=r.run_id,
-                checkpoint_index=r.checkpoint_index,
-                saved_at=r.saved_at,
-            )
-            for r in rows
-        ]
+        return [record_from_row(StateHistoryRecord, r) for r in rows]
 
     # -- checkpoint counters -------------------------------------------------
 
@@ -389,36 +380,9 @@ class MetadataStore:
             for r in conn.execute(
                 sa.select(a).where(a.c.run_id.in_(list(attempts))).order_by(a.c.number)
             ):
-                attempts[r.run_id].append(
-                    AttemptRecord(
-                        run_id=r.run_id,
-                        number=r.number,
-                        status=r.status,
-                        pid=r.pid,
-                        host=r.host,
-                        started_at=r.started_at,
-                        ended_at=r.ended_at,
-                        error=r.error,
-                    )
-                )
-            return [
-                RunRecord(
-                    run_id=r.run_id,
-                    connection=r.connection,
-                    kind=r.kind,
-                    status=r.status,
-                    started_at=r.started_at,
-                    ended_at=r.ended_at,
-                    plan=r.plan,
-                    state_before=r.state_before,
-                    state_after=r.state_after,
-                    stats=r.stats or {},
-                    error=r.error,
-                    config_redacted=r.config_redacted,
-                    attempts=attempts[r.run_id],
-                )
-                for r in rows
-            ]
+                attempts[r.run_id].append(record_from_row(AttemptRecord, r))
+            return [record_from_row(RunRecord, r, stats=r.stats or {},
+                                    attempts=attempts[r.run_id]) for r in rows]
 
         return self._db.read(read)
 
@@ -547,18 +511,8 @@ class MetadataStore:
         c = t.checkpoints
         query = sa.select(c).where(c.c.run_id == run_id).order_by(c.c.stream, c.c.checkpoint_index)
         rows = self._db.read(lambda conn: conn.execute(query).all())
-        return [
-            CheckpointRecord(
-                run_id=r.run_id,
-                stream=r.stream,
-                index=r.checkpoint_index,
-                checkpoint_id=r.checkpoint_id,
-                status=r.status,
-                stats=r.stats,
-                updated_at=r.updated_at,
-            )
-            for r in rows
-        ]
+        return [record_from_row(CheckpointRecord, r, columns={"index": "checkpoint_index"})
+                for r in rows]
 
     def released_indices(self, run_id: str, stream: str) -> set[int]:
         """Indices of the run's checkpoints of ``stream`` whose state was released."""
