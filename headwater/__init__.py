@@ -13,7 +13,6 @@ from headwater.errors import (
     HeadwaterError,
     SpecValidationError,
     StateError,
-    SyncFailedError,
 )
 
 __version__ = "0.1.0"
@@ -27,6 +26,5 @@ __all__ = [
     "HeadwaterError",
     "SpecValidationError",
     "StateError",
-    "SyncFailedError",
     "__version__",
 ]

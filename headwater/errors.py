@@ -10,15 +10,14 @@ tree is the contract::
     ├── ConnectorError                 a connector failed while checking/discovering/reading
     ├── DestinationError               a destination failed to prepare or commit
     ├── StateError                     stored state cannot be read or does not fit the stream
-    ├── MetadataStoreError             the metadata store is unreachable or inconsistent
-    │   ├── ConnectionLockedError      another sync of the same connection is running
-    │   └── StoreBehindTableError      the store hands out indices a table already holds
-    └── SyncFailedError                a sync ended with failed streams (carries the run id)
+    └── MetadataStoreError             the metadata store is unreachable or inconsistent
+        ├── ConnectionLockedError      another sync of the same connection is running
+        └── StoreBehindTableError      the store hands out indices a table already holds
 
 Errors carry context as keyword arguments (``stream=``, ``partition=``,
 ``field=``) so messages and ``--json`` output can show them, and third-party
 errors are translated at the boundary with ``raise ... from exc``.  Messages
-must never contain secret values: :mod:`headwater.config.secrets` masks known
+must never contain secret values: :func:`headwater.config.mask` masks known
 secrets again before anything is printed, as a second line of defence.
 """
 
@@ -103,7 +102,3 @@ class StoreBehindTableError(MetadataStoreError):
     instead; ``headwater state realign`` moves the store's counters past the
     tables' versions.
     """
-
-
-class SyncFailedError(HeadwaterError):
-    """A sync finished, but at least one stream failed; state of failed work did not move."""

@@ -72,7 +72,7 @@ def summary_env(result: SyncResult) -> dict[str, str]:
 
 def run_after_sync_hooks(connection: ConnectionConfig, result: SyncResult) -> list[dict[str, Any]]:
     """Run the connection's hooks that apply to ``result``; return what each did."""
-    hooks = getattr(connection, "after_sync", None) or []
+    hooks = connection.after_sync
     outcomes: list[dict[str, Any]] = []
     if not hooks:
         return outcomes

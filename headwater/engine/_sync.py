@@ -10,7 +10,8 @@ and why each step is where it is:
    (see :class:`~headwater.plan.CheckpointPlan`) and commit each one in
    one idempotent destination transaction;
 4. after each commit, close its partitions in the stream's cursor and release,
-   in index order, the states the checkpoint manager says are ready (seed 003);
+   in index order, the states the checkpoint manager says are ready (a later
+   checkpoint may commit first, but its state waits for every earlier one);
 5. at the end of a stream, save the cursor's state: its merged ranges describe
    exactly the committed partitions, so even a failed stream leaves a state
    that neither skips nor repeats data.
@@ -177,8 +178,6 @@ class SyncObserver:
 @dataclass(frozen=True)
 class SyncOptions:
     spark: SparkSettings = field(default_factory=SparkSettings)
-    #: Partitions per checkpoint (default: from the connection, else 8 x Spark parallelism).
-    partitions_per_checkpoint: int | None = None
 
 
 def _parallelism(spark: SparkSession) -> int:
@@ -292,9 +291,8 @@ class SyncEngine:
         return self._plan(parallelism, PlanContext(parallel_tasks=parallelism), allocate=False)
 
     def per_checkpoint(self, parallelism: int) -> int:
-        """Partitions per checkpoint: the option, else the connection's, else 8 x parallelism."""
-        return (self.options.partitions_per_checkpoint
-                or self.connection.checkpoint.partitions_per_checkpoint
+        """Partitions per checkpoint: the connection's, else 8 x parallelism."""
+        return (self.connection.checkpoint.partitions_per_checkpoint
                 or max(8, parallelism * 8))
 
     def stream_plan(self, configured: ConfiguredStream, partitions: Sequence[Partition],

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import hashlib
-import itertools
 import json
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
@@ -285,10 +284,3 @@ def interleaved(partitions: Sequence[Partition], tasks: int) -> list[Partition]:
     tasks = max(tasks, 1)
     return [partitions[i] for start in range(tasks)
             for i in range(start, len(partitions), tasks)]
-
-
-def chunked(iterable: Sequence[Any], size: int) -> Iterator[list[Any]]:
-    """Consecutive pieces of at most ``size`` items."""
-    iterator = iter(iterable)
-    while piece := list(itertools.islice(iterator, size)):
-        yield piece

@@ -1,7 +1,8 @@
 """The checkpoint manager: release state in index order, whatever order commits finish in.
 
 A checkpoint is one batch of partitions committed to the destination in one
-transaction.  It has two names (seed 003):
+transaction.  It has two names, because what it holds and when its state may
+move are different questions:
 
 * ``checkpoint_id`` says *which records* (it is written next to them), and
 * ``index`` says *in which order* its state may be released.  Indices of one

@@ -4,7 +4,7 @@ A cursor never looks at rows.  The engine closes a partition only after every
 record it produced is committed to the destination, and only then does the
 cursor's state move, so state always describes data that is durable.
 
-The concurrent cursor (seed 000) keeps the merged list of completed ranges
+The concurrent cursor keeps the merged list of completed ranges
 rather than one high-water mark: partitions finish in any order, and a single
 "max cursor value" would claim the unfinished windows below it as done.  With
 ranges, the next sync reads exactly the gaps (:meth:`ConcurrentCursor.gaps`).

@@ -90,8 +90,8 @@ class Stream(ABC):
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
         """The cursor that turns closed partitions into stream state.
 
-        Incremental streams get the concurrent cursor (merged completed ranges,
-        seed 000); full refresh gets the final-state cursor.
+        Incremental streams get the concurrent cursor (merged completed ranges, so
+        partitions may finish in any order); full refresh gets the final-state cursor.
         """
         if incremental and self.cursor_field:
             if self.state_converter is None:

@@ -116,10 +116,6 @@ class AirbyteSourceStream(Stream):
         self._head_starts = head_starts if head_starts is not None else {}
 
     @property
-    def airbyte_stream(self) -> AirbyteStream:
-        return self._stream
-
-    @property
     def supported_sync_modes(self) -> list[str]:
         return [mode.value for mode in self._stream.supported_sync_modes]
 

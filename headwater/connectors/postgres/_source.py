@@ -1,7 +1,7 @@
 """The built-in ``postgres`` source: tables and views of one database.
 
-Example connection snippet (seed 001's case: a table read incrementally on a
-timestamp cursor)::
+Example connection snippet (a table read incrementally on a timestamp cursor,
+the case incremental database syncs are mostly about)::
 
     source:
       type: postgres

@@ -2,7 +2,7 @@
 
 A :class:`CallBudget` says "at most ``calls`` requests in any moving window of
 ``period_s`` seconds" for the calls to one host whose path matches a pattern
-(seed 000's ``MovingWindowCallRatePolicy``).  Two ways to hold it across a
+(a moving-window call-rate policy, as the Airbyte CDK has).  Two ways to hold it across a
 cluster:
 
 * **Split (default).**  The engine tells the stream at plan time how many
