@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from headwater.sdk import Partition
+from headwater.sync_modes import DestinationSyncMode, SyncMode
 
 __all__ = ["RUN_PURPOSES", "CheckpointPlan", "ConfiguredStream", "RunPlan", "StreamPlan"]
 
@@ -26,16 +27,22 @@ class ConfiguredStream:
     """A stream as the connection wants it synced (connection file + source defaults)."""
 
     name: str
-    sync_mode: str  # full_refresh | incremental
-    destination_sync_mode: str  # overwrite | append | append_dedup
+    sync_mode: SyncMode
+    destination_sync_mode: DestinationSyncMode
     cursor_field: str | None
     primary_key: tuple[str, ...]
     #: Columns kept as JSON text (the stream's ``json_columns``) instead of VARIANT or structs.
     json_columns: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # Plain strings (a plan read back from JSON, a caller's literal) become members.
+        object.__setattr__(self, "sync_mode", SyncMode(self.sync_mode))
+        object.__setattr__(self, "destination_sync_mode",
+                           DestinationSyncMode(self.destination_sync_mode))
+
     @property
     def incremental(self) -> bool:
-        return self.sync_mode == "incremental"
+        return self.sync_mode is SyncMode.INCREMENTAL
 
     @property
     def mode_label(self) -> str:
@@ -44,8 +51,8 @@ class ConfiguredStream:
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "sync_mode": self.sync_mode,
-            "destination_sync_mode": self.destination_sync_mode,
+            "sync_mode": self.sync_mode.value,
+            "destination_sync_mode": self.destination_sync_mode.value,
             "cursor_field": self.cursor_field,
             "primary_key": list(self.primary_key),
             "json_columns": list(self.json_columns),
@@ -55,8 +62,8 @@ class ConfiguredStream:
     def from_dict(cls, data: Mapping[str, Any]) -> ConfiguredStream:
         return cls(
             name=data["name"],
-            sync_mode=data["sync_mode"],
-            destination_sync_mode=data["destination_sync_mode"],
+            sync_mode=SyncMode(data["sync_mode"]),
+            destination_sync_mode=DestinationSyncMode(data["destination_sync_mode"]),
             cursor_field=data.get("cursor_field"),
             primary_key=tuple(data.get("primary_key") or ()),
             json_columns=tuple(data.get("json_columns") or ()),

@@ -36,7 +36,6 @@ import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -47,23 +46,9 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 from headwater.config._interpolation import interpolate
 from headwater.config._paths import format_path, line_of
 from headwater.errors import ConfigError, SpecValidationError
+from headwater.sync_modes import DestinationSyncMode, SyncMode
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-class SyncMode(StrEnum):
-    """How a stream is read: everything each time, or only what changed since the cursor."""
-
-    FULL_REFRESH = "full_refresh"
-    INCREMENTAL = "incremental"
-
-
-class DestinationSyncMode(StrEnum):
-    """How read records land: replace the table, add to it, or keep the latest per key."""
-
-    OVERWRITE = "overwrite"
-    APPEND = "append"
-    APPEND_DEDUP = "append_dedup"
 
 
 class ConnectorRef(BaseModel):

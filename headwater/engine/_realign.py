@@ -19,8 +19,11 @@ key and ``overwrite`` replaces the table: nothing to delete there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -64,7 +67,7 @@ class StreamRealignment:
 
 
 def realign(spark: SparkSession, connection: ConnectionConfig, store: MetadataStore,
-            destination: Destination, streams: list[tuple[str, str]], *, apply: bool,
+            destination: Destination, streams: Sequence[tuple[str, str]], *, apply: bool,
             drop_unknown_runs: bool = False) -> list[StreamRealignment]:
     """Compare each ``(stream, destination sync mode)`` with its table; with ``apply``, fix.
 
@@ -95,7 +98,7 @@ def realign(spark: SparkSession, connection: ConnectionConfig, store: MetadataSt
             item.notes.append("checkpoint counter already past the table's versions")
         if item.unknown_runs:
             item.notes.append(_unknown_runs_note(item, drop_unknown_runs))
-            if apply and drop_unknown_runs and mode == "append":
+            if apply and drop_unknown_runs and mode == DestinationSyncMode.APPEND:
                 item.deleted_rows = destination.delete_runs(spark, stream,
                                                             list(item.unknown_runs))
         found.append(item)
@@ -107,9 +110,9 @@ def _unknown_runs_note(item: StreamRealignment, drop: bool) -> str:
     head = (f"{rows} rows in the table were written by {len(item.unknown_runs)} run(s) the "
             "store does not know (it is older than they are), and its state does not cover "
             "what they read: the next sync reads that data again")
-    if item.mode == "append_dedup":
+    if item.mode == DestinationSyncMode.APPEND_DEDUP:
         return head + "; append_dedup merges it again by key, so no row lands twice"
-    if item.mode == "overwrite":
+    if item.mode == DestinationSyncMode.OVERWRITE:
         return head + "; overwrite replaces the table, so no row lands twice"
     if drop:
         return head + "; their rows are deleted (one commit; the table's history keeps them) so " \

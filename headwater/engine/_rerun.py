@@ -27,6 +27,7 @@ from headwater.errors import ConfigError
 from headwater.metadata_store import UNFINISHED_STATUSES
 from headwater.plan import RunPlan, StreamPlan
 from headwater.sdk import Partition
+from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -88,7 +89,7 @@ def backfill(engine: SyncEngine, stream: str, start: Any, end: Any) -> SyncResul
                           f"{stream!r}; it syncs: {', '.join(sorted(configured))}",
                           field="--stream")
     chosen = configured[stream]
-    if chosen.destination_sync_mode == "overwrite":
+    if chosen.destination_sync_mode is DestinationSyncMode.OVERWRITE:
         raise ConfigError(f"stream {stream!r} is synced with overwrite: a backfill would "
                           "replace the whole table with one window; backfill append or "
                           "append_dedup streams", field="--stream")

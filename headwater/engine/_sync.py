@@ -67,6 +67,7 @@ from headwater.errors import AuthenticationError, HeadwaterError
 from headwater.metadata_store import MetadataStore, RunStatus
 from headwater.plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import INCREMENTAL, Cursor, Partition, PlanContext, Source, Stream
+from headwater.sync_modes import DestinationSyncMode
 from headwater.table_schema import arrow_schema_for
 
 if TYPE_CHECKING:
@@ -300,7 +301,7 @@ class SyncEngine:
                     allocate: bool = True) -> StreamPlan:
         """Group ``partitions`` into checkpoints, with fresh indices when ``allocate``."""
         conn = self.connection
-        overwrite = configured.destination_sync_mode == "overwrite"
+        overwrite = configured.destination_sync_mode is DestinationSyncMode.OVERWRITE
         # The destination says how many commits of one table may run side by side.
         lanes = self.destination.capabilities.lanes(configured.destination_sync_mode,
                                                     conn.checkpoint.concurrent_checkpoints)
@@ -468,7 +469,7 @@ class _StreamRunner:
         #: An overwrite of several checkpoints stages them, then publishes them at once
         #: (the module docstring).  Decided from the persisted plan, so every attempt
         #: of the run decides alike; a replay replaces its run's rows in one checkpoint.
-        self.staged = (plan.stream.destination_sync_mode == "overwrite"
+        self.staged = (plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
                        and len(plan.checkpoints) > 1 and self.replay_of is None)
         #: Under which name the run's history records each commit's identifier.
         self.commit_id = engine.destination.capabilities.commit_id
@@ -532,7 +533,7 @@ class _StreamRunner:
             self.file_writer = (destination.file_writer(self.spark, self.plan)
                                 if self.replay_of is None
                                 and destination.capabilities.task_written_files else None)
-            if (self.plan.stream.destination_sync_mode == "overwrite"
+            if (self.plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
                     and self.replay_of is None):
                 # What failed runs staged is garbage now: only this run can still publish.
                 self.engine.destination.clear_staging(self.spark, self.plan,
@@ -632,7 +633,8 @@ class _StreamRunner:
             marker = replace(marker, partition_states=states)
         try:
             if (self.replay_of is not None
-                    and self.plan.stream.destination_sync_mode != "append_dedup"):
+                    and self.plan.stream.destination_sync_mode
+                    is not DestinationSyncMode.APPEND_DEDUP):
                 result = destination.replace_run(self.spark, self.plan, checkpoint, rows,
                                                  marker, replaced_run_id=self.replay_of)
             elif self.staged and self.file_writer is not None:

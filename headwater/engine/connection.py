@@ -12,7 +12,7 @@ from headwater.config import ConnectionConfig, register_secrets, secret_values, 
 from headwater.connectors import get_source_class
 from headwater.errors import ConfigError
 from headwater.plan import ConfiguredStream
-from headwater.protocol import AirbyteCatalog, AirbyteStream, SyncMode
+from headwater.protocol import AirbyteCatalog, AirbyteStream, DestinationSyncMode, SyncMode
 from headwater.sdk import INCREMENTAL, Source
 from headwater.table_schema import json_columns_problem
 
@@ -33,8 +33,8 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
     """The streams to sync: those the file lists, or every stream as full refresh."""
     available = {s.stream_name: s for s in source.streams()}
     if not connection.streams:
-        return [ConfiguredStream(name=name, sync_mode="full_refresh",
-                                 destination_sync_mode="overwrite",
+        return [ConfiguredStream(name=name, sync_mode=SyncMode.FULL_REFRESH,
+                                 destination_sync_mode=DestinationSyncMode.OVERWRITE,
                                  cursor_field=stream.cursor_field,
                                  primary_key=tuple(stream.primary_key))
                 for name, stream in available.items()]
@@ -57,7 +57,8 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
                     f"stream {configured.name!r} reads incrementally on its cursor "
                     f"{stream.cursor_field!r}; another cursor field is not supported",
                     field=f"{where}.cursor_field")
-        if configured.destination_sync_mode == "append_dedup" and not primary_key:
+        if configured.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP \
+                and not primary_key:
             raise ConfigError(f"append_dedup needs a primary key and stream "
                               f"{configured.name!r} has none", field=f"{where}.primary_key")
         problem = (json_columns_problem(stream.json_schema(), configured.json_columns)

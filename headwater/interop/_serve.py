@@ -136,9 +136,9 @@ class AirbyteServer:
     def spec(self) -> None:
         self.emit(AirbyteMessage(type=MessageType.SPEC, spec=ConnectorSpecification(
             connectionSpecification=self.source_cls.spec(),
-            supported_destination_sync_modes=[DestinationSyncMode.overwrite,
-                                              DestinationSyncMode.append,
-                                              DestinationSyncMode.append_dedup],
+            supported_destination_sync_modes=[DestinationSyncMode.OVERWRITE,
+                                              DestinationSyncMode.APPEND,
+                                              DestinationSyncMode.APPEND_DEDUP],
             protocol_version="0.2.0")))
 
     def build(self, config: Mapping[str, Any]) -> Source:
@@ -171,8 +171,8 @@ class AirbyteServer:
         source = self.build(config)
         if catalog is None:
             configured = ConfiguredAirbyteCatalog(streams=[
-                ConfiguredAirbyteStream(stream=s, sync_mode=SyncMode.full_refresh,
-                                        destination_sync_mode=DestinationSyncMode.overwrite)
+                ConfiguredAirbyteStream(stream=s, sync_mode=SyncMode.FULL_REFRESH,
+                                        destination_sync_mode=DestinationSyncMode.OVERWRITE)
                 for s in discover_catalog(source).streams])
         else:
             configured = ConfiguredAirbyteCatalog.model_validate(catalog)
@@ -193,7 +193,7 @@ class AirbyteServer:
         name = configured.stream.name
         namespace = configured.stream.namespace
         descriptor = StreamDescriptor(name=name, namespace=namespace)
-        incremental = configured.sync_mode == SyncMode.incremental
+        incremental = configured.sync_mode == SyncMode.INCREMENTAL
         self._status(descriptor, AirbyteStreamStatus.STARTED)
         try:
             stream = source.stream(name)

@@ -9,32 +9,12 @@ key column, ``[["account", "id"], ["day"]]`` a composite key with a nested part.
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Any
 
 from pydantic import Field
 
 from headwater.protocol._base import ProtocolModel
-
-
-class SyncMode(StrEnum):
-    """How a source reads a stream: everything each time, or only what changed."""
-
-    full_refresh = "full_refresh"
-    incremental = "incremental"
-
-
-class DestinationSyncMode(StrEnum):
-    """How a destination writes a stream.
-
-    Only the modes Headwater implements; Airbyte's ``update`` and ``soft_delete`` (used by
-    a few Airbyte destinations) are rejected when a catalog is parsed.
-    """
-
-    append = "append"
-    overwrite = "overwrite"
-    #: One row per primary key: the latest by cursor.
-    append_dedup = "append_dedup"
+from headwater.sync_modes import DestinationSyncMode, SyncMode
 
 
 class AirbyteStream(ProtocolModel):

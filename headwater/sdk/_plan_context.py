@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.sdk._connector_state import PartitionState
 from headwater.sdk._partition import Partition
+from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
     from headwater.sdk._stream import Stream
@@ -67,4 +68,4 @@ class PlanContext:
 
     parallel_tasks: int = 1
     read_fields: FieldReader = read_fields_locally
-    destination_sync_mode: str | None = None
+    destination_sync_mode: DestinationSyncMode | None = None

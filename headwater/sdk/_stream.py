@@ -24,13 +24,15 @@ from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
 from headwater.sdk._partition import Partition
 from headwater.sdk._plan_context import PlanContext
 from headwater.sdk._state_converters import StateConverter
+from headwater.sync_modes import SyncMode
 
 #: What ``Stream.read`` may yield: Arrow record batches (fast path) or plain dicts,
 #: and, for sources that keep their own position, a :class:`PartitionState`.
 RecordOrBatch: TypeAlias = pa.RecordBatch | Mapping[str, Any] | PartitionState
 
-FULL_REFRESH = "full_refresh"
-INCREMENTAL = "incremental"
+#: The sync modes under the names connector authors import from ``headwater.sdk``.
+FULL_REFRESH = SyncMode.FULL_REFRESH
+INCREMENTAL = SyncMode.INCREMENTAL
 
 
 class Stream(ABC):

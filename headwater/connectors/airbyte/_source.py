@@ -121,7 +121,7 @@ class AirbyteSourceStream(Stream):
 
     @property
     def incremental_capable(self) -> bool:
-        return SyncMode.incremental in self._stream.supported_sync_modes
+        return SyncMode.INCREMENTAL in self._stream.supported_sync_modes
 
     def json_schema(self) -> dict[str, Any]:
         return self._stream.json_schema
@@ -144,10 +144,10 @@ class AirbyteSourceStream(Stream):
 
     def read_documents(self, state: Mapping[str, Any] | None) -> dict[str, Any]:
         """The config, catalog and state documents ``read`` of this stream is given."""
-        mode = SyncMode.incremental if self.incremental_capable else SyncMode.full_refresh
+        mode = SyncMode.INCREMENTAL if self.incremental_capable else SyncMode.FULL_REFRESH
         catalog = ConfiguredAirbyteCatalog(streams=[ConfiguredAirbyteStream(
             stream=self._stream, sync_mode=mode,
-            destination_sync_mode=DestinationSyncMode.append,
+            destination_sync_mode=DestinationSyncMode.APPEND,
             cursor_field=self._stream.default_cursor_field,
             primary_key=self._stream.source_defined_primary_key)])
         state_messages = None if not state else [

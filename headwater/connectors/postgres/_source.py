@@ -54,6 +54,7 @@ from headwater.sdk import (
     StateConverter,
     Stream,
 )
+from headwater.sync_modes import DestinationSyncMode
 
 __all__ = ["PostgresSource", "PostgresStream"]
 
@@ -126,7 +127,8 @@ class PostgresStream(Stream):
 
     def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
         """Partitions, knowing whether rows land by plain ``append`` (see :mod:`._boundary`)."""
-        return self._plan(state, exact_append=context.destination_sync_mode == "append")
+        appends = context.destination_sync_mode == DestinationSyncMode.APPEND
+        return self._plan(state, exact_append=appends)
 
     def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
         return self._plan(state, exact_append=False)

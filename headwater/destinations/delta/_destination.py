@@ -83,6 +83,7 @@ from headwater.destinations.delta._variant import (
     with_variants,
 )
 from headwater.errors import DestinationError, StoreBehindTableError
+from headwater.sync_modes import DestinationSyncMode
 from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT, json_kind
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ class DeltaDestination(Destination):
     capabilities = DestinationCapabilities(
         spark=SPARK_NEEDS,
         # MERGE commits of one table conflict with each other: one lane.
-        max_concurrent_commits={"append_dedup": 1},
+        max_concurrent_commits={DestinationSyncMode.APPEND_DEDUP: 1},
         task_written_files=True,
         stages_overwrites=True,
         replaces_run_rows=True,
@@ -191,7 +192,7 @@ class DeltaDestination(Destination):
         """
         if self.config.get("writer", "auto") != "auto":
             return _Choice(None, "writer: spark in the destination's config")
-        if plan.stream.destination_sync_mode not in ("append", "overwrite"):
+        if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
             return _Choice(None, "append_dedup commits through MERGE")
         location = self.table_location(plan.stream.name)
         if local_folder(location) is None:
@@ -341,8 +342,8 @@ class DeltaDestination(Destination):
         if folder is None:
             raise DestinationError(f"{location} is not a local folder", stream=marker.stream)
         first_of_run = checkpoint.index == plan.checkpoints[0].index
-        mode = ("overwrite" if plan.stream.destination_sync_mode == "overwrite" and first_of_run
-                else "append")
+        overwrite = plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
+        mode = "overwrite" if overwrite and first_of_run else "append"
         written = _written_files(files, location, marker)
         rows = sum(f.rows for f in written)
         rejected = sum(f.rejected for f in written)
@@ -380,12 +381,13 @@ class DeltaDestination(Destination):
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         rows = with_variants(rows, self._variants.get(plan.stream.name, ()))
         try:
-            if mode == "append_dedup":
+            if mode is DestinationSyncMode.APPEND_DEDUP:
                 merged = self._merge(spark, plan, rows, marker, location,
                                      [p.id for p in checkpoint.partitions])
                 counts: Callable[[], Mapping[str, Any]] = lambda: merged  # noqa: E731
             else:
-                write_mode = "overwrite" if mode == "overwrite" and first_of_run else "append"
+                write_mode = ("overwrite" if mode is DestinationSyncMode.OVERWRITE and first_of_run
+                              else "append")
                 counts = _write(rows, marker, location, write_mode)
             result = _committed(spark, location, marker, counts)
             if result.writer is None and not result.already_committed:
@@ -405,7 +407,7 @@ class DeltaDestination(Destination):
 
     def _spark_reason(self, plan: StreamPlan) -> str:
         """Why Spark's writer, not the tasks, commits this stream's checkpoints."""
-        if plan.stream.destination_sync_mode == "append_dedup":
+        if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
             return "append_dedup commits through MERGE"
         choice = self._choices.get(plan.stream.name)
         if choice is not None and choice.folder is None:
@@ -428,7 +430,7 @@ class DeltaDestination(Destination):
         location = self.table_location(plan.stream.name)
         literal = _sql_text(replaced_run_id)
         rows = with_variants(rows, self._variants.get(plan.stream.name, ()))
-        if plan.stream.destination_sync_mode == "overwrite":
+        if plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE:
             others = (spark.read.format("delta").load(location)
                       .where(F.col("_hw_run_id") != replaced_run_id).limit(1).count())
             if others:

@@ -51,7 +51,7 @@ def _users_stream() -> hw.AirbyteStream:
         name="users",
         namespace="crm",
         json_schema=USERS_SCHEMA,
-        supported_sync_modes=[hw.SyncMode.full_refresh, hw.SyncMode.incremental],
+        supported_sync_modes=[hw.SyncMode.FULL_REFRESH, hw.SyncMode.INCREMENTAL],
         source_defined_cursor=True,
         default_cursor_field=["updated_at"],
         source_defined_primary_key=[["id"]],
@@ -63,7 +63,7 @@ def _events_stream() -> hw.AirbyteStream:
     return hw.AirbyteStream(
         name="events",
         json_schema={"type": "object", "properties": {"day": {"type": "string"}}},
-        supported_sync_modes=[hw.SyncMode.full_refresh],
+        supported_sync_modes=[hw.SyncMode.FULL_REFRESH],
     )
 
 
@@ -72,15 +72,15 @@ def _configured_catalog() -> hw.ConfiguredAirbyteCatalog:
         streams=[
             hw.ConfiguredAirbyteStream(
                 stream=_users_stream(),
-                sync_mode=hw.SyncMode.incremental,
-                destination_sync_mode=hw.DestinationSyncMode.append_dedup,
+                sync_mode=hw.SyncMode.INCREMENTAL,
+                destination_sync_mode=hw.DestinationSyncMode.APPEND_DEDUP,
                 cursor_field=["updated_at"],
                 primary_key=[["account", "id"], ["id"]],
             ),
             hw.ConfiguredAirbyteStream(
                 stream=_events_stream(),
-                sync_mode=hw.SyncMode.full_refresh,
-                destination_sync_mode=hw.DestinationSyncMode.overwrite,
+                sync_mode=hw.SyncMode.FULL_REFRESH,
+                destination_sync_mode=hw.DestinationSyncMode.OVERWRITE,
             ),
         ]
     )
@@ -191,8 +191,8 @@ def _spec() -> hw.ConnectorSpecification:
         connectionSpecification=SPEC_SCHEMA,
         supportsIncremental=True,
         supported_destination_sync_modes=[
-            hw.DestinationSyncMode.overwrite,
-            hw.DestinationSyncMode.append_dedup,
+            hw.DestinationSyncMode.OVERWRITE,
+            hw.DestinationSyncMode.APPEND_DEDUP,
         ],
         protocol_version="0.2.0",
     )
