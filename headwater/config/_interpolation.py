@@ -10,9 +10,11 @@ from environment variables::
 Interpolation runs on the parsed tree, never on the file text: a value that
 contains YAML syntax (``: ``, ``#``, quotes, newlines) stays one string and
 cannot change the structure of the file.  Only string values are touched;
-mapping keys, numbers, booleans and nulls are left as they are, and a
-substituted value is always a string (``port: ${PORT}`` gives ``"5432"``;
-the connector's spec or model decides whether to accept it).
+mapping keys, numbers, booleans and nulls are left as they are.  A substituted
+value is a string; one that is the *whole* value (``port: ${PORT:-5432}``) is
+marked :class:`Interpolated`, and the spec that reads the field converts it to
+the integer, number or boolean it declares (``"5432"`` becomes ``5432``), as
+users of every config-with-env tool expect; text around a reference stays text.
 
 Rules, following the shell:
 
@@ -35,6 +37,12 @@ from headwater.errors import ConfigError
 # malformed reference is reported instead of being left in place silently.
 _REFERENCE = re.compile(r"\$(?P<escape>\$?)\{(?:(?P<inside>[^}]*)\})?")
 _INSIDE = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>.*))?", re.DOTALL)
+
+
+class Interpolated(str):
+    """A whole value that came from one ``${VAR}``: the spec of its field types it."""
+
+    __slots__ = ()
 
 
 def interpolate(
@@ -118,7 +126,9 @@ def _substitute(
             return ""
         return value
 
-    return _REFERENCE.sub(replace, text)
+    substituted = _REFERENCE.sub(replace, text)
+    whole = _REFERENCE.fullmatch(text)
+    return Interpolated(substituted) if whole and not whole.group("escape") else substituted
 
 
 def _missing_error(

@@ -21,6 +21,7 @@ from typing import Any, cast
 import jsonschema
 from jsonschema.exceptions import SchemaError, ValidationError
 
+from headwater.config._interpolation import Interpolated
 from headwater.config._paths import format_path, line_of
 from headwater.config._secrets import (
     ANY_ITEM,
@@ -75,7 +76,7 @@ def validate_config(
             f"the connector's spec is not a valid JSON Schema: {exc.message}", field=where
         ) from exc
 
-    filled = _with_defaults(schema, config)
+    filled = _typed(schema, _with_defaults(schema, config))
     validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)
     secrets = set(secret_paths(schema))
     problems: dict[tuple[str, str], None] = {}
@@ -93,6 +94,58 @@ def validate_config(
     ]
     count = f"{len(listed)} problem" + ("s" if len(listed) > 1 else "")
     raise SpecValidationError(f"{where} does not match the connector's spec ({count})", listed)
+
+
+_BOOLEANS = {"true": True, "yes": True, "on": True, "1": True,
+             "false": False, "no": False, "off": False, "0": False}
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _typed(schema: Any, value: Any) -> Any:
+    """``value`` with each whole-value ``${VAR}`` (:class:`Interpolated`) converted to the
+    integer, number or boolean its field's schema declares, and left text otherwise.
+
+    A value that does not parse as that type stays text, so the validator
+    reports the field and the expected type as for any other mistake.
+    """
+    if isinstance(value, Interpolated):
+        return _converted(str(value), _types(schema))
+    if isinstance(value, Mapping):
+        properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
+        extra = schema.get("additionalProperties") if isinstance(schema, Mapping) else None
+        return {key: _typed(properties.get(key, extra if isinstance(extra, Mapping) else {}),
+                            item) for key, item in value.items()}
+    if isinstance(value, list):
+        items = schema.get("items", {}) if isinstance(schema, Mapping) else {}
+        return [_typed(items if isinstance(items, Mapping) else {}, item) for item in value]
+    return value
+
+
+def _types(schema: Any) -> set[str]:
+    """The JSON types ``schema`` allows, its ``oneOf``/``anyOf`` branches included."""
+    if not isinstance(schema, Mapping):
+        return set()
+    declared = schema.get("type")
+    found = {declared} if isinstance(declared, str) else set(declared or ())
+    for key in ("oneOf", "anyOf", "allOf"):
+        for branch in schema.get(key) or ():
+            found |= _types(branch)
+    return found
+
+
+def _converted(text: str, types: set[str]) -> Any:
+    if not types or "string" in types:
+        return text
+    if "integer" in types and _INTEGER.fullmatch(text.strip()):
+        return int(text)
+    if "number" in types:
+        try:
+            return float(text)
+        except ValueError:
+            pass
+    if "boolean" in types and text.strip().lower() in _BOOLEANS:
+        return _BOOLEANS[text.strip().lower()]
+    return text
 
 
 def _with_defaults(schema: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:

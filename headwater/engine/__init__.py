@@ -17,14 +17,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from headwater.engine._results import StreamStats, SyncObserver, SyncResult
     from headwater.engine._spark import SparkSettings, get_spark
-    from headwater.engine._sync import (
-        StreamStats,
-        SyncEngine,
-        SyncObserver,
-        SyncOptions,
-        SyncResult,
-    )
+    from headwater.engine._sync import SyncEngine, SyncOptions
     from headwater.engine.connection import build_source, discover_catalog, resolve_streams
     from headwater.plan import CheckpointPlan, ConfiguredStream, RunPlan, StreamPlan
 
@@ -34,8 +29,8 @@ _MODULES = {
     "CheckpointPlan": "headwater.plan", "ConfiguredStream": "headwater.plan",
     "RunPlan": "headwater.plan", "StreamPlan": "headwater.plan",
     "SparkSettings": "_spark", "get_spark": "_spark",
-    "StreamStats": "_sync", "SyncEngine": "_sync", "SyncObserver": "_sync",
-    "SyncOptions": "_sync", "SyncResult": "_sync",
+    "StreamStats": "_results", "SyncObserver": "_results", "SyncResult": "_results",
+    "SyncEngine": "_sync", "SyncOptions": "_sync",
     "build_source": "connection", "discover_catalog": "connection",
     "resolve_streams": "connection",
 }

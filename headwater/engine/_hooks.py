@@ -40,7 +40,7 @@ from headwater.config import mask, mask_obj
 
 if TYPE_CHECKING:
     from headwater.config import ConnectionConfig
-    from headwater.engine._sync import SyncResult
+    from headwater.engine._results import SyncResult
 
 log = logging.getLogger(__name__)
 

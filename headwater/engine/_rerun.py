@@ -98,11 +98,12 @@ def backfill(engine: SyncEngine, stream: str, start: Any, end: Any) -> SyncResul
     partitions: list[Partition] = source_stream.window_partitions(low, high)
 
     def make_plan(spark: SparkSession) -> RunPlan:
-        from headwater.engine._sync import _parallelism
+        from headwater.engine._spark import default_parallelism
 
         state = engine.store.get_state(engine.connection.name, stream)
-        plan: StreamPlan = engine.stream_plan(
-            chosen, partitions, state, per_checkpoint=engine.per_checkpoint(_parallelism(spark)))
+        per_checkpoint = engine.per_checkpoint(default_parallelism(spark))
+        plan: StreamPlan = engine.stream_plan(chosen, partitions, state,
+                                              per_checkpoint=per_checkpoint)
         return RunPlan(connection=engine.connection.name, streams=(plan,), purpose="backfill")
 
     return engine.run_plan(make_plan)

@@ -232,6 +232,14 @@ def _how_to_start(needs: SparkRequirements) -> str:
     return " ".join(flags)
 
 
+def default_parallelism(spark: SparkSession) -> int:
+    """How many tasks the session runs at once (its default parallelism)."""
+    try:
+        return int(spark.sparkContext.defaultParallelism)
+    except Exception:  # Spark Connect has no SparkContext on the client
+        return int(spark.conf.get("spark.default.parallelism", "4") or 4)
+
+
 def get_spark(settings: SparkSettings) -> SparkSession:
     """Return the session a sync runs on (see the module docstring for the rules)."""
     from pyspark.sql import SparkSession

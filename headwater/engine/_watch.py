@@ -20,7 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from headwater.engine._sync import SyncEngine, SyncResult
+from headwater.engine._results import SyncResult
+from headwater.engine._sync import SyncEngine
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
 

@@ -1,0 +1,132 @@
+"""What a sync reports: per-stream figures, the run's result, and the observer hooks.
+
+Its own module so that what reads results (the CLI, the ``after_sync`` hooks,
+the scheduler) does not import the engine that produces them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from headwater.metadata_store import RunStatus
+
+if TYPE_CHECKING:
+    from headwater.destinations import CommitResult
+    from headwater.plan import RunPlan
+
+
+@dataclass
+class StreamStats:
+    """Per-stream figures of one run, as shown in the summary and in ``--json``."""
+
+    name: str
+    mode: str
+    status: str = "pending"
+    records_read: int = 0
+    records_written: int = 0
+    records_rejected: int = 0
+    bytes: int = 0
+    partitions: int = 0
+    checkpoints: int = 0
+    checkpoints_done: int = 0
+    duration_s: float = 0.0
+    error: str | None = None
+    #: The table version of the commit that published a staged overwrite (see the
+    #: module docstring); also recorded on the stream's last checkpoint.
+    published_version: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "name": self.name,
+            "mode": self.mode,
+            "status": self.status,
+            "records_read": self.records_read,
+            "records_written": self.records_written,
+            "records_rejected": self.records_rejected,
+            "bytes": self.bytes,
+            "partitions": self.partitions,
+            "checkpoints": self.checkpoints,
+            "checkpoints_done": self.checkpoints_done,
+            "duration_s": round(self.duration_s, 3),
+            "error": self.error,
+        }
+        if self.published_version is not None:
+            data["published_version"] = self.published_version
+        return data
+
+
+@dataclass
+class SyncResult:
+    run_id: str
+    connection: str
+    status: str
+    resumed: bool
+    attempt: int
+    streams: list[StreamStats] = field(default_factory=list)
+    duration_s: float = 0.0
+    #: ``sync``, ``backfill`` or ``replay`` (see :data:`~headwater.plan.RUN_PURPOSES`).
+    kind: str = "sync"
+    replay_of: str | None = None
+    #: What each ``after_sync`` hook did (command, exit code), in order.
+    hooks: list[dict[str, Any]] = field(default_factory=list)
+    #: Why a ``stopped`` run stopped and what it left (see :meth:`SyncEngine.request_stop`).
+    stop_reason: str | None = None
+    #: Seconds per step of the sync (:mod:`headwater.engine._steps`): where a small
+    #: sync's fixed cost goes.
+    steps_s: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "run_id": self.run_id,
+            "connection": self.connection,
+            "status": self.status,
+            "resumed": self.resumed,
+            "attempt": self.attempt,
+            "duration_s": round(self.duration_s, 3),
+            "streams": [s.to_dict() for s in self.streams],
+        }
+        if self.kind != "sync":
+            data["kind"] = self.kind
+        if self.replay_of is not None:
+            data["replay_of"] = self.replay_of
+        if self.hooks:
+            data["hooks"] = self.hooks
+        if self.stop_reason is not None:
+            data["stop_reason"] = self.stop_reason
+        if self.steps_s:
+            data["steps_s"] = self.steps_s
+        return data
+
+
+class SyncObserver:
+    """Hooks the CLI uses to draw progress; every method may be called from any thread."""
+
+    def run_started(self, run_id: str, plan: RunPlan, resumed: bool) -> None:
+        """The plan is persisted and reading starts."""
+
+    def checkpoint_started(self, stream: str, index: int) -> None:
+        """A lane starts checkpoint ``index``: a stop requested from now on lets it commit."""
+
+    def checkpoint_committed(self, stream: str, partitions: int, result: CommitResult) -> None:
+        """One checkpoint's data is durable."""
+
+    def stream_finished(self, stats: StreamStats) -> None:
+        """A stream succeeded or failed."""
+
+
+def outcome(stats: Sequence[StreamStats], stop_reason: str) -> tuple[RunStatus, str | None]:
+    """The run's status and error: any failed stream fails it, else any stopped one stops it."""
+    failed = [s for s in stats if s.status == "failed"]
+    if failed:
+        return "failed", "; ".join(f"{s.name}: {s.error}" for s in failed)
+    stopped = [s for s in stats if s.status == "stopped"]
+    if stopped:
+        left = ", ".join(f"{s.name} {s.checkpoints_done} of {s.checkpoints}" for s in stopped)
+        return "stopped", (f"{stop_reason}: stopped after the commits in flight, checkpoints "
+                           f"committed: {left}; the next sync continues this run")
+    return "succeeded", None
+
+
+__all__ = ["StreamStats", "SyncObserver", "SyncResult", "outcome"]

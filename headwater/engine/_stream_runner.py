@@ -1,0 +1,400 @@
+"""One stream's part of a run: its checkpoints in lanes, each committed once, and its state.
+
+See :mod:`headwater.engine._sync` for the order of events of the whole run;
+how each checkpoint reaches the destination is :mod:`headwater.engine._commit_routes`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from headwater.destinations._base import CommitMarker, CommitResult, FileWriter, PublishMarker
+from headwater.engine._commit_routes import CommitRows, choose_route
+from headwater.engine._faults import fault_point
+from headwater.engine._own_state import split_state_rows
+from headwater.engine._partition_stats import PartitionStatsCollector
+from headwater.engine._plan import slot_shares
+from headwater.engine._plan_reads import headwater_error_from
+from headwater.engine._realign import lane_app_id_prefix
+from headwater.engine._results import StreamStats
+from headwater.engine._spark import default_parallelism
+from headwater.engine._task import TaskContext, interleaved, make_task, stream_slots, task_count
+from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
+from headwater.errors import AuthenticationError
+from headwater.plan import CheckpointPlan, RunPlan, StreamPlan
+from headwater.sdk import Cursor, Stream
+from headwater.sync_modes import DestinationSyncMode
+from headwater.table_schema import arrow_schema_for
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+    from headwater.engine._sync import SyncEngine
+
+log = logging.getLogger("headwater.engine._sync")
+
+
+class StreamRunner:
+    """Runs one stream's checkpoints in lanes and moves its state."""
+
+    def __init__(self, engine: SyncEngine, spark: SparkSession, plan: StreamPlan, run_id: str,
+                 attempt: int, run_plan: RunPlan) -> None:
+        self.engine = engine
+        #: Backfills and replays commit like a sync but leave state alone.
+        self.moves_state = run_plan.moves_state
+        #: A replay's rows keep the id of the run they replace (so replaying is idempotent).
+        self.replay_of = run_plan.replay_of
+        self.spark = spark
+        self.plan = plan
+        self.run_id = run_id
+        self.attempt = attempt
+        self.name = plan.stream.name
+        self.connection = engine.connection.name
+        self.store = engine.store
+        self.stats = StreamStats(name=self.name, mode=plan.stream.mode_label,
+                                 partitions=plan.partition_count,
+                                 checkpoints=len(plan.checkpoints))
+        # Guards the cursor, the manager and the stats: lanes finish checkpoints
+        # concurrently, but state must be computed and released one at a time.
+        self._lock = threading.Lock()
+        self._failed = threading.Event()
+        #: Per-partition figures of the checkpoints being read, by checkpoint index.
+        self._collectors: dict[int, PartitionStatsCollector] = {}
+        #: Set by ``_run`` once the table is prepared: how checkpoints reach the destination.
+        self.route: CommitRows = CommitRows(engine.destination)
+        #: An overwrite of several checkpoints stages them, then publishes them at once
+        #: (the module docstring).  Decided from the persisted plan, so every attempt
+        #: of the run decides alike; a replay replaces its run's rows in one checkpoint.
+        self.staged = (plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
+                       and len(plan.checkpoints) > 1 and self.replay_of is None)
+        #: Under which name the run's history records each commit's identifier.
+        self.commit_id = engine.destination.capabilities.commit_id
+        #: Set by ``_run``: the Spark task slots each checkpoint can count on, by index.
+        self._slots: dict[int, int] = {}
+
+    def _note_refused(self, exc: BaseException) -> None:
+        found = headwater_error_from(exc)
+        if isinstance(found, AuthenticationError):
+            self.engine.refused = found
+
+    def _marker(self, checkpoint: CheckpointPlan) -> CommitMarker:
+        app_id = (lane_app_id_prefix(self.store.store_id, self.connection, self.name)
+                  + str(checkpoint.lane))
+        return CommitMarker(app_id=app_id, version=checkpoint.index, run_id=self.run_id,
+                            stream=self.name, checkpoint_index=checkpoint.index,
+                            attempt=self.attempt)
+
+    def run(self) -> StreamStats:
+        started = time.monotonic()
+        self.stats.status = "running"
+        try:
+            self._run()
+        except Exception as exc:
+            self._failed.set()
+            self._note_refused(exc)
+            self.stats.error = describe_error(exc)
+            log.error("stream %s failed: %s", self.name, self.stats.error)
+        if self._failed.is_set() or self.stats.error:
+            self.stats.status = "failed"
+        elif self.stats.checkpoints_done < self.stats.checkpoints:
+            # Lanes run every checkpoint unless one fails or a stop was requested.
+            self.stats.status = "stopped"
+        else:
+            self.stats.status = "succeeded"
+        if self.stats.status == "failed" and self.stats.error is None:
+            self.stats.error = "a checkpoint failed (see the log)"
+        self.stats.duration_s = time.monotonic() - started
+        self.engine.observer.stream_finished(self.stats)
+        return self.stats
+
+    def _run(self) -> None:
+        stream = self.engine.source.stream(self.name)
+        released = self.store.released_indices(self.run_id, self.name)
+        todo = [c for c in self.plan.checkpoints if c.index not in released]
+        self.stats.checkpoints_done = len(self.plan.checkpoints) - len(todo)
+        incremental = self.plan.stream.incremental
+        state = self.store.get_state(self.connection, self.name) if incremental else None
+        self.cursor: Cursor = stream.cursor(state, incremental)
+        state_at_start = self.cursor.state()
+        self.manager: CheckpointManager[dict[str, Any]] = CheckpointManager(
+            CheckpointKey(c.index, c.checkpoint_id) for c in todo)
+        with self.engine.steps.step("table_prepare"):
+            data_schema = self.engine.destination.prepare(
+                self.spark, self.plan, arrow_schema_for(self.plan.json_schema,
+                                              self.plan.stream.json_columns))
+            self.context_schema = data_schema
+            # A replay replaces rows through Spark; other runs let the tasks write files
+            # where the destination can commit them.
+            destination = self.engine.destination
+            writer = (destination.file_writer(self.spark, self.plan)
+                      if self.replay_of is None
+                      and destination.capabilities.task_written_files else None)
+            self.route = choose_route(destination, self.plan, staged=self.staged, writer=writer,
+                                      replay_of=self.replay_of)
+            if (self.plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
+                    and self.replay_of is None):
+                # What failed runs staged is garbage now: only this run can still publish.
+                self.engine.destination.clear_staging(self.spark, self.plan,
+                                                      keep_run_id=self.run_id)
+        if not todo and not self.staged:
+            return
+        parallelism = default_parallelism(self.spark)
+        slots = stream_slots(stream, parallelism)
+        lanes: dict[int, list[CheckpointPlan]] = {}
+        for checkpoint in todo:
+            lanes.setdefault(checkpoint.lane, []).append(checkpoint)
+        self._slots = slot_shares(list(lanes.values()), slots)
+        if not self._failed.is_set() and lanes:
+            # Spark runs no more tasks at once than its slots, whatever the lanes; a
+            # stream capping its tasks below that runs no more lanes at once than its cap.
+            at_once = len(lanes) if slots >= parallelism else min(len(lanes), slots)
+            with ThreadPoolExecutor(max_workers=at_once,
+                                    thread_name_prefix=f"hw-{self.name}") as pool:
+                list(pool.map(lambda cps: self._run_checkpoints(stream, cps), lanes.values()))
+        if (self.staged and not self._failed.is_set()
+                and self.stats.checkpoints_done == len(self.plan.checkpoints)):
+            # Every checkpoint is staged (in this attempt or a killed one): publish.  A
+            # stop or a failure leaves them staged and the table as it was.
+            self._publish()
+        if incremental and self.moves_state:
+            # The cursor holds exactly the committed partitions (gaps included), so
+            # saving it is right even when a checkpoint failed.  When nothing changed
+            # (a first sync whose every checkpoint failed, say on refused credentials)
+            # the stored state stays as it was: no empty state appears in its place.
+            with self._lock, self.engine.steps.step("store_writes"):
+                state_after = self.cursor.state()
+                if state_after != state_at_start:
+                    self.store.save_state(self.connection, self.name, state_after,
+                                          run_id=self.run_id, checkpoint_index=None)
+            stream.on_state_committed(state_after)
+
+    def _run_checkpoints(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
+        for checkpoint in checkpoints:
+            if self._failed.is_set():
+                return
+            if self.engine.stopping.is_set():
+                # Only here, between checkpoints: a commit in flight always completes.
+                log.info("stream %s: stop requested, checkpoint %s and later not started",
+                         self.name, checkpoint.index)
+                return
+            self.engine.observer.checkpoint_started(self.name, checkpoint.index)
+            marker = self._marker(checkpoint)
+            began = time.monotonic()
+            try:
+                with self.engine.steps.step("checkpoints (Spark job + commit)"):
+                    result = self._commit(stream, checkpoint, marker)
+            except Exception as exc:
+                self._failed.set()
+                self._note_refused(exc)
+                error = describe_error(exc)
+                with self._lock:
+                    self.manager.mark_failed(checkpoint.checkpoint_id)
+                    self.stats.error = error
+                self.store.record_checkpoint(
+                    self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
+                    status="failed", stats={"attempt": self.attempt, "error": error})
+                log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
+                          error)
+                return
+            log.info("stream %s checkpoint %s: %s rows in %.1fs%s", self.name, checkpoint.index,
+                     result.rows, time.monotonic() - began,
+                     " (committed by an earlier attempt)" if result.already_committed else "")
+            with self.engine.steps.step("store_writes"):
+                self._committed(checkpoint, result, time.monotonic() - began)
+
+    def _commit(self, stream: Stream, checkpoint: CheckpointPlan,
+                marker: CommitMarker) -> CommitResult:
+        # A connector's own state matters only where this run moves state.
+        keeps_state = (stream.keeps_own_state and self.plan.stream.incremental
+                       and self.moves_state)
+        route = self.route
+        if self.attempt > 1:
+            earlier = route.find(self.spark, self.plan, marker)
+            if earlier is not None:
+                earlier = self._with_recorded_counts(checkpoint, earlier)
+                if keeps_state and not earlier.partition_states:
+                    earlier = replace(earlier, partition_states=self.store.staged_partition_states(
+                        self.run_id, self.name, checkpoint.index))
+                return earlier
+        collector = self._collector(checkpoint, keeps_state)
+        # Without an accumulator (Spark Connect) the states ride in the rows instead.
+        in_rows = keeps_state and collector is None
+        rows = self._rows(stream, checkpoint, collector, carries_state=in_rows,
+                          reports_state=keeps_state and not in_rows, writer=route.writer)
+        states = None
+        if keeps_state:
+            # What an attempt whose commit never happened staged must not be released.
+            self.store.clear_partition_states(self.run_id, self.name, checkpoint.index)
+        if in_rows:
+            rows, states = split_state_rows(rows)
+            marker = replace(marker, partition_states=states)
+        try:
+            result = route.commit(self.spark, self.plan, checkpoint, rows, marker)
+        finally:
+            if collector is not None:
+                collector.stop_staging()
+        result = self._with_recorded_counts(checkpoint, result)
+        if keeps_state and collector is not None:
+            states = collector.states()
+            if collector.staging_error is not None:
+                log.warning(
+                    "stream %s checkpoint %s: the connector's state was committed with the rows "
+                    "but could not be staged in the metadata store (%s); it is released now, "
+                    "but had this sync died before that, the next one would have read these "
+                    "records again", self.name, checkpoint.index, collector.staging_error)
+        return result if states is None else replace(result, partition_states=states)
+
+    def _with_recorded_counts(self, checkpoint: CheckpointPlan,
+                              result: CommitResult) -> CommitResult:
+        """``result``, with the figures the store recorded when the table no longer has them.
+
+        A commit known only from its lane's txn version (its history entry was
+        cleaned up) comes back without figures; an earlier attempt that got as
+        far as recording it committed left them in the store.
+        """
+        if not result.already_committed or result.version is not None or result.rows:
+            return result
+        for record in self.store.list_checkpoints(self.run_id):
+            if record.stream == self.name and record.index == checkpoint.index \
+                    and "records_written" in record.stats:
+                return replace(result, rows=int(record.stats["records_written"]),
+                               rejected=int(record.stats.get("records_rejected", 0)),
+                               bytes=int(record.stats.get("bytes", 0)),
+                               version=record.stats.get(self.commit_id))
+        return result
+
+    def _collector(self, checkpoint: CheckpointPlan,
+                   keeps_state: bool) -> PartitionStatsCollector | None:
+        """The checkpoint's figures accumulator; it stages own states when ``keeps_state``."""
+        def stage(states: dict[str, dict[str, Any]]) -> None:
+            self.store.stage_partition_states(self.run_id, self.name, checkpoint.index, states)
+
+        collector = PartitionStatsCollector.start(self.spark, stage if keeps_state else None)
+        if collector is not None:
+            with self._lock:
+                self._collectors[checkpoint.index] = collector
+        return collector
+
+    def _rows(self, stream: Stream, checkpoint: CheckpointPlan,
+              collector: PartitionStatsCollector | None, *, carries_state: bool,
+              reports_state: bool, writer: FileWriter | None = None) -> DataFrame:
+        """The checkpoint's rows, or with ``writer`` one row per file its tasks wrote."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        context = TaskContext(run_id=self.replay_of or self.run_id,
+                              checkpoint_index=checkpoint.index,
+                              data_schema=self.context_schema,
+                              carries_state=carries_state, reports_state=reports_state)
+        output = context.output_schema if writer is None else writer.schema
+        spark_schema = from_arrow_schema(_nullable(output))
+        count = len(checkpoint.partitions)
+        if count == 0:
+            return self.spark.createDataFrame([], spark_schema)
+        tasks = task_count(stream, count, self._slots[checkpoint.index])
+        positions = self.spark.range(0, count, 1, numPartitions=tasks)
+        task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
+                         collector.sink if collector else None)
+        return positions.mapInArrow(task if writer is None else writer.around(task),
+                                    spark_schema)
+
+    def _committed(self, checkpoint: CheckpointPlan, result: CommitResult,
+                   duration: float) -> None:
+        fault_point("after-commit")
+        stats: dict[str, Any] = {
+            "attempt": self.attempt,
+            "records_read": result.rows,
+            "records_written": result.rows,
+            "records_rejected": result.rejected,
+            "bytes": result.bytes,
+            "duration_s": round(duration, 3),
+            self.commit_id: result.version,
+            "already_committed": result.already_committed,
+            "writer": result.writer,
+            "writer_reason": result.writer_reason,
+            "partitions": [p.id for p in checkpoint.partitions],
+        }
+        if self.staged:
+            stats["staged"] = True  # durable, not visible: the run's publish shows it
+        with self._lock:
+            collector = self._collectors.pop(checkpoint.index, None)
+        if collector is not None and not result.already_committed:
+            stats["partition_stats"] = collector.stats(checkpoint.partitions)
+        self.store.record_checkpoint(self.run_id, self.name, checkpoint.index,
+                                     checkpoint.checkpoint_id, status="committed", stats=stats)
+        with self._lock:
+            for partition in checkpoint.partitions:
+                if partition.id in result.partition_states:
+                    self.cursor.observe_state(partition, result.partition_states[partition.id])
+                self.cursor.close_partition(partition)
+            self.stats.records_read += result.rows
+            self.stats.records_written += result.rows
+            self.stats.records_rejected += result.rejected
+            self.stats.bytes += result.bytes
+            self.stats.checkpoints_done += 1
+            self.manager.mark_committed(checkpoint.checkpoint_id, stats)
+            for key, released_stats in self.manager.release_ready():
+                if self.plan.stream.incremental and self.moves_state:
+                    # State and the checkpoint's release move in one transaction.
+                    self.store.release_checkpoint(self.run_id, self.name, key.index,
+                                                  key.checkpoint_id, state=self.cursor.state(),
+                                                  stats=released_stats)
+                else:
+                    self.store.record_checkpoint(self.run_id, self.name, key.index,
+                                                 key.checkpoint_id, status="released",
+                                                 stats=released_stats)
+                fault_point("after-release")
+        self.engine.observer.checkpoint_committed(self.name, len(checkpoint.partitions), result)
+
+    def _publish(self) -> None:
+        """Replace the table's rows with every staged checkpoint of the run, in one commit.
+
+        The commit's version goes on the stream's figures and on its last
+        checkpoint's record (``runs show``), whose commit identifier was empty
+        while it was only staged.
+        """
+        checkpoints = self.plan.checkpoints
+        last = checkpoints[-1]
+        marker = PublishMarker(
+            app_id=lane_app_id_prefix(self.store.store_id, self.connection, self.name)
+            + "publish",
+            version=last.index, run_id=self.run_id, stream=self.name,
+            checkpoints=tuple(c.index for c in checkpoints))
+        began = time.monotonic()
+        result = self.engine.destination.publish(self.spark, self.plan, marker)
+        log.info("stream %s: published %d staged checkpoints (%d rows) as table version %s "
+                 "in %.1fs%s", self.name, len(checkpoints), result.rows, result.version,
+                 time.monotonic() - began,
+                 " (by an earlier attempt)" if result.already_committed else "")
+        self.stats.published_version = result.version
+        record = next((c for c in self.store.list_checkpoints(self.run_id)
+                       if c.stream == self.name and c.index == last.index), None)
+        if record is not None:
+            self.store.record_checkpoint(
+                self.run_id, self.name, last.index, last.checkpoint_id,
+                status="released" if record.status == "released" else "committed",
+                stats={**record.stats, self.commit_id: result.version,
+                       "published": [c.index for c in checkpoints]})
+
+
+def _nullable(schema: pa.Schema) -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([f.with_nullable(True) for f in schema])
+
+
+def describe_error(exc: BaseException) -> str:
+    found = headwater_error_from(exc)  # also a connector's error that Spark wrapped
+    if found is not None:
+        return str(found)
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+__all__ = ["StreamRunner", "describe_error"]
