@@ -106,20 +106,20 @@ def state_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Import an Airbyte connection's state (STREAM or GLOBAL) into a connection."""
-    from headwater.cli.app import _emit_json, _handled, _open_store, out, store_url
+    from headwater.cli._common import emit_json, handled, open_store, out, store_url
     from headwater.config import load_connection
     from headwater.interop import parse_airbyte_state
 
-    with _handled(as_json):
+    with handled(as_json):
         config = load_connection(connection)
         imported = parse_airbyte_state(_read_json(file, "state"))
-        store = _open_store(store_url(config))
+        store = open_store(store_url(config))
         # An Airbyte connector gets its GLOBAL state back from each stream's own state.
         stored = imported.per_stream(shared_with_streams=config.source.type == "airbyte")
         for stream, value in stored.items():
             store.save_state(config.name, stream, value, run_id=None, checkpoint_index=None)
         if as_json:
-            _emit_json({"connection": config.name, "kind": imported.kind,
+            emit_json({"connection": config.name, "kind": imported.kind,
                         "imported": sorted(stored)})
         else:
             out.print(f"{config.name}: imported {imported.kind} state of "
@@ -132,13 +132,13 @@ def state_export(
     file: Annotated[Path | None, typer.Argument(help="Where to write (default: stdout).")] = None,
 ) -> None:
     """Export a connection's state as Airbyte STATE messages (a JSON list)."""
-    from headwater.cli.app import _handled, _open_store, out, store_url
+    from headwater.cli._common import handled, open_store, out, store_url
     from headwater.config import load_connection
     from headwater.interop import export_state
 
-    with _handled(False):
+    with handled(False):
         config = load_connection(connection)
-        messages = export_state(_open_store(store_url(config)).get_states(config.name))
+        messages = export_state(open_store(store_url(config)).get_states(config.name))
         text = json.dumps(messages, indent=2) + "\n"
         if file is None:
             sys.stdout.write(text)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from headwater.cli import _options as opt
+from headwater.cli import _common as opt
 from headwater.config import load_connection, mask_obj
 
 if TYPE_CHECKING:
@@ -66,17 +66,17 @@ def plan(
 
     Nothing is written: no run is recorded and no checkpoint index allocated.
     """
-    from headwater.cli import app as cli
+    from headwater.cli import _common as cli
     from headwater.cli._render import rows_table
     from headwater.engine import SyncEngine
 
-    cli._setup_logging(verbose, as_json)
-    with cli._handled(as_json):
+    cli.setup_logging(verbose, as_json)
+    with cli.handled(as_json):
         config = load_connection(connection)
-        engine = SyncEngine(config, cli._open_store(cli.store_url(config)))
+        engine = SyncEngine(config, cli.open_store(cli.store_url(config)))
         document = describe_plan(engine, parallelism)
         if as_json:
-            cli._emit_json(document)
+            cli.emit_json(document)
             return
         rows = [{**s, "from": (s["bounds"] or {}).get("start"),
                  "to": (s["bounds"] or {}).get("end"),

@@ -18,42 +18,24 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from headwater.cli import _options as opt
+from headwater.cli import _common as opt
+from headwater.cli._common import ConfOpt, MasterOpt, RemoteOpt
 from headwater.config import ConnectionConfig, load_connection, mask
 from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
-    from headwater.engine import SparkSettings, SyncEngine, SyncResult
+    from headwater.engine import SyncEngine, SyncResult
     from headwater.metadata_store import MetadataStore
 
 StreamsOpt = Annotated[list[str] | None, typer.Option("--stream", "-s",
                                                       help="Only these streams.")]
-MasterOpt = Annotated[str | None, typer.Option(help="Spark master URL.")]
-RemoteOpt = Annotated[str | None, typer.Option(help="Spark Connect URL.")]
-ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Extra Spark conf KEY=VALUE.")]
-
-
-def spark_settings(config: ConnectionConfig, master: str | None = None,
-                   remote: str | None = None, conf: list[str] | None = None) -> SparkSettings:
-    """The Spark settings ``sync`` would use: options over the connection file's."""
-    from headwater.cli import app as cli
-    from headwater.engine import SparkSettings
-
-    file_spark = config.spark
-    return SparkSettings(
-        master=master or (file_spark.master if file_spark else None),
-        remote=remote or (file_spark.remote if file_spark else None),
-        conf={**(file_spark.conf if file_spark else {}), **cli._spark_conf(conf)},
-        app_name=f"headwater-{config.name}",
-        jvm_log_path=cli.home() / "logs" / "spark.log",
-    )
 
 
 def _engine(config: ConnectionConfig, store: MetadataStore, master: str | None,
             remote: str | None, conf: list[str] | None) -> SyncEngine:
     from headwater.engine import SyncEngine, SyncObserver, SyncOptions
 
-    options = SyncOptions(spark=spark_settings(config, master, remote, conf))
+    options = SyncOptions(spark=opt.spark_settings(config, master, remote, conf))
     return SyncEngine(config, store, options, SyncObserver())
 
 
@@ -68,12 +50,12 @@ def _run_stoppable(engine: SyncEngine, run: Callable[[SyncEngine], SyncResult]) 
 
 
 def _report(result: SyncResult, config: ConnectionConfig, as_json: bool) -> None:
-    from headwater.cli import app as cli
+    from headwater.cli import _common as cli
     from headwater.cli._render import print_result
     from headwater.cli._stop import sync_exit_code
 
     if as_json:
-        cli._emit_json(result.to_dict())
+        cli.emit_json(result.to_dict())
     else:
         print_result(result, cli.out, cli.err)
         if result.status == "stopped":
@@ -106,11 +88,11 @@ def replay(
     they are; the replay is recorded as a run of kind `replay`.  The connection
     comes from the file the run recorded, or from --connection.
     """
-    from headwater.cli import app as cli
+    from headwater.cli import _common as cli
     from headwater.engine._rerun import replay as replay_run
 
-    cli._setup_logging(verbose, as_json)
-    with cli._handled(as_json):
+    cli.setup_logging(verbose, as_json)
+    with cli.handled(as_json):
         config, run_store = _replayed_connection(run_id, connection, store)
         engine = _engine(config, run_store, master, remote, conf)
         result = _run_stoppable(engine, lambda e: replay_run(e, run_id, stream or None))
@@ -120,13 +102,13 @@ def replay(
 def _replayed_connection(run_id: str, connection: Path | None,
                          store: str | None) -> tuple[ConnectionConfig, MetadataStore]:
     """The connection RUN_ID belongs to, and the store that holds the run."""
-    from headwater.cli import app as cli
+    from headwater.cli import _common as cli
 
     if connection is not None:
         config = load_connection(connection)
-        return config, cli._open_store(cli.store_url(config, explicit=store))
+        return config, cli.open_store(cli.store_url(config, explicit=store))
     url = cli.store_url(explicit=store)
-    run_store = cli._open_store(url)
+    run_store = cli.open_store(url)
     run = run_store.get_run(run_id)
     if run is None:
         raise ConfigError(f"no run {run_id!r} in the metadata store {mask(url)}; pass "
@@ -157,13 +139,13 @@ def backfill(
     verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Read the cursor window [--from, --to) of one stream again, without moving its state."""
-    from headwater.cli import app as cli
+    from headwater.cli import _common as cli
     from headwater.engine._rerun import backfill as backfill_run
 
-    cli._setup_logging(verbose, as_json)
-    with cli._handled(as_json):
+    cli.setup_logging(verbose, as_json)
+    with cli.handled(as_json):
         config = load_connection(connection)
-        engine = _engine(config, cli._open_store(cli.store_url(config)), master, remote, conf)
+        engine = _engine(config, cli.open_store(cli.store_url(config)), master, remote, conf)
         result = _run_stoppable(engine, lambda e: backfill_run(e, stream, start, end))
         _report(result, config, as_json)
 

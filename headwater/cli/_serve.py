@@ -38,7 +38,7 @@ from typing import Annotated
 
 import typer
 
-from headwater.cli import _options as opt
+from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
 from headwater.config import ConnectionConfig, mask
 from headwater.serve import RunOutcome, RunsInProgress, ScheduleEvent, Scheduler, last_run_started
@@ -51,14 +51,14 @@ def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None) ->
     stop requested on ``runs`` reaches it; a run whose turn comes after that
     stop is not started at all (``skipped``).
     """
-    from headwater.cli import app as cli
-    from headwater.cli._rerun import spark_settings
+    from headwater.cli import _common as cli
+    from headwater.cli._common import spark_settings
     from headwater.engine import SyncEngine, SyncOptions
 
     if runs is not None and runs.stop_reason is not None:
         return RunOutcome("skipped", error=f"not started: serve is stopping "
                                            f"({runs.stop_reason})")
-    store = cli._open_store(cli.store_url(config))
+    store = cli.open_store(cli.store_url(config))
     try:
         engine = SyncEngine(config, store, SyncOptions(spark=spark_settings(config)))
         if runs is None:
@@ -75,8 +75,8 @@ def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None) ->
 
 
 def store_last_started(config: ConnectionConfig) -> datetime | None:
-    from headwater.cli import app as cli
-    store = cli._open_store(cli.store_url(config))
+    from headwater.cli import _common as cli
+    store = cli.open_store(cli.store_url(config))
     try:
         return last_run_started(store, config.name)
     finally:
@@ -121,8 +121,8 @@ def serve(
     their commits in flight (the next sync resumes them), then exits 0; a
     second one aborts at once.
     """
-    from headwater.cli import app as cli
-    cli._setup_logging(max(verbose, 1), as_json=False)
+    from headwater.cli import _common as cli
+    cli.setup_logging(max(verbose, 1), as_json=False)
 
     def on_event(event: ScheduleEvent) -> None:
         cli.err.print(f"{event.at:%Y-%m-%dT%H:%M:%S} {event.connection} {event.what} "
@@ -132,7 +132,7 @@ def serve(
         cli.err.print(f"[yellow]{mask(reason)}: no new run starts; the runs in progress stop "
                       "after their commits in flight and the next sync resumes them[/]")
 
-    with cli._handled(False):
+    with cli.handled(False):
         runs = RunsInProgress()
         scheduler = Scheduler(folder=folder, runner=partial(sync_runner, runs=runs),
                               last_started=store_last_started, max_parallel=max_parallel,

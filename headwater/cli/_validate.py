@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
-from headwater.cli import _options as opt
+from headwater.cli import _common as opt
 from headwater.config import load_connection, mask, validate_config
 from headwater.errors import ConfigError, HeadwaterError, SpecValidationError
 
@@ -82,15 +82,15 @@ def validate(
     as_json: opt.JsonOpt = False,
 ) -> None:
     """Check connection files against their connectors' specs without connecting."""
-    from headwater.cli import app as cli
-    with cli._handled(as_json):
+    from headwater.cli import _common as cli
+    with cli.handled(as_json):
         files = connection_files(paths)
         if not files:
             raise ConfigError("no connection files (*.yaml, *.yml) found", field="PATH")
         results = {str(f): validate_file(f) for f in files}
         problems = [p for found in results.values() for p in found]
         if as_json:
-            cli._emit_json({"status": "failed" if problems else "succeeded",
+            cli.emit_json({"status": "failed" if problems else "succeeded",
                             "files": len(files), "problems": problems})
         else:
             for problem in problems:

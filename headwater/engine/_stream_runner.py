@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from headwater._faults import fault_point
 from headwater.destinations._base import CommitMarker, CommitResult, FileWriter, PublishMarker
 from headwater.engine._commit_routes import CommitRows, choose_route
-from headwater.engine._faults import fault_point
 from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import slot_shares

@@ -44,10 +44,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from headwater._faults import fault_point
 from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, redact
 from headwater.destinations import Destination, build_destination
-from headwater.engine._faults import fault_point
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context

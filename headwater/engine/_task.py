@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater.engine._faults import pause_point
+from headwater._faults import pause_point
 from headwater.engine._partition_stats import PartitionFigures, task_attempt
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.sdk import Partition, PartitionState, Stream

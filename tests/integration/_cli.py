@@ -87,7 +87,7 @@ def write_connection(
 
 
 #: The environment of a sync a test kills "while it reads": each task waits 1 s per
-#: partition (``headwater/engine/_faults.py``), so the sync is still reading when
+#: partition (``headwater/_faults.py``), so the sync is still reading when
 #: the kill comes, whatever the machine's speed.
 READING_PAUSE = {"HEADWATER_FAULT_PAUSE": "reading:1"}
 

@@ -870,8 +870,8 @@ def _lane_version(spark: SparkSession, location: str, app_id: str) -> int | None
 
 
 def _fault_after_commit() -> None:
-    """The ``raise-after-commit`` fault point (``headwater/engine/_faults.py``)."""
-    from headwater.engine._faults import fault_point
+    """The ``raise-after-commit`` fault point (``headwater/_faults.py``)."""
+    from headwater._faults import fault_point
 
     fault_point("raise-after-commit")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from headwater.engine import _faults
-from headwater.engine._faults import InjectedFault, fault_point
+from headwater import _faults
+from headwater._faults import InjectedFault, fault_point
 
 
 def test_a_raise_point_raises_on_its_nth_pass_only(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,5 +1,8 @@
 """Named crash points, so tests can SIGKILL a sync exactly where it hurts most.
 
+Below the engine and the destinations, which both mark points (a destination
+marks the moment its commit has landed).
+
 ``HEADWATER_FAULT=after-commit:3`` kills the process (SIGKILL, nothing is
 cleaned up) the third time the sync passes the ``after-commit`` point: after a
 checkpoint's commit and before its state is saved.  Unset, a fault point

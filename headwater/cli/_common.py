@@ -1,0 +1,143 @@
+"""What every ``headwater`` command shares: the consoles, the common options, where the
+metadata store is, logging, ``--json`` output, error handling and Spark settings.
+
+The command modules import this one and never ``app``, which only assembles
+them: no module imports the one that imports it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.logging import RichHandler
+
+from headwater.config import ConnectionConfig, install_log_masking, mask, mask_obj
+from headwater.errors import ConfigError, HeadwaterError
+
+if TYPE_CHECKING:
+    from headwater.engine import SparkSettings
+    from headwater.metadata_store import MetadataStore
+
+# Wide enough for the summary table when output is piped (rich assumes 80 columns).
+out = Console(width=None if sys.stdout.isatty() else 160)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+
+STORE_ENV = "HEADWATER_METADATA_STORE"
+HOME_ENV = "HEADWATER_HOME"
+
+ConnectionArg = Annotated[Path, typer.Argument(help="Connection YAML file.",
+                                               metavar="CONNECTION.yaml")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+VerboseOpt = Annotated[int, typer.Option("--verbose", "-v", count=True, help="More logging.")]
+MasterOpt = Annotated[str | None, typer.Option(
+    help="Spark master URL, e.g. spark://host:7077.")]
+RemoteOpt = Annotated[str | None, typer.Option(
+    help="Spark Connect URL, e.g. sc://host:15002.")]
+ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Extra Spark conf KEY=VALUE.")]
+
+
+def home() -> Path:
+    """Where the embedded defaults live: metadata store, logs (``./.headwater``)."""
+    return Path(os.environ.get(HOME_ENV) or ".headwater")
+
+
+def store_url(connection: ConnectionConfig | None = None, explicit: str | None = None) -> str:
+    if explicit:
+        return explicit
+    if connection is not None and connection.metadata_store:
+        return connection.metadata_store
+    if os.environ.get(STORE_ENV):
+        return os.environ[STORE_ENV]
+    path = home() / "headwater.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def open_store(url: str) -> MetadataStore:
+    from headwater.metadata_store import MetadataStore
+
+    return MetadataStore(url)
+
+
+def setup_logging(verbose: int, as_json: bool) -> None:
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    root = logging.getLogger()
+    root.handlers.clear()
+    handler = RichHandler(console=err, show_path=False, rich_tracebacks=False)
+    root.addHandler(handler)
+    root.setLevel(level)
+    for noisy in ("py4j", "pyspark"):
+        logging.getLogger(noisy).setLevel(logging.ERROR)
+    install_log_masking()
+
+
+def emit_json(document: Any) -> None:
+    sys.stdout.write(mask(json.dumps(mask_obj(document), default=str, indent=2)) + "\n")
+    sys.stdout.flush()
+
+
+def fail(exc: BaseException, as_json: bool) -> NoReturn:
+    if isinstance(exc, HeadwaterError):
+        code = exc.exit_code
+        kind = type(exc).__name__
+        message = str(exc)
+    else:
+        code = 1
+        kind = type(exc).__name__
+        message = f"{kind}: {exc}"
+    message = mask(message)
+    if as_json:
+        emit_json({"status": "error", "error": {"type": kind, "message": message,
+                                                  "exit_code": code}})
+    else:
+        label = {2: "Config error", 3: "Authentication failed"}.get(code, "Error")
+        err.print(f"[bold red]{label}:[/] {message}", highlight=False, markup=True)
+    raise typer.Exit(code)
+
+
+@contextmanager
+def handled(as_json: bool) -> Iterator[None]:
+    try:
+        yield
+    except typer.Exit:
+        raise
+    except KeyboardInterrupt:
+        err.print("[yellow]interrupted[/]")
+        raise typer.Exit(130) from None
+    except Exception as exc:
+        logging.getLogger("headwater").debug("command failed", exc_info=True)
+        fail(exc, as_json)
+
+
+def spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--conf expects KEY=VALUE, got {pair!r}", field="--conf")
+        conf[key.strip()] = value
+    return conf
+
+
+def spark_settings(config: ConnectionConfig, master: str | None = None,
+                   remote: str | None = None, conf: list[str] | None = None) -> SparkSettings:
+    """The Spark settings of a command: its options over the connection file's ``spark``."""
+    from headwater.engine import SparkSettings
+
+    file_spark = config.spark
+    return SparkSettings(
+        master=master or (file_spark.master if file_spark else None),
+        remote=remote or (file_spark.remote if file_spark else None),
+        conf={**(file_spark.conf if file_spark else {}), **spark_conf(conf)},
+        app_name=f"headwater-{config.name}",
+        jvm_log_path=home() / "logs" / "spark.log",
+    )

@@ -1,0 +1,116 @@
+"""``headwater state show|reset|realign``: a connection's stored state, and putting the
+metadata store back in step with the tables."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from headwater.cli import _common as cli
+from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
+from headwater.config import load_connection, mask_obj
+
+
+def state_show(connection: ConnectionArg, as_json: JsonOpt = False) -> None:
+    """Show the stored state of every stream of a connection."""
+    with cli.handled(as_json):
+        config = load_connection(connection)
+        states = cli.open_store(cli.store_url(config)).get_states(config.name)
+        if as_json:
+            cli.emit_json({"connection": config.name, "streams": states})
+            return
+        if not states:
+            cli.out.print(f"{config.name}: no state stored yet (the next sync reads everything)")
+            return
+        cli.out.print_json(data=mask_obj({"connection": config.name, "streams": states}))
+
+
+def state_reset(
+    connection: ConnectionArg,
+    stream: Annotated[list[str] | None, typer.Option("--stream", "-s",
+                                                     help="Only these streams.")] = None,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Forget stored state, so the next sync reads the streams from the start."""
+    with cli.handled(as_json):
+        config = load_connection(connection)
+        which = ", ".join(stream) if stream else "every stream"
+        if not yes and not as_json and not typer.confirm(
+                f"Reset the state of {which} of {config.name}?"):
+            raise typer.Exit(1)
+        reset = cli.open_store(cli.store_url(config)).reset_state(config.name, stream or None)
+        if as_json:
+            cli.emit_json({"connection": config.name, "reset": reset})
+        else:
+            cli.out.print(f"reset: {', '.join(reset) if reset else 'nothing was stored'}")
+
+
+def state_realign(
+    connection: ConnectionArg,
+    drop_unknown_runs: Annotated[bool, typer.Option(
+        "--drop-unknown-runs",
+        help="Also delete, from append tables, the rows of runs the store does not know "
+             "(the next sync writes them again, once).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOpt = False,
+    verbose: VerboseOpt = 0,
+) -> None:
+    """Move the store's checkpoint counters past the versions the tables hold.
+
+    For a metadata store restored from an older copy: a sync then stops with
+    "the metadata store is behind the table".  Lists, per stream, the runs whose
+    rows are in the table but not in the store (their data is read again by the
+    next sync); --drop-unknown-runs deletes those rows from append tables.
+    """
+    from headwater.destinations import build_destination
+    from headwater.engine import build_source, get_spark, resolve_streams
+    from headwater.engine._realign import realign
+
+    cli.setup_logging(verbose, as_json)
+    with cli.handled(as_json):
+        config = load_connection(connection)
+        store = cli.open_store(cli.store_url(config))
+        streams = [(s.name, s.destination_sync_mode)
+                   for s in resolve_streams(build_source(config), config)]
+        destination = build_destination(config.destination.type, config.destination.config)
+        with store.lock(config.name):
+            spark = get_spark(cli.spark_settings(config))
+            found = realign(spark, config, store, destination, streams, apply=False)
+            changes = any(f.behind or (drop_unknown_runs and f.unknown_runs and f.mode == "append")
+                          for f in found)
+            if changes and not yes and not as_json:
+                _print_realignment(found)
+                if not typer.confirm(f"Realign the metadata store of {config.name}?"):
+                    raise typer.Exit(1)
+            if changes:
+                found = realign(spark, config, store, destination, streams, apply=True,
+                                drop_unknown_runs=drop_unknown_runs)
+        if as_json:
+            cli.emit_json({"connection": config.name, "changed": changes,
+                        "streams": [f.to_dict() for f in found]})
+        else:
+            _print_realignment(found)
+
+
+def _print_realignment(found: list[Any]) -> None:
+    for item in found:
+        lanes = ", ".join(f"{app_id.rsplit('/', 1)[-1]}: {version}"
+                          for app_id, version in sorted(item.lanes.items())) or "none"
+        cli.out.print(f"[bold]{item.stream}[/] ({item.mode}) {item.table}\n"
+                  f"  table's txn versions by lane: {lanes}\n"
+                  f"  next checkpoint index: {item.next_index_before} -> {item.next_index_after}",
+                  highlight=False)
+        for run_id, rows in item.unknown_runs.items():
+            cli.out.print(f"  run unknown to the store: {run_id} ({rows} rows)", highlight=False)
+        if item.deleted_rows is not None:
+            cli.out.print(f"  deleted {item.deleted_rows} rows of those runs", highlight=False)
+        for note in item.notes:
+            cli.out.print(f"  - {note}", highlight=False)
+
+
+def register(state_app: typer.Typer) -> None:
+    state_app.command("show")(state_show)
+    state_app.command("reset")(state_reset)
+    state_app.command("realign")(state_realign)

@@ -1,0 +1,71 @@
+"""``headwater sync``: read a connection's streams on Spark and commit them exactly once."""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from typing import Annotated
+
+import typer
+
+from headwater.cli import _common as cli
+from headwater.cli._common import ConfOpt, ConnectionArg, JsonOpt, MasterOpt, RemoteOpt, VerboseOpt
+from headwater.config import load_connection
+
+
+def sync(
+    connection: ConnectionArg,
+    as_json: JsonOpt = False,
+    master: MasterOpt = None,
+    remote: RemoteOpt = None,
+    conf: ConfOpt = None,
+    verbose: VerboseOpt = 0,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="Keep syncing new data (back off up to 5 s when there is none) until "
+                        "Ctrl-C/SIGTERM; with --json, one JSON line per sync.")] = False,
+) -> None:
+    """Sync a connection: read its streams on Spark and commit them exactly once.
+
+    SIGINT (Ctrl-C) or SIGTERM stops it after the commits in progress (exit
+    code 130, the next sync continues the run); a second one aborts at once.
+    """
+    from headwater.cli._render import ProgressObserver, print_result
+    from headwater.cli._stop import stop_on_signals, sync_exit_code
+    from headwater.engine import SyncEngine, SyncObserver, SyncOptions, get_spark
+    from headwater.engine._steps import seconds_since_process_start
+
+    started = seconds_since_process_start()  # the interpreter's start and the imports
+    setting_up = time.perf_counter()
+    cli.setup_logging(verbose, as_json)
+    with cli.handled(as_json):
+        config = load_connection(connection)
+        settings = cli.spark_settings(config, master, remote, conf)
+        store = cli.open_store(cli.store_url(config))
+        if watch:
+            from headwater.cli._watch import watch_sync
+
+            raise typer.Exit(watch_sync(config, store, SyncOptions(spark=settings), as_json,
+                                        cli.out, cli.err))
+        progress = None if as_json or not cli.err.is_terminal else ProgressObserver(cli.err)
+        engine = SyncEngine(config, store, SyncOptions(spark=settings),
+                            progress or SyncObserver())
+        engine.start_reads_early()  # a source's reads may run while Spark starts
+        if started is not None:
+            engine.steps.add("cli_start", started)
+        engine.steps.add("cli_setup", time.perf_counter() - setting_up)
+        with engine.steps.step("spark_session"):
+            # Before the handlers (a new SparkContext replaces SIGINT's), with what the
+            # connection's destination needs.
+            get_spark(engine.options.spark)
+        with stop_on_signals(engine.request_stop), progress or nullcontext():
+            result = engine.run()
+        if as_json:
+            cli.emit_json(result.to_dict())
+        else:
+            print_result(result, cli.out, cli.err)
+        if result.status != "succeeded":
+            raise typer.Exit(sync_exit_code(result))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(sync)
