@@ -23,13 +23,30 @@ secrets again before anything is printed, as a second line of defence.
 
 from __future__ import annotations
 
+from enum import IntEnum
 from typing import Any
+
+
+class ExitCode(IntEnum):
+    """What the ``headwater`` command's exit code means, for scripts, schedulers and the
+    Airflow integration alike."""
+
+    SUCCEEDED = 0
+    #: The sync (or check) failed; state of the failed work did not move.
+    FAILED = 1
+    #: The connection file or a config is wrong.
+    CONFIG = 2
+    #: Credentials were refused.
+    AUTHENTICATION = 3
+    #: Stopped on request (SIGINT/SIGTERM) after the commits in flight; the next sync
+    #: continues the run.
+    STOPPED = 130
 
 
 class HeadwaterError(Exception):
     """Root of every error Headwater raises on purpose."""
 
-    exit_code: int = 1
+    exit_code: int = ExitCode.FAILED
 
     def __init__(self, message: str, **context: Any) -> None:
         super().__init__(message)
@@ -46,7 +63,7 @@ class HeadwaterError(Exception):
 class ConfigError(HeadwaterError):
     """The connection file, or a config inside it, is not what Headwater expects."""
 
-    exit_code = 2
+    exit_code = ExitCode.CONFIG
 
 
 class SpecValidationError(ConfigError):
@@ -69,7 +86,7 @@ class SpecValidationError(ConfigError):
 class AuthenticationError(HeadwaterError):
     """The source or destination refused the credentials in the config."""
 
-    exit_code = 3
+    exit_code = ExitCode.AUTHENTICATION
 
 
 class ConnectorError(HeadwaterError):

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 
 import typer
 
-from headwater.errors import ConfigError
+from headwater.errors import ConfigError, ExitCode
 
 _COMMANDS = ("spec", "check", "discover", "read")
 
@@ -54,7 +54,7 @@ def airbyte(
         ok = _serve(server, command, config, catalog, state)
     sys.stdout.flush()
     if not ok:
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILED)
 
 
 def _serve(server: Any, command: str, config: Path | None, catalog: Path | None,

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.logging import RichHandler
 
 from headwater.config import ConnectionConfig, install_log_masking, mask, mask_obj
-from headwater.errors import ConfigError, HeadwaterError
+from headwater.errors import ConfigError, ExitCode, HeadwaterError
 
 if TYPE_CHECKING:
     from headwater.engine import SparkSettings
@@ -91,7 +91,7 @@ def fail(exc: BaseException, as_json: bool) -> NoReturn:
         kind = type(exc).__name__
         message = str(exc)
     else:
-        code = 1
+        code = ExitCode.FAILED
         kind = type(exc).__name__
         message = f"{kind}: {exc}"
     message = mask(message)
@@ -99,7 +99,9 @@ def fail(exc: BaseException, as_json: bool) -> NoReturn:
         emit_json({"status": "error", "error": {"type": kind, "message": message,
                                                   "exit_code": code}})
     else:
-        label = {2: "Config error", 3: "Authentication failed"}.get(code, "Error")
+        labels: dict[int, str] = {ExitCode.CONFIG: "Config error",
+                                  ExitCode.AUTHENTICATION: "Authentication failed"}
+        label = labels.get(code, "Error")
         err.print(f"[bold red]{label}:[/] {message}", highlight=False, markup=True)
     raise typer.Exit(code)
 
@@ -112,7 +114,7 @@ def handled(as_json: bool) -> Iterator[None]:
         raise
     except KeyboardInterrupt:
         err.print("[yellow]interrupted[/]")
-        raise typer.Exit(130) from None
+        raise typer.Exit(ExitCode.STOPPED) from None
     except Exception as exc:
         logging.getLogger("headwater").debug("command failed", exc_info=True)
         fail(exc, as_json)

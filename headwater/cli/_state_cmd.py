@@ -10,6 +10,7 @@ import typer
 from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
 from headwater.config import load_connection, mask_obj
+from headwater.errors import ExitCode
 
 
 def state_show(connection: ConnectionArg, as_json: JsonOpt = False) -> None:
@@ -39,7 +40,7 @@ def state_reset(
         which = ", ".join(stream) if stream else "every stream"
         if not yes and not as_json and not typer.confirm(
                 f"Reset the state of {which} of {config.name}?"):
-            raise typer.Exit(1)
+            raise typer.Exit(ExitCode.FAILED)
         reset = cli.open_store(cli.store_url(config)).reset_state(config.name, stream or None)
         if as_json:
             cli.emit_json({"connection": config.name, "reset": reset})
@@ -83,7 +84,7 @@ def state_realign(
             if changes and not yes and not as_json:
                 _print_realignment(found)
                 if not typer.confirm(f"Realign the metadata store of {config.name}?"):
-                    raise typer.Exit(1)
+                    raise typer.Exit(ExitCode.FAILED)
             if changes:
                 found = realign(spark, config, store, destination, streams, apply=True,
                                 drop_unknown_runs=drop_unknown_runs)

@@ -32,6 +32,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from headwater.errors import ExitCode
+
 if TYPE_CHECKING:
     from headwater.engine import SyncResult
 
@@ -40,7 +42,7 @@ __all__ = ["STOPPED_EXIT_CODE", "stop_on_signals", "sync_exit_code"]
 log = logging.getLogger(__name__)
 
 #: Exit code of a sync that stopped on request with checkpoints left (128 + SIGINT).
-STOPPED_EXIT_CODE = 130
+STOPPED_EXIT_CODE = ExitCode.STOPPED
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -92,4 +94,4 @@ def sync_exit_code(result: SyncResult) -> int:
     """0 succeeded, 1 failed, 130 stopped on request with checkpoints left."""
     if result.status == "succeeded":
         return 0
-    return STOPPED_EXIT_CODE if result.status == "stopped" else 1
+    return STOPPED_EXIT_CODE if result.status == "stopped" else ExitCode.FAILED

@@ -19,7 +19,7 @@ import typer
 
 from headwater.cli import _common as opt
 from headwater.config import load_connection, mask, validate_config
-from headwater.errors import ConfigError, HeadwaterError, SpecValidationError
+from headwater.errors import ConfigError, ExitCode, HeadwaterError, SpecValidationError
 
 _LINE_SUFFIX = re.compile(r"\s*\(line (\d+)\)$")
 
@@ -103,7 +103,7 @@ def validate(
                        if problems else f"{len(files)} file(s) checked: all valid")
             (cli.err if problems else cli.out).print(summary, highlight=False, markup=False)
         if problems:
-            raise typer.Exit(2)
+            raise typer.Exit(ExitCode.CONFIG)
 
 
 def register(app: typer.Typer) -> None:

@@ -24,12 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from headwater.cli._stop import STOPPED_EXIT_CODE
+from headwater.errors import ExitCode
 
-#: Exit codes of the ``headwater`` command (see ``headwater.cli.app``).
-_EXIT_MEANING = {1: "the run failed", 2: "the connection file or a config is wrong",
-                 3: "credentials were refused",
-                 STOPPED_EXIT_CODE: "interrupted (the next sync resumes the run)"}
+#: Exit codes of the ``headwater`` command (:class:`~headwater.errors.ExitCode`).
+_EXIT_MEANING: dict[int, str] = {
+    ExitCode.FAILED: "the run failed",
+    ExitCode.CONFIG: "the connection file or a config is wrong",
+    ExitCode.AUTHENTICATION: "credentials were refused",
+    ExitCode.STOPPED: "interrupted (the next sync resumes the run)",
+}
 
 #: What a sensor does about a run's status.
 Verdict = Literal["wait", "succeeded", "failed"]
@@ -37,7 +40,7 @@ Verdict = Literal["wait", "succeeded", "failed"]
 
 def is_stopped(code: int, document: Mapping[str, Any]) -> bool:
     """The command's run was stopped on request (exit 130 with a ``stopped`` summary)."""
-    return code == STOPPED_EXIT_CODE and document.get("status") == "stopped"
+    return code == ExitCode.STOPPED and document.get("status") == "stopped"
 
 
 def stopped_message(document: Mapping[str, Any], command: str, connection_file: str) -> str:
