@@ -10,7 +10,9 @@ private.  Typical use by the engine::
     install_log_masking()
 """
 
-from headwater.config._connection import (
+from headwater.config._connection import load_connection
+from headwater.config._interpolation import interpolate
+from headwater.config._models import (
     CheckpointConfig,
     ConnectionConfig,
     ConnectorRef,
@@ -20,9 +22,7 @@ from headwater.config._connection import (
     SparkConfig,
     StreamConfig,
     SyncMode,
-    load_connection,
 )
-from headwater.config._interpolation import interpolate
 from headwater.config._secrets import (
     MIN_SECRET_LENGTH,
     REDACTED,
