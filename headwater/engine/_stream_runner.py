@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from headwater._faults import fault_point
+from headwater._events import emit
 from headwater.destinations._base import CommitMarker, CommitResult, FileWriter, PublishMarker
 from headwater.engine._commit_routes import CommitRows, choose_route
 from headwater.engine._own_state import split_state_rows
@@ -306,7 +306,7 @@ class StreamRunner:
 
     def _committed(self, checkpoint: CheckpointPlan, result: CommitResult,
                    duration: float) -> None:
-        fault_point("after-commit")
+        emit("after-commit")
         stats: dict[str, Any] = {
             "attempt": self.attempt,
             "records_read": result.rows,
@@ -349,7 +349,7 @@ class StreamRunner:
                     self.store.record_checkpoint(self.run_id, self.name, key.index,
                                                  key.checkpoint_id, status="released",
                                                  stats=released_stats)
-                fault_point("after-release")
+                emit("after-release")
         self.engine.observer.checkpoint_committed(self.name, len(checkpoint.partitions), result)
 
     def _publish(self) -> None:

@@ -44,7 +44,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from headwater._faults import fault_point
+from headwater._events import emit
 from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, redact
 from headwater.destinations import Destination, build_destination
@@ -277,7 +277,7 @@ class SyncEngine:
             with steps.step("store_writes"):
                 attempt = self.store.start_attempt(run_id, pid=os.getpid(),
                                                    host=socket.gethostname())
-            fault_point("after-plan")
+            emit("after-plan")
             self.observer.run_started(run_id, plan, resumed)
             stats = self._run_streams(spark, plan, run_id, attempt)
             status, error = outcome(stats, self._stop_reason)

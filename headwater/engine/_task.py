@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater._faults import pause_point
+from headwater._events import task_listeners
 from headwater.engine._partition_stats import PartitionFigures, task_attempt
 from headwater.errors import AuthenticationError, ConnectorError
 from headwater.sdk import Partition, PartitionState, Stream
@@ -178,11 +178,13 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
     when the partition is fully read (see :mod:`._partition_stats`).
     """
     frozen = list(partitions)
+    listeners = task_listeners()  # pickled with the task: usually none
 
     def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_objects()
         for partition in partitions_in_turn(stream, frozen, positions):
-            pause_point("reading")
+            for listener in listeners:
+                listener("reading")
             batches = read_partition(stream, partition, context)
             if stats is None:
                 yield from batches

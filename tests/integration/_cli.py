@@ -40,6 +40,8 @@ from tests.integration._connections import connection_file
 
 #: The console script of the venv the tests run in.
 HEADWATER = str(Path(sys.executable).with_name("headwater"))
+#: The clone, on the path of a CLI started through ``tests/_faulty_cli.py``.
+REPO = Path(__file__).resolve().parents[2]
 HOME = ".headwater"
 LAKEHOUSE = "lakehouse"
 #: One sync of a few thousand rows takes well under a minute alone; the machine is shared.
@@ -86,19 +88,18 @@ def write_connection(
                            writer=writer)
 
 
-#: The environment of a sync a test kills "while it reads": each task waits 1 s per
-#: partition (``headwater/_faults.py``), so the sync is still reading when
-#: the kill comes, whatever the machine's speed.
-READING_PAUSE = {"HEADWATER_FAULT_PAUSE": "reading:1"}
+#: Faults a test asks :func:`start_cli` for, by these keys of its ``env``: they are
+#: installed by the test-only entry point ``tests/_faulty_cli.py`` (see ``tests/_faults.py``),
+#: never passed to the process, whose engine reads no fault from its environment.
+FAULT, PAUSE = "HEADWATER_FAULT", "HEADWATER_FAULT_PAUSE"
+#: A sync a test kills "while it reads": each task waits 1 s per partition, so the
+#: sync is still reading when the kill comes, whatever the machine's speed.
+READING_PAUSE = {PAUSE: "reading:1"}
 
 
 def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The CLI's environment: this one, with its home in ``tmp_path`` and no inherited fault."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("HEADWATER_FAULT", "HEADWATER_FAULT_PAUSE", "HEADWATER_METADATA_STORE")
-    }
+    """The CLI's environment: this one, with its home in ``tmp_path``."""
+    env = {k: v for k, v in os.environ.items() if k != "HEADWATER_METADATA_STORE"}
     env["HEADWATER_HOME"] = str(tmp_path / HOME)
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
@@ -109,11 +110,23 @@ def cli_env(tmp_path: Path, extra: Mapping[str, str] | None = None) -> dict[str,
 def start_cli(
     tmp_path: Path, *args: str, env: Mapping[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    """Start ``headwater ARGS`` in ``tmp_path``, in a process group of its own."""
+    """Start ``headwater ARGS`` in ``tmp_path``, in a process group of its own.
+
+    ``env`` keys :data:`FAULT` and :data:`PAUSE` start it through the faulty entry
+    point instead, with those faults installed.
+    """
+    extra = dict(env or {})
+    faults = [f"--fault={extra.pop(FAULT)}"] if FAULT in extra else []
+    faults += [f"--pause={extra.pop(PAUSE)}"] if PAUSE in extra else []
+    command = [HEADWATER, *args]
+    if faults:
+        command = [sys.executable, "-m", "tests._faulty_cli", *faults, "--", *args]
+        extra["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO),
+                                                            os.environ.get("PYTHONPATH")]))
     return subprocess.Popen(
-        [HEADWATER, *args],
+        command,
         cwd=tmp_path,
-        env=cli_env(tmp_path, env),
+        env=cli_env(tmp_path, extra),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

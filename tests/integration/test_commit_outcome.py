@@ -90,7 +90,7 @@ def test_log_checkpoint_failing_after_the_commit(spark: Any, tmp_path: Path) -> 
 @pytest.mark.parametrize("writer", ["auto", "spark"])
 def test_commit_raising_after_it_landed(spark: Any, tmp_path: Path, writer: str) -> None:
     """The destination raises right after its second commit landed: still a success."""
-    result = run_sync(tmp_path, 0, writer=writer, env={"HEADWATER_FAULT": "raise-after-commit:2"})
+    result = run_sync(tmp_path, 0, writer=writer, env={"HEADWATER_FAULT": "raise-commit-landed:2"})
     succeeded(result, SOURCE["users"])
     assert "counts as committed" in result.stderr, result.describe()
     assert_table_equals_source(spark, table_location(tmp_path, STREAM), source(0), STREAM)

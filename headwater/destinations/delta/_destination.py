@@ -870,10 +870,11 @@ def _lane_version(spark: SparkSession, location: str, app_id: str) -> int | None
 
 
 def _fault_after_commit() -> None:
-    """The ``raise-after-commit`` fault point (``headwater/_faults.py``)."""
-    from headwater._faults import fault_point
+    """The ``commit-landed`` moment (:mod:`headwater._events`): the commit is durable and
+    the destination has not answered yet, where a failure still counts as committed."""
+    from headwater._events import emit
 
-    fault_point("raise-after-commit")
+    emit("commit-landed")
 
 
 def _counts() -> list[Column]:

@@ -1,0 +1,54 @@
+"""Named moments of a sync that something outside the engine may act on.
+
+The engine and the destinations announce moments (``after-plan``; per
+checkpoint ``after-commit``, a destination's ``commit-landed`` right after its
+commit is durable, ``after-release``); a listener registered with
+:func:`listen` hears them in order, in the thread that reached the moment.
+On the executors each task announces ``reading`` before it reads a partition,
+to the task listeners registered on the driver (:func:`listen_in_tasks`),
+which travel pickled with the task.
+
+With nobody listening a moment costs a look at an empty list, and nothing here
+reads the environment: the crash tests install their faults (a SIGKILL at the
+third ``after-commit``, a pause before each read) through an entry point of
+their own (``tests/_faulty_cli.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+Listener = Callable[[str], None]
+
+_listeners: list[Listener] = []
+_task_listeners: list[Listener] = []
+
+
+def emit(moment: str) -> None:
+    """Tell every listener that the sync reached ``moment``."""
+    for listener in tuple(_listeners):
+        listener(moment)
+
+
+def listen(listener: Listener) -> None:
+    """Hear every moment the driver reaches from now on."""
+    _listeners.append(listener)
+
+
+def listen_in_tasks(listener: Listener) -> None:
+    """Hear the moments of the tasks started from now on (``listener`` must pickle)."""
+    _task_listeners.append(listener)
+
+
+def task_listeners() -> tuple[Listener, ...]:
+    """What a task being built carries to the executors (usually nothing)."""
+    return tuple(_task_listeners)
+
+
+def clear() -> None:
+    """Forget every listener (tests)."""
+    _listeners.clear()
+    _task_listeners.clear()
+
+
+__all__ = ["Listener", "clear", "emit", "listen", "listen_in_tasks", "task_listeners"]

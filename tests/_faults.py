@@ -1,0 +1,70 @@
+"""Faults the crash tests install at a sync's moments (:mod:`headwater._events`).
+
+``after-commit:3`` SIGKILLs the process (nothing is cleaned up) the third time
+the sync reaches ``after-commit``: after a checkpoint's commit and before its
+state is saved.  Moments: ``after-plan``, ``after-commit``, ``after-release``,
+``commit-landed`` (inside the destination, its commit durable, its answer not
+given yet).  ``raise-commit-landed:2`` raises :class:`InjectedFault` instead,
+once, on the second pass: a commit whose post-commit work failed.
+``reading:1.5`` makes every task wait 1.5 s before it reads each partition, so a
+test that kills a sync "while it reads" still finds it reading however fast the
+machine and the writer are.
+
+Installed by ``tests/_faulty_cli.py`` in the CLI process it runs; never by
+Headwater itself.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+
+from headwater import _events
+
+
+class InjectedFault(RuntimeError):
+    """What a ``raise-`` fault raises."""
+
+
+def install_fault(spec: str) -> None:
+    """Kill (or, for ``raise-...``, raise once) at the Nth pass of a moment: ``MOMENT:N``."""
+    point, _, nth = spec.partition(":")
+    raises = point.startswith("raise-")
+    moment = point.removeprefix("raise-")
+    wanted = int(nth or 1)
+    passes = 0
+    lock = threading.Lock()
+
+    def listener(reached: str) -> None:
+        nonlocal passes
+        if reached != moment:
+            return
+        with lock:
+            passes += 1
+            # A raise happens once (the sync goes on); a kill ends the process anyway.
+            hit = passes == wanted if raises else passes >= wanted
+        if hit and raises:
+            raise InjectedFault(f"fault injected at {moment} (pass {passes})")
+        if hit:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    _events.listen(listener)
+
+
+class Pause:
+    """Wait ``seconds`` whenever a task reaches ``moment`` (pickled to the executors)."""
+
+    def __init__(self, moment: str, seconds: float) -> None:
+        self.moment, self.seconds = moment, seconds
+
+    def __call__(self, reached: str) -> None:
+        if reached == self.moment:
+            time.sleep(self.seconds)
+
+
+def install_pause(spec: str) -> None:
+    """``MOMENT:SECONDS``: every task waits that long whenever it reaches the moment."""
+    moment, _, seconds = spec.partition(":")
+    _events.listen_in_tasks(Pause(moment, float(seconds or 1)))
