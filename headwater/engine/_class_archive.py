@@ -36,6 +36,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 _PREFIX = "spark-classes-"
+#: Archives kept in the cache folder, the newest first (one per virtual environment).
+KEPT_ARCHIVES = 4
 
 #: The JVM options that write or read an archive; a user who sets one of them in
 #: ``spark.driver.extraJavaOptions`` chose their own, and we add none.
@@ -113,7 +115,7 @@ def build(workload_dir: Path | None = None) -> Path | None:
     A child process because the archive is written when its JVM exits, and the
     file appears under its final name only once complete (written under a
     temporary name, then renamed), so a sync starting meanwhile never maps half
-    an archive.  Older archives of the same ``java`` and Spark are removed.
+    an archive.  Older archives are removed (:func:`prune`).
     """
     target = archive_path()
     if target is None:
@@ -131,11 +133,25 @@ def build(workload_dir: Path | None = None) -> Path | None:
         log.warning("no class archive: the training run failed: %s", " | ".join(reason))
         return None
     partial.replace(target)
-    where = target.name.removeprefix(_PREFIX).split("-")[0]
-    for old in target.parent.glob(f"{_PREFIX}{where}-*.jsa"):  # this pair's older archives
-        if old != target:
-            old.unlink(missing_ok=True)
+    prune(target)
     return target
+
+
+def prune(kept: Path, *, at_most: int = KEPT_ARCHIVES) -> None:
+    """Remove ``kept``'s older archives (same ``java`` and Spark) and all but the newest
+    ``at_most`` of the others: each virtual environment has its own, 200 MB apiece."""
+    where = kept.name.removeprefix(_PREFIX).split("-")[0]
+    others = []
+    for path in kept.parent.glob(f"{_PREFIX}*.jsa"):
+        if path == kept:
+            continue
+        if path.name.startswith(f"{_PREFIX}{where}-"):
+            path.unlink(missing_ok=True)
+        else:
+            others.append(path)
+    others.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for path in others[at_most - 1:]:
+        path.unlink(missing_ok=True)
 
 
 def _train(archive: Path, work: Path) -> None:

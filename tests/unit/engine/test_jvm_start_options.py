@@ -63,3 +63,19 @@ def test_the_daemon_module_is_set_only_for_a_local_master(cache: Path) -> None:
     key = "spark.python.daemon.module"
     assert _base_conf(SparkSettings(master="local[2]"))[key] == "headwater.engine._python_daemon"
     assert key not in _base_conf(SparkSettings(master="spark://10.0.0.1:7077"))
+
+
+def test_building_an_archive_prunes_old_ones(cache: Path) -> None:
+    import os
+
+    folder = cache / "jvm"
+    folder.mkdir()
+    kept = folder / "spark-classes-aaa-new.jsa"
+    same_pair_older = folder / "spark-classes-aaa-old.jsa"
+    others = [folder / f"spark-classes-b{i}-x.jsa" for i in range(5)]
+    for age, path in enumerate([kept, same_pair_older, *others]):
+        path.write_bytes(b"")
+        os.utime(path, (1_000_000 - age, 1_000_000 - age))
+    _class_archive.prune(kept, at_most=3)
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "spark-classes-aaa-new.jsa", "spark-classes-b0-x.jsa", "spark-classes-b1-x.jsa"]
