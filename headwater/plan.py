@@ -149,6 +149,8 @@ class RunPlan:
     purpose: str = "sync"
     #: The run whose rows a ``replay`` replaces (its rows keep that run's id).
     replay_of: str | None = None
+    #: The folder the run's tasks share (``PlanContext.shared_dir``); removed with the run.
+    shared_dir: str | None = None
 
     @property
     def moves_state(self) -> bool:
@@ -161,6 +163,8 @@ class RunPlan:
             data["purpose"] = self.purpose
         if self.replay_of is not None:
             data["replay_of"] = self.replay_of
+        if self.shared_dir is not None:
+            data["shared_dir"] = self.shared_dir
         return data
 
     @classmethod
@@ -170,4 +174,5 @@ class RunPlan:
             streams=tuple(StreamPlan.from_dict(s) for s in data["streams"]),
             purpose=str(data.get("purpose") or "sync"),
             replay_of=data.get("replay_of"),
+            shared_dir=data.get("shared_dir"),
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from headwater.engine._shared_dir import without_shared_dir
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
 from headwater.metadata_store import UNFINISHED_STATUSES
@@ -64,8 +65,9 @@ def replay(engine: SyncEngine, run_id: str, streams: Sequence[str] | None = None
             name = stream_plan.stream.name
             if streams and name not in streams:
                 continue
-            partitions = [p for c in stream_plan.checkpoints if (name, c.index) in committed
-                          for p in c.partitions]
+            partitions = without_shared_dir(
+                [p for c in stream_plan.checkpoints if (name, c.index) in committed
+                 for p in c.partitions], original.shared_dir)
             if not partitions:
                 continue  # the run committed nothing of this stream: no rows to replace
             state = engine.store.get_state(engine.connection.name, name)

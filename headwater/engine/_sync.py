@@ -42,6 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from headwater._events import emit
@@ -52,6 +53,7 @@ from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context
 from headwater.engine._results import StreamStats, SyncObserver, SyncResult, outcome
+from headwater.engine._shared_dir import discard_unused, new_shared_dir, remove_shared_dir
 from headwater.engine._spark import SparkSettings, default_parallelism, get_spark
 from headwater.engine._steps import StepTimes
 from headwater.engine._stream_runner import StreamRunner
@@ -160,7 +162,9 @@ class SyncEngine:
         will be recorded (``preview`` is the side-effect-free twin).
         """
         parallelism = default_parallelism(spark)
-        return self._plan(parallelism, spark_plan_context(spark, parallelism), allocate=True)
+        context = replace(spark_plan_context(spark, parallelism),
+                          shared_dir=new_shared_dir(spark))
+        return self._plan(parallelism, context, allocate=True)
 
     def preview(self, parallelism: int | None = None) -> RunPlan:
         """The plan a sync would run now, without reading data or writing anything.
@@ -203,17 +207,23 @@ class SyncEngine:
     def _plan(self, parallelism: int, context: PlanContext, *, allocate: bool) -> RunPlan:
         conn = self.connection
         per_checkpoint = self.per_checkpoint(parallelism)
+        configured_streams = resolve_streams(self.source, conn)
+        states = {configured.name: (self.store.get_state(conn.name, configured.name)
+                                    if configured.incremental else None)
+                  for configured in configured_streams}
+        # One planning moment and the run's streams, for every stream (PlanContext).
+        context = replace(context, planned_at=datetime.now(UTC), synced_states=states)
         stream_plans = []
-        for configured in resolve_streams(self.source, conn):
+        for configured in configured_streams:
             stream = self.source.stream(configured.name)
-            state = self.store.get_state(conn.name, configured.name) if configured.incremental \
-                else None
+            state = states[configured.name]
             stream_context = replace(
                 context, destination_sync_mode=configured.destination_sync_mode)
             stream_plans.append(self.stream_plan(configured, stream.plan(state, stream_context),
                                                  state, per_checkpoint=per_checkpoint,
                                                  allocate=allocate))
-        return RunPlan(connection=conn.name, streams=tuple(stream_plans))
+        return RunPlan(connection=conn.name, streams=tuple(stream_plans),
+                       shared_dir=discard_unused(context.shared_dir, stream_plans))
 
     # ------------------------------------------------------------------ running
 
@@ -295,6 +305,8 @@ class SyncEngine:
                 self.store.finish_run(run_id, status=status, stats=run_stats,
                                       state_after=states_after, error=error)
             steps.add("store_writes", time.perf_counter() - finishing)
+        if status != "stopped":
+            remove_shared_dir(plan)  # a stopped run resumes, and may still read from it
         result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
                             attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
                             kind=plan.purpose, replay_of=plan.replay_of,

@@ -8,13 +8,18 @@ Most streams ignore it (:meth:`Stream.plan` defaults to
   runs at the same time) to split it evenly;
 * a substream takes its partitions from its parent's records, and reads them
   with ``read_fields``: the parent's partitions are read on the executors and
-  only the named fields of each record come back to the driver.
+  only the named fields of each record come back to the driver;
+* a parent whose substream is synced in the same run reads its pages once for
+  both: it needs to know which streams the run syncs (``synced_states``), a
+  folder every task can share (``shared_dir``) and one end for every stream's
+  open windows (``planned_at``), so the two streams cut the same windows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from headwater.sdk._connector_state import PartitionState
@@ -64,8 +69,19 @@ class PlanContext:
     ``append_dedup``, ``overwrite``; ``None`` when unknown): a source whose
     incremental reads may return a row again relies on ``append_dedup`` to
     collapse it, and must plan differently under plain ``append``.
+
+    ``planned_at`` is the moment the run was planned (aware, UTC): a stream
+    whose windows run "up to now" ends them here, so every stream of the run
+    ends at the same instant.  ``synced_states`` names the streams this run
+    syncs, each with the state it is planned from (``None``: read whole).
+    ``shared_dir`` is a folder on the machine every task of the run executes
+    on (``None`` where tasks may run elsewhere: a cluster, Spark Connect); what
+    one task leaves there for another lives as long as the run.
     """
 
     parallel_tasks: int = 1
     read_fields: FieldReader = read_fields_locally
     destination_sync_mode: DestinationSyncMode | None = None
+    planned_at: datetime | None = None
+    synced_states: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    shared_dir: str | None = None

@@ -162,7 +162,9 @@ class RestSource(Source):
             raise ConfigError(f"the rest source has no stream {name!r}; it has: "
                               f"{', '.join(self._specs)}", stream=name)
         parent = self.stream(spec.parent.stream) if spec.parent else None
-        return HttpStream(spec, self.settings, parent)
+        children = tuple(child for child, other in self._specs.items()
+                         if other.parent is not None and other.parent.stream == name)
+        return HttpStream(spec, self.settings, parent, substreams=children)
 
     def check(self) -> None:
         """Fetch the first page of one stream: refused credentials raise

@@ -21,6 +21,14 @@ plans partitions and reads them.  Three shapes of partition:
   the first parent page to the last child page;
 * **one partition** for a plain full-refresh collection.
 
+A parent synced in the same run as its substream is read once: the
+substream's windows of the parent are cut where the parent's own partitions
+cut them this run (from the parent's state), and each of those calls is read
+by whichever task asks first and shared with the other through the run's
+shared folder (:mod:`._shared_pages`; on one machine only: on a cluster both
+streams read it).  Windows before the parent's state, which only the
+substream reads, are not shared.
+
 Path and parameter templates are ``str.format`` strings over ``{start}`` and
 ``{end}`` (the window, in the cursor's stored form) and ``{parent.<field>}``.
 
@@ -65,6 +73,7 @@ from headwater.sdk.http._paginators import NoPagination, Paginator
 from headwater.sdk.http._rate_limit import split_share
 from headwater.sdk.http._records import records_batch
 from headwater.sdk.http._session import SessionCache
+from headwater.sdk.http._shared_pages import SharedPages
 from headwater.table_schema import arrow_schema_for
 
 __all__ = ["HttpStream", "HttpStreamSpec", "ParentLink"]
@@ -168,7 +177,10 @@ class HttpStream(Stream):
         return self.settings.concurrency
 
     def __init__(self, spec: HttpStreamSpec, settings: HttpSettings,
-                 parent: HttpStream | None = None) -> None:
+                 parent: HttpStream | None = None, *,
+                 substreams: tuple[str, ...] = ()) -> None:
+        """``substreams``: the streams whose parent this one is; where one of them is
+        synced in the same run, the calls both read are shared (module docstring)."""
         if spec.parent is not None and parent is None:
             raise ConfigError(f"stream {spec.name!r} needs its parent stream "
                               f"{spec.parent.stream!r}", stream=spec.name)
@@ -181,6 +193,7 @@ class HttpStream(Stream):
         self.spec = spec
         self.settings = settings
         self.parent = parent
+        self.substreams = tuple(substreams)
         self.name = spec.name  # type: ignore[misc]
         self.primary_key = tuple(spec.primary_key)  # type: ignore[misc]
         self.cursor_field = spec.cursor_field  # type: ignore[misc]
@@ -195,11 +208,12 @@ class HttpStream(Stream):
     def cursor_start(self) -> Any:
         return self._stored(self.spec.start_date, "start_date")
 
-    def cursor_end(self) -> Any:
-        """Where this run's windows end: ``end_date``, else now (whole seconds)."""
+    def cursor_end(self, planned_at: datetime | None = None) -> Any:
+        """Where this run's windows end: ``end_date``, else ``planned_at`` (the run's
+        planning moment, see :class:`PlanContext`) or now, in whole seconds."""
         if self.spec.end_date:
             return self._stored(self.spec.end_date, "end_date")
-        now = datetime.now(UTC).replace(microsecond=0)
+        now = (planned_at or datetime.now(UTC)).replace(microsecond=0)
         assert self.state_converter is not None
         return self.state_converter.serialize(now)
 
@@ -231,10 +245,21 @@ class HttpStream(Stream):
             per_partition = (self.spec.windows_per_partition
                              or default_windows_per_partition(self.settings.concurrency, tasks))
             size = self.spec.window_size_s * per_partition
+            shared = self._shared_dir(context)
             return [Partition(self.name, f"{self.name}:{low}/{high}",
-                              {"start": low, "end": high, "tasks": tasks})
-                    for low, high in cursor.windows(self.cursor_end(), size)]
-        return [Partition(self.name, f"{self.name}:all", {"tasks": tasks})]
+                              {"start": low, "end": high, "tasks": tasks, **shared})
+                    for low, high in cursor.windows(self.cursor_end(context.planned_at), size)]
+        return [Partition(self.name, f"{self.name}:all",
+                          {"tasks": tasks, **self._shared_dir(context)})]
+
+    def _shared_dir(self, context: PlanContext) -> dict[str, str]:
+        """``{"shared_pages": folder}`` when this stream and one of its substreams are
+        both synced by the run and its tasks can share a folder; else nothing."""
+        synced = context.synced_states
+        if (context.shared_dir and self.parent is None and self.name in synced
+                and any(child in synced for child in self.substreams)):
+            return {"shared_pages": context.shared_dir}
+        return {}
 
     def _parent_partitions(self, parent: HttpStream, context: PlanContext,
                            tasks: int) -> list[Partition]:
@@ -250,18 +275,18 @@ class HttpStream(Stream):
         more tasks than partitions share the calls in flight: a parent read in
         one partition (a plain collection) gets the whole ``concurrency``.
         """
-        pieces = []
-        for whole in parent.plan(None, context):
-            if "start" not in whole.params:
-                pieces.append(whole)
-                continue
-            for unit in parent._units(whole):
-                start, end = unit["start"], unit["end"]
-                pieces.append(Partition(parent.name, f"{parent.name}:{start}/{end}",
-                                        {**whole.params, "start": start, "end": end}))
+        pieces = _windows(parent, parent.plan(None, context))
+        if "shared_pages" in parent._shared_dir(context):
+            # The parent's own stream reads these windows this run: cut there, and shared.
+            theirs = _windows(parent, parent.plan(context.synced_states[parent.name], context))
+            pieces = _in_order(parent, _outside(parent, pieces, theirs) + theirs)
+        else:
+            pieces = [_unshared(p) for p in pieces]
         tasks = max(min(tasks, len(pieces)), 1)
         return [Partition(self.name, f"{self.name}:of:{p.id}",
-                          {"parent_partition": p.to_dict(), "tasks": tasks}) for p in pieces]
+                          {"parent_partition": _unshared(p).to_dict(), "tasks": tasks,
+                           **{k: v for k, v in p.params.items() if k == "shared_pages"}})
+                for p in pieces]
 
     # -- reading ----------------------------------------------------------------------
 
@@ -349,7 +374,13 @@ class HttpStream(Stream):
         return state
 
     def _units(self, partition: Partition) -> list[dict[str, Any]]:
-        """The API calls (each a paginated collection) one partition is made of."""
+        """The API calls (each a paginated collection) one partition is made of; a
+        call shared with other tasks (``shared_pages``) carries the folder as ``_shared``."""
+        shared = partition.params.get("shared_pages")
+        units = self._calls(partition)
+        return [{**unit, "_shared": shared} for unit in units] if shared else units
+
+    def _calls(self, partition: Partition) -> list[dict[str, Any]]:
         params = partition.params
         if "parent_partition" in params and self.parent is not None:
             parent_partition = Partition.from_dict(params["parent_partition"])
@@ -383,9 +414,25 @@ class HttpStream(Stream):
         (:meth:`_read_children`).
         """
         if "parent_unit" in unit:
-            async for children in self._read_children(client, unit["parent_unit"]):
+            parent_unit = unit["parent_unit"]
+            if unit.get("_shared"):  # the parent's call is shared, not the children's
+                parent_unit = {**parent_unit, "_shared": unit["_shared"]}
+            async for children in self._read_children(client, parent_unit):
                 yield children
             return
+        if unit.get("_shared"):
+            shared = SharedPages(unit["_shared"], stale_after_s=2 * (
+                self.settings.timeout_s + self.settings.max_backoff_s))
+            key = SharedPages.key(self.name, unit.get("start"), unit.get("end"))
+            async for page in shared.read(key, lambda: self._fetch_unit(client, unit)):
+                yield page
+            return
+        async for page in self._fetch_unit(client, unit):
+            yield page
+
+    async def _fetch_unit(self, client: HttpClient, unit: Mapping[str, Any]
+                          ) -> AsyncIterator[list[dict[str, Any]]]:
+        """:meth:`_read_unit`'s pages from the API itself."""
         parent = unit.get("parent") or {}
         values = {"start": unit.get("start"), "end": unit.get("end"),
                   "parent": SimpleNamespace(**parent)}
@@ -469,6 +516,67 @@ class HttpStream(Stream):
         except StateError:
             return True
         return bool(window.low <= parsed < window.high)
+
+
+def _windows(parent: HttpStream, partitions: list[Partition]) -> list[Partition]:
+    """``partitions`` of ``parent`` cut into one partition per API call (window)."""
+    pieces = []
+    for whole in partitions:
+        if "start" not in whole.params:
+            pieces.append(whole)
+            continue
+        for unit in parent._calls(whole):
+            start, end = unit["start"], unit["end"]
+            pieces.append(Partition(parent.name, f"{parent.name}:{start}/{end}",
+                                    {**whole.params, "start": start, "end": end}))
+    return pieces
+
+
+def _in_order(parent: HttpStream, pieces: list[Partition]) -> list[Partition]:
+    """Window partitions by where they start (others keep their order)."""
+    conv = parent.state_converter
+    if conv is None or any("start" not in p.params for p in pieces):
+        return pieces
+    return sorted(pieces, key=lambda p: conv.parse(p.params["start"]))
+
+
+def _unshared(piece: Partition) -> Partition:
+    params = {k: v for k, v in piece.params.items() if k != "shared_pages"}
+    return Partition(piece.stream, piece.id, params)
+
+
+def _outside(parent: HttpStream, pieces: list[Partition],
+             taken: list[Partition]) -> list[Partition]:
+    """The parts of window ``pieces`` that no window of ``taken`` covers, unshared.
+
+    ``taken`` are the windows the parent's own stream reads this run (after its
+    state); the substream reads the rest of the parent's history itself.
+    """
+    conv = parent.state_converter
+    if conv is None or any("start" not in p.params for p in [*pieces, *taken]):
+        return [] if taken else [_unshared(p) for p in pieces]
+    covered = sorted((conv.parse(p.params["start"]), conv.parse(p.params["end"]))
+                     for p in taken)
+    left = []
+    for piece in pieces:
+        low, high = conv.parse(piece.params["start"]), conv.parse(piece.params["end"])
+        for taken_low, taken_high in covered:
+            if taken_high <= low or taken_low >= high:
+                continue
+            if taken_low > low:
+                left.append((low, taken_low, piece))
+            low = max(low, taken_high)
+            if low >= high:
+                break
+        if low < high:
+            left.append((low, high, piece))
+    out = []
+    for low, high, piece in left:
+        start, end = conv.serialize(low), conv.serialize(high)
+        params = {k: v for k, v in piece.params.items() if k != "shared_pages"}
+        out.append(Partition(parent.name, f"{parent.name}:{start}/{end}",
+                             {**params, "start": start, "end": end}))
+    return out
 
 
 #: Epoch seconds a datetime can hold (0001-01-01 .. 9999-12-31T23:59:59 UTC); the

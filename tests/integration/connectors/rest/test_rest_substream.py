@@ -19,21 +19,26 @@ import pytest
 import yaml
 
 from headwater.config import load_connection
+from headwater.metadata_store import MetadataStore
 from headwater.sdk import Partition, PlanContext, read_fields_locally
 from headwater.sdk.http import HttpStream
 from tests.api_server import BASE_EPOCH, ApiData, ApiServer, running
 from tests.integration._cli import store
 from tests.integration._cli import sync as cli_sync
 from tests.integration.connectors.rest._rest import (
+    END_1,
     END_2,
     LIMIT,
     PERIOD_S,
     connection,
+    surveys_until,
     sync,
+    table_ids,
 )
 
 pytestmark = pytest.mark.spark
 
+END_1_EPOCH = BASE_EPOCH + 11 * 86_400
 END_2_EPOCH = BASE_EPOCH + 19 * 86_400
 PER_PAGE = 4  # what _rest.connection sets
 
@@ -79,10 +84,11 @@ def old_path_rows(child: HttpStream) -> Counter[tuple[Any, ...]]:
                    for p in partitions for r in child.records(p))
 
 
-def survey_pages(api: ApiServer) -> int:
-    """Pages of ``/v3/surveys`` one read of every day window up to END_2 takes."""
+def survey_pages(api: ApiServer, days: int = 19) -> int:
+    """Pages of ``/v3/surveys`` one read of every day window of the first ``days``
+    takes (19: up to END_2)."""
     pages = 0
-    for day in range(19):
+    for day in range(days):
         low = BASE_EPOCH + day * 86_400
         count = sum(1 for s in api.data.surveys.values()
                     if low <= s["date_modified"] < low + 86_400)
@@ -133,3 +139,39 @@ def test_a_substream_killed_after_a_commit_resumes_with_each_row_once(
     landed = response_rows(spark, tmp_path)
     assert landed == old_path_rows(child)
     assert set(landed.values()) == {1}  # each row once
+
+
+def test_a_parent_synced_with_its_substream_is_read_once_per_run(
+        spark: Any, tmp_path: Path, api: ApiServer) -> None:
+    # Both streams synced (the example: surveys incremental, responses a full refresh
+    # of every survey's responses).  First run: every parent window once.  Second run,
+    # further on: the windows after the parent's state are the parent's own, read once
+    # for both streams; the substream alone reads those before.
+    path = connection(tmp_path, api, "surveys.yaml", end=END_1)
+    first = sync(path)
+    assert first.status == "succeeded", first.to_dict()
+    paths = [p for _, p, _ in api.calls]
+    assert paths.count("/v3/surveys") == survey_pages(api, days=11)
+    assert table_ids(spark, tmp_path, "surveys") == surveys_until(api, END_1_EPOCH)
+    parents = [i for i in api.data.surveys if api.data.surveys[i]["date_modified"] < END_1_EPOCH]
+    assert sum(response_rows(spark, tmp_path).values()) == sum(
+        len(api.data.responses[i]) for i in parents)
+
+    document = yaml.safe_load(path.read_text())
+    document["source"]["config"]["streams"][0]["end_date"] = END_2
+    path.write_text(yaml.safe_dump(document))
+    calls_before = len(api.calls)
+    second = sync(path)
+    assert second.status == "succeeded", second.to_dict()
+    paths = [p for _, p, _ in api.calls[calls_before:]]
+    assert paths.count("/v3/surveys") == survey_pages(api)
+    assert table_ids(spark, tmp_path, "surveys") == surveys_until(api, END_2_EPOCH)
+    landed = response_rows(spark, tmp_path)
+    assert set(landed.values()) == {1}
+    assert sum(landed.values()) == sum(
+        len(api.data.responses[i]) for i in api.data.surveys
+        if api.data.surveys[i]["date_modified"] < END_2_EPOCH)
+    # The run's shared folder went with the run.
+    run = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(second.run_id)
+    assert run is not None and run.plan.get("shared_dir")
+    assert not Path(run.plan["shared_dir"]).exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -172,3 +173,71 @@ def test_a_budget_too_small_to_split_fails_at_plan_time() -> None:
         stream.plan(None, PlanContext(parallel_tasks=4))
     config["rate_limit"]["redis_url"] = "redis://127.0.0.1:9/0"  # one shared budget: no split
     assert source(config).stream("issues").plan(None, PlanContext(parallel_tasks=4))
+
+
+DAY = 86_400
+JAN_1 = 1_704_067_200  # 2024-01-01T00:00:00Z, the example's start_date
+
+
+def test_a_synced_parent_and_its_substream_cut_the_same_windows_and_share_them(
+        tmp_path: Path) -> None:
+    # The parent's state ends mid-day (a run planned "now" last time): the child's
+    # windows before it are its own; from there on they are the parent's own windows,
+    # read through the run's shared folder.
+    config = example("surveys.yaml")
+    config["streams"][0].update(end_date="2024-01-10T00:00:00Z", windows_per_partition=2)
+    rest = source(config)
+    state_end = JAN_1 + 4 * DAY + 3_600
+    state = {"state_type": "date-range", "cursor_field": "date_modified",
+             "slices": [{"start": JAN_1, "end": state_end}]}
+    context = PlanContext(parallel_tasks=2, shared_dir=str(tmp_path),
+                          synced_states={"surveys": state, "survey_responses": None})
+    parents = rest.stream("surveys").plan(state, context)
+    assert all(p.params["shared_pages"] == str(tmp_path) for p in parents)
+    own = [(u["start"], u["end"]) for p in parents for u in rest.stream("surveys")._units(p)]
+    assert own[0] == (state_end, state_end + DAY)
+
+    plan = rest.stream("survey_responses").plan(None, context)
+    windows = [(p.params["parent_partition"]["params"]["start"],
+                p.params["parent_partition"]["params"]["end"]) for p in plan]
+    shared = [w for w, p in zip(windows, plan, strict=True) if "shared_pages" in p.params]
+    assert shared == own
+    # Every second from start_date to end_date exactly once, in order.
+    assert windows[0][0] == JAN_1 and windows[-1][1] == JAN_1 + 9 * DAY
+    assert all(a[1] == b[0] for a, b in pairwise(windows))
+    assert (JAN_1 + 4 * DAY, state_end) in windows  # the day cut where the state ends
+    assert all("shared_pages" not in p.params["parent_partition"]["params"] for p in plan)
+
+
+def test_nothing_is_shared_unless_parent_and_child_are_both_synced(tmp_path: Path) -> None:
+    config = example("surveys.yaml")
+    config["streams"][0].update(end_date="2024-01-10T00:00:00Z")
+    rest = source(config)
+    for synced in ({"surveys": None}, {"survey_responses": None}):
+        context = PlanContext(parallel_tasks=2, shared_dir=str(tmp_path), synced_states=synced)
+        for name in synced:
+            assert all("shared_pages" not in p.params
+                       for p in rest.stream(name).plan(None, context))
+    both = PlanContext(parallel_tasks=2, synced_states={"surveys": None,
+                                                        "survey_responses": None})
+    assert all("shared_pages" not in p.params  # no folder: tasks may be on other machines
+               for p in rest.stream("survey_responses").plan(None, both))
+
+
+def test_a_shared_parent_call_is_made_once_for_both_streams(tmp_path: Path) -> None:
+    with running(ApiData.sample(surveys=25)) as api:
+        config = example("surveys.yaml", base_url=api.url)
+        config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
+        rest = source(config)
+        context = PlanContext(parallel_tasks=2, shared_dir=str(tmp_path / "run"),
+                              synced_states={"surveys": None, "survey_responses": None})
+        children = [r for p in rest.stream("survey_responses").plan(None, context)
+                    for r in rows_of(rest.stream("survey_responses").read(p))]
+        parents = [r for p in rest.stream("surveys").plan(None, context)
+                   for r in rows_of(rest.stream("surveys").read(p))]
+        paths = [path for _, path, _ in api.calls]
+    assert sorted(r["id"] for r in parents) == sorted(api.data.surveys)
+    assert len(children) == sum(len(rs) for rs in api.data.responses.values())
+    # One call per parent window (31 days), none again for the parent's own stream.
+    assert paths.count("/v3/surveys") == 31
+    assert not list((tmp_path / "run").glob("*.claim"))  # every claim ended with its pages

@@ -1,0 +1,147 @@
+"""One API call's pages, read once for every task of a run that needs them.
+
+A parent stream synced in the same run as its substream would otherwise be
+read twice: by its own tasks, for its table, and by the substream's tasks, for
+the parent records whose children they fetch.  Each task reading a shared call
+goes through a folder every task of the run can reach (``PlanContext.shared_dir``,
+set only where all tasks run on one machine):
+
+* the first task to ask *claims* the call (a file created exclusively), reads
+  it from the API, handing each page on as it arrives, and leaves the pages
+  behind once the last one is in (written under a temporary name, then
+  renamed: a reader sees all of them or none);
+* a task that finds the call claimed waits (on its event loop: its other calls
+  go on) until the pages are there, then reads them from the folder;
+* a claim whose reader is gone (its process died, or it left without
+  finishing and could not withdraw the claim) is broken, and the call is read
+  by whoever asks next.  Breaking a claim wrongly costs a second read of the
+  call, never a wrong row: the pages file is only ever complete.
+
+Nothing here is a cache across runs: the engine removes the folder with the run.
+Pages are pickled, as the records are (``transform`` may return any Python
+value); the folder is the run's own (mode 0700), written only by its tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import pickle
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SharedPages"]
+
+Page = list[dict[str, Any]]
+
+#: How often a waiting task looks for the pages (seconds): a fraction of one API call.
+POLL_S = 0.01
+
+
+class SharedPages:
+    """The shared calls of one run (see the module docstring)."""
+
+    def __init__(self, directory: str, *, stale_after_s: float) -> None:
+        """``stale_after_s``: a claim untouched this long (no page arrived) is broken;
+        longer than one call may take with its retries."""
+        self.folder = Path(directory)
+        self.stale_after_s = stale_after_s
+
+    @staticmethod
+    def key(*parts: Any) -> str:
+        """A file name for the call ``parts`` describe (stream, window...)."""
+        text = "\x00".join(str(part) for part in parts)
+        return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+
+    async def read(self, key: str, fetch: Callable[[], AsyncIterator[Page]]
+                   ) -> AsyncIterator[Page]:
+        """The pages of call ``key``: from the folder, or from ``fetch()`` by the
+        one task that claims it."""
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        done = self.folder / f"{key}.pages"
+        claim = self.folder / f"{key}.claim"
+        while True:
+            if done.exists():
+                for page in _load(done):
+                    yield page
+                return
+            if _take(claim):
+                if done.exists():  # finished between the look above and the claim
+                    claim.unlink(missing_ok=True)
+                    continue
+                async for page in self._fetch_and_keep(fetch, done, claim):
+                    yield page
+                return
+            if self._abandoned(claim):
+                _break(claim)
+                continue
+            await asyncio.sleep(POLL_S)
+
+    async def _fetch_and_keep(self, fetch: Callable[[], AsyncIterator[Page]], done: Path,
+                              claim: Path) -> AsyncIterator[Page]:
+        kept: list[bytes] = []
+        try:
+            async for page in fetch():
+                # Pickled now, before anyone downstream can change the records.
+                kept.append(pickle.dumps(page, protocol=pickle.HIGHEST_PROTOCOL))
+                os.utime(claim)  # alive: a page arrived
+                yield page
+            partial = done.with_name(f"{done.name}.{os.getpid()}.partial")
+            partial.write_bytes(b"".join(kept))
+            os.replace(partial, done)
+        finally:
+            # Done, or given up (the next task to ask reads it): the claim is over.
+            claim.unlink(missing_ok=True)
+
+    def _abandoned(self, claim: Path) -> bool:
+        try:
+            pid = int(claim.read_text() or "0")
+            touched = claim.stat().st_mtime
+        except (FileNotFoundError, ValueError):
+            return False  # withdrawn or being written: look again
+        return not _alive(pid) or time.time() - touched > self.stale_after_s
+
+
+def _take(claim: Path) -> bool:
+    try:
+        handle = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+    except FileExistsError:
+        return False
+    with os.fdopen(handle, "w") as out:
+        out.write(str(os.getpid()))
+    return True
+
+
+def _break(claim: Path) -> None:
+    """Remove an abandoned claim; of several tasks breaking it at once, one succeeds."""
+    moved = claim.with_name(f"{claim.name}.{os.getpid()}.broken")
+    try:
+        os.replace(claim, moved)
+    except FileNotFoundError:
+        return
+    moved.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return True  # not written yet
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _load(path: Path) -> list[Page]:
+    pages = []
+    with path.open("rb") as source:
+        while True:
+            try:
+                pages.append(pickle.load(source))
+            except EOFError:
+                return pages

@@ -1,0 +1,92 @@
+"""Pages of one call shared by the tasks of a run: read once, never half (no Spark)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headwater.sdk.http._shared_pages import SharedPages
+
+PAGES = [[{"id": 1}, {"id": 2}], [{"id": 3}]]
+
+
+class Api:
+    """Counts the calls; each call's pages arrive ``delay_s`` apart."""
+
+    def __init__(self, delay_s: float = 0.0, fail_after: int | None = None) -> None:
+        self.calls = 0
+        self.delay_s = delay_s
+        self.fail_after = fail_after
+
+    async def fetch(self) -> AsyncIterator[list[dict[str, Any]]]:
+        self.calls += 1
+        for number, page in enumerate(PAGES):
+            if self.fail_after is not None and number >= self.fail_after:
+                raise RuntimeError("the API broke")
+            await asyncio.sleep(self.delay_s)
+            yield [dict(record) for record in page]
+
+
+async def pages(shared: SharedPages, api: Api, key: str = "k") -> list[list[dict[str, Any]]]:
+    return [page async for page in shared.read(key, api.fetch)]
+
+
+def test_two_readers_at_once_make_one_call_and_get_the_same_pages(tmp_path: Path) -> None:
+    shared = SharedPages(str(tmp_path), stale_after_s=60)
+    api = Api(delay_s=0.05)
+
+    async def both() -> list[Any]:
+        return list(await asyncio.gather(pages(shared, api), pages(shared, api)))
+
+    first, second = asyncio.run(both())
+    assert first == second == PAGES
+    assert api.calls == 1
+    assert [p.name for p in tmp_path.iterdir()] == [f"{'k'}.pages"]
+    assert asyncio.run(pages(shared, api)) == PAGES and api.calls == 1  # later: from the file
+
+
+def test_a_failed_read_withdraws_its_claim_and_leaves_no_pages(tmp_path: Path) -> None:
+    shared = SharedPages(str(tmp_path), stale_after_s=60)
+    with pytest.raises(RuntimeError, match="broke"):
+        asyncio.run(pages(shared, Api(fail_after=1)))
+    assert list(tmp_path.iterdir()) == []  # nothing half: the next reader calls the API
+    api = Api()
+    assert asyncio.run(pages(shared, api)) == PAGES and api.calls == 1
+
+
+def test_a_claim_whose_process_died_is_broken(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    (tmp_path / "k.claim").write_text(dead.stdout.strip())
+    api = Api()
+    assert asyncio.run(pages(SharedPages(str(tmp_path), stale_after_s=60), api)) == PAGES
+    assert api.calls == 1
+
+
+def test_a_claim_untouched_too_long_is_broken(tmp_path: Path) -> None:
+    claim = tmp_path / "k.claim"
+    claim.write_text(str(os.getpid()))  # alive, but no page for longer than allowed
+    os.utime(claim, (0, 0))
+    api = Api()
+    assert asyncio.run(pages(SharedPages(str(tmp_path), stale_after_s=60), api)) == PAGES
+    assert api.calls == 1
+
+
+def test_the_kept_pages_are_the_ones_handed_on_not_what_a_reader_made_of_them(
+        tmp_path: Path) -> None:
+    shared = SharedPages(str(tmp_path), stale_after_s=60)
+
+    async def mutate() -> None:
+        async for page in shared.read("k", Api().fetch):
+            for record in page:
+                record["id"] = -1
+
+    asyncio.run(mutate())
+    assert asyncio.run(pages(shared, Api())) == PAGES
