@@ -22,18 +22,27 @@ from headwater.sdk import Partition
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["discard_unused", "new_shared_dir", "remove_shared_dir", "without_shared_dir"]
+__all__ = ["discard_unused", "make_shared_dir", "new_shared_dir", "remove_shared_dir",
+           "tasks_run_here", "without_shared_dir"]
 
 
-def new_shared_dir(spark: SparkSession) -> str | None:
-    """A new private folder (mode 0700) when every task runs on this machine, else None."""
+def tasks_run_here(spark: SparkSession) -> bool:
+    """Whether every task of ``spark`` runs on this machine (a ``local`` master)."""
     try:
         master = str(spark.sparkContext.master)
     except Exception:  # Spark Connect: the tasks run wherever its server runs them
-        return None
-    if not master.startswith("local"):
-        return None
+        return False
+    return master.startswith("local")
+
+
+def make_shared_dir() -> str:
+    """A new private folder (mode 0700) in the temporary directory."""
     return tempfile.mkdtemp(prefix="headwater-run-")
+
+
+def new_shared_dir(spark: SparkSession) -> str | None:
+    """A new private folder when every task runs on this machine, else None."""
+    return make_shared_dir() if tasks_run_here(spark) else None
 
 
 def discard_unused(folder: str | None, plans: Sequence[StreamPlan]) -> str | None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import socket
 import threading
 import time
@@ -53,7 +54,13 @@ from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context
 from headwater.engine._results import StreamStats, SyncObserver, SyncResult, outcome
-from headwater.engine._shared_dir import discard_unused, new_shared_dir, remove_shared_dir
+from headwater.engine._shared_dir import (
+    discard_unused,
+    make_shared_dir,
+    new_shared_dir,
+    remove_shared_dir,
+    tasks_run_here,
+)
 from headwater.engine._spark import SparkSettings, default_parallelism, get_spark
 from headwater.engine._steps import StepTimes
 from headwater.engine._stream_runner import StreamRunner
@@ -102,6 +109,8 @@ class SyncEngine:
         self._stop_reason = "stop requested"
         #: Seconds per step of the run in progress (``SyncResult.steps_s``).
         self.steps = StepTimes()
+        #: How the run will be planned, when its reads were started before Spark.
+        self._early: PlanContext | None = None
 
     def start_reads_early(self) -> None:
         """Before Spark starts (``headwater sync`` calls it): let the source start the
@@ -113,13 +122,26 @@ class SyncEngine:
         settings = self.options.spark
         if settings.remote or (settings.master and not settings.master.startswith("local")):
             return
+        if "PYSPARK_GATEWAY_PORT" in os.environ:
+            return  # under spark-submit: the master is its flags', perhaps a cluster
         conn = self.connection
         if not conn.streams or self.store.find_unfinished_run(conn.name) is not None:
             return
-        self.source.prepare({
-            configured.name: (self.store.get_state(conn.name, configured.name)
-                              if configured.sync_mode == INCREMENTAL else None)
-            for configured in conn.streams})
+        reads = {configured.name: (self.store.get_state(conn.name, configured.name)
+                                   if configured.sync_mode == INCREMENTAL else None)
+                 for configured in conn.streams}
+        # What the plan will be made with, so early reads are the plan's own reads.
+        self._early = PlanContext(parallel_tasks=os.cpu_count() or 1,
+                                  planned_at=datetime.now(UTC), synced_states=reads,
+                                  shared_dir=make_shared_dir(), reads_early=True)
+        self.source.prepare(reads, self._early)
+
+    def _end_early_reads(self, plan: RunPlan | None) -> None:
+        """Early reads the run's ``plan`` did not take up stop: their folder goes."""
+        early, self._early = self._early, None
+        if early is not None and early.shared_dir and (
+                plan is None or plan.shared_dir != early.shared_dir):
+            shutil.rmtree(early.shared_dir, ignore_errors=True)
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """End the run in progress after the checkpoints being committed (any thread).
@@ -162,8 +184,14 @@ class SyncEngine:
         will be recorded (``preview`` is the side-effect-free twin).
         """
         parallelism = default_parallelism(spark)
-        context = replace(spark_plan_context(spark, parallelism),
-                          shared_dir=new_shared_dir(spark))
+        context = spark_plan_context(spark, parallelism)
+        early = self._early
+        if early is not None and tasks_run_here(spark):
+            # Planned as the early reads were: same moment, same folder.
+            context = replace(context, planned_at=early.planned_at,
+                              shared_dir=early.shared_dir, reads_early=True)
+        else:
+            context = replace(context, shared_dir=new_shared_dir(spark))
         return self._plan(parallelism, context, allocate=True)
 
     def preview(self, parallelism: int | None = None) -> RunPlan:
@@ -212,7 +240,8 @@ class SyncEngine:
                                     if configured.incremental else None)
                   for configured in configured_streams}
         # One planning moment and the run's streams, for every stream (PlanContext).
-        context = replace(context, planned_at=datetime.now(UTC), synced_states=states)
+        context = replace(context, planned_at=context.planned_at or datetime.now(UTC),
+                          synced_states=states)
         stream_plans = []
         for configured in configured_streams:
             stream = self.source.stream(configured.name)
@@ -258,6 +287,7 @@ class SyncEngine:
                     f"connection {conn.name} has an unfinished run {unfinished.run_id} "
                     f"(a {how} {unfinished.kind}); run `headwater sync` to finish it first")
             if unfinished is not None:
+                self._end_early_reads(None)
                 plan = RunPlan.from_dict(unfinished.plan)
                 run_id = unfinished.run_id
                 resumed = True
@@ -265,8 +295,13 @@ class SyncEngine:
                             conn.name, "stopped" if unfinished.status == "stopped" else "killed",
                             unfinished.kind)
             else:
-                with steps.step("plan"):
-                    plan = make_plan(spark)
+                try:
+                    with steps.step("plan"):
+                        plan = make_plan(spark)
+                except BaseException:
+                    self._end_early_reads(None)
+                    raise
+                self._end_early_reads(plan)
                 spec = type(self.source).spec()
                 with steps.step("store_writes"):
                     run_id = self.store.create_run(

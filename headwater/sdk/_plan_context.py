@@ -77,6 +77,9 @@ class PlanContext:
     ``shared_dir`` is a folder on the machine every task of the run executes
     on (``None`` where tasks may run elsewhere: a cluster, Spark Connect); what
     one task leaves there for another lives as long as the run.
+    ``reads_early``: the source was asked to start this run's reads before
+    Spark, into ``shared_dir`` (``Source.prepare``), and plans its partitions so
+    that the tasks find them there.
     """
 
     parallel_tasks: int = 1
@@ -85,3 +88,4 @@ class PlanContext:
     planned_at: datetime | None = None
     synced_states: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     shared_dir: str | None = None
+    reads_early: bool = False

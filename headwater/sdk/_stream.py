@@ -226,7 +226,8 @@ class Source(ABC):
         """Every stream this source can read, with its current schema."""
 
     def prepare(  # noqa: B027
-            self, reads: Mapping[str, Mapping[str, Any] | None] | None = None) -> None:
+            self, reads: Mapping[str, Mapping[str, Any] | None] | None = None,
+            context: PlanContext | None = None) -> None:
         """The engine's hint, on the driver, before it starts Spark: :meth:`streams`
         will be called next (default: ignored).
 
@@ -237,6 +238,9 @@ class Source(ABC):
         streams the run will likely read, each with the state it would start
         from.  A source may start those reads early, provided a task uses such a
         read only when its partition's inputs are exactly the ones guessed.
+        ``context``, given with ``reads``: what the run will be planned with
+        (its planning moment and shared folder, ``reads_early`` set), so a
+        source can plan now the partitions the engine's plan will hold.
         """
 
     def stream(self, name: str) -> Stream:

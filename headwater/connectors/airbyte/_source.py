@@ -80,6 +80,7 @@ from headwater.sdk import (
     FinalStateCursor,
     Partition,
     PartitionState,
+    PlanContext,
     RecordOrBatch,
     Source,
     Stream,
@@ -280,7 +281,8 @@ class AirbyteSource(Source):
             raise AuthenticationError(f"connector {self.env.label} check failed: {text}",
                                       field="source.config.config")
 
-    def prepare(self, reads: Mapping[str, Mapping[str, Any] | None] | None = None) -> None:
+    def prepare(self, reads: Mapping[str, Mapping[str, Any] | None] | None = None,
+                context: PlanContext | None = None) -> None:
         """Run ``discover`` in the background (the sync starts Spark meanwhile); with
         ``reads`` (stream name -> state), start those reads once it is done: a head
         start (see :mod:`._head_start`), which :meth:`streams` waits for."""

@@ -13,7 +13,7 @@ from typing import Any
 
 from headwater.connectors.rest._spec import SPEC
 from headwater.errors import ConfigError
-from headwater.sdk import Source, Stream
+from headwater.sdk import PlanContext, Source, Stream
 from headwater.sdk.http import (
     ApiKeyAuth,
     Authenticator,
@@ -35,6 +35,7 @@ from headwater.sdk.http import (
     Paginator,
     ParentLink,
 )
+from headwater.sdk.http._early_reads import EarlyReads
 
 __all__ = ["RestSource"]
 
@@ -111,6 +112,8 @@ class RestSource(Source):
                                   "is not a stream of this source", stream=name,
                                   field="parent.stream")
         self._check_no_cycles()
+        #: The driver's early calls, once :meth:`prepare` started them.
+        self._early: EarlyReads | None = None
 
     @staticmethod
     def _stream_spec(raw: Mapping[str, Any], default_paginator: Any) -> HttpStreamSpec:
@@ -152,6 +155,16 @@ class RestSource(Source):
     @classmethod
     def spec(cls) -> dict[str, Any]:
         return SPEC
+
+    def prepare(self, reads: Mapping[str, Mapping[str, Any] | None] | None = None,
+                context: PlanContext | None = None) -> None:
+        """With ``reads`` and a shared folder: make the run's first calls while Spark
+        starts (:mod:`headwater.sdk.http._early_reads`; not with per-task call budgets)."""
+        if (not reads or context is None or not context.shared_dir or not context.reads_early
+                or self._early is not None or not EarlyReads.allowed(self.settings)):
+            return
+        streams = [self.stream(name) for name in reads if name in self._specs]
+        self._early = EarlyReads(streams, context, self.settings).start()
 
     def streams(self) -> list[Stream]:
         return [self.stream(name) for name in self._specs]

@@ -223,6 +223,10 @@ class HttpClient:
         """Every page of one collection, in order, with the records at ``record_path``."""
         return self._loop.iterate(self.apages(url, params, paginator, record_path))
 
+    def has_free_slot(self) -> bool:
+        """Whether a request started now would go out at once (below ``concurrency``)."""
+        return not self._in_flight.locked()
+
     def submit(self, coroutine: Coroutine[Any, Any, T]) -> Future[T]:
         """Start ``coroutine`` on this client's loop (for work built on :meth:`aget`)."""
         return self._loop.submit(coroutine)

@@ -17,7 +17,13 @@ set only where all tasks run on one machine):
   by whoever asks next.  Breaking a claim wrongly costs a second read of the
   call, never a wrong row: the pages file is only ever complete.
 
-Nothing here is a cache across runs: the engine removes the folder with the run.
+The driver may make a run's first calls itself while Spark starts
+(:mod:`._early_reads`): it marks the folder as its own (:data:`DRIVER_MARK`),
+and the first task process to read through the folder says so
+(:data:`TASKS_MARK`), upon which the driver starts no further call.
+
+Nothing here is a cache across runs: the engine removes the folder with the
+run, and a folder that is gone (a run resumed after a reboot) shares nothing.
 Pages are pickled, as the records are (``transform`` may return any Python
 value); the folder is the run's own (mode 0700), written only by its tasks.
 """
@@ -33,7 +39,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SharedPages"]
+__all__ = ["DRIVER_MARK", "TASKS_MARK", "SharedPages"]
+
+#: The file holding the process id of a driver that reads early into the folder.
+DRIVER_MARK = "driver.pid"
+#: The file a task process makes when it first reads through the folder.
+TASKS_MARK = "tasks.started"
 
 Page = list[dict[str, Any]]
 
@@ -56,16 +67,27 @@ class SharedPages:
         text = "\x00".join(str(part) for part in parts)
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
-    async def read(self, key: str, fetch: Callable[[], AsyncIterator[Page]]
-                   ) -> AsyncIterator[Page]:
+    async def read(self, key: str, fetch: Callable[[], AsyncIterator[Page]], *,
+                   keep: bool = True) -> AsyncIterator[Page]:
         """The pages of call ``key``: from the folder, or from ``fetch()`` by the
-        one task that claims it."""
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        one task that claims it.  Without ``keep``, a call nobody has read or is
+        reading is fetched and not kept (no other reader will ask for it)."""
+        if not self.folder.is_dir():
+            async for page in fetch():
+                yield page
+            return
+        _announce(self.folder)
         done = self.folder / f"{key}.pages"
         claim = self.folder / f"{key}.claim"
         while True:
             if done.exists():
                 for page in _load(done):
+                    yield page
+                return
+            if not keep and not claim.exists():
+                if done.exists():
+                    continue  # finished between the two looks
+                async for page in fetch():
                     yield page
                 return
             if _take(claim):
@@ -103,6 +125,24 @@ class SharedPages:
         except (FileNotFoundError, ValueError):
             return False  # withdrawn or being written: look again
         return not _alive(pid) or time.time() - touched > self.stale_after_s
+
+
+#: Folders this process has said it reads through (:func:`_announce`).
+_announced: set[Path] = set()
+
+
+def _announce(folder: Path) -> None:
+    """Tell a driver reading early into ``folder`` that a task has started, once per
+    process (the driver's own reads do not count)."""
+    if folder in _announced:
+        return
+    _announced.add(folder)
+    try:
+        driver = int((folder / DRIVER_MARK).read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    if driver != os.getpid():
+        (folder / TASKS_MARK).touch()
 
 
 def _take(claim: Path) -> bool:

@@ -80,6 +80,9 @@ __all__ = ["HttpStream", "HttpStreamSpec", "ParentLink"]
 
 CursorFormat = Literal["iso", "epoch"]
 
+#: The least time a claim on a shared call may go without a page before it is broken.
+STALE_CLAIM_MIN_S = 60.0
+
 #: Records gathered into one Arrow batch: the engine's cost per batch is fixed, so a
 #: batch spans many pages, yet small enough that batches leave while pages arrive.
 BATCH_ROWS = 2_000
@@ -253,12 +256,18 @@ class HttpStream(Stream):
                           {"tasks": tasks, **self._shared_dir(context)})]
 
     def _shared_dir(self, context: PlanContext) -> dict[str, str]:
-        """``{"shared_pages": folder}`` when this stream and one of its substreams are
-        both synced by the run and its tasks can share a folder; else nothing."""
+        """How this stream's partitions read through the run's shared folder, if the
+        tasks can share one and the run syncs this stream: ``shared_pages`` when a
+        substream synced alongside reads the same calls (each is kept for the
+        other), else ``early_pages`` when the driver reads early (a task uses what
+        the driver read, and keeps nothing itself); otherwise nothing."""
         synced = context.synced_states
-        if (context.shared_dir and self.parent is None and self.name in synced
-                and any(child in synced for child in self.substreams)):
+        if not context.shared_dir or self.parent is not None or self.name not in synced:
+            return {}
+        if any(child in synced for child in self.substreams):
             return {"shared_pages": context.shared_dir}
+        if context.reads_early:
+            return {"early_pages": context.shared_dir}
         return {}
 
     def _parent_partitions(self, parent: HttpStream, context: PlanContext,
@@ -283,9 +292,14 @@ class HttpStream(Stream):
         else:
             pieces = [_unshared(p) for p in pieces]
         tasks = max(min(tasks, len(pieces)), 1)
+        # Read early by the driver: each partition's calls, its child calls included.
+        early = ({"early_pages": context.shared_dir}
+                 if context.reads_early and context.shared_dir
+                 and self.name in context.synced_states else {})
         return [Partition(self.name, f"{self.name}:of:{p.id}",
                           {"parent_partition": _unshared(p).to_dict(), "tasks": tasks,
-                           **{k: v for k, v in p.params.items() if k == "shared_pages"}})
+                           **{k: v for k, v in p.params.items() if k == "shared_pages"},
+                           **early})
                 for p in pieces]
 
     # -- reading ----------------------------------------------------------------------
@@ -374,11 +388,22 @@ class HttpStream(Stream):
         return state
 
     def _units(self, partition: Partition) -> list[dict[str, Any]]:
-        """The API calls (each a paginated collection) one partition is made of; a
-        call shared with other tasks (``shared_pages``) carries the folder as ``_shared``."""
-        shared = partition.params.get("shared_pages")
+        """The API calls (each a paginated collection) one partition is made of.
+
+        A partition read through the shared folder gives its units the folder
+        (``_shared``) and whether the task keeps what it reads there for another
+        (``_keep``: a parent's calls a synced substream reads too); a substream's
+        partition read early (``early_pages``) is shared whole (``_whole``).
+        """
+        params = partition.params
         units = self._calls(partition)
-        return [{**unit, "_shared": shared} for unit in units] if shared else units
+        family, early = params.get("shared_pages"), params.get("early_pages")
+        if not (family or early):
+            return units
+        extra: dict[str, Any] = {"_shared": family or early, "_keep": bool(family)}
+        if early and "parent_partition" in params:
+            extra["_whole"] = True
+        return [{**unit, **extra} for unit in units]
 
     def _calls(self, partition: Partition) -> list[dict[str, Any]]:
         params = partition.params
@@ -413,22 +438,36 @@ class HttpStream(Stream):
         parent, whose records' child calls make this unit
         (:meth:`_read_children`).
         """
+        folder = unit.get("_shared")
+        # The driver's early reads keep everything they read; a task keeps only what
+        # another reader is sure to ask for (_keep).
+        early = bool(unit.get("_early"))
         if "parent_unit" in unit:
             parent_unit = unit["parent_unit"]
-            if unit.get("_shared"):  # the parent's call is shared, not the children's
-                parent_unit = {**parent_unit, "_shared": unit["_shared"]}
-            async for children in self._read_children(client, parent_unit):
-                yield children
-            return
-        if unit.get("_shared"):
-            shared = SharedPages(unit["_shared"], stale_after_s=2 * (
-                self.settings.timeout_s + self.settings.max_backoff_s))
-            key = SharedPages.key(self.name, unit.get("start"), unit.get("end"))
-            async for page in shared.read(key, lambda: self._fetch_unit(client, unit)):
-                yield page
-            return
-        async for page in self._fetch_unit(client, unit):
+            if folder:
+                parent_unit = {**parent_unit, "_shared": folder, "_early": early,
+                               "_keep": bool(unit.get("_keep"))}
+            if folder and unit.get("_whole"):
+                pages = self._shared(folder).read(
+                    SharedPages.key(self.name, parent_unit.get("start"), parent_unit.get("end")),
+                    lambda: self._read_children(client, parent_unit), keep=early)
+            else:
+                pages = self._read_children(client, parent_unit)
+        elif folder:
+            pages = self._shared(folder).read(
+                SharedPages.key(self.name, unit.get("start"), unit.get("end")),
+                lambda: self._fetch_unit(client, unit), keep=early or bool(unit.get("_keep")))
+        else:
+            pages = self._fetch_unit(client, unit)
+        async for page in pages:
             yield page
+
+    def _shared(self, folder: str) -> SharedPages:
+        # A claim silent for longer than one call with its retries may take, and for at
+        # least a minute (a busy machine can hold a live reader back for seconds), is
+        # abandoned: breaking a live one costs a second call.
+        return SharedPages(folder, stale_after_s=max(
+            STALE_CLAIM_MIN_S, 2 * (self.settings.timeout_s + self.settings.max_backoff_s)))
 
     async def _fetch_unit(self, client: HttpClient, unit: Mapping[str, Any]
                           ) -> AsyncIterator[list[dict[str, Any]]]:
@@ -540,8 +579,12 @@ def _in_order(parent: HttpStream, pieces: list[Partition]) -> list[Partition]:
     return sorted(pieces, key=lambda p: conv.parse(p.params["start"]))
 
 
+#: Partition parameters that say how a partition reads through the run's shared folder.
+_SHARING = ("shared_pages", "early_pages")
+
+
 def _unshared(piece: Partition) -> Partition:
-    params = {k: v for k, v in piece.params.items() if k != "shared_pages"}
+    params = {k: v for k, v in piece.params.items() if k not in _SHARING}
     return Partition(piece.stream, piece.id, params)
 
 
@@ -573,7 +616,7 @@ def _outside(parent: HttpStream, pieces: list[Partition],
     out = []
     for low, high, piece in left:
         start, end = conv.serialize(low), conv.serialize(high)
-        params = {k: v for k, v in piece.params.items() if k != "shared_pages"}
+        params = {k: v for k, v in piece.params.items() if k not in _SHARING}
         out.append(Partition(parent.name, f"{parent.name}:{start}/{end}",
                              {**params, "start": start, "end": end}))
     return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import signal
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -175,3 +176,35 @@ def test_a_parent_synced_with_its_substream_is_read_once_per_run(
     run = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(second.run_id)
     assert run is not None and run.plan.get("shared_dir")
     assert not Path(run.plan["shared_dir"]).exists()
+
+
+@pytest.fixture
+def unlimited_api() -> Iterator[ApiServer]:
+    """The API with no limit of its own on calls per second."""
+    with running(ApiData.sample(surveys=40, issues=0), latency_s=0.005) as server:
+        yield server
+
+
+def test_a_cli_sync_calls_the_api_while_spark_starts_and_each_call_once(
+        spark: Any, tmp_path: Path, unlimited_api: ApiServer) -> None:
+    # No call budget, so the driver reads early (a per-task budget would forbid it).
+    api = unlimited_api
+    path = connection(tmp_path, api, "surveys.yaml", end=END_2, store=False, rate_limit={})
+    result = cli_sync(tmp_path, path)
+    assert result.exit_code == 0, result.describe()
+    assert result.document is not None
+    run = store(tmp_path).get_run(result.document["run_id"])
+    assert run is not None
+    # The first call came before the run was planned and recorded (Spark was starting).
+    wall = time.time() - time.monotonic()
+    assert min(t for t, _, _ in api.calls) + wall < run.started_at.timestamp()
+    paths = [p for _, p, _ in api.calls]
+    assert paths.count("/v3/surveys") == survey_pages(api)  # each parent window once
+    parents = [i for i, s in api.data.surveys.items() if s["date_modified"] < END_2_EPOCH]
+    assert sum(1 for p in paths if p.endswith("/responses")) == sum(  # each page once
+        max(1, math.ceil(len(api.data.responses[i]) / PER_PAGE)) for i in parents)
+    assert table_ids(spark, tmp_path, "surveys") == surveys_until(api, END_2_EPOCH)
+    landed = response_rows(spark, tmp_path)
+    assert set(landed.values()) == {1}
+    assert sum(landed.values()) == sum(len(api.data.responses[i]) for i in parents)
+    assert run.plan.get("shared_dir") and not Path(run.plan["shared_dir"]).exists()

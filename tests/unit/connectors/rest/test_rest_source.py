@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
@@ -229,6 +230,7 @@ def test_a_shared_parent_call_is_made_once_for_both_streams(tmp_path: Path) -> N
         config = example("surveys.yaml", base_url=api.url)
         config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
         rest = source(config)
+        (tmp_path / "run").mkdir()  # the engine makes it when it plans the run
         context = PlanContext(parallel_tasks=2, shared_dir=str(tmp_path / "run"),
                               synced_states={"surveys": None, "survey_responses": None})
         children = [r for p in rest.stream("survey_responses").plan(None, context)
@@ -241,3 +243,69 @@ def test_a_shared_parent_call_is_made_once_for_both_streams(tmp_path: Path) -> N
     # One call per parent window (31 days), none again for the parent's own stream.
     assert paths.count("/v3/surveys") == 31
     assert not list((tmp_path / "run").glob("*.claim"))  # every claim ended with its pages
+
+
+def early_context(folder: Path, *names: str) -> PlanContext:
+    return PlanContext(parallel_tasks=2, shared_dir=str(folder), reads_early=True,
+                       synced_states=dict.fromkeys(names))
+
+
+def read_all(rest: RestSource, context: PlanContext, *names: str) -> dict[str, list[Any]]:
+    """Every planned partition of ``names`` read in this process, as tasks would."""
+    return {name: sorted(r["id"] for p in rest.stream(name).plan(None, context)
+                         for r in rows_of(rest.stream(name).read(p)))
+            for name in names}
+
+
+def test_reads_started_early_are_the_tasks_reads_made_once(tmp_path: Path) -> None:
+    # The driver reads the whole run before any task starts; the tasks' reads then
+    # call nothing and give the rows a direct read gives.
+    names = ("surveys", "survey_responses")
+    with running(ApiData.sample(surveys=25)) as api:
+        config = example("surveys.yaml", base_url=api.url, rate_limit={})
+        config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
+        rest = source(config)
+        context = early_context(tmp_path, *names)
+        rest.prepare(dict.fromkeys(names), context)
+        assert rest._early is not None
+        rest._early._thread.join(30)
+        early_calls = len(api.calls)
+        rows = read_all(rest, context, *names)
+        assert len(api.calls) == early_calls  # everything came from the folder
+        direct = read_all(source(config), PlanContext(parallel_tasks=2), *names)
+    assert rows == direct
+    assert rows["surveys"] == sorted(api.data.surveys)
+    assert early_calls == 31 + sum(1 for i in api.data.surveys)  # 31 windows, 1 page each
+
+
+def test_early_reads_stop_when_a_task_starts_and_no_call_is_made_twice(
+        tmp_path: Path) -> None:
+    names = ("surveys", "survey_responses")
+    with running(ApiData.sample(surveys=60), latency_s=0.02) as api:
+        config = example("surveys.yaml", base_url=api.url, concurrency=4, rate_limit={})
+        config["streams"][0].update(end_date="2024-03-01T00:00:00Z")
+        rest = source(config)
+        context = early_context(tmp_path, *names)
+        rest.prepare(dict.fromkeys(names), context)
+        assert rest._early is not None
+        while len(api.calls) < 5:
+            time.sleep(0.005)
+        (tmp_path / "tasks.started").touch()  # what a task's first read through it does
+        rows = read_all(rest, context, *names)
+        rest._early._thread.join(30)
+        started = rest._early.calls_started
+        paths = [path for _, path, _ in api.calls]
+        direct = read_all(source(config), PlanContext(parallel_tasks=2), *names)
+    assert rows == direct
+    assert 0 < started < 60 + 60  # stopped before the end
+    # Each parent window once, each survey's responses once, whoever read them.
+    assert paths.count("/v3/surveys") == 60
+    children = [p for p in paths if p.endswith("/responses")]
+    assert len(children) == len(set(children)) == 60
+
+
+def test_no_early_reads_with_a_per_task_call_budget(tmp_path: Path) -> None:
+    config = example("surveys.yaml")
+    rest = source(config)  # the example's budget: 120 calls a minute, split per task
+    rest.prepare({"surveys": None}, early_context(tmp_path, "surveys"))
+    assert rest._early is None

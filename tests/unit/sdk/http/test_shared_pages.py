@@ -90,3 +90,32 @@ def test_the_kept_pages_are_the_ones_handed_on_not_what_a_reader_made_of_them(
 
     asyncio.run(mutate())
     assert asyncio.run(pages(shared, Api())) == PAGES
+
+
+def test_a_task_reading_through_a_driver_s_folder_says_so_and_the_driver_does_not(
+        tmp_path: Path) -> None:
+    driver, task = tmp_path / "driver", tmp_path / "task"
+    for folder, pid in ((driver, os.getpid()), (task, 1)):
+        folder.mkdir()
+        (folder / "driver.pid").write_text(str(pid))
+        asyncio.run(pages(SharedPages(str(folder), stale_after_s=60), Api()))
+    assert not (driver / "tasks.started").exists()  # the driver's own early reads
+    assert (task / "tasks.started").exists()  # another process: a task has started
+
+
+def test_a_folder_that_is_gone_shares_nothing(tmp_path: Path) -> None:
+    api = Api()
+    assert asyncio.run(pages(SharedPages(str(tmp_path / "gone"), stale_after_s=60), api)) == PAGES
+    assert not (tmp_path / "gone").exists() and api.calls == 1
+
+
+def test_without_keep_a_call_nobody_has_is_read_and_not_kept(tmp_path: Path) -> None:
+    shared = SharedPages(str(tmp_path), stale_after_s=60)
+    api = Api()
+
+    async def unkept() -> list[Any]:
+        return [page async for page in shared.read("k", api.fetch, keep=False)]
+
+    assert asyncio.run(unkept()) == PAGES and list(tmp_path.iterdir()) == []
+    asyncio.run(pages(shared, api))  # kept by a reader that keeps
+    assert asyncio.run(unkept()) == PAGES and api.calls == 2  # the third read: the file
