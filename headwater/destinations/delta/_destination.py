@@ -197,6 +197,10 @@ class DeltaDestination(Destination):
         #: Spark parses their JSON text before each write.  Each stream's thread
         #: reads and writes only its own stream's entry.
         self._variants: dict[str, list[str]] = {}
+        #: Whether ``prepare`` found (or made) the stream's table liquid-clustered:
+        #: overwriting it takes care to keep the clustering (``_overwrite_options``).
+        #: Each stream's thread reads and writes only its own stream's entry.
+        self._clustered: dict[str, bool] = {}
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
@@ -288,6 +292,8 @@ class DeltaDestination(Destination):
 
         location = self.table_location(plan.stream.name)
         layout = plan.stream.table_layout
+        # Tables on the task path's allowlist are never clustered (``clustering`` is off it).
+        self._clustered[plan.stream.name] = False
         wanted = pa.schema(META_FIELDS + list(data_schema))
         self._choices[plan.stream.name] = choice = self._files_folder(spark, plan)
         folder = choice.folder
@@ -337,8 +343,10 @@ class DeltaDestination(Destination):
                 detail = _sql.table_detail(spark, location)
                 if detail is None:
                     _create_table(spark, location, spark_schema(wanted), layout)
+                    self._clustered[plan.stream.name] = bool(layout.cluster_by)
                     return data_schema
                 _report_layout(plan, location, detail)
+                self._clustered[plan.stream.name] = bool(detail.clustering_columns)
                 properties = dict(detail.properties)
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
                 wanted_spark = spark_schema(wanted)
@@ -440,7 +448,8 @@ class DeltaDestination(Destination):
             else:
                 write_mode = ("overwrite" if mode is DestinationSyncMode.OVERWRITE and first_of_run
                               else "append")
-                counts = _write(rows, marker, location, write_mode)
+                options = self._overwrite_options(plan) if write_mode == "overwrite" else {}
+                counts = _write(rows, marker, location, write_mode, **options)
             result = _committed(spark, location, marker, counts)
             if result.writer is None and not result.already_committed:
                 result = replace(result, writer=WRITER_SPARK,
@@ -451,6 +460,17 @@ class DeltaDestination(Destination):
         except Exception as exc:
             return _after_error(spark, location, marker, exc,
                                 f"commit of checkpoint {marker.checkpoint_index} to {location}")
+
+    def _overwrite_options(self, plan: StreamPlan) -> dict[str, str]:
+        """Options of a Spark write replacing all of the stream's table's rows.
+
+        A plain ``overwrite`` of a liquid-clustered table drops its clustering
+        (Delta 4.4 resets the clustering columns of a table a write in mode
+        overwrite replaces, ``INSERT OVERWRITE`` included; checked here), while
+        ``replaceWhere`` replaces rows only, so a clustered table's rows are all
+        replaced through ``replaceWhere 'true'``: the same rows, the table kept.
+        """
+        return {"replaceWhere": "true"} if self._clustered.get(plan.stream.name) else {}
 
     def _tasks_reason(self, plan: StreamPlan) -> str:
         """Why the tasks' files, committed through delta-rs, hold this stream's rows."""
@@ -605,7 +625,7 @@ class DeltaDestination(Destination):
         elif folder is not None:
             result = self._publish_files(spark, folder, location, marker)
         else:
-            result = self._publish_staging_table(spark, location, marker)
+            result = self._publish_staging_table(spark, plan, location, marker)
         _staging.remove(spark, location, run_id=marker.run_id)
         if folder is not None:
             return replace(result, writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
@@ -650,7 +670,7 @@ class DeltaDestination(Destination):
         return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version,
                             already_committed=not committed.made)
 
-    def _publish_staging_table(self, spark: SparkSession, location: str,
+    def _publish_staging_table(self, spark: SparkSession, plan: StreamPlan, location: str,
                                marker: PublishMarker) -> CommitResult:
         staging = _staging.staging_location(location, marker.run_id)
         staged = (_staged_indices(spark, staging, marker)
@@ -664,10 +684,12 @@ class DeltaDestination(Destination):
         try:
             # No observed counts: Delta skips the write of a txn it holds, and an
             # observation of a job that never ran would wait for ever.
-            (spark.read.format("delta").load(staging).write.format("delta")
-             .mode("overwrite").option("txnAppId", marker.app_id)
-             .option("txnVersion", marker.version).option("userMetadata", marker.tag)
-             .save(location))
+            writer = (spark.read.format("delta").load(staging).write.format("delta")
+                      .mode("overwrite").option("txnAppId", marker.app_id)
+                      .option("txnVersion", marker.version).option("userMetadata", marker.tag))
+            for key, value in self._overwrite_options(plan).items():
+                writer = writer.option(key, value)
+            writer.save(location)
         except Exception as exc:
             if _published_commit(spark, location, marker) is None:
                 raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
@@ -1145,14 +1167,16 @@ def _create_table(spark: SparkSession, location: str, schema: StructType,
 
     Without a layout, an empty append (the table's first commit, as a first
     write makes it); with one, ``CREATE TABLE ... AS SELECT`` (``_sql.create_table``
-    says why).  Either way the table lists its statistics columns; a clustered
-    table's list names its clustering columns, as Delta requires.
+    says why).  Either way the table lists its statistics columns, as Delta
+    requires: a clustered table's list names its clustering columns, a
+    partitioned table's leaves its partition columns out (their values are in
+    the log, not in the files).
     """
-    listed = stats_columns(schema)
     if layout.is_default:
         spark.createDataFrame([], schema).write.format("delta").mode("append").option(
-            STATS_PROPERTY, listed).save(location)
+            STATS_PROPERTY, stats_columns(schema)).save(location)
         return
+    listed = stats_columns([f for f in schema if f.name not in layout.partition_by])
     properties = {STATS_PROPERTY: with_columns(listed, layout.cluster_by),
                   **layout.properties}
     _sql.create_table(spark, location, spark.createDataFrame([], schema),
