@@ -32,6 +32,13 @@ Two ways to write (``writer`` in the config):
 
 Every :class:`CommitResult` says which of the two committed it (``writer``:
 :data:`WRITER_TASKS` or :data:`WRITER_SPARK`) and why (``writer_reason``).
+
+Each table lives at ``<path>/<stream>``; with ``database`` in the config it is
+also registered by name in the session's catalog on every sync (``_catalog.py``).
+A stream's ``table_layout`` (partitions, liquid clustering, properties) is
+applied when the table is created; an existing table gets the properties it
+lacks, and a layout that differs is reported, not changed (:func:`_report_layout`).
+Partitioned and clustered tables are off the task path's allowlist: Spark writes them.
 """
 
 from __future__ import annotations
@@ -278,7 +285,10 @@ class DeltaDestination(Destination):
             return
         location = self.table_location(stream)
         try:
-            _catalog.register(spark, name, location)
+            # Catalog statements only, but through Delta's catalog: should one commit
+            # to the table, a MERGE's session confs must not ride along (see the lock).
+            with _SESSION_CONF_LOCK:
+                _catalog.register(spark, name, location)
         except ValueError as exc:
             raise DestinationError(str(exc), stream=stream) from exc
         except Exception as exc:
