@@ -77,11 +77,11 @@ def register(spark: SparkSession, name: str, location: str) -> None:
                                  "show in the catalog")
     if same_location(found.location, location) and found.provider.lower() == "delta":
         return
-    what = "table" if found.provider.lower() == "delta" else f"{found.provider} table"
     raise ValueError(
-        f"the catalog's {name} is a {what} at {found.location}, not the stream's Delta "
-        f"table at {location}; it is left as it is: drop it (or choose another database "
-        "or table_prefix) to register the stream's table under that name")
+        f"the catalog's {name} names a table at {found.location or '(no location)'} "
+        f"(provider {found.provider}), not the stream's Delta table at {location}; it is "
+        "left as it is: drop it (or choose another database or table_prefix) to register "
+        "the stream's table under that name")
 
 
 def entry(spark: SparkSession, database: str, table: str) -> CatalogEntry | None:
