@@ -19,7 +19,43 @@ from typing import Any
 from headwater.sdk import Partition
 from headwater.sync_modes import DestinationSyncMode, SyncMode
 
-__all__ = ["RUN_PURPOSES", "CheckpointPlan", "ConfiguredStream", "RunPlan", "StreamPlan"]
+__all__ = ["RUN_PURPOSES", "CheckpointPlan", "ConfiguredStream", "RunPlan", "StreamPlan",
+           "TableLayout"]
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """How the connection wants a stream's table laid out (the stream's settings in the file).
+
+    Applied when the destination creates the table; a table that exists keeps
+    its partitioning and clustering (changing either rewrites the table, which
+    a sync does not do behind anyone's back), while ``properties`` it lacks or
+    holds with another value are set.  ``partition_by`` and ``cluster_by`` are
+    mutually exclusive (checked when the connection file is loaded).
+    """
+
+    #: Columns the table is partitioned by (Hive-style folders), in order.
+    partition_by: tuple[str, ...] = ()
+    #: Columns the table is clustered by (Delta's liquid clustering).
+    cluster_by: tuple[str, ...] = ()
+    #: Table properties (``TBLPROPERTIES``), strings as the table keeps them.
+    properties: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def is_default(self) -> bool:
+        """Whether the stream asks nothing of its table's layout."""
+        return not (self.partition_by or self.cluster_by or self.properties)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"partition_by": list(self.partition_by), "cluster_by": list(self.cluster_by),
+                "properties": dict(self.properties)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any] | None) -> TableLayout:
+        data = data or {}
+        return cls(partition_by=tuple(data.get("partition_by") or ()),
+                   cluster_by=tuple(data.get("cluster_by") or ()),
+                   properties={str(k): str(v) for k, v in (data.get("properties") or {}).items()})
 
 
 @dataclass(frozen=True)
@@ -33,6 +69,9 @@ class ConfiguredStream:
     primary_key: tuple[str, ...]
     #: Columns kept as JSON text (the stream's ``json_columns``) instead of VARIANT or structs.
     json_columns: tuple[str, ...] = ()
+    #: The table's partitioning, clustering and properties (the stream's ``partition_by``,
+    #: ``cluster_by`` and ``table_properties``).
+    table_layout: TableLayout = field(default_factory=TableLayout)
 
     def __post_init__(self) -> None:
         # Plain strings (a plan read back from JSON, a caller's literal) become members.
@@ -56,6 +95,7 @@ class ConfiguredStream:
             "cursor_field": self.cursor_field,
             "primary_key": list(self.primary_key),
             "json_columns": list(self.json_columns),
+            "table_layout": self.table_layout.to_dict(),
         }
 
     @classmethod
@@ -67,6 +107,7 @@ class ConfiguredStream:
             cursor_field=data.get("cursor_field"),
             primary_key=tuple(data.get("primary_key") or ()),
             json_columns=tuple(data.get("json_columns") or ()),
+            table_layout=TableLayout.from_dict(data.get("table_layout")),
         )
 
 

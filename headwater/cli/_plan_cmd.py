@@ -16,21 +16,25 @@ if TYPE_CHECKING:
 def describe_plan(engine: SyncEngine, parallelism: int | None = None) -> dict[str, Any]:
     """The plan document ``plan --json`` prints (also used by tests and the Airflow operator).
 
-    Per stream: sync mode, the state it starts from, partition and checkpoint
-    counts, the cursor bounds the partitions cover, each partition with the
-    rows the source estimates (``None``: the source cannot tell), and the sum
-    when every partition has an estimate.
+    Per stream: sync mode, the table it lands in (``table``: its location;
+    ``table_name``: the name it is registered under, or ``None``), the state it
+    starts from, partition and checkpoint counts, the cursor bounds the partitions
+    cover, each partition with the rows the source estimates (``None``: the source
+    cannot tell), and the sum when every partition has an estimate.
     """
     plan = engine.preview(parallelism)
     streams = []
     for stream_plan in plan.streams:
-        stream = engine.source.stream(stream_plan.stream.name)
+        name = stream_plan.stream.name
+        stream = engine.source.stream(name)
         partitions = [p for c in stream_plan.checkpoints for p in c.partitions]
         estimates = [stream.estimate_rows(p) for p in partitions]
         known = [e for e in estimates if e is not None]
         streams.append({
-            "name": stream_plan.stream.name,
+            "name": name,
             "sync_mode": stream_plan.stream.mode_label,
+            "table": engine.destination.table_location(name),
+            "table_name": engine.destination.table_name(name),
             "state_before": stream_plan.state_before,
             "partitions": len(partitions),
             "checkpoints": len(stream_plan.checkpoints),
@@ -41,6 +45,11 @@ def describe_plan(engine: SyncEngine, parallelism: int | None = None) -> dict[st
                                for p, e in zip(partitions, estimates, strict=True)],
         })
     return {"connection": plan.connection, "streams": streams}
+
+
+def table_label(location: str, name: str | None) -> str:
+    """A stream's table for people: ``raw.hw_users (/lake/users)``, or the location alone."""
+    return location if name is None else f"{name} ({location})"
 
 
 def _bounds(partitions: list[Any]) -> dict[str, Any] | None:
@@ -78,15 +87,16 @@ def plan(
         if as_json:
             cli.emit_json(document)
             return
-        rows = [{**s, "from": (s["bounds"] or {}).get("start"),
+        rows = [{**s, "table": table_label(s["table"], s["table_name"]),
+                 "from": (s["bounds"] or {}).get("start"),
                  "to": (s["bounds"] or {}).get("end"),
                  "state": "none" if s["state_before"] is None else "stored",
                  "estimated_rows": "unknown" if s["estimated_rows"] is None
                  else f"{s['estimated_rows']:,}"}
                 for s in document["streams"]]
         cli.out.print(rows_table(f"plan of {document['connection']} (nothing is read)",
-                                 ["name", "sync_mode", "state", "partitions", "checkpoints",
-                                  "from", "to", "estimated_rows"], rows))
+                                 ["name", "sync_mode", "table", "state", "partitions",
+                                  "checkpoints", "from", "to", "estimated_rows"], rows))
         for stream in document["streams"]:
             if stream["state_before"] is not None:
                 cli.out.print(f"[bold]{stream['name']}[/] starts from state:")

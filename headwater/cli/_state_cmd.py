@@ -96,10 +96,13 @@ def state_realign(
 
 
 def _print_realignment(found: list[Any]) -> None:
+    from headwater.cli._plan_cmd import table_label
+
     for item in found:
         lanes = ", ".join(f"{app_id.rsplit('/', 1)[-1]}: {version}"
                           for app_id, version in sorted(item.lanes.items())) or "none"
-        cli.out.print(f"[bold]{item.stream}[/] ({item.mode}) {item.table}\n"
+        table = table_label(item.table, item.table_name)
+        cli.out.print(f"[bold]{item.stream}[/] ({item.mode}) {table}\n"
                   f"  table's txn versions by lane: {lanes}\n"
                   f"  next checkpoint index: {item.next_index_before} -> {item.next_index_after}",
                   highlight=False)

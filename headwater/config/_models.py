@@ -14,6 +14,8 @@ connection (loaded by :func:`~headwater.config.load_connection`)::
         destination_sync_mode: append_dedup
         cursor_field: updated_at      # optional: the source's default
         primary_key: [id]             # optional: the source's default
+        partition_by: [country]       # optional: the table's layout, or cluster_by: [...]
+        table_properties: {delta.appendOnly: "false"}   # optional
     spark: {master: "local[*]", conf: {spark.sql.shuffle.partitions: "8"}}
     metadata_store: sqlite:///.headwater/headwater.db
     checkpoint: {partitions_per_checkpoint: 8, concurrent_checkpoints: 2}
@@ -32,7 +34,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from headwater.config._paths import line_of
 from headwater.errors import ConfigError
@@ -79,6 +89,14 @@ class StreamConfig(BaseModel):
     #: reader has its bytes, instead of VARIANT (open values) or structs (objects
     #: with properties).  Checked against the stream's schema once it is known.
     json_columns: list[str] = Field(default_factory=list)
+    #: The table's layout, applied when the destination creates it: Hive-style
+    #: partitions, or (not both) Delta's liquid clustering, on these columns.
+    partition_by: list[str] = Field(default_factory=list)
+    cluster_by: list[str] = Field(default_factory=list)
+    #: Table properties (``TBLPROPERTIES``): set at creation, and on an existing
+    #: table where it lacks one or holds another value.  Values are strings as the
+    #: table keeps them; numbers and booleans in the file become ``"8"`` / ``"true"``.
+    table_properties: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="before")
     @classmethod
@@ -94,19 +112,38 @@ class StreamConfig(BaseModel):
     def _single_column_key(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
-    @field_validator("json_columns", mode="before")
+    @field_validator("json_columns", "partition_by", "cluster_by", mode="before")
     @classmethod
-    def _single_json_column(cls, value: Any) -> Any:
+    def _single_column(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
 
-    @field_validator("json_columns")
+    @field_validator("json_columns", "partition_by", "cluster_by")
     @classmethod
-    def _distinct_json_columns(cls, value: list[str]) -> list[str]:
+    def _distinct_columns(cls, value: list[str], info: ValidationInfo) -> list[str]:
         repeated = sorted({name for name in value if value.count(name) > 1})
         if repeated:
-            raise ValueError(f"json_columns lists {', '.join(repeated)} more than once")
+            raise ValueError(f"{info.field_name} lists {', '.join(repeated)} more than once")
         if any(not name for name in value):
-            raise ValueError("json_columns holds an empty column name")
+            raise ValueError(f"{info.field_name} holds an empty column name")
+        return value
+
+    @field_validator("table_properties", mode="before")
+    @classmethod
+    def _properties_as_strings(cls, value: Any) -> Any:
+        # A table keeps its properties as text; YAML reads `true` and `8` as other types.
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            return value
+        return {key: ("true" if item else "false") if isinstance(item, bool)
+                else str(item) if isinstance(item, int | float) else item
+                for key, item in value.items()}
+
+    @field_validator("table_properties")
+    @classmethod
+    def _named_properties(cls, value: dict[str, str]) -> dict[str, str]:
+        if any(not key.strip() for key in value):
+            raise ValueError("table_properties holds an empty property name")
         return value
 
     @model_validator(mode="after")
@@ -126,6 +163,11 @@ class StreamConfig(BaseModel):
             )
         if destination is DestinationSyncMode.APPEND_DEDUP and self.primary_key == []:
             raise ValueError("append_dedup needs a primary key, and primary_key is empty")
+        if self.partition_by and self.cluster_by:
+            raise ValueError(
+                "partition_by and cluster_by are mutually exclusive: a Delta table is either "
+                "partitioned or liquid-clustered; choose one"
+            )
         return self
 
     def resolve(

@@ -260,6 +260,15 @@ class Destination(ABC):
     def table_location(self, stream: str) -> str:
         """Where the stream's table lives (a path or a table name)."""
 
+    def table_name(self, stream: str) -> str | None:
+        """The name the stream's table is registered under in the session's catalog.
+
+        None (the default) when the destination names no table, only a location:
+        readers then reach the table by :meth:`table_location`.  Shown beside the
+        location wherever the CLI shows a stream's table.
+        """
+        return None
+
     @abstractmethod
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         """Create or evolve the stream's table; return the data schema to write with.

@@ -45,6 +45,8 @@ class StreamRealignment:
     stream: str
     mode: str
     table: str
+    #: The name the table is registered under in the catalog (None: by location only).
+    table_name: str | None = None
     #: Each lane's ``txnAppId`` of this store in the table, with its latest version.
     lanes: dict[str, int] = field(default_factory=dict)
     #: The store's next checkpoint index before and after (None: no counter yet).
@@ -77,7 +79,8 @@ def realign(spark: SparkSession, connection: ConnectionConfig, store: MetadataSt
     found = []
     for stream, mode in streams:
         item = StreamRealignment(stream=stream, mode=mode,
-                                 table=destination.table_location(stream))
+                                 table=destination.table_location(stream),
+                                 table_name=destination.table_name(stream))
         item.lanes = destination.lane_versions(
             spark, stream, lane_app_id_prefix(store.store_id, connection.name, stream))
         item.next_index_before = store.checkpoint_counter(connection.name, stream)

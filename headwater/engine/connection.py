@@ -8,13 +8,16 @@ the source's own defaults (cursor field, primary key).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from headwater.config import ConnectionConfig, register_secrets, secret_values, validate_config
 from headwater.connectors import get_source_class
 from headwater.errors import ConfigError
-from headwater.plan import ConfiguredStream
+from headwater.plan import ConfiguredStream, TableLayout
 from headwater.protocol import AirbyteCatalog, AirbyteStream, DestinationSyncMode, SyncMode
 from headwater.sdk import INCREMENTAL, Source
-from headwater.table_schema import json_columns_problem
+from headwater.table_schema import META_NAMES, json_columns_problem
 
 
 def build_source(connection: ConnectionConfig) -> Source:
@@ -66,12 +69,37 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
         if problem is not None:
             raise ConfigError(f"stream {configured.name!r}: {problem}",
                               field=f"{where}.json_columns")
+        for setting in ("partition_by", "cluster_by"):
+            problem = layout_columns_problem(stream.json_schema(), setting,
+                                             getattr(configured, setting))
+            if problem is not None:
+                raise ConfigError(f"stream {configured.name!r}: {problem}",
+                                  field=f"{where}.{setting}")
         resolved.append(ConfiguredStream(
             name=configured.name, sync_mode=configured.sync_mode,
             destination_sync_mode=configured.destination_sync_mode,
             cursor_field=cursor_field, primary_key=primary_key,
-            json_columns=tuple(configured.json_columns)))
+            json_columns=tuple(configured.json_columns),
+            table_layout=TableLayout(partition_by=tuple(configured.partition_by),
+                                     cluster_by=tuple(configured.cluster_by),
+                                     properties=dict(configured.table_properties))))
     return resolved
+
+
+def layout_columns_problem(json_schema: Mapping[str, Any], setting: str,
+                           names: Sequence[str]) -> str | None:
+    """Why the stream's table cannot be partitioned or clustered (``setting``) by ``names``.
+
+    Checked when the sync starts, before any table is touched: a column the
+    table will not have would otherwise fail the table's creation midway
+    through the run.  The metadata columns (``_hw_extracted_at``...) count as
+    columns; which types a column may have is the destination's to say.
+    """
+    known = set(json_schema.get("properties") or {}) | set(META_NAMES)
+    for name in names:
+        if name not in known:
+            return f"{setting}: the stream has no column {name!r}"
+    return None
 
 
 def discover_catalog(source: Source) -> AirbyteCatalog:

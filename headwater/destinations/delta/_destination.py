@@ -32,6 +32,13 @@ Two ways to write (``writer`` in the config):
 
 Every :class:`CommitResult` says which of the two committed it (``writer``:
 :data:`WRITER_TASKS` or :data:`WRITER_SPARK`) and why (``writer_reason``).
+
+Each table lives at ``<path>/<stream>``; with ``database`` in the config it is
+also registered by name in the session's catalog on every sync (``_catalog.py``).
+A stream's ``table_layout`` (partitions, liquid clustering, properties) is
+applied when the table is created; an existing table gets the properties it
+lacks, and a layout that differs is reported, not changed (:func:`_report_layout`).
+Partitioned and clustered tables are off the task path's allowlist: Spark writes them.
 """
 
 from __future__ import annotations
@@ -57,7 +64,8 @@ from headwater.destinations._base import (
     tagged_partition_states,
     tagged_publish,
 )
-from headwater.destinations.delta import _delta_rs, _staging, _table_facts
+from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
+from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
 from headwater.destinations.delta._delta_rs import local_folder
 from headwater.destinations.delta._files import ParquetFiles
 from headwater.destinations.delta._session import SPARK_NEEDS
@@ -66,7 +74,6 @@ from headwater.destinations.delta._sql import (
     is_delta_table,
     merge,
     quote,
-    table_properties,
     table_ref,
 )
 from headwater.destinations.delta._stats import (
@@ -74,6 +81,7 @@ from headwater.destinations.delta._stats import (
     STATS_PROPERTY,
     listed_columns,
     stats_columns,
+    with_columns,
 )
 from headwater.destinations.delta._table_features import task_path_refusal
 from headwater.destinations.delta._variant import (
@@ -88,9 +96,9 @@ from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT,
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import DataType, StructField
+    from pyspark.sql.types import DataType, StructField, StructType
 
-    from headwater.plan import CheckpointPlan, StreamPlan
+    from headwater.plan import CheckpointPlan, StreamPlan, TableLayout
 
 log = logging.getLogger(__name__)
 
@@ -156,7 +164,22 @@ class DeltaDestination(Destination):
                     "a local folder and the mode is append or overwrite (several times faster); "
                     "spark: always Spark's Delta writer.",
                 },
+                "database": {
+                    "type": "string",
+                    "pattern": IDENTIFIER_PATTERN,
+                    "description": "Also register each stream's table under this database "
+                    "of the Spark session's catalog (the Hive metastore, where the session's "
+                    "settings configure one), as <database>.<table_prefix><stream>; the table "
+                    "stays at its path. Created if missing.",
+                },
+                "table_prefix": {
+                    "type": "string",
+                    "pattern": PREFIX_PATTERN,
+                    "description": "Put before each stream's name in its registered table's "
+                    "name (with database only).",
+                },
             },
+            "dependencies": {"table_prefix": ["database"]},
         }
 
     def __init__(self, config: Mapping[str, Any]) -> None:
@@ -181,9 +204,20 @@ class DeltaDestination(Destination):
         #: Spark parses their JSON text before each write.  Each stream's thread
         #: reads and writes only its own stream's entry.
         self._variants: dict[str, list[str]] = {}
+        #: Whether ``prepare`` found (or made) the stream's table liquid-clustered:
+        #: overwriting it takes care to keep the clustering (``_overwrite_options``).
+        #: Each stream's thread reads and writes only its own stream's entry.
+        self._clustered: dict[str, bool] = {}
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
+
+    def table_name(self, stream: str) -> str | None:
+        """``<database>.<table_prefix><stream>`` when ``database`` is set, else None."""
+        database = self.config.get("database")
+        if not database:
+            return None
+        return f"{database}.{self.config.get('table_prefix') or ''}{stream}"
 
     def _files_folder(self, spark: SparkSession, plan: StreamPlan) -> _Choice:
         """The local folder tasks may write this stream's files into, before the table is read.
@@ -238,7 +272,28 @@ class DeltaDestination(Destination):
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         prepared = self._prepare(spark, plan, data_schema)
         self._variants[plan.stream.name] = variant_columns(prepared)
+        self._register(spark, plan.stream.name)
         return prepared
+
+    def _register(self, spark: SparkSession, stream: str) -> None:
+        """Register the stream's table by name in the session's catalog (``database``).
+
+        On every sync, once the table exists: idempotent (``_catalog.py``).
+        """
+        name = self.table_name(stream)
+        if name is None:
+            return
+        location = self.table_location(stream)
+        try:
+            # Catalog statements only, but through Delta's catalog: should one commit
+            # to the table, a MERGE's session confs must not ride along (see the lock).
+            with _SESSION_CONF_LOCK:
+                _catalog.register(spark, name, location)
+        except ValueError as exc:
+            raise DestinationError(str(exc), stream=stream) from exc
+        except Exception as exc:
+            raise _failed(f"cannot register the Delta table at {location} as {name}", exc,
+                          stream) from exc
 
     def _prepare(self, spark: SparkSession, plan: StreamPlan,
                  data_schema: pa.Schema) -> pa.Schema:
@@ -246,6 +301,9 @@ class DeltaDestination(Destination):
         from pyspark.sql.types import StructType
 
         location = self.table_location(plan.stream.name)
+        layout = plan.stream.table_layout
+        # Tables on the task path's allowlist are never clustered (``clustering`` is off it).
+        self._clustered[plan.stream.name] = False
         wanted = pa.schema(META_FIELDS + list(data_schema))
         self._choices[plan.stream.name] = choice = self._files_folder(spark, plan)
         folder = choice.folder
@@ -263,7 +321,7 @@ class DeltaDestination(Destination):
                 # Only Spark's writer writes VARIANT: it creates the table (below).
                 self._choices[plan.stream.name] = _Choice(None, task_path_reason(variants))
                 folder = None
-            if folder is not None and state is None:
+            if folder is not None and state is None and layout.is_default:
                 # No Spark job and no Delta-Spark code for a table the tasks will
                 # write: in a new JVM that alone was seconds of class loading.
                 listed = stats_columns(from_arrow_schema(wanted))
@@ -272,26 +330,34 @@ class DeltaDestination(Destination):
                 if self._choose(plan, folder, created).folder is not None:
                     self._prepared_stats_columns[folder] = listed_columns(listed)
                 return data_schema
+            # A table the stream lays out (partitions, clustering, properties) is created
+            # by Spark (below), which sets the protocol features they need; who writes it
+            # then is decided from the table as created (``file_writer`` reads it again).
             # A table off the task path's allowlist is evolved by Spark (below): on a
             # column-mapped table only Spark's ALTER TABLE gives new columns physical names.
-            if folder is not None and self._choose(plan, folder, state).folder is not None:
-                assert state is not None
+            if (folder is not None and state is not None
+                    and self._choose(plan, folder, state).folder is not None):
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
                 if all(f.name in existing for f in wanted) and not nested_additions(
-                        from_arrow_schema(wanted), existing):
+                        from_arrow_schema(wanted), existing) and not _properties_to_set(
+                        layout, state.properties):
+                    # On the allowlist, so neither partitioned nor clustered.
+                    _report_layout(plan, location, _sql.TableDetail(
+                        state.properties, tuple(state.protocol.partition_columns)))
                     self._prepared_stats_columns[folder] = listed_columns(
                         state.properties.get(STATS_PROPERTY))
                     return _table_types(data_schema, existing)
             # Spark commits these without txn options of their own: a MERGE's session
             # confs, set meanwhile by another stream, would ride along (see the lock).
             with _SESSION_CONF_LOCK:
-                properties = table_properties(spark, location)
-                if properties is None:
-                    new_schema = spark_schema(wanted)
-                    spark.createDataFrame([], new_schema).write.format("delta").mode(
-                        "append").option(STATS_PROPERTY, stats_columns(new_schema)).save(
-                        location)
+                detail = _sql.table_detail(spark, location)
+                if detail is None:
+                    _create_table(spark, location, spark_schema(wanted), layout)
+                    self._clustered[plan.stream.name] = bool(layout.cluster_by)
                     return data_schema
+                _report_layout(plan, location, detail)
+                self._clustered[plan.stream.name] = bool(detail.clustering_columns)
+                properties = dict(detail.properties)
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
                 wanted_spark = spark_schema(wanted)
                 missing = [f for f in wanted_spark if f.name not in existing]
@@ -302,11 +368,15 @@ class DeltaDestination(Destination):
                         + [f"{'.'.join(quote(p) for p in path)} {kind.simpleString()}"
                            for path, kind in nested])
                     spark.sql(f"ALTER TABLE {table_ref(location)} ADD COLUMNS ({columns})")
+                changed: dict[str, str] = {}
                 if missing and STATS_PROPERTY in properties:
                     listed = stats_columns(missing, already=properties[STATS_PROPERTY])
                     if listed != properties[STATS_PROPERTY]:
-                        spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES "
-                                  f"('{STATS_PROPERTY}' = '{_sql_text(listed)}')")
+                        changed[STATS_PROPERTY] = listed
+                # The stream's own properties win over Headwater's statistics list.
+                changed.update(_properties_to_set(layout, {**properties, **changed}))
+                if changed:
+                    _sql.set_properties(spark, location, changed)
                 if nested:  # the structs as they are now
                     existing = {f.name: f
                                 for f in spark.read.format("delta").load(location).schema}
@@ -388,7 +458,8 @@ class DeltaDestination(Destination):
             else:
                 write_mode = ("overwrite" if mode is DestinationSyncMode.OVERWRITE and first_of_run
                               else "append")
-                counts = _write(rows, marker, location, write_mode)
+                options = self._overwrite_options(plan) if write_mode == "overwrite" else {}
+                counts = _write(rows, marker, location, write_mode, **options)
             result = _committed(spark, location, marker, counts)
             if result.writer is None and not result.already_committed:
                 result = replace(result, writer=WRITER_SPARK,
@@ -399,6 +470,17 @@ class DeltaDestination(Destination):
         except Exception as exc:
             return _after_error(spark, location, marker, exc,
                                 f"commit of checkpoint {marker.checkpoint_index} to {location}")
+
+    def _overwrite_options(self, plan: StreamPlan) -> dict[str, str]:
+        """Options of a Spark write replacing all of the stream's table's rows.
+
+        A plain ``overwrite`` of a liquid-clustered table drops its clustering
+        (Delta 4.4 resets the clustering columns of a table a write in mode
+        overwrite replaces, ``INSERT OVERWRITE`` included; checked here), while
+        ``replaceWhere`` replaces rows only, so a clustered table's rows are all
+        replaced through ``replaceWhere 'true'``: the same rows, the table kept.
+        """
+        return {"replaceWhere": "true"} if self._clustered.get(plan.stream.name) else {}
 
     def _tasks_reason(self, plan: StreamPlan) -> str:
         """Why the tasks' files, committed through delta-rs, hold this stream's rows."""
@@ -553,7 +635,7 @@ class DeltaDestination(Destination):
         elif folder is not None:
             result = self._publish_files(spark, folder, location, marker)
         else:
-            result = self._publish_staging_table(spark, location, marker)
+            result = self._publish_staging_table(spark, plan, location, marker)
         _staging.remove(spark, location, run_id=marker.run_id)
         if folder is not None:
             return replace(result, writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
@@ -598,7 +680,7 @@ class DeltaDestination(Destination):
         return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version,
                             already_committed=not committed.made)
 
-    def _publish_staging_table(self, spark: SparkSession, location: str,
+    def _publish_staging_table(self, spark: SparkSession, plan: StreamPlan, location: str,
                                marker: PublishMarker) -> CommitResult:
         staging = _staging.staging_location(location, marker.run_id)
         staged = (_staged_indices(spark, staging, marker)
@@ -612,10 +694,12 @@ class DeltaDestination(Destination):
         try:
             # No observed counts: Delta skips the write of a txn it holds, and an
             # observation of a job that never ran would wait for ever.
-            (spark.read.format("delta").load(staging).write.format("delta")
-             .mode("overwrite").option("txnAppId", marker.app_id)
-             .option("txnVersion", marker.version).option("userMetadata", marker.tag)
-             .save(location))
+            writer = (spark.read.format("delta").load(staging).write.format("delta")
+                      .mode("overwrite").option("txnAppId", marker.app_id)
+                      .option("txnVersion", marker.version).option("userMetadata", marker.tag))
+            for key, value in self._overwrite_options(plan).items():
+                writer = writer.option(key, value)
+            writer.save(location)
         except Exception as exc:
             if _published_commit(spark, location, marker) is None:
                 raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
@@ -1085,6 +1169,68 @@ def _table_types(data_schema: pa.Schema, existing: Mapping[str, StructField]) ->
         else:
             fields.append(field)
     return pa.schema(fields)
+
+
+def _create_table(spark: SparkSession, location: str, schema: StructType,
+                  layout: TableLayout) -> None:
+    """Create the stream's table through Spark: empty, with ``schema``, laid out as ``layout``.
+
+    Without a layout, an empty append (the table's first commit, as a first
+    write makes it); with one, ``CREATE TABLE ... AS SELECT`` (``_sql.create_table``
+    says why).  Either way the table lists its statistics columns, as Delta
+    requires: a clustered table's list names its clustering columns, a
+    partitioned table's leaves its partition columns out (their values are in
+    the log, not in the files).
+    """
+    if layout.is_default:
+        spark.createDataFrame([], schema).write.format("delta").mode("append").option(
+            STATS_PROPERTY, stats_columns(schema)).save(location)
+        return
+    listed = stats_columns([f for f in schema if f.name not in layout.partition_by])
+    properties = {STATS_PROPERTY: with_columns(listed, layout.cluster_by),
+                  **layout.properties}
+    _sql.create_table(spark, location, spark.createDataFrame([], schema),
+                      partition_by=layout.partition_by, cluster_by=layout.cluster_by,
+                      properties=properties)
+
+
+def _properties_to_set(layout: TableLayout, properties: Mapping[str, str]) -> dict[str, str]:
+    """The stream's table properties the table lacks or holds with another value."""
+    return {k: v for k, v in layout.properties.items() if properties.get(k) != v}
+
+
+def _report_layout(plan: StreamPlan, location: str, table: _sql.TableDetail) -> None:
+    """Warn when an existing table is partitioned or clustered otherwise than the stream asks.
+
+    Not changed by the sync: re-partitioning rewrites every file of the table,
+    and even a clustering change (``ALTER TABLE ... CLUSTER BY``) decides how
+    every later write lays out its files, so it is the table owner's call.  A
+    stream that names neither ``partition_by`` nor ``cluster_by`` asks nothing.
+    """
+    layout = plan.stream.table_layout
+    if not (layout.partition_by or layout.cluster_by):
+        return
+    if (tuple(table.partition_columns) == tuple(layout.partition_by)
+            and tuple(table.clustering_columns) == tuple(layout.cluster_by)):
+        return
+    log.warning(
+        "stream %s: the Delta table at %s is %s, and the stream asks for %s; an existing "
+        "table's layout is not changed by a sync (to change it, re-create the table, or "
+        "ALTER TABLE ... CLUSTER BY for clustering)", plan.stream.name, location,
+        _layout_words(table.partition_columns, table.clustering_columns),
+        _layout_words(layout.partition_by, layout.cluster_by, asked=True))
+
+
+def _layout_words(partition_by: Sequence[str], cluster_by: Sequence[str], *,
+                  asked: bool = False) -> str:
+    """A layout in words: ``partitioned by (a, b)``, ``clustered by (c)``, or neither."""
+    if partition_by:
+        return (f"partition_by [{', '.join(partition_by)}]" if asked
+                else f"partitioned by ({', '.join(partition_by)})")
+    if cluster_by:
+        return (f"cluster_by [{', '.join(cluster_by)}]" if asked
+                else f"clustered by ({', '.join(cluster_by)})")
+    return "neither partitioned nor clustered"
 
 
 def _bytes_written(metrics: Mapping[str, str]) -> int:

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -45,18 +47,77 @@ def is_delta_table(spark: SparkSession, location: str) -> bool:
 
 def table_properties(spark: SparkSession, location: str) -> dict[str, str] | None:
     """The Delta table's properties, or None when ``location`` holds no Delta table."""
+    detail = table_detail(spark, location)
+    return None if detail is None else dict(detail.properties)
+
+
+@dataclass(frozen=True)
+class TableDetail:
+    """What ``DESCRIBE DETAIL`` says of a Delta table's layout and properties."""
+
+    properties: Mapping[str, str]
+    partition_columns: tuple[str, ...] = ()
+    #: Liquid clustering's columns (empty: the table is not clustered).
+    clustering_columns: tuple[str, ...] = ()
+
+
+def table_detail(spark: SparkSession, location: str) -> TableDetail | None:
+    """The Delta table's properties and layout, or None when ``location`` holds no Delta table."""
     from pyspark.errors import AnalysisException
 
     try:
         detail = spark.sql(f"DESCRIBE DETAIL {table_ref(location)}").select(
-            "format", "properties").collect()
+            "format", "properties", "partitionColumns", "clusteringColumns").collect()
     except AnalysisException as exc:
         if exc.getCondition() == _NOT_A_DELTA_TABLE:
             return None
         raise
     if not detail or detail[0]["format"] != "delta":
         return None
-    return dict(detail[0]["properties"] or {})
+    row = detail[0]
+    return TableDetail(properties=dict(row["properties"] or {}),
+                       partition_columns=tuple(row["partitionColumns"] or ()),
+                       clustering_columns=tuple(row["clusteringColumns"] or ()))
+
+
+def create_table(spark: SparkSession, location: str, empty: DataFrame, *,
+                 partition_by: Sequence[str] = (), cluster_by: Sequence[str] = (),
+                 properties: Mapping[str, str] | None = None) -> None:
+    """Create the Delta table at ``location`` with ``empty``'s columns, laid out as asked.
+
+    ``CREATE TABLE ... AS SELECT`` from the (empty) rows: the one statement that
+    sets partitioning, liquid clustering and table properties in the table's first
+    commit (the DataFrame writer drops ``clusterBy`` and every property not named
+    ``delta.*``), without spelling each column's type out as DDL.  A table that
+    exists already is left as it is (``IF NOT EXISTS``).
+    """
+    with _view_numbers_lock:
+        view = f"_hw_new_table_{next(_view_numbers)}"
+    clauses = []
+    if partition_by:
+        clauses.append(f"PARTITIONED BY ({', '.join(quote(c) for c in partition_by)})")
+    if cluster_by:
+        clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in cluster_by)})")
+    if properties:
+        listed = ", ".join(f"{literal(k)} = {literal(v)}" for k, v in properties.items())
+        clauses.append(f"TBLPROPERTIES ({listed})")
+    empty.createOrReplaceTempView(view)
+    try:
+        spark.sql(f"CREATE TABLE IF NOT EXISTS {table_ref(location)} USING delta "
+                  f"{' '.join(clauses)} AS SELECT * FROM {quote(view)}")
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def set_properties(spark: SparkSession, location: str, properties: Mapping[str, str]) -> None:
+    """``ALTER TABLE ... SET TBLPROPERTIES`` on the table at ``location`` (one commit)."""
+    listed = ", ".join(f"{literal(k)} = {literal(v)}" for k, v in properties.items())
+    spark.sql(f"ALTER TABLE {table_ref(location)} SET TBLPROPERTIES ({listed})")
+
+
+def literal(text: str) -> str:
+    """``text`` as a single-quoted SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def history(spark: SparkSession, location: str, latest: int | None = None) -> DataFrame:

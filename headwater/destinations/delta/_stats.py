@@ -79,3 +79,14 @@ def listed_columns(value: str | None) -> list[str]:
         i += 1
     names.append("".join(current).strip())
     return [name for name in names if name]
+
+
+def with_columns(value: str, names: Iterable[str]) -> str:
+    """``value`` (a ``delta.dataSkippingStatsColumns`` value) listing ``names`` as well.
+
+    Liquid clustering needs statistics on its columns (Delta refuses to create a
+    clustered table otherwise), whatever the cap on how many columns get them.
+    """
+    listed = [name for name in value.split(",") if name]
+    have = set(listed_columns(value))
+    return ",".join(listed + [quote(name) for name in names if name not in have])

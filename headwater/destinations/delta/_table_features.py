@@ -115,7 +115,8 @@ def task_path_refusal(table: TableProtocol) -> str | None:
     if str(table.properties.get("delta.appendOnly", "false")).lower() == "true":
         return "table is append-only (delta.appendOnly=true)"
     if table.partition_columns:
-        return f"table is partitioned by {', '.join(table.partition_columns)}"
+        return (f"table is partitioned by {', '.join(table.partition_columns)} (task files "
+                "carry no partition values)")
     for path, spec in _fields(table.schema_json.get("fields") or [], ""):
         metadata = spec.get("metadata") or {}
         for key, what in _FIELD_METADATA:
@@ -149,7 +150,8 @@ def _protocol_refusal(table: TableProtocol) -> str | None:
 def _features(names: Sequence[str], kind: str, table: TableProtocol) -> str:
     named = {"columnMapping": "column mapping", "checkConstraints": "CHECK constraints",
              "generatedColumns": "generated columns", "identityColumns": "identity columns",
-             "variantType": "VARIANT columns", "variantType-preview": "VARIANT columns"}
+             "variantType": "VARIANT columns", "variantType-preview": "VARIANT columns",
+             "clustering": "liquid clustering"}
     known = [named[n] for n in names if n in named]
     return (f"table {'uses ' + ', '.join(known) + '; ' if known else ''}"
             f"{kind} feature{'s' if len(names) > 1 else ''} {', '.join(names)} not on the "

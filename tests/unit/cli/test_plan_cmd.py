@@ -72,3 +72,27 @@ def test_plan_prints_a_table(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["plan", str(write(tmp_path))])
     assert result.exit_code == 0, result.output
     assert "nothing is read" in result.stdout and "users" in result.stdout
+
+
+def test_plan_shows_each_stream_s_table_and_its_name(tmp_path: Path) -> None:
+    path = write(tmp_path)
+    document = yaml.safe_load(path.read_text())
+    document["destination"] = {"type": "delta", "config": {
+        "path": str(tmp_path / "lake"), "database": "raw", "table_prefix": "hw_"}}
+    path.write_text(yaml.safe_dump(document))
+
+    result = CliRunner().invoke(app, ["plan", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    users = {s["name"]: s for s in json.loads(result.stdout)["streams"]}["users"]
+    assert users["table"] == str(tmp_path / "lake" / "users")
+    assert users["table_name"] == "raw.hw_users"
+    shown = CliRunner().invoke(app, ["plan", str(path)], env={"COLUMNS": "300"})
+    assert shown.exit_code == 0, shown.output
+    assert "raw.hw_users" in shown.stdout
+
+
+def test_plan_shows_the_table_s_location_when_it_has_no_name(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["plan", str(write(tmp_path)), "--json"])
+    assert result.exit_code == 0, result.output
+    orders = {s["name"]: s for s in json.loads(result.stdout)["streams"]}["orders"]
+    assert orders["table"].endswith("/orders") and orders["table_name"] is None

@@ -13,13 +13,15 @@ import pytest
 from headwater.destinations.delta import DeltaDestination, _delta_rs
 from headwater.destinations.delta._sql import table_properties
 from headwater.destinations.delta._stats import STATS_PROPERTY
+from headwater.plan import TableLayout
 
 pytestmark = pytest.mark.spark
 
 
 def _plan(name: str) -> Any:
-    """``prepare`` reads only the stream's name and mode from its plan."""
-    return SimpleNamespace(stream=SimpleNamespace(name=name, destination_sync_mode="append"))
+    """``prepare`` reads only the stream's name, mode and table layout from its plan."""
+    return SimpleNamespace(stream=SimpleNamespace(name=name, destination_sync_mode="append",
+                                                  table_layout=TableLayout()))
 
 
 def _file_stats(table: Path) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pytest
 
 from headwater.destinations.delta import DeltaDestination, _destination
+from headwater.plan import TableLayout
 
 pytestmark = pytest.mark.spark
 
@@ -43,7 +44,8 @@ class _WatchedLock:
 
 
 def _plan(name: str) -> Any:
-    return SimpleNamespace(stream=SimpleNamespace(name=name, destination_sync_mode="append"))
+    return SimpleNamespace(stream=SimpleNamespace(name=name, destination_sync_mode="append",
+                                                  table_layout=TableLayout()))
 
 
 def _log_actions(table: Path) -> list[dict[str, Any]]:

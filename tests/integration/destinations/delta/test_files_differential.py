@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from headwater.destinations.delta import DeltaDestination, _delta_rs, _files
 from headwater.destinations.delta._files import WrittenFile
+from headwater.plan import TableLayout
 from headwater.table_schema import LOCAL_TIMESTAMP, META_FIELDS, UTC_TIMESTAMP
 
 pytestmark = pytest.mark.spark
@@ -321,7 +322,8 @@ def cases(draw: st.DrawFn) -> Case:
 
 
 def _plan(name: str) -> Any:
-    return SimpleNamespace(stream=SimpleNamespace(name=name, destination_sync_mode="append"))
+    return SimpleNamespace(stream=SimpleNamespace(name=name, destination_sync_mode="append",
+                                                  table_layout=TableLayout()))
 
 
 def _data_schema() -> pa.Schema:

@@ -70,6 +70,8 @@ def test_tables_on_the_allowlist_take_task_written_files(allowed: TableProtocol)
     (table(1, 7, (), ("changeDataFeed",)), "writer feature changeDataFeed not on"),
     (table(1, 7, (), ("rowTracking", "domainMetadata")),
      "writer features domainMetadata, rowTracking not on"),
+    (table(1, 7, (), ("appendOnly", "clustering", "domainMetadata", "invariants")),
+     "table uses liquid clustering; writer features clustering, domainMetadata not on"),
     (table(3, 7, ("v2Checkpoint",), ("v2Checkpoint",)), "reader feature v2Checkpoint"),
     (table(3, 7, ("someFeatureOfTomorrow",), ()), "reader feature someFeatureOfTomorrow"),
     (table(1, 7, (), ("someFeatureOfTomorrow",)), "writer feature someFeatureOfTomorrow"),
