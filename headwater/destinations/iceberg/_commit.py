@@ -1,0 +1,91 @@
+"""The driver's side of the tasks' files: one Iceberg snapshot per checkpoint, through PyIceberg.
+
+Why not ``Table.append``/``overwrite``/``add_files``: ``append`` and ``overwrite``
+take the rows themselves (they would travel through the driver), ``overwrite``
+makes two snapshots (a ``delete`` and an ``append``), and ``add_files`` scans
+every manifest for duplicates on each commit.  The snapshot producer under them
+takes ``DataFile`` objects for files written elsewhere, so each checkpoint is
+one transaction holding exactly one snapshot (``append``, or ``overwrite``
+removing every current data file) whose summary carries the checkpoint's
+marker, plus the lane's version as a table property (``_markers.py``): one
+metadata commit, atomic in the catalog (a compare-and-swap of the metadata
+location), so the marker and the rows land together or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyiceberg.manifest import DataFile
+    from pyiceberg.table import Table
+
+
+def data_files(table: Table, paths: Sequence[str]) -> list[DataFile]:
+    """The ``DataFile`` of each Parquet file at ``paths``, its metrics read from its footer.
+
+    Read by the driver (a footer per file, not the rows); the files' columns are
+    matched to the table's by name (the table's name mapping).
+    """
+    from pyiceberg.io.pyarrow import parquet_file_to_data_file
+
+    return [parquet_file_to_data_file(table.io, table.metadata, path) for path in paths]
+
+
+def current_data_files(table: Table) -> list[DataFile]:
+    """Every data file the table's current snapshot holds."""
+    from pyiceberg.manifest import ManifestContent
+
+    snapshot = table.current_snapshot()
+    if snapshot is None:
+        return []
+    found: list[DataFile] = []
+    for manifest in snapshot.manifests(table.io):
+        if manifest.content != ManifestContent.DATA:
+            continue
+        found.extend(entry.data_file
+                     for entry in manifest.fetch_manifest_entry(table.io, discard_deleted=True))
+    return found
+
+
+def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
+           summary: Mapping[str, str], properties: Mapping[str, str]) -> int:
+    """Add ``files`` (replacing every current data file when ``overwrite``) in one snapshot.
+
+    ``summary`` goes into the snapshot's summary, ``properties`` into the table's,
+    in the same metadata commit.  Returns the new snapshot's id.  Raises
+    PyIceberg's ``CommitFailedException`` when another writer committed since
+    ``table`` was loaded (nothing of this commit landed then).
+    """
+    tx = table.transaction()
+    if properties:
+        tx.set_properties(dict(properties))
+    producer = tx.update_snapshot(snapshot_properties=dict(summary))
+    with producer.overwrite() if overwrite else producer.fast_append() as snapshot:
+        if overwrite:
+            for old in current_data_files(table):
+                snapshot.delete_data_file(old)
+        for new in files:
+            snapshot.append_data_file(new)
+    committed = tx.commit_transaction()
+    current = committed.current_snapshot()
+    assert current is not None
+    return int(current.snapshot_id)
+
+
+def snapshots_newest_first(table: Table) -> list[tuple[int, dict[str, Any]]]:
+    """Each snapshot's id and summary (its operation under ``operation``), newest first."""
+    found = []
+    for snapshot in sorted(table.snapshots(),
+                           key=lambda s: (s.sequence_number or 0, s.timestamp_ms),
+                           reverse=True):
+        summary: dict[str, Any] = {}
+        if snapshot.summary is not None:
+            summary = dict(snapshot.summary.additional_properties)
+            summary["operation"] = str(snapshot.summary.operation.value)
+        found.append((int(snapshot.snapshot_id), summary))
+    return found
+
+
+__all__ = ["commit", "current_data_files", "data_files", "snapshots_newest_first"]

@@ -1,0 +1,136 @@
+"""The Iceberg destination's config: its JSON Schema and what PyIceberg is handed.
+
+Why a module of its own: the spec and its resolution (defaults that depend on
+other fields, the catalog properties PyIceberg takes) are plain data, tested
+without a catalog.  PyIceberg has no Hadoop (path) catalog, so the embedded
+default is a SQL catalog in a SQLite file inside the warehouse folder, the
+closest thing to Delta's "a folder is the lakehouse".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from headwater.errors import ConfigError
+
+#: The warehouse folder when the config names none (relative to the working directory).
+DEFAULT_WAREHOUSE = "warehouse"
+DEFAULT_NAMESPACE = "headwater"
+#: The catalog's name: a SQL catalog keys its rows by it, so a Spark or PyIceberg
+#: reader of the same database must use the same name to see the tables.
+DEFAULT_CATALOG_NAME = "headwater"
+#: The SQLite file of the embedded catalog, inside the warehouse folder.
+CATALOG_FILE = "catalog.db"
+
+_FILE_SCHEME = "file://"
+
+
+def spec() -> dict[str, Any]:
+    """JSON Schema of the destination's config (``destination.config``)."""
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "Apache Iceberg destination",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "catalog": {
+                "type": "object",
+                "description": "Where the tables are registered. sql: a SQLAlchemy URI "
+                "(default: a SQLite file catalog.db in the warehouse folder); rest: an "
+                "Iceberg REST catalog.",
+                "additionalProperties": False,
+                "properties": {
+                    "type": {"type": "string", "enum": ["sql", "rest"], "default": "sql"},
+                    "name": {"type": "string", "minLength": 1,
+                             "description": "The catalog's name (default headwater); readers "
+                             "of a SQL catalog must use the same one."},
+                    "uri": {"type": "string", "minLength": 1,
+                            "description": "sql: sqlite:///path or "
+                            "postgresql+psycopg2://user:password@host/db; rest: the "
+                            "server's URL."},
+                    "credential": {"type": "string", "airbyte_secret": True,
+                                   "description": "rest: OAuth2 client credential "
+                                   "(client_id:client_secret)."},
+                    "token": {"type": "string", "airbyte_secret": True,
+                              "description": "rest: a bearer token."},
+                },
+                "allOf": [{"if": {"properties": {"type": {"const": "rest"}},
+                                  "required": ["type"]},
+                           "then": {"required": ["uri"]}}],
+            },
+            "warehouse": {
+                "type": "string", "minLength": 1, "default": DEFAULT_WAREHOUSE,
+                "description": "Local folder (or file:// URI) the tables' files go to; "
+                "relative paths resolve against the working directory.",
+            },
+            "namespace": {"type": "string", "minLength": 1, "default": DEFAULT_NAMESPACE,
+                          "pattern": r"^[^.]+$",
+                          "description": "The namespace holding one table per stream."},
+            "table_prefix": {"type": "string", "default": "", "pattern": r"^[^.]*$",
+                             "description": "Put before each stream's name to name its table."},
+        },
+    }
+
+
+@dataclass(frozen=True)
+class IcebergSettings:
+    """The config, resolved: absolute warehouse, catalog properties for PyIceberg."""
+
+    catalog_type: str
+    catalog_name: str
+    #: Properties for ``pyiceberg.catalog.load_catalog`` (secrets included: never log them).
+    catalog_properties: Mapping[str, str]
+    #: The warehouse as a local path (the tasks write their files under it).
+    warehouse_folder: str
+    namespace: str
+    table_prefix: str
+
+    def identifier(self, stream: str) -> str:
+        """The table of ``stream``: ``<namespace>.<prefix><stream>``."""
+        return f"{self.namespace}.{self.table_prefix}{stream}"
+
+
+def resolve(config: Mapping[str, Any]) -> IcebergSettings:
+    """The settings ``config`` (validated against :func:`spec`) describes."""
+    warehouse = str(config.get("warehouse") or DEFAULT_WAREHOUSE)
+    if warehouse.startswith(_FILE_SCHEME):
+        warehouse = warehouse[len(_FILE_SCHEME):]
+    elif "://" in warehouse:
+        raise ConfigError(
+            f"warehouse {warehouse!r} is not a local folder: the tasks write the tables' "
+            "Parquet files themselves, and this first Iceberg step writes local folders "
+            "only (a path, or a file:// URI)", field="destination.config.warehouse")
+    folder = str(Path(warehouse).resolve())
+    catalog = dict(config.get("catalog") or {})
+    kind = str(catalog.get("type") or "sql")
+    name = str(catalog.get("name") or DEFAULT_CATALOG_NAME)
+    properties: dict[str, str] = {"type": kind}
+    if kind == "sql":
+        properties["uri"] = str(catalog.get("uri") or f"sqlite:///{folder}/{CATALOG_FILE}")
+        properties["warehouse"] = f"file://{folder}"
+    else:
+        if not catalog.get("uri"):
+            raise ConfigError("a rest catalog needs its uri",
+                              field="destination.config.catalog.uri")
+        properties["uri"] = str(catalog["uri"])
+        for key in ("credential", "token"):
+            if catalog.get(key):
+                properties[key] = str(catalog[key])
+    return IcebergSettings(catalog_type=kind, catalog_name=name,
+                           catalog_properties=properties, warehouse_folder=folder,
+                           namespace=str(config.get("namespace") or DEFAULT_NAMESPACE),
+                           table_prefix=str(config.get("table_prefix") or ""))
+
+
+def local_path(location: str) -> str | None:
+    """``location`` (a table's location) as a local path, or None when it is not local."""
+    if location.startswith(_FILE_SCHEME):
+        return location[len(_FILE_SCHEME):]
+    return None if "://" in location else location
+
+
+__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_WAREHOUSE", "IcebergSettings", "local_path",
+           "resolve", "spec"]

@@ -1,0 +1,353 @@
+"""Apache Iceberg destination: one table per stream, one snapshot per checkpoint.
+
+Guarantee: exactly once.  Spark 4.2 has no Iceberg Spark runtime, so Spark never
+touches the tables: the tasks write each checkpoint's Parquet files into the
+table's ``data`` folder (the Delta destination's writer, ``ParquetFiles``), and
+the driver adds them through PyIceberg in one snapshot whose summary carries the
+checkpoint's marker (``_commit.py``, ``_markers.py``).  A resumed attempt finds
+a landed checkpoint by that marker and does not write it again.
+
+What this first step does, and refuses (before the table changes):
+
+* ``append`` (full refresh or incremental): one ``append`` snapshot per checkpoint;
+* ``overwrite`` of a run that fits one checkpoint: one ``overwrite`` snapshot that
+  replaces every data file of the table with the checkpoint's;
+* refused with a :class:`~headwater.errors.ConfigError` naming the stream:
+  ``append_dedup`` (no MERGE yet), an ``overwrite`` of several checkpoints (no
+  staging yet: readers would see a half-refreshed table), Spark Connect (the
+  tasks must share the driver's filesystem); ``headwater replay`` is refused by
+  the engine (``replaces_run_rows`` is False).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from headwater.destinations._base import (
+    CommitMarker,
+    CommitResult,
+    Destination,
+    DestinationCapabilities,
+    tagged_counts,
+    tagged_partition_states,
+)
+from headwater.destinations.delta._files import ParquetFiles, WrittenFile
+from headwater.destinations.iceberg import _catalog, _commit, _config, _markers, _schema
+from headwater.errors import ConfigError, DestinationError, HeadwaterError, StoreBehindTableError
+from headwater.sync_modes import DestinationSyncMode
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog import Catalog
+    from pyiceberg.table import Table
+    from pyspark.sql import DataFrame, SparkSession
+
+    from headwater.plan import CheckpointPlan, StreamPlan
+
+log = logging.getLogger(__name__)
+
+#: ``CommitResult.writer``: files the tasks wrote, added by PyIceberg on the driver.
+WRITER_TASKS = "tasks+pyiceberg"
+_WRITER_REASON = ("no Iceberg Spark runtime exists for Spark 4.2: the tasks write Parquet, "
+                  "PyIceberg commits it")
+_EARLIER_ATTEMPT = "committed by an earlier attempt (found in the table's snapshots)"
+
+#: Commits retried when another writer committed to the table meanwhile.
+_COMMIT_TRIES = 5
+
+
+class IcebergDestination(Destination):
+    type_name = "iceberg"
+    guarantee = "exactly-once"
+    capabilities = DestinationCapabilities(
+        # Commits of one table are serialised in this process (a lock), so lanes may
+        # run their Spark jobs side by side and each commit still sees the newest table.
+        task_written_files=True,
+        stages_overwrites=False,
+        replaces_run_rows=False,
+        commit_id="iceberg_snapshot_id",
+    )
+
+    @classmethod
+    def spec(cls) -> dict[str, Any]:
+        return _config.spec()
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        self.settings = _config.resolve(self.config)
+        #: One catalog client per destination, used under the lock: lanes and streams
+        #: commit from several threads, and a commit must see the table it replaces.
+        self._lock = threading.RLock()
+        self._catalog: Catalog | None = None
+        #: Each stream's data folder (where its tasks write), found by ``prepare``.
+        self._folders: dict[str, str] = {}
+
+    def table_location(self, stream: str) -> str:
+        return self.settings.identifier(stream)
+
+    def catalog(self) -> Catalog:
+        """The catalog client (made on first use)."""
+        with self._lock:
+            if self._catalog is None:
+                self._catalog = _catalog.load(self.settings)
+            return self._catalog
+
+    def load_table(self, stream: str) -> Table | None:
+        """The stream's table as it is now, or None when it does not exist yet."""
+        with self._lock:
+            return _catalog.load_table(self.catalog(), self.table_location(stream))
+
+    def check(self) -> None:
+        """The catalog is reachable and writable (a scratch table is created and dropped)."""
+        try:
+            _catalog.check(self.settings)
+        except HeadwaterError:
+            raise
+        except Exception as exc:
+            raise DestinationError(f"the Iceberg catalog is not usable: {_error_line(exc)}",
+                                   ) from exc
+
+    # ----------------------------------------------------------------- preparing
+
+    def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
+        _refuse_unsupported(spark, plan)
+        identifier = self.table_location(plan.stream.name)
+        try:
+            with self._lock:
+                catalog = self.catalog()
+                _catalog.ensure_namespace(catalog, self.settings.namespace)
+                table = _catalog.load_table(catalog, identifier)
+                if table is None:
+                    table = _catalog.create_table(catalog, identifier,
+                                                  _schema.table_schema(data_schema))
+                else:
+                    table = _catalog.with_name_mapping(table)
+                    existing = {f.name for f in table.schema().fields}
+                    table = _catalog.add_columns(
+                        table, _schema.new_columns(existing, data_schema))
+                self._folders[plan.stream.name] = _data_folder(table, plan)
+                return _schema.writing_schema(data_schema, table.schema())
+        except HeadwaterError:
+            raise
+        except Exception as exc:
+            raise DestinationError(f"cannot prepare Iceberg table {identifier}: "
+                                   f"{_error_line(exc)}", stream=plan.stream.name) from exc
+
+    def file_writer(self, spark: SparkSession, plan: StreamPlan) -> ParquetFiles:
+        folder = self._folders.get(plan.stream.name)
+        if folder is None:  # prepare did not run in this process
+            table = self.load_table(plan.stream.name)
+            if table is None:
+                raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}"
+                                       " (prepare creates it)", stream=plan.stream.name)
+            folder = self._folders[plan.stream.name] = _data_folder(table, plan)
+        # No Delta statistics: Iceberg reads each file's metrics from its footer.
+        return ParquetFiles(folder=folder, stats_columns=())
+
+    # ----------------------------------------------------------------- commits
+
+    def find_commit(self, spark: SparkSession, plan: StreamPlan,
+                    marker: CommitMarker) -> CommitResult | None:
+        with self._lock:
+            table = self.load_table(plan.stream.name)
+            return None if table is None else _find(table, marker)
+
+    def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+               rows: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Refused: rows never travel through the driver; the tasks write the files."""
+        raise DestinationError(
+            "the iceberg destination commits only files its tasks wrote (classic Spark, "
+            "a local warehouse); rows handed to the driver are not written",
+            stream=marker.stream)
+
+    def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                     files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Run the tasks (they write the files), then add the files in one snapshot."""
+        stream = plan.stream.name
+        identifier = self.table_location(stream)
+        written = _written_files(files, identifier, marker)
+        folder = self._folders.get(stream) or self.file_writer(spark, plan).folder
+        paths = [f"file://{os.path.join(folder, f.path)}" for f in written]
+        rows = sum(f.rows for f in written)
+        rejected = sum(f.rejected for f in written)
+        size = sum(f.size for f in written)
+        overwrite = plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
+        summary = _markers.summary_properties(marker,
+                                              marker.tag_with_counts(rows, rejected, size))
+        properties = {_markers.txn_property(marker.app_id): str(marker.version)}
+        what = f"commit of checkpoint {marker.checkpoint_index} to {identifier}"
+        for tried in range(1, _COMMIT_TRIES + 1):
+            with self._lock:
+                table = self.load_table(stream)
+                if table is None:
+                    raise DestinationError(f"no Iceberg table {identifier}", stream=stream)
+                earlier = _find(table, marker)
+                if earlier is not None:  # an earlier attempt's commit: these files stay out
+                    _remove(folder, written)
+                    return earlier
+                try:
+                    snapshot_id = _commit.commit(table, _commit.data_files(table, paths),
+                                                 overwrite=overwrite, summary=summary,
+                                                 properties=properties)
+                except Exception as exc:
+                    if _is_conflict(exc) and tried < _COMMIT_TRIES:
+                        log.info("%s: another writer committed first; trying again", what)
+                        time.sleep(0.05 * tried)
+                        continue
+                    return _after_error(self, stream, marker, exc, what)
+            _fault_after_commit()
+            return CommitResult(rows=rows, rejected=rejected, bytes=size, version=snapshot_id,
+                                writer=WRITER_TASKS, writer_reason=_WRITER_REASON)
+        raise AssertionError("unreachable")
+
+    # ----------------------------------------------------------------- realigning
+
+    def lane_versions(self, spark: SparkSession, stream: str,
+                      app_id_prefix: str) -> dict[str, int]:
+        table = self.load_table(stream)
+        return {} if table is None else _markers.lane_versions(table.properties, app_id_prefix)
+
+
+def _refuse_unsupported(spark: SparkSession, plan: StreamPlan) -> None:
+    """Refuse what this step cannot do correctly, before anything changes (a ConfigError)."""
+    name = plan.stream.name
+    mode = plan.stream.destination_sync_mode
+    problem = None
+    if mode is DestinationSyncMode.APPEND_DEDUP:
+        problem = ("append_dedup is not supported by the iceberg destination yet (it needs a "
+                   "MERGE on the primary key); use append")
+    elif mode is DestinationSyncMode.OVERWRITE and len(plan.checkpoints) > 1:
+        problem = (f"an overwrite of {len(plan.checkpoints)} checkpoints is not supported by "
+                   "the iceberg destination yet (it cannot stage checkpoints, so readers would "
+                   "see a half-refreshed table); raise checkpoint.partitions_per_checkpoint so "
+                   "the stream fits one checkpoint, or use append")
+    else:
+        try:
+            spark.sparkContext  # noqa: B018 - raises under Spark Connect
+        except Exception:
+            problem = ("the iceberg destination needs classic Spark: its tasks write the "
+                       "table's files into a folder the driver shares, which Spark Connect's "
+                       "driver does not")
+    if problem is not None:
+        raise ConfigError(f"stream {name!r} ({plan.stream.mode_label}): {problem}",
+                          stream=name, field="destination.type")
+
+
+def _data_folder(table: Table, plan: StreamPlan) -> str:
+    """The local folder the stream's tasks write the table's data files into (created)."""
+    location = _config.local_path(table.location())
+    if location is None:
+        raise ConfigError(
+            f"Iceberg table {table.name()} lives at {table.location()}, not in a local "
+            "folder: this first Iceberg step writes local warehouses only",
+            stream=plan.stream.name, field="destination.config.warehouse")
+    folder = os.path.join(location, "data")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
+def _find(table: Table, marker: CommitMarker) -> CommitResult | None:
+    """The commit of ``marker`` the table holds (None: none), or raise: the store is behind.
+
+    By the snapshot that carries its tag; else, when the lane's version property
+    says the checkpoint is in (its snapshot expired), as committed without figures
+    on a resumed attempt (the engine then takes the figures the store recorded),
+    and on a first attempt as a metadata store that went back in time.
+    """
+    snapshots = _commit.snapshots_newest_first(table)
+    found = _markers.find_tagged(snapshots, marker)
+    if found is not None:
+        counts = tagged_counts(found.tag)
+        return CommitResult(rows=counts.get("rows", 0), rejected=counts.get("rejected", 0),
+                            bytes=counts.get("bytes", 0), version=found.snapshot_id,
+                            already_committed=True,
+                            partition_states=tagged_partition_states(found.tag),
+                            writer=WRITER_TASKS, writer_reason=_EARLIER_ATTEMPT)
+    held = _markers.held_version(table.properties, marker.app_id)
+    if held is None or held < marker.version:
+        return None
+    owner_snapshot = _markers.find_tagged(
+        snapshots, replace(marker, checkpoint_index=held), any_run=True)
+    owner = _markers.run_of(owner_snapshot.tag) if owner_snapshot else None
+    if marker.attempt > 1 and owner in (None, marker.run_id):
+        log.warning("checkpoint %s of %s: table %s holds version %s of %s but no snapshot of "
+                    "this checkpoint (expired?); counted as committed by an earlier attempt",
+                    marker.checkpoint_index, marker.stream, table.name(), held, marker.app_id)
+        return CommitResult(rows=0, rejected=0, bytes=0, version=None, already_committed=True,
+                            writer=WRITER_TASKS, writer_reason=_EARLIER_ATTEMPT)
+    by = f", committed by run {owner}" if owner not in (None, marker.run_id) else ""
+    raise StoreBehindTableError(
+        f"the metadata store is behind the table: checkpoint {marker.checkpoint_index} of run "
+        f"{marker.run_id} got version {marker.version} of {marker.app_id}, and the Iceberg "
+        f"table {'.'.join(table.name())} already holds version {held} of it{by}; nothing was "
+        "committed. The store was restored from an older copy (or lost writes)",
+        stream=marker.stream)
+
+
+def _after_error(destination: IcebergDestination, stream: str, marker: CommitMarker,
+                 exc: BaseException, what: str) -> CommitResult:
+    """A commit that raised: a success if its snapshot landed nonetheless, else the error."""
+    try:
+        table = destination.load_table(stream)
+        found = None if table is None else _markers.find_tagged(
+            _commit.snapshots_newest_first(table), marker)
+    except Exception as lookup:
+        log.debug("looking up checkpoint %s in %s failed: %s", marker.checkpoint_index,
+                  stream, lookup)
+        found = None
+    if found is None:
+        raise DestinationError(f"{what} failed: {_error_line(exc)}", stream=stream) from exc
+    log.warning("%s raised after its snapshot %s landed, so it counts as committed: %s", what,
+                found.snapshot_id, _error_line(exc))
+    counts = tagged_counts(found.tag)
+    return CommitResult(rows=counts.get("rows", 0), rejected=counts.get("rejected", 0),
+                        bytes=counts.get("bytes", 0), version=found.snapshot_id,
+                        writer=WRITER_TASKS,
+                        writer_reason="the commit landed, then its writer raised (see the log)")
+
+
+def _written_files(files: DataFrame, identifier: str, marker: CommitMarker) -> list[WrittenFile]:
+    """Run a checkpoint's tasks (they write its files); the files they describe."""
+    try:
+        return [WrittenFile(**row.asDict()) for row in files.collect()]
+    except Exception as exc:
+        raise DestinationError(f"writing the files of checkpoint {marker.checkpoint_index} of "
+                               f"{identifier} failed: {_error_line(exc)}",
+                               stream=marker.stream) from exc
+
+
+def _remove(folder: str, written: list[WrittenFile]) -> None:
+    """Delete files no snapshot references (their checkpoint was committed earlier)."""
+    for file in written:
+        with contextlib.suppress(OSError):
+            os.remove(os.path.join(folder, file.path))
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    from pyiceberg.exceptions import CommitFailedException
+
+    return isinstance(exc, CommitFailedException)
+
+
+def _fault_after_commit() -> None:
+    """The ``commit-landed`` moment (:mod:`headwater._events`), as the Delta destination's."""
+    from headwater._events import emit
+
+    emit("commit-landed")
+
+
+def _error_line(exc: BaseException) -> str:
+    """The error's type and first line."""
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+__all__ = ["WRITER_TASKS", "IcebergDestination"]

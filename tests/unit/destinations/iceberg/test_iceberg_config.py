@@ -1,0 +1,86 @@
+"""The Iceberg destination's config: validated like every destination's, resolved for PyIceberg."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from headwater.config import redact
+from headwater.destinations import build_destination, destination_types
+from headwater.destinations.iceberg import IcebergDestination
+from headwater.destinations.iceberg._config import resolve, spec
+from headwater.errors import ConfigError, SpecValidationError
+
+
+def test_iceberg_is_a_built_in_destination() -> None:
+    assert "iceberg" in destination_types()
+    assert isinstance(build_destination("iceberg", {}), IcebergDestination)
+
+
+def test_the_embedded_default_is_a_sqlite_catalog_in_the_warehouse_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    destination = build_destination("iceberg", {})
+    settings = destination.settings  # type: ignore[attr-defined]
+    folder = str(tmp_path / "warehouse")
+    assert settings.warehouse_folder == folder
+    assert dict(settings.catalog_properties) == {
+        "type": "sql", "uri": f"sqlite:///{folder}/catalog.db", "warehouse": f"file://{folder}"}
+    assert settings.catalog_name == "headwater"
+    assert destination.table_location("users") == "headwater.users"
+
+
+def test_namespace_prefix_and_a_file_uri_warehouse(tmp_path: Path) -> None:
+    settings = resolve({"warehouse": f"file://{tmp_path}/wh", "namespace": "raw",
+                        "table_prefix": "shop_"})
+    assert settings.warehouse_folder == f"{tmp_path}/wh"
+    assert settings.identifier("orders") == "raw.shop_orders"
+
+
+def test_a_postgresql_catalog_keeps_its_uri(tmp_path: Path) -> None:
+    uri = "postgresql+psycopg2://hw:pw@127.0.0.1:5432/iceberg"
+    settings = resolve({"warehouse": str(tmp_path), "catalog": {"type": "sql", "uri": uri,
+                                                                "name": "lake"}})
+    assert settings.catalog_properties["uri"] == uri
+    assert settings.catalog_name == "lake"
+
+
+def test_a_rest_catalog_needs_a_uri_and_its_secrets_are_secret() -> None:
+    with pytest.raises(SpecValidationError, match="uri"):
+        build_destination("iceberg", {"catalog": {"type": "rest"}})
+    config = {"catalog": {"type": "rest", "uri": "http://127.0.0.1:8181",
+                          "credential": "id:very-secret", "token": "tok-secret"}}
+    destination = build_destination("iceberg", config)
+    properties = destination.settings.catalog_properties  # type: ignore[attr-defined]
+    assert properties["credential"] == "id:very-secret" and properties["token"] == "tok-secret"
+    assert "warehouse" not in properties  # a REST server places its tables itself
+    redacted = redact(config, spec())
+    assert "very-secret" not in str(redacted) and "tok-secret" not in str(redacted)
+
+
+@pytest.mark.parametrize("config", [
+    {"warehouse": ""},
+    {"namespace": "a.b"},
+    {"table_prefix": "x.y"},
+    {"catalog": {"type": "hadoop"}},
+    {"catalog": {"type": "sql", "url": "sqlite:///x"}},
+    {"path": "lakehouse"},
+])
+def test_configs_that_break_the_spec_are_refused(config: dict[str, object]) -> None:
+    with pytest.raises(SpecValidationError):
+        build_destination("iceberg", config)
+
+
+def test_an_object_store_warehouse_is_refused_for_now() -> None:
+    with pytest.raises(ConfigError, match="not a local folder"):
+        build_destination("iceberg", {"warehouse": "s3://bucket/warehouse"})
+
+
+def test_capabilities_say_what_this_step_cannot_do() -> None:
+    capabilities = IcebergDestination.capabilities
+    assert capabilities.task_written_files
+    assert not capabilities.stages_overwrites
+    assert not capabilities.replaces_run_rows
+    assert capabilities.commit_id == "iceberg_snapshot_id"
+    assert capabilities.spark.packages == ()  # no jar: Spark never touches the tables
