@@ -1,27 +1,31 @@
-"""An HTTP source's first calls, made on the driver while Spark starts.
+"""An HTTP source's calls, made on the driver, starting while Spark starts.
 
 A ``headwater sync`` spends seconds before its first task can call the API:
 the JVM starts, then the first Spark job.  On a local master the driver and
-the tasks share one machine, so the driver can make the run's calls in the
-meantime, into the run's shared folder (:mod:`._shared_pages`), and the tasks
-then find their calls' pages there instead of waiting for the API.
+the tasks share one machine, so the driver makes the run's calls from the
+start, into the run's shared folder (:mod:`._shared_pages`), and the tasks
+take their calls' pages from there: the tasks decode and write while the
+driver keeps the source's ``concurrency`` calls in flight, as one client, for
+the whole run.
 
-It is only a head start, never a different read:
+It is a head start, never a different read:
 
 * the calls are those of the plan the engine will make (the same streams,
   states and planning moment, ``PlanContext.planned_at``); a task uses a call's
   pages only if its own partition has that very call (same stream and window);
-* as soon as a task of the run reads through the folder, the driver starts no
-  further call; the calls it has under way finish and are kept, so for about
-  one call's time the API may see up to twice ``concurrency`` calls at once;
-* with a call budget (``rate_limit.budgets``) that is split per task (no
-  Redis), nothing is read early: the tasks' shares assume they are alone;
-* errors are the tasks' to report: an early call that fails is simply not
-  kept, and a task makes it again.
+* the driver marks itself done once it has started every call it will make,
+  or when it stops early (an error, :data:`SPOOL_LIMIT_BYTES` kept and not yet
+  removed by the run's end); a call the driver never made is then made by
+  the task that needs it, and a task never waits for a driver that died;
+* with a call budget split per task (``rate_limit.budgets`` without Redis),
+  nothing is read early: the tasks' shares assume they are alone;
+* errors are the tasks' to report: a call that failed for the driver is not
+  kept, and the task that needs it makes it again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -33,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.sdk._plan_context import PlanContext
 from headwater.sdk.http._client import HttpClient, HttpSettings
-from headwater.sdk.http._shared_pages import DRIVER_MARK, TASKS_MARK
+from headwater.sdk.http._shared_pages import DRIVER_DONE, DRIVER_MARK, kept_bytes
 
 if TYPE_CHECKING:
     from headwater.sdk.http._stream import HttpStream
@@ -42,8 +46,10 @@ __all__ = ["EarlyReads"]
 
 log = logging.getLogger(__name__)
 
-#: How often the driver looks for a free slot or for the tasks (seconds).
+#: How often the driver looks for a free slot (seconds).
 POLL_S = 0.003
+#: Pages the driver keeps ahead of the tasks at most; beyond, the tasks read the rest.
+SPOOL_LIMIT_BYTES = 1 << 30
 
 
 class EarlyReads:
@@ -91,15 +97,24 @@ class EarlyReads:
         return turns
 
     def _halted(self) -> bool:
-        return (self._stop.is_set() or (self.folder / TASKS_MARK).exists()
-                or not self.folder.is_dir())
+        return (self._stop.is_set() or not self.folder.is_dir()
+                or kept_bytes(str(self.folder)) > SPOOL_LIMIT_BYTES)
 
     def _run(self) -> None:
+        calls: list[tuple[HttpStream, dict[str, Any]]] = []
         try:
             calls = self._calls()
-        except Exception as exc:  # the engine's own plan reports it properly
-            log.debug("no early reads: planning them failed: %s", exc)
-            return
+            self._read(calls)
+        except Exception as exc:  # the tasks read what is left, and report errors
+            log.debug("early reads stopped: %s", exc)
+        finally:
+            # Done: a task needing a call the driver did not make makes it itself.
+            with contextlib.suppress(FileNotFoundError):
+                (self.folder / DRIVER_DONE).touch()
+        log.debug("early reads: %d of %d calls started by the driver", self.calls_started,
+                  len(calls))
+
+    def _read(self, calls: Sequence[tuple[HttpStream, dict[str, Any]]]) -> None:
         client = HttpClient(self.settings, tasks=1, name="early")
         started: list[Future[None]] = []
         try:
@@ -118,8 +133,6 @@ class EarlyReads:
                     log.debug("an early call failed and is left to the tasks: %s", exc)
         finally:
             client.close()
-        log.debug("early reads: %d of %d calls started before the tasks", self.calls_started,
-                  len(calls))
 
 
 async def _drain(pages: AsyncIterator[Any]) -> None:

@@ -17,10 +17,13 @@ set only where all tasks run on one machine):
   by whoever asks next.  Breaking a claim wrongly costs a second read of the
   call, never a wrong row: the pages file is only ever complete.
 
-The driver may make a run's first calls itself while Spark starts
-(:mod:`._early_reads`): it marks the folder as its own (:data:`DRIVER_MARK`),
-and the first task process to read through the folder says so
-(:data:`TASKS_MARK`), upon which the driver starts no further call.
+The driver may make a run's calls itself, starting while Spark starts
+(:mod:`._early_reads`): it marks the folder as its own (:data:`DRIVER_MARK`)
+and, once it has started every call it will make, as done
+(:data:`DRIVER_DONE`).  Until then a task leaves a call nobody has claimed
+to the driver and waits for its pages, so the calls in flight stay the
+driver's ``concurrency``; a task makes a call itself only once the driver is
+done (or gone) and the call is still nobody's.
 
 Nothing here is a cache across runs: the engine removes the folder with the
 run, and a folder that is gone (a run resumed after a reboot) shares nothing.
@@ -39,12 +42,12 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DRIVER_MARK", "TASKS_MARK", "SharedPages"]
+__all__ = ["DRIVER_DONE", "DRIVER_MARK", "SharedPages", "kept_bytes"]
 
 #: The file holding the process id of a driver that reads early into the folder.
 DRIVER_MARK = "driver.pid"
-#: The file a task process makes when it first reads through the folder.
-TASKS_MARK = "tasks.started"
+#: The file the driver makes once it has started every call it will make.
+DRIVER_DONE = "driver.done"
 
 Page = list[dict[str, Any]]
 
@@ -68,15 +71,15 @@ class SharedPages:
         return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
     async def read(self, key: str, fetch: Callable[[], AsyncIterator[Page]], *,
-                   keep: bool = True) -> AsyncIterator[Page]:
+                   keep: bool = True, driver: bool = False) -> AsyncIterator[Page]:
         """The pages of call ``key``: from the folder, or from ``fetch()`` by the
-        one task that claims it.  Without ``keep``, a call nobody has read or is
-        reading is fetched and not kept (no other reader will ask for it)."""
+        one reader that claims it.  Without ``keep``, a call nobody has read or is
+        reading is fetched and not kept (no other reader will ask for it).
+        ``driver``: this is the driver's own early read (it never waits for itself)."""
         if not self.folder.is_dir():
             async for page in fetch():
                 yield page
             return
-        _announce(self.folder)
         done = self.folder / f"{key}.pages"
         claim = self.folder / f"{key}.claim"
         while True:
@@ -84,6 +87,9 @@ class SharedPages:
                 for page in _load(done):
                     yield page
                 return
+            if not driver and not claim.exists() and _driver_reading(self.folder):
+                await asyncio.sleep(POLL_S)  # the driver will make this call
+                continue
             if not keep and not claim.exists():
                 if done.exists():
                     continue  # finished between the two looks
@@ -114,6 +120,7 @@ class SharedPages:
             partial = done.with_name(f"{done.name}.{os.getpid()}.partial")
             partial.write_bytes(b"".join(kept))
             os.replace(partial, done)
+            _kept[self.folder] = _kept.get(self.folder, 0) + sum(len(k) for k in kept)
         finally:
             # Done, or given up (the next task to ask reads it): the claim is over.
             claim.unlink(missing_ok=True)
@@ -127,22 +134,24 @@ class SharedPages:
         return not _alive(pid) or time.time() - touched > self.stale_after_s
 
 
-#: Folders this process has said it reads through (:func:`_announce`).
-_announced: set[Path] = set()
+#: Bytes of pages this process has kept, per folder (:func:`kept_bytes`).
+_kept: dict[Path, int] = {}
 
 
-def _announce(folder: Path) -> None:
-    """Tell a driver reading early into ``folder`` that a task has started, once per
-    process (the driver's own reads do not count)."""
-    if folder in _announced:
-        return
-    _announced.add(folder)
+def kept_bytes(folder: str) -> int:
+    """Bytes of pages this process has written into ``folder``."""
+    return _kept.get(Path(folder), 0)
+
+
+def _driver_reading(folder: Path) -> bool:
+    """Whether another process, alive, reads early into ``folder`` and is not done."""
     try:
         driver = int((folder / DRIVER_MARK).read_text())
     except (FileNotFoundError, ValueError):
-        return
-    if driver != os.getpid():
-        (folder / TASKS_MARK).touch()
+        return False
+    if driver == os.getpid() or (folder / DRIVER_DONE).exists():
+        return False
+    return _alive(driver)
 
 
 def _take(claim: Path) -> bool:

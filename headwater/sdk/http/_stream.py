@@ -450,13 +450,14 @@ class HttpStream(Stream):
             if folder and unit.get("_whole"):
                 pages = self._shared(folder).read(
                     SharedPages.key(self.name, parent_unit.get("start"), parent_unit.get("end")),
-                    lambda: self._read_children(client, parent_unit), keep=early)
+                    lambda: self._read_children(client, parent_unit), keep=early, driver=early)
             else:
                 pages = self._read_children(client, parent_unit)
         elif folder:
             pages = self._shared(folder).read(
                 SharedPages.key(self.name, unit.get("start"), unit.get("end")),
-                lambda: self._fetch_unit(client, unit), keep=early or bool(unit.get("_keep")))
+                lambda: self._fetch_unit(client, unit), keep=early or bool(unit.get("_keep")),
+                driver=early)
         else:
             pages = self._fetch_unit(client, unit)
         async for page in pages:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import time
+import subprocess
+import sys
 from collections.abc import Iterable
 from itertools import pairwise
 from pathlib import Path
@@ -278,30 +279,34 @@ def test_reads_started_early_are_the_tasks_reads_made_once(tmp_path: Path) -> No
     assert early_calls == 31 + sum(1 for i in api.data.surveys)  # 31 windows, 1 page each
 
 
-def test_early_reads_stop_when_a_task_starts_and_no_call_is_made_twice(
-        tmp_path: Path) -> None:
+def test_tasks_reading_beside_the_driver_leave_every_call_to_it(tmp_path: Path) -> None:
+    # The "tasks" here run in this process, beside the driver's reads: the folder
+    # names another live process as the driver, so they wait for its calls.
     names = ("surveys", "survey_responses")
-    with running(ApiData.sample(surveys=60), latency_s=0.02) as api:
-        config = example("surveys.yaml", base_url=api.url, concurrency=4, rate_limit={})
-        config["streams"][0].update(end_date="2024-03-01T00:00:00Z")
-        rest = source(config)
-        context = early_context(tmp_path, *names)
-        rest.prepare(dict.fromkeys(names), context)
-        assert rest._early is not None
-        while len(api.calls) < 5:
-            time.sleep(0.005)
-        (tmp_path / "tasks.started").touch()  # what a task's first read through it does
-        rows = read_all(rest, context, *names)
-        rest._early._thread.join(30)
-        started = rest._early.calls_started
-        paths = [path for _, path, _ in api.calls]
+    with running(ApiData.sample(surveys=60), latency_s=0.02) as api, subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)"]) as other:
+        try:
+            config = example("surveys.yaml", base_url=api.url, concurrency=4, rate_limit={})
+            config["streams"][0].update(end_date="2024-03-01T00:00:00Z")
+            rest = source(config)
+            context = early_context(tmp_path, *names)
+            rest.prepare(dict.fromkeys(names), context)
+            assert rest._early is not None
+            (tmp_path / "driver.pid").write_text(str(other.pid))
+            rows = read_all(rest, context, *names)
+            rest._early._thread.join(30)
+            started = rest._early.calls_started
+            paths = [path for _, path, _ in api.calls]
+        finally:
+            other.kill()
         direct = read_all(source(config), PlanContext(parallel_tasks=2), *names)
     assert rows == direct
-    assert 0 < started < 60 + 60  # stopped before the end
-    # Each parent window once, each survey's responses once, whoever read them.
+    # The driver made every call, once: 60 parent windows, 60 surveys' responses.
+    assert started == 60 + 60
     assert paths.count("/v3/surveys") == 60
     children = [p for p in paths if p.endswith("/responses")]
     assert len(children) == len(set(children)) == 60
+    assert (tmp_path / "driver.done").exists()
 
 
 def test_no_early_reads_with_a_per_task_call_budget(tmp_path: Path) -> None:

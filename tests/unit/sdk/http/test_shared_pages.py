@@ -92,15 +92,32 @@ def test_the_kept_pages_are_the_ones_handed_on_not_what_a_reader_made_of_them(
     assert asyncio.run(pages(shared, Api())) == PAGES
 
 
-def test_a_task_reading_through_a_driver_s_folder_says_so_and_the_driver_does_not(
-        tmp_path: Path) -> None:
-    driver, task = tmp_path / "driver", tmp_path / "task"
-    for folder, pid in ((driver, os.getpid()), (task, 1)):
-        folder.mkdir()
-        (folder / "driver.pid").write_text(str(pid))
-        asyncio.run(pages(SharedPages(str(folder), stale_after_s=60), Api()))
-    assert not (driver / "tasks.started").exists()  # the driver's own early reads
-    assert (task / "tasks.started").exists()  # another process: a task has started
+def test_a_task_leaves_calls_to_a_live_driver_until_it_is_done(tmp_path: Path) -> None:
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as driver:
+        try:
+            (tmp_path / "driver.pid").write_text(str(driver.pid))
+            shared = SharedPages(str(tmp_path), stale_after_s=60)
+            api = Api()
+
+            async def waits() -> None:
+                await asyncio.wait_for(pages(shared, api), timeout=0.3)
+
+            with pytest.raises(TimeoutError):
+                asyncio.run(waits())  # nobody's call, but the driver will make it
+            assert api.calls == 0
+            (tmp_path / "driver.done").touch()  # the driver made every call it will make
+            assert asyncio.run(pages(shared, api)) == PAGES and api.calls == 1
+        finally:
+            driver.kill()
+
+
+def test_a_task_does_not_wait_for_a_driver_that_died(tmp_path: Path) -> None:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    (tmp_path / "driver.pid").write_text(dead.stdout.strip())
+    api = Api()
+    assert asyncio.run(pages(SharedPages(str(tmp_path), stale_after_s=60), api)) == PAGES
+    assert api.calls == 1
 
 
 def test_a_folder_that_is_gone_shares_nothing(tmp_path: Path) -> None:
