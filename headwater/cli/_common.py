@@ -85,23 +85,28 @@ def emit_json(document: Any) -> None:
     sys.stdout.flush()
 
 
-def fail(exc: BaseException, as_json: bool) -> NoReturn:
-    if isinstance(exc, HeadwaterError):
-        code = exc.exit_code
-        kind = type(exc).__name__
-        message = str(exc)
-    else:
-        code = ExitCode.FAILED
-        kind = type(exc).__name__
-        message = f"{kind}: {exc}"
-    message = mask(message)
-    if as_json:
-        emit_json({"status": "error", "error": {"type": kind, "message": message,
-                                                  "exit_code": code}})
-    else:
-        labels: dict[int, str] = {ExitCode.CONFIG: "Config error",
+#: How the text output names a failure, by exit code (anything else: "Error").
+FAILURE_LABELS: dict[int, str] = {ExitCode.CONFIG: "Config error",
                                   ExitCode.AUTHENTICATION: "Authentication failed"}
-        label = labels.get(code, "Error")
+
+
+def describe(exc: BaseException) -> dict[str, Any]:
+    """``exc`` as the ``error`` object of ``--json`` output: type, masked message, exit code."""
+    kind = type(exc).__name__
+    if isinstance(exc, HeadwaterError):
+        code, message = int(exc.exit_code), str(exc)
+    else:
+        code, message = int(ExitCode.FAILED), f"{kind}: {exc}"
+    return {"type": kind, "message": mask(message), "exit_code": code}
+
+
+def fail(exc: BaseException, as_json: bool) -> NoReturn:
+    error = describe(exc)
+    code, message = error["exit_code"], error["message"]
+    if as_json:
+        emit_json({"status": "error", "error": error})
+    else:
+        label = FAILURE_LABELS.get(code, "Error")
         err.print(f"[bold red]{label}:[/] {message}", highlight=False, markup=True)
     raise typer.Exit(code)
 

@@ -1,28 +1,97 @@
-"""``headwater check`` and ``headwater discover``: ask the source, read nothing."""
+"""``headwater check`` and ``headwater discover``: ask the source (and the destination), read
+nothing."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
+from typing import Any
+
 import typer
+from rich.markup import escape
 
 from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
-from headwater.config import load_connection
+from headwater.config import ConnectionConfig, load_connection, mask
+from headwater.errors import ExitCode
+
+
+def _checked(kind: str, type_name: str, run: Callable[[], str | None]) -> dict[str, Any]:
+    """One part of ``headwater check``: ``run`` builds and checks it (returning why nothing
+    was checked, or None); any error it raises is the part's failure."""
+    try:
+        skipped = run()
+    except Exception as exc:
+        logging.getLogger("headwater").debug("%s check failed", kind, exc_info=True)
+        return {"part": kind, "type": type_name, "status": "failed", "error": cli.describe(exc)}
+    if skipped:
+        return {"part": kind, "type": type_name, "status": "skipped",
+                "message": mask(skipped)}
+    return {"part": kind, "type": type_name, "status": "succeeded"}
+
+
+def _check_source(config: ConnectionConfig) -> str | None:
+    from headwater.engine import build_source
+
+    build_source(config).check()
+    return None
+
+
+def _check_destination(config: ConnectionConfig) -> str | None:
+    from headwater.destinations import build_destination
+
+    destination = build_destination(config.destination.type, config.destination.config)
+    skipped = destination.check_skipped()
+    if skipped is None:
+        destination.check()
+    return skipped
+
+
+_PASSED = {"source": "is reachable and the config is valid",
+           "destination": "is reachable and writable"}
+
+
+def _print(name: str, part: dict[str, Any]) -> None:
+    what = f"{name}: {part['part']} [bold]{escape(part['type'])}[/]"
+    if part["status"] == "succeeded":
+        cli.out.print(f"[green]✓[/] {what} {_PASSED[part['part']]}")
+    elif part["status"] == "skipped":
+        cli.out.print(f"[yellow]-[/] {what} not checked: {escape(part['message'])}")
+    else:
+        error = part["error"]
+        label = cli.FAILURE_LABELS.get(error["exit_code"])
+        cli.err.print(f"[bold red]✗[/] {what} failed: "
+                      + (f"[bold red]{label}:[/] " if label else "")
+                      + escape(error["message"]), highlight=False)
 
 
 def check(connection: ConnectionArg, as_json: JsonOpt = False, verbose: VerboseOpt = 0) -> None:
-    """Validate the connection file and ask the source whether it can be read."""
-    from headwater.engine import build_source
-
+    """Validate the connection file, ask the source whether it can be read and the
+    destination whether it can be written (the exit code is non-zero if either fails)."""
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        source = build_source(config)
-        source.check()
-        if as_json:
-            cli.emit_json({"status": "succeeded", "connection": config.name})
-        else:
-            cli.out.print(f"[green]✓[/] {config.name}: source [bold]{config.source.type}[/] "
-                      "is reachable and the config is valid")
+        parts = [
+            _checked("source", config.source.type, lambda: _check_source(config)),
+            _checked("destination", config.destination.type,
+                     lambda: _check_destination(config)),
+        ]
+    failed = [p for p in parts if p["status"] == "failed"]
+    # The source's failure decides the exit code (a refused credential stays exit 3).
+    code = failed[0]["error"]["exit_code"] if failed else int(ExitCode.SUCCEEDED)
+    if as_json:
+        document: dict[str, Any] = {"status": "error" if failed else "succeeded",
+                                    "connection": config.name}
+        if failed:
+            document["error"] = failed[0]["error"]
+        for part in parts:
+            document[part.pop("part")] = part
+        cli.emit_json(document)
+    else:
+        for part in parts:
+            _print(config.name, part)
+    if code:
+        raise typer.Exit(code)
 
 
 def discover(connection: ConnectionArg, as_json: JsonOpt = False,

@@ -15,6 +15,7 @@ each class's :class:`DestinationCapabilities`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from headwater._plugins import load_registered, registered_types
@@ -53,6 +54,10 @@ def build_destination(type_name: str, config: Any, *,
     from headwater.config import register_secrets, secret_values, validate_config
 
     cls = get_destination_class(type_name)
+    # Registered from the raw config first, so even a validation error that quotes a
+    # value cannot show one (as build_source does).
+    if isinstance(config, Mapping):
+        register_secrets(secret_values(cls.spec(), config))
     validated = validate_config(cls.spec(), config, where=where)
     register_secrets(secret_values(cls.spec(), validated))
     return cls(validated)

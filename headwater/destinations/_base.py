@@ -256,6 +256,32 @@ class Destination(ABC):
     def spec(cls) -> dict[str, Any]:
         """JSON Schema of the destination's config."""
 
+    def check(self) -> None:
+        """Prove, before any sync, that the destination is reachable and writable.
+
+        What ``headwater check`` runs after the source's check.  Raises
+        :class:`~headwater.errors.DestinationError` (or
+        :class:`~headwater.errors.AuthenticationError` for refused credentials)
+        with a message that says what to fix; must not start Spark and should
+        leave nothing behind (a scratch table or file is removed again).
+
+        The default checks nothing: a destination without a check of its own
+        passes, and :meth:`check_skipped` says so.
+        """
+        return None
+
+    def check_skipped(self) -> str | None:
+        """Why :meth:`check` proves nothing for this config, or None when it checks.
+
+        The default: None when the class has a :meth:`check` of its own, else that it
+        has none.  A destination whose check covers only some configs (Delta: local
+        folders) overrides this to name the ones it skips.
+        """
+        if type(self).check is not Destination.check:
+            return None
+        return (f"the {self.type_name or type(self).__name__} destination has no check: "
+                "nothing was checked")
+
     @abstractmethod
     def table_location(self, stream: str) -> str:
         """Where the stream's table lives (a path or a table name)."""

@@ -43,10 +43,12 @@ Partitioned and clustered tables are off the task path's allowlist: Spark writes
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -211,6 +213,28 @@ class DeltaDestination(Destination):
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
+
+    def check(self) -> None:
+        """The tables' folder exists or can be created, and is writable.
+
+        For a local folder only (``file://`` or a plain path): a scratch file
+        (``.headwater-check-<uuid>``) is created in it and removed, and folders this
+        check had to create are removed again.  Any other URI (``s3a://``, ``abfss://``,
+        ``gs://``...) is reachable only through Spark, which a check does not start:
+        nothing is checked (:meth:`check_skipped` says so).  Neither is ``database``
+        (registering tables by name needs the Spark session's catalog).
+        """
+        folder = local_folder(self.root)
+        if folder is None:
+            log.info("%s", self.check_skipped())
+            return
+        _check_writable(folder)
+
+    def check_skipped(self) -> str | None:
+        if local_folder(self.root) is not None:
+            return None
+        return (f"{self.root} is not a local folder: it is reachable only through Spark, "
+                "which a check does not start, so nothing was checked")
 
     def table_name(self, stream: str) -> str | None:
         """``<database>.<table_prefix><stream>`` when ``database`` is set, else None."""
@@ -1061,6 +1085,45 @@ def _staging_table_exists(spark: SparkSession, staging: str) -> bool:
         if exc.getCondition() == "DELTA_INVALID_PARTITION_PATH":
             return False
         raise
+
+
+def _check_writable(folder: str) -> None:
+    """Create ``folder`` if need be, create and remove a scratch file in it, and remove the
+    folders created; a :class:`DestinationError` naming the folder and the OS error if not."""
+    path = Path(folder)
+    advice = ("give this user write access there, or set destination.config.path to a "
+              "writable folder")
+    if path.exists() and not path.is_dir():
+        raise DestinationError(f"the Delta destination's path {folder} is not a folder "
+                               f"(a file is in the way); move it, or set "
+                               "destination.config.path to a folder")
+    created = [p for p in (path, *path.parents) if not p.exists()]  # deepest first
+    try:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DestinationError(f"the Delta destination's folder {folder} does not exist "
+                                   f"and cannot be created ({exc}); create it, or {advice}",
+                                   ) from exc
+        scratch = path / f".headwater-check-{uuid.uuid4().hex}"
+        try:
+            with scratch.open("x") as handle:
+                handle.write("headwater check\n")
+            scratch.unlink()
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                scratch.unlink()
+            raise DestinationError(f"the Delta destination's folder {folder} is not writable "
+                                   f"(creating a scratch file in it failed: {exc}); {advice}",
+                                   ) from exc
+    finally:
+        for made in created:  # only the ones this check made, deepest first
+            if not made.exists():
+                continue
+            try:
+                made.rmdir()
+            except OSError:
+                break
 
 
 def _driver_folder(spark: SparkSession, location: str) -> str | None:
