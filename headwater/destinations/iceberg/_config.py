@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
+from headwater.config import register_secrets
 from headwater.errors import ConfigError
 
 #: The warehouse folder when the config names none (relative to the working directory).
@@ -110,6 +112,11 @@ def resolve(config: Mapping[str, Any]) -> IcebergSettings:
     properties: dict[str, str] = {"type": kind}
     if kind == "sql":
         properties["uri"] = str(catalog.get("uri") or f"sqlite:///{folder}/{CATALOG_FILE}")
+        # A database URI may hold a password (postgresql+psycopg2://user:pw@host/db):
+        # masked wherever it might show (an error quoting the URI, a log line).
+        password = urlsplit(properties["uri"]).password
+        if password:
+            register_secrets([password, unquote(password)])  # as written, and decoded
         properties["warehouse"] = f"file://{folder}"
     else:
         if not catalog.get("uri"):

@@ -84,3 +84,13 @@ def test_capabilities_say_what_this_step_cannot_do() -> None:
     assert not capabilities.replaces_run_rows
     assert capabilities.commit_id == "iceberg_snapshot_id"
     assert capabilities.spark.packages == ()  # no jar: Spark never touches the tables
+
+
+def test_a_password_in_a_sql_catalog_uri_is_masked_everywhere() -> None:
+    from headwater.config import mask
+    from headwater.destinations.iceberg import _config
+
+    uri = "postgresql+psycopg2://loader:s3cr%2Ft-pw@127.0.0.1:5432/catalog"
+    _config.resolve({"catalog": {"type": "sql", "uri": uri}})
+    shown = mask(f"cannot connect to {uri}; password s3cr/t-pw")
+    assert "s3cr%2Ft-pw" not in shown and "s3cr/t-pw" not in shown
