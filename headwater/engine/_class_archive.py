@@ -90,7 +90,8 @@ def archive_path() -> Path | None:
     stat = java.stat()
     content.update(f"{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     for jar in sorted(jars.glob("*.jar")):
-        content.update(f"{jar.name}\0{jar.stat().st_size}\0".encode())
+        jar_stat = jar.stat()  # the JVM refuses an archive whose jars changed size or time
+        content.update(f"{jar.name}\0{jar_stat.st_size}\0{jar_stat.st_mtime_ns}\0".encode())
     return cache_dir() / "jvm" / f"{_PREFIX}{where}-{content.hexdigest()[:12]}.jsa"
 
 

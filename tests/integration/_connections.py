@@ -34,7 +34,7 @@ def connection_file(
     store_file: str | None = "meta.db",
     checkpoint: Mapping[str, Any] | None = None,
     writer: str | None = None,
-    destination: Mapping[str, Any] | None = None,
+    delta_config: Mapping[str, Any] | None = None,
     **extra: Any,
 ) -> Path:
     """Write ``folder/<name>.yaml`` and return its path.
@@ -44,8 +44,9 @@ def connection_file(
     ``folder/lake``.  ``store_file`` is the SQLite store's file relative to
     ``folder`` (its parent folder is created); ``None`` leaves ``metadata_store``
     out.  ``writer`` is the Delta destination's ``writer`` (its default when ``None``);
-    ``destination`` holds more of its config (``database``, ``table_prefix``...).
-    ``checkpoint`` and any ``extra`` top-level keys (``after_sync``, ...)
+    ``delta_config`` holds more of its config (``database``, ``table_prefix``...).
+    ``checkpoint`` and any ``extra`` top-level keys (``after_sync``, a whole
+    ``destination`` section in place of the Delta one, ...)
     are written only when not ``None``.  Writing again with the same ``name`` replaces
     the file and keeps the state and tables, as a user editing it would.
     """
@@ -58,7 +59,7 @@ def connection_file(
     }
     if writer is not None:
         document["destination"]["config"]["writer"] = writer
-    document["destination"]["config"].update(destination or {})
+    document["destination"]["config"].update(delta_config or {})
     if store_file is not None:
         (folder / store_file).parent.mkdir(parents=True, exist_ok=True)
         document["metadata_store"] = f"sqlite:///{folder / store_file}"

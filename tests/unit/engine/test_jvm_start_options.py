@@ -79,3 +79,20 @@ def test_building_an_archive_prunes_old_ones(cache: Path) -> None:
     _class_archive.prune(kept, at_most=3)
     assert sorted(p.name for p in folder.iterdir()) == [
         "spark-classes-aaa-new.jsa", "spark-classes-b0-x.jsa", "spark-classes-b1-x.jsa"]
+
+
+def test_jars_replaced_in_place_get_an_archive_of_their_own(
+        cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A virtualenv made again at the same path holds the same jar names and sizes at other
+    # times, and the JVM refuses an archive built over the old files: a new name, so
+    # scripts/setup builds a new archive instead of keeping one the JVM will not map.
+    import os
+
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-core.jar").write_bytes(b"x" * 10)
+    monkeypatch.setattr(_class_archive, "_spark_jars_dir", lambda: jars)
+    before = _class_archive.archive_path()
+    os.utime(jars / "spark-core.jar", (1, 1))
+    after = _class_archive.archive_path()
+    assert before is not None and after is not None and before != after

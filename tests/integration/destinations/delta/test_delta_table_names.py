@@ -43,7 +43,7 @@ def _sync(path: Path) -> SyncResult:
 def test_a_synced_table_is_found_by_name_in_the_session(spark: Any, tmp_path: Path,
                                                         writer: str, prefix: str) -> None:
     path = connection_file(tmp_path, name="named", source=SOURCE, streams=STREAMS,
-                           writer=writer, destination={"database": "raw",
+                           writer=writer, delta_config={"database": "raw",
                                                        "table_prefix": prefix})
     first = _sync(path)
     written = {s.name: s.records_written for s in first.streams}
@@ -55,7 +55,7 @@ def test_a_synced_table_is_found_by_name_in_the_session(spark: Any, tmp_path: Pa
     # Every sync registers again, idempotently, and the name sees the new rows.
     again = _sync(connection_file(tmp_path, name="named", source={**SOURCE, "generation": 1},
                                   streams=STREAMS, writer=writer,
-                                  destination={"database": "raw", "table_prefix": prefix}))
+                                  delta_config={"database": "raw", "table_prefix": prefix}))
     users = {s.name: s for s in again.streams}["users"]
     assert spark.table(f"raw.{prefix}users").count() == users.records_written
 
@@ -67,7 +67,7 @@ def test_a_name_taken_by_a_table_elsewhere_fails_the_stream_naming_both(
     spark.sql("CREATE DATABASE IF NOT EXISTS clash")
     spark.sql(f"CREATE TABLE clash.users USING delta LOCATION '{elsewhere}'")
     path = connection_file(tmp_path, name="clashing", source=SOURCE,
-                           streams=[{"name": "users"}], destination={"database": "clash"})
+                           streams=[{"name": "users"}], delta_config={"database": "clash"})
     config = load_connection(path)
     result = SyncEngine(config, MetadataStore(config.metadata_store or "")).run()
     assert result.status == "failed"
