@@ -30,11 +30,11 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from headwater._processes import pid_alive
 from headwater.errors import ConnectionLockedError, MetadataStoreError
 from headwater.metadata_store._models import LockHolder, record_from_row
 from headwater.metadata_store._schema import Database, WriteConflict, locks, utcnow
@@ -48,29 +48,6 @@ HEARTBEAT_INTERVAL_S = 30.0
 def this_host() -> str:
     """The name this process records as its host in locks and attempts."""
     return socket.gethostname()
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this host (and is not a zombie)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # it exists, it just belongs to another user
-    return not _is_zombie(pid)
-
-
-def _is_zombie(pid: int) -> bool:
-    # A killed child that its parent has not reaped yet still answers kill(pid, 0).
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False  # no procfs (macOS) or the process just went away
-    fields = stat.rpartition(")")[2].split()
-    return bool(fields) and fields[0] == "Z"
 
 
 def stale_reason(

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from headwater._processes import pid_alive
 from headwater.connectors.airbyte._process import (
     PIPE_BUFFER,
     MessageCounts,
@@ -164,7 +165,7 @@ def _followed(head: HeadStart, label: str, stream: str | None, counts: MessageCo
             try:
                 return int((folder / _RC).read_text())
             except (OSError, ValueError):
-                if not _alive(head.pid):
+                if not pid_alive(head.pid):
                     return -signal.SIGKILL  # its driver is gone: it was killed with it
             time.sleep(POLL_S)
 
@@ -180,16 +181,6 @@ def _followed(head: HeadStart, label: str, stream: str | None, counts: MessageCo
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
-
-
 def _spooled_lines(path: Path, rc: Path, pid: int) -> Iterator[str]:
     """The spool's lines as the connector writes them, until it has exited."""
     with open(path, encoding="utf-8", buffering=PIPE_BUFFER) as spool:
@@ -203,7 +194,7 @@ def _spooled_lines(path: Path, rc: Path, pid: int) -> Iterator[str]:
                 else:
                     partial += line
                 continue
-            if rc.exists() or not _alive(pid):
+            if rc.exists() or not pid_alive(pid):
                 rest = partial + spool.read()
                 yield from rest.splitlines(keepends=True)
                 return

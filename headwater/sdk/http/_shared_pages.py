@@ -42,6 +42,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+from headwater._processes import pid_alive
+
 __all__ = ["DRIVER_DONE", "DRIVER_MARK", "SharedPages", "kept_bytes"]
 
 #: The file holding the process id of a driver that reads early into the folder.
@@ -175,15 +177,8 @@ def _break(claim: Path) -> None:
 
 
 def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return True  # not written yet
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    """:func:`~headwater._processes.pid_alive`, except that pid 0 is a claim not written yet."""
+    return pid <= 0 or pid_alive(pid)
 
 
 def _load(path: Path) -> list[Page]:

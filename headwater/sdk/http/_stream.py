@@ -619,9 +619,8 @@ def _outside(parent: HttpStream, pieces: list[Partition],
     out = []
     for low, high, piece in left:
         start, end = conv.serialize(low), conv.serialize(high)
-        params = {k: v for k, v in piece.params.items() if k not in _SHARING}
         out.append(Partition(parent.name, f"{parent.name}:{start}/{end}",
-                             {**params, "start": start, "end": end}))
+                             {**_unshared(piece).params, "start": start, "end": end}))
     return out
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -70,6 +72,21 @@ def test_a_process_that_died_holds_nothing_up(tmp_path: Path, held_by: str) -> N
     api = Api()
     assert asyncio.run(pages(SharedPages(str(tmp_path), stale_after_s=60), api)) == PAGES
     assert api.calls == 1
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs procfs")
+def test_a_claim_of_a_killed_reader_not_yet_reaped_is_broken_at_once(tmp_path: Path) -> None:
+    # A SIGKILLed task worker stays a zombie until its parent reaps it, and a zombie
+    # still answers kill(pid, 0): its claim must not wait out the staleness limit.
+    with subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) as reader:
+        (tmp_path / "k.claim").write_text(str(reader.pid))
+        reader.send_signal(signal.SIGKILL)
+        while Path(f"/proc/{reader.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            time.sleep(0.01)
+        api = Api()
+        shared = SharedPages(str(tmp_path), stale_after_s=3600)
+        assert asyncio.run(asyncio.wait_for(pages(shared, api), timeout=10)) == PAGES
+        assert api.calls == 1
 
 
 def test_a_claim_untouched_too_long_is_broken(tmp_path: Path) -> None:
