@@ -10,7 +10,13 @@ import pytest
 
 from headwater.engine import _class_archive
 from headwater.engine._python_daemon import drop_shipped_zip
-from headwater.engine._spark import DRIVER_JAVA_OPTIONS, SparkSettings, _base_conf
+from headwater.engine._spark import (
+    DRIVER_JAVA_OPTIONS,
+    LAZY_JIT_OPTION,
+    SparkSettings,
+    _add_class_archive,
+    _base_conf,
+)
 
 SHIPPED_ZIP = str(Path(pyspark.__file__).parent / "python" / "lib" / "pyspark.zip")
 
@@ -35,7 +41,7 @@ def test_another_sparks_zip_stays_first(tmp_path: Path) -> None:
 
 def test_no_archive_no_option(cache: Path) -> None:
     assert _class_archive.driver_java_options(None) is None
-    assert DRIVER_JAVA_OPTIONS not in _base_conf(SparkSettings(master="local[*]"))
+    assert _base_conf(SparkSettings(master="local[*]"))[DRIVER_JAVA_OPTIONS] == LAZY_JIT_OPTION
 
 
 def test_an_archive_that_exists_is_mapped_beside_the_users_options(cache: Path) -> None:
@@ -46,7 +52,8 @@ def test_an_archive_that_exists_is_mapped_beside_the_users_options(cache: Path) 
     ours = f"-XX:SharedArchiveFile={archive}"
     assert _class_archive.driver_java_options(None) == ours
     assert _class_archive.driver_java_options("-Xmx2g") == f"{ours} -Xmx2g"
-    assert _base_conf(SparkSettings(master="local[*]"))[DRIVER_JAVA_OPTIONS] == ours
+    assert _base_conf(SparkSettings(master="local[*]"))[DRIVER_JAVA_OPTIONS] == \
+        f"{ours} {LAZY_JIT_OPTION}"
 
 
 @pytest.mark.parametrize("own", ["-Xshare:off", "-XX:SharedArchiveFile=/x.jsa",
@@ -57,6 +64,17 @@ def test_the_users_own_class_sharing_options_win(cache: Path, own: str) -> None:
     archive.parent.mkdir(parents=True)
     archive.write_bytes(b"")
     assert _class_archive.driver_java_options(f"-Xmx2g {own}") is None
+
+
+@pytest.mark.parametrize("own", ["-XX:CompileThresholdScaling=1", "-XX:TieredStopAtLevel=1",
+                                 "-XX:-TieredCompilation", "-Xint"])
+def test_the_users_own_jit_choice_wins(cache: Path, own: str) -> None:
+    conf = {DRIVER_JAVA_OPTIONS: f"-Xmx2g {own}"}
+    _add_class_archive(conf)
+    assert conf[DRIVER_JAVA_OPTIONS] == f"-Xmx2g {own}"
+    conf = {DRIVER_JAVA_OPTIONS: "-Xmx2g"}
+    _add_class_archive(conf)
+    assert conf[DRIVER_JAVA_OPTIONS] == f"-Xmx2g {LAZY_JIT_OPTION}"
 
 
 def test_the_daemon_module_is_set_only_for_a_local_master(cache: Path) -> None:
