@@ -10,6 +10,7 @@ Layout of one test's folder (the CLI's working directory)::
       <name>.yaml        the connection, written by :func:`write_connection`
       .headwater/        HEADWATER_HOME: metadata store (headwater.db), logs/spark.log
       lakehouse/<stream> the Delta tables
+      warehouse/         the Iceberg tables and their SQLite catalog (``ICEBERG``)
 
 Every CLI process starts in a new session (its own process group), so the JVM
 that PySpark launches, and the Python workers that JVM forks, can be awaited
@@ -44,6 +45,9 @@ HEADWATER = str(Path(sys.executable).with_name("headwater"))
 REPO = Path(__file__).resolve().parents[2]
 HOME = ".headwater"
 LAKEHOUSE = "lakehouse"
+WAREHOUSE = "warehouse"
+#: The destination section of a connection that lands in Iceberg (the embedded catalog).
+ICEBERG: Mapping[str, Any] = {"type": "iceberg", "config": {"warehouse": WAREHOUSE}}
 #: One sync of a few thousand rows takes well under a minute alone; the machine is shared.
 SYNC_TIMEOUT_S = 900.0
 #: How long the JVM of a killed driver may take to notice (stdin EOF) and exit.
@@ -75,17 +79,19 @@ def write_connection(
     name: str = "crashy",
     checkpoint: Mapping[str, Any] | None = None,
     writer: str | None = None,
+    destination: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write a ``sample`` -> Delta connection file into ``tmp_path`` and return its path.
 
     Paths inside it are relative: the CLI runs with ``tmp_path`` as its working
     directory, exactly as a user would run it from a project folder.  Writing
     again with another ``source`` (say, a later ``generation``) keeps the name,
-    hence the state and the tables.  ``writer`` is the Delta destination's.
+    hence the state and the tables.  ``writer`` is the Delta destination's;
+    ``destination`` a whole section in its place (:data:`ICEBERG`).
     """
     return connection_file(tmp_path, name=name, source=source, streams=streams,
                            lake=LAKEHOUSE, store_file=None, checkpoint=checkpoint,
-                           writer=writer)
+                           writer=writer, destination=destination)
 
 
 #: Faults a test asks :func:`start_cli` for, by these keys of its ``env``: they are
@@ -230,16 +236,78 @@ def table_location(tmp_path: Path, stream: str) -> str:
     return str(tmp_path / LAKEHOUSE / stream)
 
 
+@dataclass(frozen=True)
+class IcebergTable:
+    """A stream's table in the :data:`ICEBERG` warehouse of ``tmp_path``, read with PyIceberg.
+
+    The tests' own catalog client, not the destination's: what any Iceberg
+    reader of that catalog sees.
+    """
+
+    tmp_path: Path
+    stream: str
+
+    def load(self) -> Any:
+        from pyiceberg.catalog import load_catalog
+
+        folder = self.tmp_path / WAREHOUSE
+        catalog = load_catalog("headwater", type="sql", uri=f"sqlite:///{folder}/catalog.db",
+                               warehouse=f"file://{folder}")
+        return catalog.load_table(f"headwater.{self.stream}")
+
+    def read(self, columns: Sequence[str]) -> pa.Table:
+        """``main``'s rows (what readers see), timestamps as microseconds (:func:`read_table`)."""
+        rows = self.load().scan(selected_fields=tuple(columns)).to_arrow()
+        return pa.table([pc.cast(pc.cast(rows.column(c), pa.timestamp("us", "UTC")), pa.int64())
+                         if pa.types.is_timestamp(rows.schema.field(c).type) else rows.column(c)
+                         for c in columns], names=list(columns))
+
+    def tags(self, *, on_main: bool = True) -> list[dict[str, Any]]:
+        """The ``headwater`` part of each snapshot's tag, newest first: of the snapshots
+        ``main`` went through (the table's commits), or else of every snapshot the table
+        holds (staging branches' too)."""
+        from pyiceberg.table.snapshots import ancestors_of
+
+        table = self.load()
+        snapshots = (list(ancestors_of(table.current_snapshot(), table.metadata)) if on_main
+                     else sorted(table.snapshots(), key=lambda s: -(s.sequence_number or 0)))
+        tags = []
+        for snapshot in snapshots:
+            tag = snapshot.summary.additional_properties.get("headwater.tag") \
+                if snapshot.summary is not None else None
+            if tag:
+                tags.append(json.loads(tag).get("headwater", {}))
+        return tags
+
+    def staged(self, run_id: str) -> Counter[int]:
+        """How many snapshots carry each checkpoint of the run, on any branch (a staged
+        overwrite's are on its staging branch, or were until it published)."""
+        return Counter(int(t["checkpoint"]) for t in self.tags(on_main=False)
+                       if t.get("run_id") == run_id and t.get("stream") == self.stream
+                       and "checkpoint" in t)
+
+    def branches(self) -> set[str]:
+        return set(self.load().metadata.refs)
+
+
+#: Where a test's table is: a Delta table's folder, or an Iceberg table.
+Location = str | IcebergTable
+
+
 # --------------------------------------------------------------------------- checks
 
 
-def read_table(spark: Any, location: str, columns: Sequence[str]) -> pa.Table:
-    """The Delta table's ``columns`` as Arrow, timestamps as microseconds since the epoch.
+def read_table(spark: Any, location: Location, columns: Sequence[str]) -> pa.Table:
+    """The table's ``columns`` as Arrow, timestamps as microseconds since the epoch.
 
     Comparing integers keeps the check free of time-zone conversions between
-    Spark, Arrow and Python.
+    Spark, Arrow and Python.  A Delta table is read with Spark, an Iceberg one
+    with PyIceberg.
     """
     from pyspark.sql import functions as F
+
+    if isinstance(location, IcebergTable):
+        return location.read(columns)
 
     frame = spark.read.format("delta").load(location)
     kinds = dict(frame.dtypes)
@@ -264,7 +332,7 @@ def _rows(table: pa.Table, columns: Sequence[str]) -> Counter[tuple[Any, ...]]:
 
 
 def assert_table_equals_source(
-    spark: Any, location: str, source: Mapping[str, Any], stream: str
+    spark: Any, location: Location, source: Mapping[str, Any], stream: str
 ) -> None:
     """The table holds exactly the source's rows: each id once, every value equal.
 
@@ -286,7 +354,7 @@ def assert_table_equals_source(
 
 
 def assert_appended_history(
-    spark: Any, location: str, before: Mapping[str, Any], after: Mapping[str, Any], stream: str
+    spark: Any, location: Location, before: Mapping[str, Any], after: Mapping[str, Any], stream: str
 ) -> None:
     """An append table after syncs at ``before`` then ``after``: every version once.
 
@@ -305,10 +373,17 @@ def assert_appended_history(
     assert not (actual - wanted), f"unexpected rows, e.g. {list(actual - wanted)[:3]}"
 
 
-def _run_tags(spark: Any, location: str, run_id: str, stream: str) -> list[dict[str, Any]]:
-    """The ``headwater`` part of the tag of each commit of the run's stream, newest first."""
+def _run_tags(spark: Any, location: Location, run_id: str,
+              stream: str) -> list[dict[str, Any]]:
+    """The ``headwater`` part of the tag of each commit of the run's stream, newest first.
+
+    An Iceberg table's commits are the snapshots its ``main`` went through.
+    """
     from delta.tables import DeltaTable
 
+    if isinstance(location, IcebergTable):
+        return [t for t in location.tags()
+                if t.get("run_id") == run_id and t.get("stream") == stream]
     tags = []
     for row in DeltaTable.forPath(spark, location).history().select("userMetadata").collect():
         if not row["userMetadata"]:
@@ -319,20 +394,20 @@ def _run_tags(spark: Any, location: str, run_id: str, stream: str) -> list[dict[
     return tags
 
 
-def tagged_commits(spark: Any, location: str, run_id: str, stream: str) -> Counter[int]:
+def tagged_commits(spark: Any, location: Location, run_id: str, stream: str) -> Counter[int]:
     """How many commits of the Delta table carry each checkpoint index of the run."""
     return Counter(int(tag["checkpoint"]) for tag in _run_tags(spark, location, run_id, stream)
                    if "checkpoint" in tag)
 
 
-def published_commits(spark: Any, location: str, run_id: str, stream: str) -> list[list[int]]:
+def published_commits(spark: Any, location: Location, run_id: str, stream: str) -> list[list[int]]:
     """The checkpoints each commit publishing the run's staged overwrite lists."""
     return [list(tag["published"]) for tag in _run_tags(spark, location, run_id, stream)
             if "published" in tag]
 
 
 def assert_each_checkpoint_committed_once(
-    spark: Any, location: str, tmp_path: Path, run_id: str, stream: str, *,
+    spark: Any, location: Location, tmp_path: Path, run_id: str, stream: str, *,
     published: bool | None = None,
 ) -> None:
     """Every planned checkpoint of the run has exactly one commit in the Delta log.
@@ -356,6 +431,10 @@ def assert_each_checkpoint_committed_once(
         publishes = published_commits(spark, location, run_id, stream)
         assert [sorted(p) for p in publishes] == [planned], f"planned {planned}: {publishes}"
         assert not commits, f"staged checkpoints committed to the table: {commits}"
+        if isinstance(location, IcebergTable):  # each staged once, its branch gone
+            staged = location.staged(run_id)
+            assert sorted(staged.elements()) == planned, f"planned {planned}, staged {staged}"
+            assert location.branches() == {"main"}, location.branches()
         return
     assert sorted(commits) == planned, f"planned {planned}, committed {sorted(commits)}"
     repeated = {index: n for index, n in commits.items() if n > 1}

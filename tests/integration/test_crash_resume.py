@@ -4,14 +4,16 @@ The guarantee under test (DESIGN.md, "Exactly once"): a run killed at any
 point and then resumed lands every row of the source once, none missing and
 none twice.  Each test runs the real CLI as a subprocess, kills it (with a
 named fault point, or from outside while it reads), runs it again, and
-compares the Delta table with :meth:`SampleSource.expected_rows`.
+compares the table with :meth:`SampleSource.expected_rows`: a Delta table, or
+(the ``iceberg-`` cases) an Iceberg table read with PyIceberg's own client.
 
 ``incremental`` + ``append`` is the strictest mode: a checkpoint committed
 twice shows up as rows twice.  For ``append_dedup`` and ``overwrite`` a
 repeated commit would not show in the data, so the Delta log is checked too:
 each planned checkpoint of the run has exactly one tagged commit (an
 ``overwrite``, which stages its checkpoints: exactly one commit publishing them
-all, and until then the table's old rows).
+all, and until then the table's old rows; on Iceberg each checkpoint is one
+snapshot carrying its marker, on the staging branch for an overwrite).
 
 The source is small (12,000 rows in 12 partitions, 6 checkpoints in 2 lanes):
 the cost of a sync here is Spark's per-job overhead, not rows, and the
@@ -33,13 +35,17 @@ import pytest
 
 from tests.integration._cli import (
     HOME,
+    ICEBERG,
     READING_PAUSE,
     CliResult,
+    IcebergTable,
+    Location,
     assert_appended_history,
     assert_each_checkpoint_committed_once,
     assert_table_equals_source,
     kill_cli,
     published_commits,
+    read_table,
     start_cli,
     store,
     sync,
@@ -84,6 +90,9 @@ STREAMS: dict[str, dict[str, Any]] = {
     },
 }
 KILLED = -signal.SIGKILL
+#: The connections the crash tests kill: a sync mode on Delta, or ``iceberg-`` and one on
+#: Iceberg (append_dedup is not on Iceberg yet).
+KINDS = [*sorted(STREAMS), "iceberg-append", "iceberg-overwrite"]
 
 
 @dataclass
@@ -93,6 +102,14 @@ class Connection:
     tmp_path: Path
     mode: str
     writer: str | None = None
+    #: ``delta`` or ``iceberg``: the destination the connection lands in.
+    kind: str = "delta"
+
+    @classmethod
+    def of(cls, tmp_path: Path, kind_and_mode: str) -> Connection:
+        """``append`` (on Delta) or ``iceberg-append``, as :data:`KINDS` names them."""
+        kind, _, mode = kind_and_mode.rpartition("-")
+        return cls(tmp_path, mode, kind=kind or "delta")
 
     def source(self, generation: int = 0) -> dict[str, Any]:
         return {**SOURCE, "generation": generation}
@@ -105,6 +122,7 @@ class Connection:
             streams=[STREAMS[self.mode]],
             checkpoint=CHECKPOINT,
             writer=self.writer,
+            destination=ICEBERG if self.kind == "iceberg" else None,
         )
 
     def sync(self, generation: int = 0, fault: str | None = None) -> CliResult:
@@ -116,13 +134,15 @@ class Connection:
                          env=READING_PAUSE)
 
     @property
-    def location(self) -> str:
+    def location(self) -> Location:
+        if self.kind == "iceberg":
+            return IcebergTable(self.tmp_path, STREAM)
         return table_location(self.tmp_path, STREAM)
 
 
-@pytest.fixture(params=sorted(STREAMS))
+@pytest.fixture(params=KINDS)
 def connection(request: pytest.FixtureRequest, tmp_path: Path) -> Connection:
-    return Connection(tmp_path, request.param)
+    return Connection.of(tmp_path, request.param)
 
 
 def crashed_run(conn: Connection, result: CliResult) -> str:
@@ -143,7 +163,10 @@ def landed_checkpoints(conn: Connection, run_id: str) -> list[int]:
 
 
 def staged_checkpoints(conn: Connection, run_id: str) -> set[int]:
-    """The checkpoints of an overwrite run staged by the task path (its manifests)."""
+    """The checkpoints of an overwrite run staged by the task path (Delta: its manifests;
+    Iceberg: the snapshots of its staging branch)."""
+    if isinstance(conn.location, IcebergTable):
+        return set(conn.location.staged(run_id))
     folder = Path(conn.location) / "_headwater_staging" / run_id
     return {int(p.stem) for p in folder.glob("*.json")} if folder.is_dir() else set()
 
@@ -215,7 +238,7 @@ def kill_while_reading(
 
 
 def test_killed_after_a_delta_commit_before_its_state(spark: Any, connection: Connection) -> None:
-    """The third checkpoint's commit is in Delta, the store does not know: resume skips it.
+    """The third checkpoint's commit is in the table, the store does not know: resume skips it.
 
     An overwrite stages its checkpoints instead: the third is staged, the
     table's readers see none of them, and the resumed run publishes them once.
@@ -224,7 +247,7 @@ def test_killed_after_a_delta_commit_before_its_state(spark: Any, connection: Co
     known = set(landed_checkpoints(connection, run_id))
     if connection.mode == "overwrite":
         assert tagged_commits(spark, connection.location, run_id, STREAM) == Counter()
-        assert spark.read.format("delta").load(connection.location).count() == 0
+        assert read_table(spark, connection.location, ["id"]).num_rows == 0
         in_delta = staged_checkpoints(connection, run_id)
     else:
         in_delta = set(tagged_commits(spark, connection.location, run_id, STREAM))
@@ -269,11 +292,12 @@ def test_killed_while_reading(spark: Any, connection: Connection) -> None:
     resume(spark, connection, run_id, attempt=2)
 
 
-@pytest.mark.parametrize("writer", ["auto", "spark"])
+@pytest.mark.parametrize("writer", ["auto", "spark", "iceberg"])
 def test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
         spark: Any, tmp_path: Path, writer: str) -> None:
     """Readers see the previous sync's rows until the resumed run publishes, once."""
-    conn = Connection(tmp_path, "overwrite", writer=writer)
+    conn = (Connection(tmp_path, "overwrite", kind="iceberg") if writer == "iceberg"
+            else Connection(tmp_path, "overwrite", writer=writer))
     assert conn.sync().exit_code == 0
     assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
 

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
 
+#: The branch readers of the table read (PyIceberg's ``MAIN_BRANCH``).
+MAIN = "main"
+
 
 def data_files(table: Table, paths: Sequence[str]) -> list[DataFile]:
     """The ``DataFile`` of each Parquet file at ``paths``, its metrics read from its footer.
@@ -33,11 +36,11 @@ def data_files(table: Table, paths: Sequence[str]) -> list[DataFile]:
     return [parquet_file_to_data_file(table.io, table.metadata, path) for path in paths]
 
 
-def current_data_files(table: Table) -> list[DataFile]:
-    """Every data file the table's current snapshot holds."""
+def current_data_files(table: Table, branch: str = MAIN) -> list[DataFile]:
+    """Every data file the head of ``branch`` (by default the table's current snapshot) holds."""
     from pyiceberg.manifest import ManifestContent
 
-    snapshot = table.current_snapshot()
+    snapshot = table.metadata.snapshot_by_name(branch)
     if snapshot is None:
         return []
     found: list[DataFile] = []
@@ -50,28 +53,36 @@ def current_data_files(table: Table) -> list[DataFile]:
 
 
 def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
-           summary: Mapping[str, str], properties: Mapping[str, str]) -> int:
+           summary: Mapping[str, str], properties: Mapping[str, str],
+           branch: str = MAIN, drop_branch: str | None = None) -> int:
     """Add ``files`` (replacing every current data file when ``overwrite``) in one snapshot.
 
     ``summary`` goes into the snapshot's summary, ``properties`` into the table's,
-    in the same metadata commit.  Returns the new snapshot's id.  Raises
+    in the same metadata commit.  The snapshot goes on ``branch`` (created when
+    missing, with no parent: it then holds ``files`` only); ``drop_branch`` is
+    removed in the same commit.  Returns the new snapshot's id.  Raises
     PyIceberg's ``CommitFailedException`` when another writer committed since
     ``table`` was loaded (nothing of this commit landed then).
     """
+    from pyiceberg.table.update.snapshot import ManageSnapshots
+
     tx = table.transaction()
     if properties:
         tx.set_properties(dict(properties))
-    producer = tx.update_snapshot(snapshot_properties=dict(summary))
+    producer = tx.update_snapshot(snapshot_properties=dict(summary), branch=branch)
     with producer.overwrite() if overwrite else producer.fast_append() as snapshot:
         if overwrite:
             for old in current_data_files(table):
                 snapshot.delete_data_file(old)
         for new in files:
             snapshot.append_data_file(new)
+    if drop_branch is not None:
+        with ManageSnapshots(tx) as refs:
+            refs.remove_branch(drop_branch)
     committed = tx.commit_transaction()
-    current = committed.current_snapshot()
-    assert current is not None
-    return int(current.snapshot_id)
+    head = committed.metadata.snapshot_by_name(branch)
+    assert head is not None
+    return int(head.snapshot_id)
 
 
 def snapshots_newest_first(table: Table) -> list[tuple[int, dict[str, Any]]]:
@@ -88,4 +99,4 @@ def snapshots_newest_first(table: Table) -> list[tuple[int, dict[str, Any]]]:
     return found
 
 
-__all__ = ["commit", "current_data_files", "data_files", "snapshots_newest_first"]
+__all__ = ["MAIN", "commit", "current_data_files", "data_files", "snapshots_newest_first"]

@@ -12,11 +12,14 @@ What this first step does, and refuses (before the table changes):
 * ``append`` (full refresh or incremental): one ``append`` snapshot per checkpoint;
 * ``overwrite`` of a run that fits one checkpoint: one ``overwrite`` snapshot that
   replaces every data file of the table with the checkpoint's;
+* ``overwrite`` of several checkpoints: each is staged as a snapshot on the run's
+  own branch (readers of ``main`` never see it), and one ``overwrite`` snapshot on
+  ``main`` publishes them all and drops the branch (``_staging.py`` says why a
+  branch);
 * refused with a :class:`~headwater.errors.ConfigError` naming the stream:
-  ``append_dedup`` (no MERGE yet), an ``overwrite`` of several checkpoints (no
-  staging yet: readers would see a half-refreshed table), Spark Connect (the
-  tasks must share the driver's filesystem); ``headwater replay`` is refused by
-  the engine (``replaces_run_rows`` is False).
+  ``append_dedup`` (no MERGE yet), Spark Connect (the tasks must share the
+  driver's filesystem); ``headwater replay`` is refused by the engine
+  (``replaces_run_rows`` is False).
 """
 
 from __future__ import annotations
@@ -37,11 +40,19 @@ from headwater.destinations._base import (
     CommitResult,
     Destination,
     DestinationCapabilities,
+    PublishMarker,
     tagged_counts,
     tagged_partition_states,
 )
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
-from headwater.destinations.iceberg import _catalog, _commit, _config, _markers, _schema
+from headwater.destinations.iceberg import (
+    _catalog,
+    _commit,
+    _config,
+    _markers,
+    _schema,
+    _staging,
+)
 from headwater.errors import ConfigError, DestinationError, HeadwaterError, StoreBehindTableError
 from headwater.sync_modes import DestinationSyncMode
 
@@ -71,7 +82,7 @@ class IcebergDestination(Destination):
         # Commits of one table are serialised in this process (a lock), so lanes may
         # run their Spark jobs side by side and each commit still sees the newest table.
         task_written_files=True,
-        stages_overwrites=False,
+        stages_overwrites=True,
         replaces_run_rows=False,
         commit_id="iceberg_snapshot_id",
     )
@@ -89,6 +100,8 @@ class IcebergDestination(Destination):
         self._catalog: Catalog | None = None
         #: Each stream's data folder (where its tasks write), found by ``prepare``.
         self._folders: dict[str, str] = {}
+        #: Overwrites of several checkpoints: staged on a branch, then published.
+        self._staging = _staging.Staging(self.load_table, self._lock)
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
@@ -208,6 +221,40 @@ class IcebergDestination(Destination):
                                 writer=WRITER_TASKS, writer_reason=_WRITER_REASON)
         raise AssertionError("unreachable")
 
+    # ------------------------------------------- overwrites: staged, then published
+
+    def stage(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              rows: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Refused, as :meth:`commit`: only files the tasks wrote are staged."""
+        return self.commit(spark, plan, checkpoint, rows, marker)
+
+    def stage_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                    files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """Run the tasks (they write the files), then add them to the run's staging branch."""
+        stream = plan.stream.name
+        written = _written_files(files, self.table_location(stream), marker)
+        folder = self._folders.get(stream) or self.file_writer(spark, plan).folder
+        result = self._staging.stage(
+            stream, folder, [f.path for f in written], sum(f.rows for f in written),
+            sum(f.rejected for f in written), sum(f.size for f in written), marker)
+        if result.already_committed:  # an earlier attempt's staging: these files stay out
+            _remove(folder, written)
+        return replace(result, writer=WRITER_TASKS, writer_reason=_WRITER_REASON)
+
+    def find_staged(self, spark: SparkSession, plan: StreamPlan,
+                    marker: CommitMarker) -> CommitResult | None:
+        found = self._staging.find(plan.stream.name, marker)
+        return None if found is None else replace(found, writer=WRITER_TASKS,
+                                                  writer_reason=_EARLIER_ATTEMPT)
+
+    def publish(self, spark: SparkSession, plan: StreamPlan,
+                marker: PublishMarker) -> CommitResult:
+        result = self._staging.publish(plan.stream.name, marker)
+        return replace(result, writer=WRITER_TASKS, writer_reason=_WRITER_REASON)
+
+    def clear_staging(self, spark: SparkSession, plan: StreamPlan, *, keep_run_id: str) -> None:
+        self._staging.clear(plan.stream.name, keep_run_id)
+
     # ----------------------------------------------------------------- realigning
 
     def lane_versions(self, spark: SparkSession, stream: str,
@@ -224,11 +271,6 @@ def _refuse_unsupported(spark: SparkSession, plan: StreamPlan) -> None:
     if mode is DestinationSyncMode.APPEND_DEDUP:
         problem = ("append_dedup is not supported by the iceberg destination yet (it needs a "
                    "MERGE on the primary key); use append")
-    elif mode is DestinationSyncMode.OVERWRITE and len(plan.checkpoints) > 1:
-        problem = (f"an overwrite of {len(plan.checkpoints)} checkpoints is not supported by "
-                   "the iceberg destination yet (it cannot stage checkpoints, so readers would "
-                   "see a half-refreshed table); raise checkpoint.partitions_per_checkpoint so "
-                   "the stream fits one checkpoint, or use append")
     else:
         try:
             spark.sparkContext  # noqa: B018 - raises under Spark Connect
