@@ -96,9 +96,12 @@ def check(connection: ConnectionArg, as_json: JsonOpt = False, verbose: VerboseO
 
 def discover(connection: ConnectionArg, as_json: JsonOpt = False,
              verbose: VerboseOpt = 0) -> None:
-    """Show the source's catalog: streams, columns, keys, cursors, sync modes."""
+    """Show the source's catalog: streams, columns, keys, cursors, sync modes, and the
+    table each stream would be written to (``tables`` in ``--json``)."""
     from rich.table import Table
 
+    from headwater.cli._plan_cmd import table_label
+    from headwater.destinations import build_destination
     from headwater.engine import build_source, discover_catalog
     from headwater.table_schema import column_type_label
 
@@ -106,9 +109,14 @@ def discover(connection: ConnectionArg, as_json: JsonOpt = False,
     with cli.handled(as_json):
         config = load_connection(connection)
         catalog = discover_catalog(build_source(config))
+        destination = build_destination(config.destination.type, config.destination.config)
+        tables = {s.name: {"table": destination.table_location(s.name),
+                           "table_name": destination.table_name(s.name)}
+                  for s in catalog.streams}
         as_text = {s.name: set(s.json_columns) for s in config.streams or []}
         if as_json:
-            cli.emit_json(catalog.model_dump(mode="json", exclude_none=True))
+            cli.emit_json({**catalog.model_dump(mode="json", exclude_none=True),
+                           "tables": tables})
             return
         for stream in catalog.streams:
             keys = ", ".join(".".join(k) for k in stream.source_defined_primary_key or [])
@@ -117,8 +125,12 @@ def discover(connection: ConnectionArg, as_json: JsonOpt = False,
             if not cursor and candidates:
                 cursor = "- (candidates: " + ", ".join(candidates) + ")"
             modes = ", ".join(m.value for m in stream.supported_sync_modes)
+            written = tables[stream.name]
             table = Table(title=f"{stream.name}  (primary key: {keys or '-'}; "
-                          f"cursor: {cursor or '-'}; modes: {modes})", title_justify="left")
+                          f"cursor: {cursor or '-'}; modes: {modes})\n"
+                          f"  -> {destination.type_name} table "
+                          f"{table_label(written['table'], written['table_name'])}",
+                          title_justify="left")
             table.add_column("column")
             table.add_column("JSON type")
             table.add_column("table type")
