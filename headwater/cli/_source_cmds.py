@@ -110,9 +110,9 @@ def discover(connection: ConnectionArg, as_json: JsonOpt = False,
         config = load_connection(connection)
         catalog = discover_catalog(build_source(config))
         destination = build_destination(config.destination.type, config.destination.config)
-        tables = {s.name: {"table": destination.table_location(s.name),
-                           "table_name": destination.table_name(s.name)}
-                  for s in catalog.streams}
+        tables: dict[str, dict[str, str | None]] = {
+            s.name: {"table": destination.table_location(s.name),
+                     "table_name": destination.table_name(s.name)} for s in catalog.streams}
         as_text = {s.name: set(s.json_columns) for s in config.streams or []}
         if as_json:
             cli.emit_json({**catalog.model_dump(mode="json", exclude_none=True),
@@ -129,7 +129,7 @@ def discover(connection: ConnectionArg, as_json: JsonOpt = False,
             table = Table(title=f"{stream.name}  (primary key: {keys or '-'}; "
                           f"cursor: {cursor or '-'}; modes: {modes})\n"
                           f"  -> {destination.type_name} table "
-                          f"{table_label(written['table'], written['table_name'])}",
+                          f"{table_label(str(written['table']), written['table_name'])}",
                           title_justify="left")
             table.add_column("column")
             table.add_column("JSON type")
