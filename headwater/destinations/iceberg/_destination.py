@@ -112,8 +112,10 @@ class IcebergDestination(Destination):
         except HeadwaterError:
             raise
         except Exception as exc:
-            raise DestinationError(f"the Iceberg catalog is not usable: {_error_line(exc)}",
-                                   ) from exc
+            raise DestinationError(
+                f"the Iceberg {self.settings.catalog_type} catalog at "
+                f"{self.settings.catalog_properties['uri']} is not usable: {_error_line(exc)}",
+            ) from exc
 
     # ----------------------------------------------------------------- preparing
 
