@@ -41,7 +41,7 @@ from headwater.destinations._base import (
     tagged_partition_states,
 )
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
-from headwater.destinations.iceberg import _catalog, _commit, _config, _markers, _schema
+from headwater.destinations.iceberg import _catalog, _commit, _config, _layout, _markers, _schema
 from headwater.errors import ConfigError, DestinationError, HeadwaterError, StoreBehindTableError
 from headwater.sync_modes import DestinationSyncMode
 
@@ -74,6 +74,7 @@ class IcebergDestination(Destination):
         stages_overwrites=False,
         replaces_run_rows=False,
         commit_id="iceberg_snapshot_id",
+        partition_transforms=True, clusters_tables=False,  # _layout.py
     )
 
     @classmethod
@@ -89,6 +90,8 @@ class IcebergDestination(Destination):
         self._catalog: Catalog | None = None
         #: Each stream's data folder (where its tasks write), found by ``prepare``.
         self._folders: dict[str, str] = {}
+        #: Each stream's partition fields, as its tasks split rows by them (``_layout.py``).
+        self._partition_keys: dict[str, tuple[Any, ...]] = {}
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
@@ -127,15 +130,16 @@ class IcebergDestination(Destination):
                 catalog = self.catalog()
                 _catalog.ensure_namespace(catalog, self.settings.namespace)
                 table = _catalog.load_table(catalog, identifier)
-                if table is None:
-                    table = _catalog.create_table(catalog, identifier,
-                                                  _schema.table_schema(data_schema))
+                if table is None:  # laid out as the stream asks (_layout.py)
+                    table = _layout.create_table(catalog, identifier,
+                                                 _schema.table_schema(data_schema), plan)
                 else:
-                    table = _catalog.with_name_mapping(table)
+                    table = _layout.apply_to_existing(_catalog.with_name_mapping(table), plan)
                     existing = {f.name for f in table.schema().fields}
                     table = _catalog.add_columns(
                         table, _schema.new_columns(existing, data_schema))
                 self._folders[plan.stream.name] = _data_folder(table, plan)
+                self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
                 return _schema.writing_schema(data_schema, table.schema())
         except HeadwaterError:
             raise
@@ -151,6 +155,10 @@ class IcebergDestination(Destination):
                 raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}"
                                        " (prepare creates it)", stream=plan.stream.name)
             folder = self._folders[plan.stream.name] = _data_folder(table, plan)
+            self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
+        keys = self._partition_keys.get(plan.stream.name)
+        if keys:  # one file per partition value, as the table's spec splits rows
+            return _layout.PartitionedParquetFiles(folder=folder, stats_columns=(), keys=keys)
         # No Delta statistics: Iceberg reads each file's metrics from its footer.
         return ParquetFiles(folder=folder, stats_columns=())
 
@@ -196,7 +204,7 @@ class IcebergDestination(Destination):
                     _remove(folder, written)
                     return earlier
                 try:
-                    snapshot_id = _commit.commit(table, _commit.data_files(table, paths),
+                    snapshot_id = _commit.commit(table, _layout.data_files(table, paths),
                                                  overwrite=overwrite, summary=summary,
                                                  properties=properties)
                 except Exception as exc:

@@ -65,8 +65,13 @@ def _answers(uri: str) -> bool:
 
 
 @contextmanager
-def rest_catalog_server(folder: Path) -> Iterator[RestCatalogServer]:
-    """Yield a fresh server whose catalog database and warehouse are in ``folder``."""
+def rest_catalog_server(folder: Path,
+                        warehouse_uri: str | None = None) -> Iterator[RestCatalogServer]:
+    """Yield a fresh server whose catalog database and warehouse are in ``folder``.
+
+    ``warehouse_uri`` puts the server's warehouse elsewhere (an object store's
+    URI, to see a sync refuse a location the tasks cannot write).
+    """
     lib = jars_folder()
     port = _free_port()
     warehouse = folder / "warehouse"
@@ -74,7 +79,7 @@ def rest_catalog_server(folder: Path) -> Iterator[RestCatalogServer]:
     environment = {**os.environ, "CATALOG_REST_PORT": str(port),
                    "CATALOG_URI": f"jdbc:sqlite:{folder / 'catalog.db'}",
                    "CATALOG_JDBC_SCHEMA__VERSION": "V1",
-                   "CATALOG_WAREHOUSE": warehouse.as_uri()}
+                   "CATALOG_WAREHOUSE": warehouse_uri or warehouse.as_uri()}
     log_file = folder / "rest-catalog.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(

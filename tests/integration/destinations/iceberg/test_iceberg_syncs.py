@@ -29,7 +29,10 @@ from headwater.errors import DestinationError, ExitCode
 from headwater.metadata_store import MetadataStore
 from headwater.table_schema import META_NAMES
 from tests.integration._connections import connection_file
-from tests.integration.destinations.iceberg._rest_catalog import RestCatalogServer
+from tests.integration.destinations.iceberg._rest_catalog import (
+    RestCatalogServer,
+    rest_catalog_server,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -298,6 +301,19 @@ def test_a_rest_catalog_s_tables_live_in_the_server_s_warehouse(
     assert {t.file.file_path.rsplit("/data/", 1)[0] for t in table.scan().plan_files()} == {
         table.location()}
     assert not (tmp_path / "warehouse").exists()  # the config's folder is not used
+
+
+def test_a_rest_catalog_whose_warehouse_is_not_local_is_refused_before_a_table_exists(
+        spark: Any, tmp_path: Path) -> None:
+    with rest_catalog_server(tmp_path / "server", "s3://nowhere/warehouse") as server:
+        config = {**_config(tmp_path, type="rest", uri=server.uri), "namespace": "remote"}
+        refused = sync(write_connection(tmp_path, APPEND, destination=config))
+        assert refused.status == "failed"
+        message = refused.streams[0].error or ""
+        assert "s3://nowhere/warehouse/remote/users, not in a local folder" in message, message
+        assert "the table was not created" in message
+        assert fresh_catalog(write_connection(tmp_path, APPEND, destination=config)).list_tables(
+            "remote") == []
 
 
 def test_check_proves_the_catalog_writable_or_says_why_not(tmp_path: Path) -> None:
