@@ -57,6 +57,24 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses sockets listen on at ``port`` (Linux's /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            next(lines)
+            for line in lines:
+                local, state = line.split()[1], line.split()[3]
+                address, _, hex_port = local.partition(":")
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    found.add(address)
+    return found
+
+
+#: Loopback as /proc/net shows it: 127.0.0.1, and IPv6's ::1 and ::ffff:127.0.0.1.
+LOOPBACK = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
+
+
 def _answers(uri: str) -> bool:
     try:
         return httpx.get(f"{uri}/v1/config", timeout=2).status_code == 200

@@ -30,7 +30,9 @@ from headwater.metadata_store import MetadataStore
 from headwater.table_schema import META_NAMES
 from tests.integration._connections import connection_file
 from tests.integration.destinations.iceberg._rest_catalog import (
+    LOOPBACK,
     RestCatalogServer,
+    listening_addresses,
     rest_catalog_server,
 )
 
@@ -301,6 +303,13 @@ def test_a_rest_catalog_s_tables_live_in_the_server_s_warehouse(
     assert {t.file.file_path.rsplit("/data/", 1)[0] for t in table.scan().plan_files()} == {
         table.location()}
     assert not (tmp_path / "warehouse").exists()  # the config's folder is not used
+
+
+def test_the_rest_catalog_server_listens_on_loopback_only(
+        iceberg_rest_catalog: RestCatalogServer) -> None:
+    port = int(iceberg_rest_catalog.uri.rsplit(":", 1)[1])
+    addresses = listening_addresses(port)
+    assert addresses and addresses <= LOOPBACK, addresses
 
 
 def test_a_rest_catalog_whose_warehouse_is_not_local_is_refused_before_a_table_exists(
