@@ -153,3 +153,17 @@ def test_transforms_are_refused_for_delta(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"'days.updated_at.' is a partition "
                        "transform; the delta destination partitions by plain columns"):
         sync(path)
+
+
+def test_an_overwrite_replaces_every_partition_s_files(spark: Any, tmp_path: Path) -> None:
+    streams = [{"name": "users", "sync_mode": "full_refresh",
+                "destination_sync_mode": "overwrite", "partition_by": ["days(updated_at)"]}]
+    first = sync(write_connection(tmp_path, streams, per_checkpoint=16, start=START))
+    path = write_connection(tmp_path, streams, per_checkpoint=16, start=START, generation=1)
+    second = sync(path)
+    assert first.status == second.status == "succeeded", second.to_dict()
+    table = table_of(path)
+    rows = table.scan().to_arrow()
+    assert set(rows.column("_hw_run_id").to_pylist()) == {second.run_id}
+    assert rows.num_rows == USERS + SOURCE["new_per_generation"]
+    assert {t.file.partition[0] for t in table.scan().plan_files()} >= {19791, 19792}
