@@ -204,7 +204,7 @@ class IcebergDestination(Destination):
                     _remove(folder, written)
                     return earlier
                 try:
-                    snapshot_id = _commit.commit(table, _layout.data_files(table, paths),
+                    snapshot_id = _commit.commit(table, _commit.data_files(table, paths),
                                                  overwrite=overwrite, summary=summary,
                                                  properties=properties)
                 except Exception as exc:

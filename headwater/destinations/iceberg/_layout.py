@@ -15,7 +15,8 @@ exists):
   so :class:`PartitionedParquetFiles` splits each batch by the rows' partition
   values (PyIceberg's own transform functions, applied to each distinct value)
   and keeps one open file per partition value.
-* **committing** (driver): :func:`data_files` gives each file its partition
+* **committing** (driver): :func:`partitioned_data_file` (through
+  ``_commit.data_files``, whoever commits files) gives each file its partition
   record, from the file's own column statistics: the transform of its source
   column's minimum, checked against its maximum and its null count, so a file
   that holds more than one partition is an error, never a wrong record.
@@ -35,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater.destinations.delta._files import ParquetFiles, _File
-from headwater.destinations.iceberg import _catalog, _commit, _config
+from headwater.destinations.iceberg import _catalog, _config
 from headwater.errors import ConfigError, DestinationError
 from headwater.partition_terms import EXPECTED_SHAPE, PartitionTerm, parse_term
 
@@ -269,14 +270,7 @@ def _partition_values(column: pa.Array, key: _Key) -> pa.Array:
 
 # ----------------------------------------------------------------- committing (driver)
 
-def data_files(table: Table, paths: Sequence[str]) -> list[DataFile]:
-    """The ``DataFile`` of each file at ``paths``, with its partition record when partitioned."""
-    if table.spec().is_unpartitioned():
-        return _commit.data_files(table, paths)
-    return [_partitioned_data_file(table, path) for path in paths]
-
-
-def _partitioned_data_file(table: Table, path: str) -> DataFile:
+def partitioned_data_file(table: Table, path: str) -> DataFile:
     """As PyIceberg's ``parquet_file_to_data_file``, with the partition record proven.
 
     PyIceberg infers it only for order-preserving transforms (not ``bucket``),
@@ -336,5 +330,5 @@ def _partition_value(field: Any, statistics: Any, schema: Schema, path: str) -> 
     return low
 
 
-__all__ = ["PartitionedParquetFiles", "apply_to_existing", "create_table", "data_files",
-           "partition_keys", "partition_spec", "split", "user_properties"]
+__all__ = ["PartitionedParquetFiles", "apply_to_existing", "create_table", "partition_keys",
+           "partition_spec", "partitioned_data_file", "split", "user_properties"]
