@@ -46,6 +46,7 @@ from pydantic import (
 
 from headwater.config._paths import line_of
 from headwater.errors import ConfigError
+from headwater.partition_terms import parse_term
 from headwater.sync_modes import DestinationSyncMode, SyncMode
 
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -91,6 +92,8 @@ class StreamConfig(BaseModel):
     json_columns: list[str] = Field(default_factory=list)
     #: The table's layout, applied when the destination creates it: Hive-style
     #: partitions, or (not both) Delta's liquid clustering, on these columns.
+    #: ``partition_by`` also takes Iceberg transforms (``days(ts)``, ``bucket(16, id)``:
+    #: :mod:`headwater.partition_terms`) for the Iceberg destination.
     partition_by: list[str] = Field(default_factory=list)
     cluster_by: list[str] = Field(default_factory=list)
     #: Table properties (``TBLPROPERTIES``): set at creation, and on an existing
@@ -125,6 +128,15 @@ class StreamConfig(BaseModel):
             raise ValueError(f"{info.field_name} lists {', '.join(repeated)} more than once")
         if any(not name for name in value):
             raise ValueError(f"{info.field_name} holds an empty column name")
+        return value
+
+    @field_validator("partition_by")
+    @classmethod
+    def _partition_terms(cls, value: list[str]) -> list[str]:
+        # A column, or an Iceberg transform of one (days(ts)); which destination takes
+        # transforms is checked when the sync starts, the columns once the schema is known.
+        for entry in value:
+            parse_term(entry)  # ValueError: says the entry and the expected shape
         return value
 
     @field_validator("table_properties", mode="before")

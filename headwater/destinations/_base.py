@@ -225,6 +225,11 @@ class DestinationCapabilities:
     stages_overwrites: bool = False
     #: Whether a run's rows can be replaced atomically (``headwater replay``).
     replaces_run_rows: bool = False
+    #: Whether ``partition_by`` may hold partition transforms (``days(ts)``,
+    #: ``bucket(16, id)``: :mod:`headwater.partition_terms`), not only columns.
+    partition_transforms: bool = False
+    #: Whether ``cluster_by`` can be honoured (a destination that cannot refuses it).
+    clusters_tables: bool = True
     #: The name under which a checkpoint's commit identifier (``CommitResult.version``)
     #: is recorded in the run's history and shown by the CLI.
     commit_id: str = "commit_version"

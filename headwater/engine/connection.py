@@ -14,6 +14,7 @@ from typing import Any
 from headwater.config import ConnectionConfig, register_secrets, secret_values, validate_config
 from headwater.connectors import get_source_class
 from headwater.errors import ConfigError
+from headwater.partition_terms import parse_term
 from headwater.plan import ConfiguredStream, TableLayout
 from headwater.protocol import AirbyteCatalog, AirbyteStream, DestinationSyncMode, SyncMode
 from headwater.sdk import INCREMENTAL, Source
@@ -70,8 +71,10 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
             raise ConfigError(f"stream {configured.name!r}: {problem}",
                               field=f"{where}.json_columns")
         for setting in ("partition_by", "cluster_by"):
-            problem = layout_columns_problem(stream.json_schema(), setting,
-                                             getattr(configured, setting))
+            problem = (layout_kind_problem(connection.destination.type, setting,
+                                           getattr(configured, setting))
+                       or layout_columns_problem(stream.json_schema(), setting,
+                                                 getattr(configured, setting)))
             if problem is not None:
                 raise ConfigError(f"stream {configured.name!r}: {problem}",
                                   field=f"{where}.{setting}")
@@ -86,6 +89,29 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
     return resolved
 
 
+def layout_kind_problem(destination_type: str, setting: str,
+                        entries: Sequence[str]) -> str | None:
+    """Why ``destination_type`` cannot lay its table out as ``setting: entries`` asks.
+
+    From the destination's capabilities: some take partition transforms
+    (``days(ts)``), some cannot cluster (``DestinationCapabilities``).
+    """
+    from headwater.destinations import get_destination_class
+
+    if not entries:
+        return None
+    capabilities = get_destination_class(destination_type).capabilities
+    if setting == "cluster_by" and not capabilities.clusters_tables:
+        return (f"cluster_by: the {destination_type} destination does not cluster tables; "
+                "use partition_by, e.g. [days(updated_at)] or [bucket(16, id)]")
+    if setting == "partition_by" and not capabilities.partition_transforms:
+        transforms = [e for e in entries if not parse_term(e).is_identity]
+        if transforms:
+            return (f"partition_by: {transforms[0]!r} is a partition transform; the "
+                    f"{destination_type} destination partitions by plain columns")
+    return None
+
+
 def layout_columns_problem(json_schema: Mapping[str, Any], setting: str,
                            names: Sequence[str]) -> str | None:
     """Why the stream's table cannot be partitioned or clustered (``setting``) by ``names``.
@@ -96,7 +122,9 @@ def layout_columns_problem(json_schema: Mapping[str, Any], setting: str,
     columns; which types a column may have is the destination's to say.
     """
     known = set(json_schema.get("properties") or {}) | set(META_NAMES)
-    for name in names:
+    for entry in names:
+        # partition_by may name a column through a transform: days(updated_at).
+        name = parse_term(entry).column if setting == "partition_by" else entry
         if name not in known:
             return f"{setting}: the stream has no column {name!r}"
     return None

@@ -29,10 +29,16 @@ def data_files(table: Table, paths: Sequence[str]) -> list[DataFile]:
     """The ``DataFile`` of each Parquet file at ``paths``, its metrics read from its footer.
 
     Read by the driver (a footer per file, not the rows); the files' columns are
-    matched to the table's by name (the table's name mapping).
+    matched to the table's by name (the table's name mapping).  A partitioned
+    table's files each get their partition record, proven from their statistics
+    (``_layout.py``: a file holding more than one partition value is an error).
     """
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
+    if not table.spec().is_unpartitioned():
+        from headwater.destinations.iceberg._layout import partitioned_data_file
+
+        return [partitioned_data_file(table, path) for path in paths]
     return [parquet_file_to_data_file(table.io, table.metadata, path) for path in paths]
 
 

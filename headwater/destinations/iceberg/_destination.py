@@ -49,6 +49,7 @@ from headwater.destinations.iceberg import (
     _catalog,
     _commit,
     _config,
+    _layout,
     _markers,
     _schema,
     _staging,
@@ -85,6 +86,7 @@ class IcebergDestination(Destination):
         stages_overwrites=True,
         replaces_run_rows=False,
         commit_id="iceberg_snapshot_id",
+        partition_transforms=True, clusters_tables=False,  # _layout.py
     )
 
     @classmethod
@@ -102,6 +104,8 @@ class IcebergDestination(Destination):
         self._folders: dict[str, str] = {}
         #: Overwrites of several checkpoints: staged on a branch, then published.
         self._staging = _staging.Staging(self.load_table, self._lock)
+        #: Each stream's partition fields, as its tasks split rows by them (``_layout.py``).
+        self._partition_keys: dict[str, tuple[Any, ...]] = {}
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
@@ -125,8 +129,10 @@ class IcebergDestination(Destination):
         except HeadwaterError:
             raise
         except Exception as exc:
-            raise DestinationError(f"the Iceberg catalog is not usable: {_error_line(exc)}",
-                                   ) from exc
+            raise DestinationError(
+                f"the Iceberg {self.settings.catalog_type} catalog at "
+                f"{self.settings.catalog_properties['uri']} is not usable: {_error_line(exc)}",
+            ) from exc
 
     # ----------------------------------------------------------------- preparing
 
@@ -138,15 +144,16 @@ class IcebergDestination(Destination):
                 catalog = self.catalog()
                 _catalog.ensure_namespace(catalog, self.settings.namespace)
                 table = _catalog.load_table(catalog, identifier)
-                if table is None:
-                    table = _catalog.create_table(catalog, identifier,
-                                                  _schema.table_schema(data_schema))
+                if table is None:  # laid out as the stream asks (_layout.py)
+                    table = _layout.create_table(catalog, identifier,
+                                                 _schema.table_schema(data_schema), plan)
                 else:
-                    table = _catalog.with_name_mapping(table)
+                    table = _layout.apply_to_existing(_catalog.with_name_mapping(table), plan)
                     existing = {f.name for f in table.schema().fields}
                     table = _catalog.add_columns(
                         table, _schema.new_columns(existing, data_schema))
                 self._folders[plan.stream.name] = _data_folder(table, plan)
+                self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
                 return _schema.writing_schema(data_schema, table.schema())
         except HeadwaterError:
             raise
@@ -162,6 +169,10 @@ class IcebergDestination(Destination):
                 raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}"
                                        " (prepare creates it)", stream=plan.stream.name)
             folder = self._folders[plan.stream.name] = _data_folder(table, plan)
+            self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
+        keys = self._partition_keys.get(plan.stream.name)
+        if keys:  # one file per partition value, as the table's spec splits rows
+            return _layout.PartitionedParquetFiles(folder=folder, stats_columns=(), keys=keys)
         # No Delta statistics: Iceberg reads each file's metrics from its footer.
         return ParquetFiles(folder=folder, stats_columns=())
 

@@ -99,7 +99,7 @@ def test_secrets_stay_masked_in_the_destinations_failure(
     result = CliRunner().invoke(app, ["check", str(path), "--json"])
     assert result.exit_code == ExitCode.FAILED, result.output
     error = json.loads(result.stdout)["destination"]["error"]
-    assert error["message"] == ("the Iceberg catalog is not usable: "
+    assert error["message"] == ("the Iceberg rest catalog at http://127.0.0.1:1 is not usable: "
                                 f"RuntimeError: refused {REDACTED}")
     text = CliRunner().invoke(app, ["check", str(path)])
     assert text.exit_code == ExitCode.FAILED

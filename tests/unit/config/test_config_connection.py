@@ -110,6 +110,21 @@ def test_structure_errors_name_each_field_with_its_line() -> None:
     }
 
 
+def test_a_malformed_partition_transform_names_its_field_and_the_expected_shape(
+        tmp_path: Path) -> None:
+    path = write(tmp_path, "source: {type: sample}\ndestination: {type: iceberg}\nstreams:\n"
+                 "  - {name: users, partition_by: [country, 'bucket(id)']}\n")
+    with pytest.raises(SpecValidationError) as info:
+        load_connection(path, env={})
+    assert info.value.problems == [(
+        "streams[0].partition_by",
+        "'bucket(id)' is not bucket(N, column) with N a positive whole number (line 4)")]
+    fine = write(tmp_path, "source: {type: sample}\ndestination: {type: iceberg}\nstreams:\n"
+                 "  - {name: users, partition_by: [country, 'days(updated_at)', "
+                 "'bucket(16, id)']}\n")
+    assert load_connection(fine, env={}).streams[0].partition_by[2] == "bucket(16, id)"
+
+
 def test_error_message_lists_problems_and_file(tmp_path: Path) -> None:
     path = write(tmp_path, "source: {type: sample}\nstreams: [{name: a, sync_mode: nope}]\n")
     with pytest.raises(SpecValidationError) as info:

@@ -1,27 +1,40 @@
-"""Syncs into Iceberg tables on a SQLite (and a PostgreSQL) catalog, read back with PyIceberg.
+"""Syncs into Iceberg tables on every catalog the tests can start, read back with PyIceberg.
 
-Real Spark, real PyIceberg, real catalogs: each checkpoint must be exactly one
-snapshot carrying its marker, and what is not implemented yet must be refused
-before the table changes.
+Real Spark, real PyIceberg, real catalogs on 127.0.0.1: the embedded SQLite
+file, PostgreSQL, and Apache Iceberg's own REST catalog server.  Each
+checkpoint must be exactly one snapshot carrying its marker, the rows must read
+back the same through a catalog client of the test's own, and what is not
+implemented yet must be refused before the table changes.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from typer.testing import CliRunner
 
+from headwater.cli.app import app
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
 from headwater.destinations.iceberg import IcebergDestination
 from headwater.engine import SyncEngine, SyncResult
-from headwater.errors import DestinationError
+from headwater.errors import DestinationError, ExitCode
 from headwater.metadata_store import MetadataStore
 from headwater.table_schema import META_NAMES
 from tests.integration._connections import connection_file
+from tests.integration.destinations.iceberg._rest_catalog import (
+    LOOPBACK,
+    RestCatalogServer,
+    listening_addresses,
+    rest_catalog_server,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -33,6 +46,8 @@ INCREMENTAL = [{"name": "users", "sync_mode": "incremental", "destination_sync_m
                 "cursor_field": "updated_at"}]
 OVERWRITE = [{"name": "users", "sync_mode": "full_refresh",
               "destination_sync_mode": "overwrite"}]
+#: Every catalog kind the tests start for real.
+CATALOG_KINDS = ["sqlite", "postgresql", "rest"]
 
 
 def _config(tmp_path: Path, **catalog: Any) -> dict[str, Any]:
@@ -40,6 +55,25 @@ def _config(tmp_path: Path, **catalog: Any) -> dict[str, Any]:
     if catalog:
         config["catalog"] = catalog
     return config
+
+
+@pytest.fixture(params=CATALOG_KINDS)
+def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The destination's config on one catalog kind (servers started only when asked for)."""
+    kind = request.param
+    if kind == "sqlite":
+        yield _config(tmp_path)
+    elif kind == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        with server.database() as database:
+            uri = server.database_url(database).replace("postgresql://",
+                                                        "postgresql+psycopg2://")
+            yield _config(tmp_path, type="sql", uri=uri)
+    else:
+        rest: RestCatalogServer = request.getfixturevalue("iceberg_rest_catalog")
+        # The server is shared by the session: each test writes a namespace of its own.
+        yield {**_config(tmp_path, type="rest", uri=rest.uri),
+               "namespace": f"t_{uuid.uuid4().hex[:12]}"}
 
 
 def write_connection(tmp_path: Path, streams: list[dict[str, Any]], *,
@@ -62,15 +96,35 @@ def destination_of(path: Path) -> IcebergDestination:
     return IcebergDestination(connection.destination.config)
 
 
+def fresh_catalog(path: Path) -> Any:
+    """A PyIceberg catalog client of the test's own, from the connection file's catalog.
+
+    Built here from the file, not by the destination: what the sync wrote must
+    read back through a client that shares nothing with the writer.
+    """
+    from pyiceberg.catalog import load_catalog
+
+    config = load_connection(path).destination.config
+    catalog = dict(config.get("catalog") or {})
+    warehouse = Path(config["warehouse"])
+    if catalog.get("type") == "rest":
+        return load_catalog("reader", type="rest", uri=catalog["uri"])
+    uri = catalog.get("uri") or f"sqlite:///{warehouse}/catalog.db"
+    return load_catalog("headwater", type="sql", uri=uri, warehouse=warehouse.as_uri())
+
+
+def table_of(path: Path, stream: str = "users") -> Any:
+    namespace = load_connection(path).destination.config.get("namespace") or "headwater"
+    return fresh_catalog(path).load_table(f"{namespace}.{stream}")
+
+
 def read(path: Path, stream: str = "users") -> pa.Table:
-    table = destination_of(path).catalog().load_table(f"headwater.{stream}")
-    return table.scan().to_arrow()
+    return table_of(path, stream).scan().to_arrow()
 
 
 def tagged_snapshots(path: Path, stream: str = "users") -> list[dict[str, str]]:
-    table = destination_of(path).catalog().load_table(f"headwater.{stream}")
     summaries = []
-    for snapshot in table.snapshots():
+    for snapshot in table_of(path, stream).snapshots():
         assert snapshot.summary is not None
         summaries.append({"operation": snapshot.summary.operation.value,
                           **snapshot.summary.additional_properties})
@@ -97,7 +151,6 @@ def _assert_one_snapshot_per_checkpoint(path: Path, runs: list[SyncResult]) -> N
     summaries = tagged_snapshots(path)
     assert all("headwater.tag" in s and "headwater.app_id" in s and "headwater.version" in s
                for s in summaries), summaries
-    import json
     marked = Counter((json.loads(s["headwater.tag"])["headwater"]["run_id"],
                       json.loads(s["headwater.tag"])["headwater"]["checkpoint"])
                      for s in summaries)
@@ -108,8 +161,9 @@ def _assert_one_snapshot_per_checkpoint(path: Path, runs: list[SyncResult]) -> N
             "checkpoint"]
 
 
-def test_full_refresh_append_twice_keeps_both_generations(spark: Any, tmp_path: Path) -> None:
-    path = write_connection(tmp_path, APPEND)
+def test_full_refresh_append_twice_keeps_both_generations(spark: Any, tmp_path: Path,
+                                                          config: dict[str, Any]) -> None:
+    path = write_connection(tmp_path, APPEND, destination=config)
     first = sync(path)
     second = sync(path)
     assert first.status == second.status == "succeeded", second.to_dict()
@@ -129,14 +183,15 @@ def test_full_refresh_append_twice_keeps_both_generations(spark: Any, tmp_path: 
                for c in recorded)
 
 
-def test_incremental_append_adds_what_changed_and_new_columns(spark: Any,
-                                                              tmp_path: Path) -> None:
-    path = write_connection(tmp_path, INCREMENTAL)
+def test_incremental_append_adds_what_changed_and_new_columns(
+        spark: Any, tmp_path: Path, config: dict[str, Any]) -> None:
+    path = write_connection(tmp_path, INCREMENTAL, destination=config)
     first = sync(path)
     assert first.status == "succeeded", first.to_dict()
     assert "loyalty_tier" not in read(path).column_names
     # The source's next generation also has a new column: the table gains it.
-    second = sync(write_connection(tmp_path, INCREMENTAL, generation=1, schema_version=2))
+    second = sync(write_connection(tmp_path, INCREMENTAL, destination=config, generation=1,
+                                   schema_version=2))
     assert second.status == "succeeded", second.to_dict()
     assert second.streams[0].records_read == 40 + 25
     rows = read(path)
@@ -149,11 +204,12 @@ def test_incremental_append_adds_what_changed_and_new_columns(spark: Any,
     _assert_one_snapshot_per_checkpoint(path, [first, second])
 
 
-def test_overwrite_of_one_checkpoint_is_one_overwrite_snapshot(spark: Any,
-                                                               tmp_path: Path) -> None:
-    path = write_connection(tmp_path, OVERWRITE, per_checkpoint=16)
+def test_overwrite_of_one_checkpoint_is_one_overwrite_snapshot(
+        spark: Any, tmp_path: Path, config: dict[str, Any]) -> None:
+    path = write_connection(tmp_path, OVERWRITE, per_checkpoint=16, destination=config)
     first = sync(path)
-    second = sync(write_connection(tmp_path, OVERWRITE, per_checkpoint=16, generation=1))
+    second = sync(write_connection(tmp_path, OVERWRITE, per_checkpoint=16, destination=config,
+                                   generation=1))
     assert first.status == second.status == "succeeded", second.to_dict()
     rows = read(path)
     assert keyed(rows) == keyed(expected(generation=1))
@@ -212,7 +268,7 @@ def test_a_snapshot_that_landed_before_a_kill_is_found_not_written_twice(
                    if c.stats.get("already_committed")]
     assert len(found_again) == 1 and found_again[0].stats["records_written"] == 100
     # Nothing left in the data folder that no snapshot references.
-    table = destination_of(path).catalog().load_table("headwater.users")
+    table = table_of(path)
     referenced = {Path(t.file.file_path.removeprefix("file://")).name
                   for t in table.scan().plan_files()}
     on_disk = {p.name for p in (Path(table.location().removeprefix("file://")) / "data")
@@ -220,18 +276,49 @@ def test_a_snapshot_that_landed_before_a_kill_is_found_not_written_twice(
     assert on_disk == referenced
 
 
-def test_a_postgresql_catalog(spark: Any, tmp_path: Path, postgres_server: Any) -> None:
+def test_a_postgresql_catalog_keeps_nothing_in_the_warehouse_folder(
+        spark: Any, tmp_path: Path, postgres_server: Any) -> None:
     with postgres_server.database() as database:
         uri = postgres_server.database_url(database).replace("postgresql://",
                                                              "postgresql+psycopg2://")
         config = _config(tmp_path, type="sql", uri=uri)
         IcebergDestination(config).check()
         path = write_connection(tmp_path, APPEND, destination=config)
-        first = sync(path)
-        assert first.status == "succeeded", first.to_dict()
-        assert read(path).num_rows == USERS
-        _assert_one_snapshot_per_checkpoint(path, [first])
+        assert sync(path).status == "succeeded"
         assert not (tmp_path / "warehouse" / "catalog.db").exists()
+
+
+def test_a_rest_catalog_s_tables_live_in_the_server_s_warehouse(
+        spark: Any, tmp_path: Path, iceberg_rest_catalog: RestCatalogServer) -> None:
+    config = {**_config(tmp_path, type="rest", uri=iceberg_rest_catalog.uri),
+              "namespace": "where_tables_live"}
+    path = write_connection(tmp_path, APPEND, destination=config)
+    assert sync(path).status == "succeeded"
+    table = table_of(path)
+    assert table.location() == f"{iceberg_rest_catalog.warehouse.as_uri()}/where_tables_live/users"
+    assert {t.file.file_path.rsplit("/data/", 1)[0] for t in table.scan().plan_files()} == {
+        table.location()}
+    assert not (tmp_path / "warehouse").exists()  # the config's folder is not used
+
+
+def test_the_rest_catalog_server_listens_on_loopback_only(
+        iceberg_rest_catalog: RestCatalogServer) -> None:
+    port = int(iceberg_rest_catalog.uri.rsplit(":", 1)[1])
+    addresses = listening_addresses(port)
+    assert addresses and addresses <= LOOPBACK, addresses
+
+
+def test_a_rest_catalog_whose_warehouse_is_not_local_is_refused_before_a_table_exists(
+        spark: Any, tmp_path: Path) -> None:
+    with rest_catalog_server(tmp_path / "server", "s3://nowhere/warehouse") as server:
+        config = {**_config(tmp_path, type="rest", uri=server.uri), "namespace": "remote"}
+        refused = sync(write_connection(tmp_path, APPEND, destination=config))
+        assert refused.status == "failed"
+        message = refused.streams[0].error or ""
+        assert "s3://nowhere/warehouse/remote/users, not in a local folder" in message, message
+        assert "the table was not created" in message
+        assert fresh_catalog(write_connection(tmp_path, APPEND, destination=config)).list_tables(
+            "remote") == []
 
 
 def test_check_proves_the_catalog_writable_or_says_why_not(tmp_path: Path) -> None:
@@ -240,5 +327,40 @@ def test_check_proves_the_catalog_writable_or_says_why_not(tmp_path: Path) -> No
     assert [t for t in destination.catalog().list_tables("headwater")] == []
     broken = IcebergDestination(_config(tmp_path, type="sql",
                                         uri="postgresql+psycopg2://nobody@127.0.0.1:1/none"))
-    with pytest.raises(DestinationError, match="catalog is not usable"):
+    with pytest.raises(DestinationError, match=r"catalog at postgresql.* is not usable"):
         broken.check()
+
+
+def _check(tmp_path: Path, catalog: dict[str, Any]) -> Any:
+    """``headwater check --json`` of a connection writing to ``catalog``."""
+    path = connection_file(tmp_path, name="ice", source=SOURCE, streams=APPEND,
+                           destination={"type": "iceberg",
+                                        "config": _config(tmp_path, **catalog)})
+    return CliRunner().invoke(app, ["check", str(path), "--json"])
+
+
+def test_headwater_check_against_a_rest_catalog(
+        tmp_path: Path, iceberg_rest_catalog: RestCatalogServer) -> None:
+    result = _check(tmp_path, {"type": "rest", "uri": iceberg_rest_catalog.uri})
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["destination"] == {"type": "iceberg",
+                                                        "status": "succeeded"}
+    from pyiceberg.catalog import load_catalog
+
+    reader = load_catalog("reader", type="rest", uri=iceberg_rest_catalog.uri)
+    assert reader.list_tables("headwater") == []  # its scratch table was dropped
+
+
+def test_headwater_check_names_a_rest_catalog_that_is_down_never_its_token(
+        tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        uri = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    token = "hw-test-rest-token-do-not-print"
+    result = _check(tmp_path, {"type": "rest", "uri": uri, "token": token})
+    assert result.exit_code == ExitCode.FAILED, result.output
+    message = json.loads(result.stdout)["destination"]["error"]["message"]
+    assert f"the Iceberg rest catalog at {uri} is not usable" in message, message
+    assert token not in result.output

@@ -1,0 +1,116 @@
+"""Apache Iceberg's own REST catalog server on 127.0.0.1, for the Iceberg destination's tests.
+
+``scripts/setup-tests`` puts the server's jars (``rest-catalog/pom.xml``) into
+Headwater's cache; this starts ``rest-catalog/LoopbackRESTCatalogServer.java``
+(Iceberg's ``RESTCatalogServlet`` over a JDBC catalog on a SQLite file, on a
+connector bound to 127.0.0.1: that file says why it is ours and not Iceberg's
+launcher) on a free port, with its warehouse in a ``file://`` folder the tests
+share, waits until ``GET /v1/config`` answers, and stops it on the way out.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from tests._processes import stop
+
+HOST = "127.0.0.1"
+#: Keep in step with scripts/setup-tests and rest-catalog/pom.xml.
+ICEBERG_REST_VERSION = "1.11.0"
+LAUNCHER = Path(__file__).resolve().parent / "rest-catalog" / "LoopbackRESTCatalogServer.java"
+
+
+@dataclass(frozen=True)
+class RestCatalogServer:
+    """A running server: its URI and the local folder its ``file://`` warehouse is."""
+
+    uri: str
+    warehouse: Path
+
+
+def jars_folder() -> Path:
+    """The installed jars, or an error that says how to install them."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = Path(os.environ.get("HEADWATER_ICEBERG_REST_DIR")
+                  or cache / "headwater" / f"iceberg-rest-{ICEBERG_REST_VERSION}")
+    if not (folder / "complete").exists():
+        raise RuntimeError(f"Iceberg's REST catalog server is not installed at {folder}: run "
+                           "scripts/setup-tests (it fetches the jars with Maven)")
+    if shutil.which("java") is None:
+        raise RuntimeError("the Iceberg REST catalog tests need Java 17 (a JDK)")
+    return folder / "lib"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return int(probe.getsockname()[1])
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local addresses sockets listen on at ``port`` (Linux's /proc/net/tcp and tcp6)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            next(lines)
+            for line in lines:
+                local, state = line.split()[1], line.split()[3]
+                address, _, hex_port = local.partition(":")
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    found.add(address)
+    return found
+
+
+#: Loopback as /proc/net shows it: 127.0.0.1, and IPv6's ::1 and ::ffff:127.0.0.1.
+LOOPBACK = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
+
+
+def _answers(uri: str) -> bool:
+    try:
+        return httpx.get(f"{uri}/v1/config", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextmanager
+def rest_catalog_server(folder: Path,
+                        warehouse_uri: str | None = None) -> Iterator[RestCatalogServer]:
+    """Yield a fresh server whose catalog database and warehouse are in ``folder``.
+
+    ``warehouse_uri`` puts the server's warehouse elsewhere (an object store's
+    URI, to see a sync refuse a location the tasks cannot write).
+    """
+    lib = jars_folder()
+    port = _free_port()
+    warehouse = folder / "warehouse"
+    warehouse.mkdir(parents=True, exist_ok=True)
+    environment = {**os.environ, "CATALOG_REST_PORT": str(port),
+                   "CATALOG_URI": f"jdbc:sqlite:{folder / 'catalog.db'}",
+                   "CATALOG_JDBC_SCHEMA__VERSION": "V1",
+                   "CATALOG_WAREHOUSE": warehouse_uri or warehouse.as_uri()}
+    log_file = folder / "rest-catalog.log"
+    with log_file.open("wb") as log:
+        process = subprocess.Popen(
+            ["java", "-Xmx256m", "-cp", f"{lib}/*", str(LAUNCHER)], env=environment,
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=folder)
+    uri = f"http://{HOST}:{port}"
+    try:
+        deadline = time.monotonic() + 120  # it compiles the launcher first
+        while not _answers(uri):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Iceberg's REST catalog server did not start on {uri}: "
+                                   f"{log_file.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield RestCatalogServer(uri=uri, warehouse=warehouse)
+    finally:
+        stop(process)
