@@ -50,22 +50,26 @@ def current_data_files(table: Table) -> list[DataFile]:
 
 
 def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
-           summary: Mapping[str, str], properties: Mapping[str, str]) -> int:
+           summary: Mapping[str, str], properties: Mapping[str, str],
+           removing: Sequence[DataFile] = ()) -> int:
     """Add ``files`` (replacing every current data file when ``overwrite``) in one snapshot.
 
+    ``removing``: current data files the snapshot removes (a copy-on-write
+    rewrite: ``_rewrite.py``), which makes it an ``overwrite`` snapshot too.
     ``summary`` goes into the snapshot's summary, ``properties`` into the table's,
     in the same metadata commit.  Returns the new snapshot's id.  Raises
     PyIceberg's ``CommitFailedException`` when another writer committed since
-    ``table`` was loaded (nothing of this commit landed then).
+    ``table`` was loaded (nothing of this commit landed then): the snapshot
+    asserts the branch's head is still the one ``table`` read.
     """
     tx = table.transaction()
     if properties:
         tx.set_properties(dict(properties))
     producer = tx.update_snapshot(snapshot_properties=dict(summary))
-    with producer.overwrite() if overwrite else producer.fast_append() as snapshot:
-        if overwrite:
-            for old in current_data_files(table):
-                snapshot.delete_data_file(old)
+    replacing = list(current_data_files(table)) if overwrite else list(removing)
+    with producer.overwrite() if replacing else producer.fast_append() as snapshot:
+        for old in replacing:
+            snapshot.delete_data_file(old)
         for new in files:
             snapshot.append_data_file(new)
     committed = tx.commit_transaction()
