@@ -6,7 +6,8 @@ makes two snapshots (a ``delete`` and an ``append``), and ``add_files`` scans
 every manifest for duplicates on each commit.  The snapshot producer under them
 takes ``DataFile`` objects for files written elsewhere, so each checkpoint is
 one transaction holding exactly one snapshot (``append``, or ``overwrite``
-removing every current data file) whose summary carries the checkpoint's
+removing every current data file, or the files a copy-on-write rewrite
+replaces: ``_rewrite.py``) whose summary carries the checkpoint's
 marker, plus the lane's version as a table property (``_markers.py``): one
 metadata commit, atomic in the catalog (a compare-and-swap of the metadata
 location), so the marker and the rows land together or not at all.
