@@ -66,6 +66,7 @@ from headwater.destinations._base import (
     tagged_partition_states,
     tagged_publish,
 )
+from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
 from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
 from headwater.destinations.delta._delta_rs import local_folder
@@ -767,11 +768,8 @@ class DeltaDestination(Destination):
 
         ``partition_order`` is the checkpoint's partition ids in plan order: of two
         rows of one key with the same cursor, the one from the later partition wins,
-        then the later record of that partition (:func:`_latest_first`).
+        then the later record of that partition (``_merge_rule.py``).
         """
-        from pyspark.sql import Window
-        from pyspark.sql import functions as F
-
         keys = list(plan.stream.primary_key)
         cursor = plan.stream.cursor_field
         # Materialise the batch once: MERGE may scan its source twice, and a
@@ -780,20 +778,9 @@ class DeltaDestination(Destination):
         # Counted on the materialised batch rather than observed: Spark Connect does
         # not report metrics observed on a plan that is local-checkpointed.
         counted = staged.agg(*_counts()).first()
-        order = ([F.col(cursor).desc_nulls_last()] if cursor else []) + _latest_first(
-            partition_order)
-        latest = (
-            staged.withColumn("_hw_rank", F.row_number().over(
-                Window.partitionBy(*[F.col(k) for k in keys]).orderBy(*order)))
-            .where(F.col("_hw_rank") == 1).drop("_hw_rank")
-        )
-        on = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in keys)
-        if cursor:
-            newer = (f"t.{quote(cursor)} IS NULL OR s.{quote(cursor)} > t.{quote(cursor)} OR "
-                     f"(s.{quote(cursor)} = t.{quote(cursor)} AND "
-                     f"s._hw_checkpoint >= t._hw_checkpoint)")
-        else:
-            newer = "s._hw_checkpoint >= t._hw_checkpoint"
+        latest = latest_rows(staged, keys, cursor, partition_order)
+        on = keys_match(keys)
+        newer = update_when(cursor)
         with _SESSION_CONF_LOCK:
             spark.conf.set(_TXN_APP_CONF, marker.app_id)
             spark.conf.set(_TXN_VERSION_CONF, str(marker.version))
@@ -817,22 +804,6 @@ def _written_files(files: DataFrame, location: str,
     except Exception as exc:
         raise _failed(f"writing the files of checkpoint {marker.checkpoint_index} to "
                       f"{location} failed", exc, marker.stream) from exc
-
-
-def _latest_first(partition_order: Sequence[str]) -> list[Column]:
-    """The tie rule's order, latest first: checkpoint, partition in the plan, record number.
-
-    ``_hw_raw_id`` is ``<partition digest>-<record number>``: neither part orders
-    as text (the digest is a hash, and "9" sorts after "11"), so the partition's
-    place comes from the plan and the record number is compared as a number.
-    """
-    from pyspark.sql import functions as F
-
-    place = F.create_map(*[F.lit(x) for i, pid in enumerate(partition_order)
-                           for x in (pid, i)]) if partition_order else None
-    record = F.substring_index(F.col("_hw_raw_id"), "-", -1).cast("bigint")
-    position = [place[F.col("_hw_partition_id")].desc_nulls_first()] if place is not None else []
-    return [F.col("_hw_checkpoint").desc(), *position, record.desc()]
 
 
 def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,

@@ -6,7 +6,8 @@ makes two snapshots (a ``delete`` and an ``append``), and ``add_files`` scans
 every manifest for duplicates on each commit.  The snapshot producer under them
 takes ``DataFile`` objects for files written elsewhere, so each checkpoint is
 one transaction holding exactly one snapshot (``append``, or ``overwrite``
-removing every current data file) whose summary carries the checkpoint's
+removing every current data file, or the files a copy-on-write rewrite
+replaces: ``_rewrite.py``) whose summary carries the checkpoint's
 marker, plus the lane's version as a table property (``_markers.py``): one
 metadata commit, atomic in the catalog (a compare-and-swap of the metadata
 location), so the marker and the rows land together or not at all.
@@ -60,15 +61,19 @@ def current_data_files(table: Table, branch: str = MAIN) -> list[DataFile]:
 
 def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
            summary: Mapping[str, str], properties: Mapping[str, str],
-           branch: str = MAIN, drop_branch: str | None = None) -> int:
+           removing: Sequence[DataFile] = (), branch: str = MAIN,
+           drop_branch: str | None = None) -> int:
     """Add ``files`` (replacing every current data file when ``overwrite``) in one snapshot.
 
+    ``removing``: current data files the snapshot removes (a copy-on-write
+    rewrite: ``_rewrite.py``), which makes it an ``overwrite`` snapshot too.
     ``summary`` goes into the snapshot's summary, ``properties`` into the table's,
     in the same metadata commit.  The snapshot goes on ``branch`` (created when
     missing, with no parent: it then holds ``files`` only); ``drop_branch`` is
     removed in the same commit.  Returns the new snapshot's id.  Raises
     PyIceberg's ``CommitFailedException`` when another writer committed since
-    ``table`` was loaded (nothing of this commit landed then).
+    ``table`` was loaded (nothing of this commit landed then): the snapshot
+    asserts the branch's head is still the one ``table`` read.
     """
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
@@ -76,10 +81,10 @@ def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
     if properties:
         tx.set_properties(dict(properties))
     producer = tx.update_snapshot(snapshot_properties=dict(summary), branch=branch)
-    with producer.overwrite() if overwrite else producer.fast_append() as snapshot:
-        if overwrite:
-            for old in current_data_files(table):
-                snapshot.delete_data_file(old)
+    replacing = list(current_data_files(table, branch=branch)) if overwrite else list(removing)
+    with producer.overwrite() if replacing else producer.fast_append() as snapshot:
+        for old in replacing:
+            snapshot.delete_data_file(old)
         for new in files:
             snapshot.append_data_file(new)
     if drop_branch is not None:

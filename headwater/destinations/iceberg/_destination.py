@@ -16,10 +16,16 @@ What this first step does, and refuses (before the table changes):
   own branch (readers of ``main`` never see it), and one ``overwrite`` snapshot on
   ``main`` publishes them all and drops the branch (``_staging.py`` says why a
   branch);
+* ``append_dedup``: each checkpoint MERGEd on the primary key by Delta's rule
+  (latest cursor, then its ties), copy-on-write: the files holding rows it
+  replaces are rewritten, in one ``overwrite`` snapshot (``_merge.py``); one
+  commit lane per stream, as Delta's;
+* ``headwater replay``: the replayed run's rows replaced by the re-read ones in
+  one snapshot (``replace_run``; a dedup table MERGEs them), and ``backfill``;
+  ``state realign``'s row counts and deletes by run (``_rewrite.py``);
 * refused with a :class:`~headwater.errors.ConfigError` naming the stream:
-  ``append_dedup`` (no MERGE yet), Spark Connect (the tasks must share the
-  driver's filesystem); ``headwater replay`` is refused by the engine
-  (``replaces_run_rows`` is False).
+  Spark Connect (the tasks must share the driver's filesystem).  Rewrites refuse
+  a table holding delete files (another engine's).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +57,8 @@ from headwater.destinations.iceberg import (
     _config,
     _layout,
     _markers,
+    _merge,
+    _rewrite,
     _schema,
     _staging,
 )
@@ -71,6 +79,10 @@ WRITER_TASKS = "tasks+pyiceberg"
 _WRITER_REASON = ("no Iceberg Spark runtime exists for Spark 4.2: the tasks write Parquet, "
                   "PyIceberg commits it")
 _EARLIER_ATTEMPT = "committed by an earlier attempt (found in the table's snapshots)"
+_REWRITE_REASON = ("copy-on-write: Spark read the table's files, the tasks rewrote those "
+                   "holding replaced rows, PyIceberg committed")
+#: The snapshot summary of ``delete_runs``: the runs whose rows it removed.
+_DELETED_RUNS_KEY = "headwater.deleted_runs"
 
 #: Commits retried when another writer committed to the table meanwhile.
 _COMMIT_TRIES = 5
@@ -82,9 +94,11 @@ class IcebergDestination(Destination):
     capabilities = DestinationCapabilities(
         # Commits of one table are serialised in this process (a lock), so lanes may
         # run their Spark jobs side by side and each commit still sees the newest table.
+        # A merge rewrites the files the previous one wrote: one lane, as Delta's.
+        max_concurrent_commits={DestinationSyncMode.APPEND_DEDUP: 1},
         task_written_files=True,
         stages_overwrites=True,
-        replaces_run_rows=False,
+        replaces_run_rows=True,
         commit_id="iceberg_snapshot_id",
         partition_transforms=True, clusters_tables=False,  # _layout.py
     )
@@ -186,11 +200,17 @@ class IcebergDestination(Destination):
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
-        """Refused: rows never travel through the driver; the tasks write the files."""
-        raise DestinationError(
-            "the iceberg destination commits only files its tasks wrote (classic Spark, "
-            "a local warehouse); rows handed to the driver are not written",
-            stream=marker.stream)
+        """A dedup table's replay (the engine hands it rows): written as files, then MERGEd.
+
+        Anything else is refused: the tasks write the files of every other commit.
+        """
+        if plan.stream.destination_sync_mode is not DestinationSyncMode.APPEND_DEDUP:
+            raise DestinationError(
+                "the iceberg destination commits only files its tasks wrote (classic Spark, "
+                "a local warehouse); rows handed to the driver are not written",
+                stream=marker.stream)
+        return self._merge(spark, plan, checkpoint, self._write_rows(spark, plan, rows, marker),
+                           marker)
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                      files: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -199,6 +219,8 @@ class IcebergDestination(Destination):
         identifier = self.table_location(stream)
         written = _written_files(files, identifier, marker)
         folder = self._folders.get(stream) or self.file_writer(spark, plan).folder
+        if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
+            return self._merge(spark, plan, checkpoint, written, marker)
         paths = [f"file://{os.path.join(folder, f.path)}" for f in written]
         rows = sum(f.rows for f in written)
         rejected = sum(f.rejected for f in written)
@@ -266,6 +288,116 @@ class IcebergDestination(Destination):
     def clear_staging(self, spark: SparkSession, plan: StreamPlan, *, keep_run_id: str) -> None:
         self._staging.clear(plan.stream.name, keep_run_id)
 
+    # ----------------------------------------------------- copy-on-write commits
+
+    def _merge(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+               written: list[WrittenFile], marker: CommitMarker) -> CommitResult:
+        """MERGE a checkpoint's files into the table on the primary key (``_merge.py``)."""
+        folder = self._folder(spark, plan)
+        new_files = [_rewrite.uri(folder, f) for f in written]
+
+        def compute(table: Table) -> _rewrite.Rewrite:
+            return _merge.merge(spark, table, new_files, folder=folder, stream=plan.stream.name,
+                                keys=list(plan.stream.primary_key),
+                                cursor=plan.stream.cursor_field,
+                                partition_order=[p.id for p in checkpoint.partitions])
+
+        return self._rewrite(plan.stream.name, marker, compute, written, new_files,
+                             f"merge of checkpoint {marker.checkpoint_index} into "
+                             f"{self.table_location(plan.stream.name)}")
+
+    def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                    rows: DataFrame, marker: CommitMarker, *,
+                    replaced_run_id: str) -> CommitResult:
+        """One snapshot: the files holding ``replaced_run_id``'s rows rewritten without them,
+        plus ``rows`` (the re-read ones, carrying that run's id) written as new files.
+
+        An overwrite table is replayed only while it holds nothing but that run's
+        rows, as in the Delta destination.
+        """
+        from pyspark.sql import functions as F
+
+        stream = plan.stream.name
+        if plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE:
+            table = self.load_table(stream)
+            current = [] if table is None else _rewrite.data_files(table, stream)
+            if table is not None and _rewrite.holding(
+                    spark, table, current, F.col("_hw_run_id") != replaced_run_id):
+                raise DestinationError(
+                    f"the table {self.table_location(stream)} was overwritten by a later full "
+                    f"refresh, so run {replaced_run_id}'s rows are no longer its content: "
+                    "replaying it would mix two generations of the table; sync it again "
+                    "instead", stream=stream)
+        written = self._write_rows(spark, plan, rows, marker)
+        folder = self._folder(spark, plan)
+        new_files = [_rewrite.uri(folder, f) for f in written]
+
+        def compute(table: Table) -> _rewrite.Rewrite:
+            rewrite = _rewrite.without_runs(spark, table, folder, stream, [replaced_run_id])
+            rewrite.adding.extend(new_files)
+            return rewrite
+
+        return self._rewrite(stream, marker, compute, written, new_files,
+                             f"replacing the rows of run {replaced_run_id} in "
+                             f"{self.table_location(stream)}")
+
+    def _rewrite(self, stream: str, marker: CommitMarker,
+                 compute: Callable[[Table], _rewrite.Rewrite], written: list[WrittenFile],
+                 inputs: list[str], what: str) -> CommitResult:
+        """Commit ``compute``'s rewrite with ``marker`` (or find it landed); ``inputs`` are
+        files written for it, deleted once no snapshot can reference them."""
+        rows = sum(f.rows for f in written)
+        rejected = sum(f.rejected for f in written)
+        summary = _markers.summary_properties(
+            marker, marker.tag_with_counts(rows, rejected, sum(f.size for f in written)))
+        properties = {_markers.txn_property(marker.app_id): str(marker.version)}
+
+        def load() -> Table:
+            table = self.load_table(stream)
+            if table is None:
+                raise DestinationError(f"no Iceberg table {self.table_location(stream)}",
+                                       stream=stream)
+            return table
+
+        try:
+            done = _rewrite.commit_rewrite(load, self._lock, compute, summary=summary,
+                                           properties=properties,
+                                           earlier=lambda t: _find(t, marker),
+                                           stream=stream, what=what)
+        except (HeadwaterError, StoreBehindTableError):
+            _rewrite.discard(inputs)
+            raise
+        except Exception as exc:
+            result = _after_error(self, stream, marker, exc, what)  # raises unless it landed
+            return replace(result, rows=rows, rejected=rejected)
+        if done.earlier is not None:
+            _rewrite.discard(inputs)
+            return done.earlier
+        assert done.rewrite is not None
+        _rewrite.discard([p for p in inputs if p not in done.rewrite.adding])
+        _fault_after_commit()
+        size = sum(os.path.getsize(_rewrite.local(p)) for p in done.rewrite.adding)
+        return CommitResult(rows=rows, rejected=rejected, bytes=size,
+                            version=done.snapshot_id, writer=WRITER_TASKS,
+                            writer_reason=_REWRITE_REASON)
+
+    def _write_rows(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
+                    marker: CommitMarker) -> list[WrittenFile]:
+        """Write rows the engine handed over as Parquet files in the table's data folder."""
+        table = self.load_table(plan.stream.name)
+        if table is None:
+            raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}",
+                                   stream=plan.stream.name)
+        try:
+            return _rewrite.write_files(rows, table, self._folder(spark, plan))
+        except Exception as exc:
+            raise DestinationError(f"writing the rows of checkpoint {marker.checkpoint_index} "
+                                   f"of {table.name()} failed: {_error_line(exc)}",
+                                   stream=plan.stream.name) from exc
+
+    def _folder(self, spark: SparkSession, plan: StreamPlan) -> str:
+        return self._folders.get(plan.stream.name) or self.file_writer(spark, plan).folder
+
     # ----------------------------------------------------------------- realigning
 
     def lane_versions(self, spark: SparkSession, stream: str,
@@ -273,22 +405,44 @@ class IcebergDestination(Destination):
         table = self.load_table(stream)
         return {} if table is None else _markers.lane_versions(table.properties, app_id_prefix)
 
+    def run_row_counts(self, spark: SparkSession, stream: str) -> dict[str, int]:
+        """Rows by ``_hw_run_id``, counted by Spark over the table's current data files."""
+        table = self.load_table(stream)
+        if table is None:
+            return {}
+        paths = [f.file_path for f in _rewrite.data_files(table, stream)]
+        counted = _rewrite.read_files(spark, table, paths).groupBy("_hw_run_id").count()
+        return {str(r["_hw_run_id"]): int(r["count"]) for r in counted.collect()}
+
+    def delete_runs(self, spark: SparkSession, stream: str, run_ids: list[str]) -> int:
+        """One ``overwrite`` snapshot: the files holding those runs' rows rewritten without them."""
+        table = self.load_table(stream)
+        if table is None or not run_ids:
+            return 0
+        location = _config.local_path(table.location())
+        if location is None:
+            raise DestinationError(f"Iceberg table {self.table_location(stream)} is not in a "
+                                   "local folder", stream=stream)
+        folder = os.path.join(location, "data")
+        done: _rewrite.Committed[bool] = _rewrite.commit_rewrite(
+            lambda: self.load_table(stream) or table, self._lock,
+            lambda t: _rewrite.without_runs(spark, t, folder, stream, run_ids),
+            summary={_DELETED_RUNS_KEY: ",".join(run_ids)}, properties={},
+            earlier=lambda t: None, stream=stream, commit_empty=False,
+            what=f"deleting the rows of runs {', '.join(run_ids)} from {table.name()}")
+        return done.rewrite.figures.get("deleted", 0) if done.rewrite else 0
+
 
 def _refuse_unsupported(spark: SparkSession, plan: StreamPlan) -> None:
     """Refuse what this step cannot do correctly, before anything changes (a ConfigError)."""
     name = plan.stream.name
-    mode = plan.stream.destination_sync_mode
     problem = None
-    if mode is DestinationSyncMode.APPEND_DEDUP:
-        problem = ("append_dedup is not supported by the iceberg destination yet (it needs a "
-                   "MERGE on the primary key); use append")
-    else:
-        try:
-            spark.sparkContext  # noqa: B018 - raises under Spark Connect
-        except Exception:
-            problem = ("the iceberg destination needs classic Spark: its tasks write the "
-                       "table's files into a folder the driver shares, which Spark Connect's "
-                       "driver does not")
+    try:
+        spark.sparkContext  # noqa: B018 - raises under Spark Connect
+    except Exception:
+        problem = ("the iceberg destination needs classic Spark: its tasks write the "
+                   "table's files into a folder the driver shares, which Spark Connect's "
+                   "driver does not")
     if problem is not None:
         raise ConfigError(f"stream {name!r} ({plan.stream.mode_label}): {problem}",
                           stream=name, field="destination.type")

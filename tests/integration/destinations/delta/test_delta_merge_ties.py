@@ -9,7 +9,6 @@ real Spark and Delta, with rows built so that both text orders are wrong.
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 from typing import Any
 
@@ -18,41 +17,11 @@ import pytest
 from headwater.destinations._base import CommitMarker
 from headwater.destinations.delta import DeltaDestination
 from headwater.engine._task import _partition_digest
-from headwater.plan import CheckpointPlan, ConfiguredStream, StreamPlan
+from headwater.plan import CheckpointPlan, StreamPlan
 from headwater.sdk import Partition
-from headwater.table_schema import META_FIELDS
+from tests.integration._merge_ties import SCHEMA, STREAM, tie_rows
 
 pytestmark = pytest.mark.spark
-
-STREAM = ConfiguredStream(name="items", sync_mode="incremental",
-                          destination_sync_mode="append_dedup", cursor_field="updated",
-                          primary_key=("id",))
-SCHEMA = {"type": "object", "properties": {"id": {"type": "integer"},
-                                          "updated": {"type": "integer"},
-                                          "version": {"type": "integer"}}}
-
-
-def _rows(spark: Any, records: list[tuple[Partition, int, int]], checkpoint: int) -> Any:
-    """Rows of ``(partition, record number, version)``, every one id 1 at cursor 5."""
-    import pyarrow as pa
-
-    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    columns: dict[str, list[Any]] = {f.name: [] for f in META_FIELDS}
-    columns.update(id=[], updated=[], version=[])
-    for partition, number, version in records:
-        columns["_hw_raw_id"].append(f"{_partition_digest(partition)}-{number}")
-        columns["_hw_extracted_at"].append(now)
-        columns["_hw_run_id"].append("run-1")
-        columns["_hw_partition_id"].append(partition.id)
-        columns["_hw_checkpoint"].append(checkpoint)
-        columns["_hw_notes"].append(None)
-        columns["id"].append(1)
-        columns["updated"].append(5)
-        columns["version"].append(version)
-    data = [pa.field(name, pa.int64()) for name in ("id", "updated", "version")]
-    schema = pa.schema([*META_FIELDS, *data])
-    return spark.createDataFrame(pa.table(columns, schema=schema).to_pandas())
-
 
 def _commit(spark: Any, tmp_path: Path, partitions: tuple[Partition, ...],
             records: list[tuple[Partition, int, int]], index: int = 1) -> int:
@@ -69,7 +38,7 @@ def _commit(spark: Any, tmp_path: Path, partitions: tuple[Partition, ...],
                                                 pa.field("version", pa.int64())]))
     marker = CommitMarker(app_id="test/items/0", version=index, run_id="run-1", stream="items",
                           checkpoint_index=index)
-    destination.commit(spark, plan, checkpoint, _rows(spark, records, index), marker)
+    destination.commit(spark, plan, checkpoint, tie_rows(spark, records, index), marker)
     table = spark.read.format("delta").load(str(tmp_path / "lake" / "items"))
     kept = table.select("version").collect()
     assert len(kept) == 1

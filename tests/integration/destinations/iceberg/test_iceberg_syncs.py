@@ -219,16 +219,6 @@ def test_overwrite_of_one_checkpoint_is_one_overwrite_snapshot(
     assert sorted(operations) == ["append", "overwrite"]  # the first had nothing to replace
 
 
-def test_what_is_not_implemented_is_refused_before_the_table_changes(
-        spark: Any, tmp_path: Path) -> None:
-    dedup = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode":
-              "append_dedup", "cursor_field": "updated_at", "primary_key": ["id"]}]
-    refused = sync(write_connection(tmp_path, dedup))
-    assert refused.status == "failed"
-    assert "append_dedup is not supported" in (refused.streams[0].error or "")
-    assert destination_of(write_connection(tmp_path, dedup)).load_table("users") is None
-
-
 class Killed(BaseException):
     """Ends the sync where it is, as SIGKILL would (nothing in the engine catches it)."""
 

@@ -81,7 +81,10 @@ def test_capabilities_say_what_this_step_cannot_do() -> None:
     capabilities = IcebergDestination.capabilities
     assert capabilities.task_written_files
     assert capabilities.stages_overwrites  # on a branch per run (_staging.py)
-    assert not capabilities.replaces_run_rows
+    assert capabilities.replaces_run_rows
+    # A merge rewrites what the previous one wrote: one commit lane, as Delta's.
+    assert capabilities.lanes("append_dedup", 4) == 1
+    assert capabilities.lanes("append", 4) == 4
     assert capabilities.commit_id == "iceberg_snapshot_id"
     assert capabilities.spark.packages == ()  # no jar: Spark never touches the tables
 

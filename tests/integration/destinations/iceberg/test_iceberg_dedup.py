@@ -1,0 +1,277 @@
+"""``append_dedup`` on Iceberg, differentially against the Delta destination.
+
+The same source, streams and syncs land in a Delta table (Spark's MERGE) and an
+Iceberg table (copy-on-write, ``_merge.py``); both must hold the same rows.  Real
+Spark, a real SQLite catalog, the Iceberg table read back with PyIceberg.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from headwater.config import load_connection
+from headwater.connectors.sample import SampleSource
+from headwater.destinations._base import CommitMarker
+from headwater.destinations.delta import DeltaDestination
+from headwater.destinations.iceberg import IcebergDestination, _merge, _rewrite
+from headwater.engine import SyncEngine, SyncResult
+from headwater.engine._task import _partition_digest
+from headwater.metadata_store import MetadataStore
+from headwater.plan import CheckpointPlan, StreamPlan
+from headwater.sdk import Partition
+from tests.integration._connections import connection_file
+from tests.integration._merge_ties import SCHEMA, STREAM, tie_rows
+
+pytestmark = pytest.mark.spark
+
+SOURCE = {"seed": 7, "users": 600, "orders": 0, "rows_per_partition": 100,
+          "updates_per_generation": 40, "new_per_generation": 25}
+DEDUP = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append_dedup",
+          "cursor_field": "updated_at", "primary_key": ["id"]}]
+#: The metadata columns both destinations must agree on (the others say when and by which run).
+SAME_META = ["_hw_raw_id", "_hw_partition_id"]
+
+
+def _connection(folder: Path, kind: str, *, per_checkpoint: int = 2,
+                partition_by: list[str] | None = None, **source: Any) -> Path:
+    destination = ({"type": "iceberg", "config": {"warehouse": str(folder / "warehouse")}}
+                   if kind == "iceberg" else None)
+    streams = [{**DEDUP[0], "partition_by": partition_by}] if partition_by else DEDUP
+    return connection_file(folder, name="dd", source={**SOURCE, **source}, streams=streams,
+                           checkpoint={"partitions_per_checkpoint": per_checkpoint,
+                                       "concurrent_checkpoints": 2},
+                           destination=destination)
+
+
+def sync(path: Path, destination: Any = None) -> SyncResult:
+    connection = load_connection(path)
+    return SyncEngine(connection, MetadataStore(connection.metadata_store or ""),
+                      destination=destination).run()
+
+
+def iceberg_rows(folder: Path) -> pa.Table:
+    destination = IcebergDestination({"warehouse": str(folder / "warehouse")})
+    return destination.catalog().load_table("headwater.users").scan().to_arrow()
+
+
+def delta_rows(spark: Any, folder: Path) -> pa.Table:
+    return spark.read.format("delta").load(str(folder / "lake" / "users")).toArrow()
+
+
+def content(rows: pa.Table) -> Counter[tuple[Any, ...]]:
+    """Each row's data columns and the metadata both destinations must agree on."""
+    names = sorted(n for n in rows.column_names
+                   if not n.startswith("_hw_") or n in SAME_META)
+    return Counter(tuple(json.dumps(r[n], default=str, sort_keys=True) if isinstance(
+        r[n], (dict, list)) else r[n] for n in names) for r in rows.select(names).to_pylist())
+
+
+def snapshots(folder: Path) -> list[dict[str, str]]:
+    destination = IcebergDestination({"warehouse": str(folder / "warehouse")})
+    table = destination.catalog().load_table("headwater.users")
+    found = []
+    for snapshot in table.snapshots():
+        assert snapshot.summary is not None
+        found.append({"operation": snapshot.summary.operation.value,
+                      **snapshot.summary.additional_properties})
+    return found
+
+
+def committed(path: Path, *runs: SyncResult) -> Counter[tuple[str, int]]:
+    store = MetadataStore(load_connection(path).metadata_store or "")
+    return Counter((run.run_id, c.index) for run in runs for c in store.list_checkpoints(
+        run.run_id) if c.status in ("committed", "released"))
+
+
+def marked(folder: Path) -> Counter[tuple[str, int]]:
+    tags = [json.loads(s["headwater.tag"])["headwater"] for s in snapshots(folder)]
+    return Counter((t["run_id"], t["checkpoint"]) for t in tags)
+
+
+def orphans(folder: Path) -> set[str]:
+    """Parquet files in the table's data folder that no snapshot references (files a
+    rewrite removed stay: older snapshots still read them)."""
+    destination = IcebergDestination({"warehouse": str(folder / "warehouse")})
+    table = destination.catalog().load_table("headwater.users")
+    referenced = {Path(t.file.file_path.removeprefix("file://")).name
+                  for s in table.snapshots()
+                  for t in table.scan(snapshot_id=s.snapshot_id).plan_files()}
+    data = Path(table.location().removeprefix("file://")) / "data"
+    return {p.name for p in data.rglob("*.parquet")} - referenced
+
+
+@pytest.mark.parametrize("partition_by", [None, ["bucket(3, id)"]],
+                         ids=["unpartitioned", "partitioned"])
+def test_dedup_syncs_hold_what_delta_holds(spark: Any, tmp_path: Path,
+                                          partition_by: list[str] | None) -> None:
+    # A partitioned table's rewritten files must each hold one partition value too.
+    ice, delta = tmp_path / "ice", tmp_path / "delta"
+    runs = []
+    for generation in range(3):
+        for folder, kind in ((ice, "iceberg"), (delta, "delta")):
+            layout = partition_by if kind == "iceberg" else None
+            result = sync(_connection(folder, kind, partition_by=layout, generation=generation))
+            assert result.status == "succeeded", result.to_dict()
+            if kind == "iceberg":
+                runs.append(result)
+        assert content(iceberg_rows(ice)) == content(delta_rows(spark, delta))
+    rows = iceberg_rows(ice)
+    truth = SampleSource({**SOURCE, "generation": 2}).expected_rows("users")
+    assert sorted(rows.column("id").to_pylist()) == sorted(truth.column("id").to_pylist())
+    assert Counter(zip(rows.column("id").to_pylist(), rows.column("updated_at").to_pylist(),
+                       strict=True)) == Counter(zip(truth.column("id").to_pylist(),
+                                                    truth.column("updated_at").to_pylist(),
+                                                    strict=True))
+    # Each checkpoint is exactly one snapshot, with its marker; updates rewrote files.
+    assert marked(ice) == committed(_connection(ice, "iceberg", partition_by=partition_by),
+                                    *runs)
+    operations = Counter(s["operation"] for s in snapshots(ice))
+    assert operations["overwrite"] >= 2, operations
+    assert orphans(ice) == set()
+
+
+class Killed(BaseException):
+    """Ends the sync where it is, as SIGKILL would (nothing in the engine catches it)."""
+
+
+class DiesAfterFirstMerge(IcebergDestination):
+    """Its first merge lands, then the process "dies" before the engine hears of it."""
+
+    merges = 0
+
+    def commit_files(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().commit_files(*args, **kwargs)
+        DiesAfterFirstMerge.merges += 1
+        if DiesAfterFirstMerge.merges == 1:
+            raise Killed
+        return result
+
+
+def test_a_merge_that_landed_before_a_kill_is_found_not_rewritten(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ice = tmp_path / "ice"
+    first = sync(_connection(ice, "iceberg", per_checkpoint=1))
+    assert first.status == "succeeded"
+    path = _connection(ice, "iceberg", per_checkpoint=1, generation=1)
+    config = {"warehouse": str(ice / "warehouse")}
+    with pytest.raises(Killed):
+        sync(path, DiesAfterFirstMerge(config))
+    landed = len(snapshots(ice))
+    assert snapshots(ice)[-1]["operation"] == "overwrite"  # the merge rewrote files
+    computed: list[int] = []
+    original = _merge.merge
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        computed.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_merge, "merge", counting)
+    again = sync(path, IcebergDestination(config))
+    assert again.resumed and again.attempt == 2 and again.status == "succeeded", again.to_dict()
+    store = MetadataStore(load_connection(path).metadata_store or "")
+    found_again = [c for c in store.list_checkpoints(again.run_id)
+                   if c.stats.get("already_committed")]
+    assert len(found_again) == 1
+    # One snapshot per checkpoint of the run, the landed one not rewritten again.
+    planned = len(store.list_checkpoints(again.run_id))
+    assert len(snapshots(ice)) == landed + planned - 1
+    assert len(computed) == planned - 1
+    truth = SampleSource({**SOURCE, "generation": 1}).expected_rows("users")
+    rows = iceberg_rows(ice)
+    assert Counter(zip(rows.column("id").to_pylist(), rows.column("updated_at").to_pylist(),
+                       strict=True)) == Counter(zip(truth.column("id").to_pylist(),
+                                                    truth.column("updated_at").to_pylist(),
+                                                    strict=True))
+    assert orphans(ice) == set()
+
+
+def test_a_writer_committing_meanwhile_makes_the_merge_compute_again(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ice = tmp_path / "ice"
+    assert sync(_connection(ice, "iceberg", per_checkpoint=16)).status == "succeeded"
+    config = {"warehouse": str(ice / "warehouse")}
+    original = _merge.merge
+    calls: list[int] = []
+    other: dict[str, Any] = {}
+
+    def with_a_writer_meanwhile(spark_: Any, table: Any, new_files: Any, **kwargs: Any) -> Any:
+        rewrite = original(spark_, table, new_files, **kwargs)
+        calls.append(1)
+        if len(calls) == 1:
+            # Another writer appends a newer row of a key new to the table, which this
+            # checkpoint inserts: a rewrite computed before that append would insert it
+            # too (the key twice); computed again, the other writer's newer row wins.
+            batch = pa.concat_tables([pq.read_table(_rewrite.local(p)) for p in new_files])
+            row = max(batch.to_pylist(), key=lambda r: r["id"])
+            assert row["id"] >= SOURCE["users"]
+            row.update(updated_at=row["updated_at"] + dt.timedelta(days=30),
+                       _hw_run_id="another-writer", _hw_checkpoint=10**6)
+            other.update(id=row["id"], updated_at=row["updated_at"])
+            live = IcebergDestination(config).catalog().load_table("headwater.users")
+            live.append(pa.Table.from_pylist([row], schema=_rewrite.arrow_schema(live)))
+        return rewrite
+
+    monkeypatch.setattr(_merge, "merge", with_a_writer_meanwhile)
+    result = sync(_connection(ice, "iceberg", per_checkpoint=16, generation=1))
+    assert result.status == "succeeded", result.to_dict()
+    assert len(calls) == 2  # the stale rewrite was not committed: computed again
+    rows = iceberg_rows(ice)
+    ids = rows.column("id").to_pylist()
+    assert len(ids) == len(set(ids))  # no key twice
+    kept = [r for r in rows.to_pylist() if r["id"] == other["id"]]
+    assert [(r["_hw_run_id"], r["updated_at"]) for r in kept] == [
+        ("another-writer", other["updated_at"])]
+    assert orphans(ice) == set()
+
+
+# ------------------------------------------------- ties, as test_delta_merge_ties
+
+def _tie_commit(spark: Any, destination: Any, partitions: tuple[Partition, ...],
+                records: list[tuple[Partition, int, int]], index: int) -> None:
+    checkpoint = CheckpointPlan(index=index, checkpoint_id=f"ckpt-{index}", lane=0,
+                                partitions=partitions)
+    plan = StreamPlan(stream=STREAM, state_before=None, lanes=1, checkpoints=(checkpoint,),
+                      json_schema=SCHEMA)
+    destination.prepare(spark, plan, pa.schema([pa.field(n, pa.int64())
+                                                for n in ("id", "updated", "version")]))
+    marker = CommitMarker(app_id="test/items/0", version=index, run_id="run-1", stream="items",
+                          checkpoint_index=index)
+    destination.commit(spark, plan, checkpoint, tie_rows(spark, records, index), marker)
+
+
+def _kept(spark: Any, tmp_path: Path, partitions: tuple[Partition, ...],
+          batches: list[list[tuple[Partition, int, int]]]) -> tuple[list[int], list[int]]:
+    """The versions each destination keeps after committing ``batches`` (checkpoints 1, 2...)."""
+    ice = IcebergDestination({"warehouse": str(tmp_path / "warehouse")})
+    delta = DeltaDestination({"path": str(tmp_path / "lake")})
+    for index, records in enumerate(batches, start=1):
+        _tie_commit(spark, ice, partitions, records, index)
+        _tie_commit(spark, delta, partitions, records, index)
+    iced = ice.catalog().load_table("headwater.items").scan().to_arrow()
+    delta_kept = spark.read.format("delta").load(str(tmp_path / "lake" / "items"))
+    return (iced.column("version").to_pylist(),
+            [r["version"] for r in delta_kept.select("version").collect()])
+
+
+def test_ties_go_to_the_later_record_partition_and_checkpoint_as_in_delta(
+        spark: Any, tmp_path: Path) -> None:
+    one = Partition(stream="items", id="objects/a.jsonl")
+    # Records 0..11 of one object, every one at the same cursor: as text "9" > "11".
+    assert _kept(spark, tmp_path / "a", (one,), [[(one, n, n) for n in range(12)]]) == (
+        [11], [11])
+    first, second = Partition(stream="items", id="window-1"), Partition(stream="items",
+                                                                         id="window-2")
+    early, late = sorted((first, second), key=_partition_digest, reverse=True)
+    assert _kept(spark, tmp_path / "b", (early, late),
+                 [[(late, 0, 200), (early, 7, 100)]]) == ([200], [200])
+    part = Partition(stream="items", id="p")
+    assert _kept(spark, tmp_path / "c", (part,), [[(part, 5, 1)], [(part, 0, 2)]]) == (
+        [2], [2])
