@@ -30,6 +30,12 @@ def emit(moment: str) -> None:
         listener(moment)
 
 
+def commit_landed() -> None:
+    """A destination's ``commit-landed`` moment: its commit is durable and it has not
+    answered yet, so a failure from here on must still count as committed."""
+    emit("commit-landed")
+
+
 def listen(listener: Listener) -> None:
     """Hear every moment the driver reaches from now on."""
     _listeners.append(listener)
@@ -51,4 +57,5 @@ def clear() -> None:
     _task_listeners.clear()
 
 
-__all__ = ["Listener", "clear", "emit", "listen", "listen_in_tasks", "task_listeners"]
+__all__ = ["Listener", "clear", "commit_landed", "emit", "listen", "listen_in_tasks",
+           "task_listeners"]

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from headwater._events import commit_landed
 from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
@@ -449,7 +450,7 @@ class DeltaDestination(Destination):
                                                version=marker.version,
                                                tag=marker.tag_with_counts(rows, rejected, size))
             if committed.made:
-                _fault_after_commit()
+                commit_landed()
         except Exception as exc:
             # delta-rs raises when its post-commit work (the log checkpoint) fails
             # after the commit file is durable: whether it landed is in the table.
@@ -841,7 +842,7 @@ def _committed(spark: SparkSession, location: str, marker: CommitMarker,
     found = _tagged_commit(spark, location, marker, within_latest=_RECENT_COMMITS)
     if found is None:
         return _skipped(spark, location, marker, _lane_version(spark, location, marker.app_id))
-    _fault_after_commit()
+    commit_landed()
     figures = counts()
     return CommitResult(rows=int(figures["rows"]), rejected=int(figures["rejected"]),
                         bytes=_bytes_written(found[1]), version=found[0])
@@ -946,14 +947,6 @@ def _lane_version(spark: SparkSession, location: str, app_id: str) -> int | None
     if folder is None:
         return None
     return _delta_rs.transaction_version(folder, app_id)
-
-
-def _fault_after_commit() -> None:
-    """The ``commit-landed`` moment (:mod:`headwater._events`): the commit is durable and
-    the destination has not answered yet, where a failure still counts as committed."""
-    from headwater._events import emit
-
-    emit("commit-landed")
 
 
 def _counts() -> list[Column]:

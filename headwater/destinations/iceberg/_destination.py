@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from headwater._events import commit_landed
 from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
@@ -249,7 +250,7 @@ class IcebergDestination(Destination):
                         time.sleep(0.05 * tried)
                         continue
                     return _after_error(self, stream, marker, exc, what)
-            _fault_after_commit()
+            commit_landed()
             return CommitResult(rows=rows, rejected=rejected, bytes=size, version=snapshot_id,
                                 writer=WRITER_TASKS, writer_reason=_WRITER_REASON)
         raise AssertionError("unreachable")
@@ -375,7 +376,7 @@ class IcebergDestination(Destination):
             return done.earlier
         assert done.rewrite is not None
         _rewrite.discard([p for p in inputs if p not in done.rewrite.adding])
-        _fault_after_commit()
+        commit_landed()
         size = sum(os.path.getsize(_rewrite.local(p)) for p in done.rewrite.adding)
         return CommitResult(rows=rows, rejected=rejected, bytes=size,
                             version=done.snapshot_id, writer=WRITER_TASKS,
@@ -542,13 +543,6 @@ def _is_conflict(exc: BaseException) -> bool:
     from pyiceberg.exceptions import CommitFailedException
 
     return isinstance(exc, CommitFailedException)
-
-
-def _fault_after_commit() -> None:
-    """The ``commit-landed`` moment (:mod:`headwater._events`), as the Delta destination's."""
-    from headwater._events import emit
-
-    emit("commit-landed")
 
 
 def _error_line(exc: BaseException) -> str:

@@ -359,9 +359,9 @@ class Staging:
                                 what, _error_line(exc))
                     return replace(found, already_committed=False)
             if not result.already_committed:
-                from headwater._events import emit
+                from headwater._events import commit_landed
 
-                emit("commit-landed")
+                commit_landed()
             return result
         raise AssertionError("unreachable")
 
