@@ -82,7 +82,8 @@ class ProgressObserver(SyncObserver):
 
 
 def summary_table(result: SyncResult) -> Table:
-    table = Table(title=f"run {result.run_id} · {result.status}", title_justify="left")
+    resumed = f" (resumed, attempt {result.attempt})" if result.resumed else ""
+    table = Table(title=f"run {result.run_id}{resumed} · {result.status}", title_justify="left")
     for column in ("stream", "mode", "status"):
         table.add_column(column)
     for column in ("read", "written", "rejected", "bytes", "partitions", "time"):

@@ -10,7 +10,8 @@ and to the process's signals, as :mod:`headwater.cli._stop` does for ``sync``:
   :class:`~headwater.serve.RunsInProgress`); once they have ended (each
   ``stopped``, or finished if it had nothing left to start) the process exits
   0.  A stopped run is resumed by the next sync of its connection: the next
-  firing under ``serve``, or a ``headwater sync`` by hand.  So a service
+  firing under ``serve`` (which then goes on with a new run for what is new,
+  as ``headwater sync`` does), or a ``headwater sync`` by hand.  So a service
   manager's SIGTERM ends ``serve`` within about one checkpoint's commit.
 * a second one aborts at once, leaving the runs in progress ``running``, as
   a killed sync does (the next sync resumes them the same way): SIGTERM falls
@@ -45,11 +46,14 @@ from headwater.serve import RunOutcome, RunsInProgress, ScheduleEvent, Scheduler
 
 
 def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None) -> RunOutcome:
-    """One real sync of ``config``, as ``headwater sync`` runs it.
+    """One real sync of ``config``, as ``headwater sync`` runs it: an unfinished run of
+    the connection is finished first, then a new run syncs what is new (the outcome
+    is the last run's, naming the resumed one in ``resumed_run_id``).
 
     With ``runs``, the engine is registered there while it runs, so that a
-    stop requested on ``runs`` reaches it; a run whose turn comes after that
-    stop is not started at all (``skipped``).
+    stop requested on ``runs`` reaches it (a stop during a resumed run also
+    keeps the new one from starting); a run whose turn comes after that stop
+    is not started at all (``skipped``).
     """
     from headwater.cli import _common as cli
     from headwater.cli._common import spark_settings
@@ -62,16 +66,20 @@ def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None) ->
     try:
         engine = SyncEngine(config, store, SyncOptions(spark=spark_settings(config)))
         if runs is None:
-            result = engine.run()
+            results = engine.sync()
         else:
             with runs.running(engine):
-                result = engine.run()
+                results = engine.sync()
     finally:
         store.close()
+    result = results[-1]
+    resumed = results[0].run_id if len(results) > 1 else None
     if result.status == "stopped":
-        return RunOutcome("stopped", run_id=result.run_id, error=result.stop_reason)
+        return RunOutcome("stopped", run_id=result.run_id, error=result.stop_reason,
+                          resumed_run_id=resumed)
     failed = [f"{s.name}: {s.error}" for s in result.streams if s.status != "succeeded"]
-    return RunOutcome(result.status, run_id=result.run_id, error="; ".join(failed) or None)
+    return RunOutcome(result.status, run_id=result.run_id, error="; ".join(failed) or None,
+                      resumed_run_id=resumed)
 
 
 def store_last_started(config: ConnectionConfig) -> datetime | None:

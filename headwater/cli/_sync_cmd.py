@@ -11,6 +11,7 @@ import typer
 from headwater.cli import _common as cli
 from headwater.cli._common import ConfOpt, ConnectionArg, JsonOpt, MasterOpt, RemoteOpt, VerboseOpt
 from headwater.config import load_connection
+from headwater.errors import ConfigError
 
 
 def sync(
@@ -23,21 +24,33 @@ def sync(
     watch: Annotated[bool, typer.Option(
         "--watch", help="Keep syncing new data (back off up to 5 s when there is none) until "
                         "Ctrl-C/SIGTERM; with --json, one JSON line per sync.")] = False,
+    one_run: Annotated[bool, typer.Option(
+        "--one-run", help="Run one run only: finish an unfinished run (a killed or stopped "
+                          "sync's) and stop there, new data waiting for the next sync; with "
+                          "none unfinished, sync as usual.")] = False,
 ) -> None:
     """Sync a connection: read its streams on Spark and commit them exactly once.
 
-    SIGINT (Ctrl-C) or SIGTERM stops it after the commits in progress (exit
-    code 130, the next sync continues the run); a second one aborts at once.
+    A run a killed or stopped sync left unfinished is finished first (same
+    plan), then a new run syncs everything since, in the same command; both
+    are in the summary and in --json (the top level is the newest run's,
+    `runs` lists every run).  SIGINT (Ctrl-C) or SIGTERM stops it after the
+    commits in progress (exit code 130, the next sync continues the run, and
+    no new run starts); a second one aborts at once.
     """
     from headwater.cli._render import ProgressObserver, print_result
     from headwater.cli._stop import stop_on_signals, sync_exit_code
     from headwater.engine import SyncEngine, SyncObserver, SyncOptions, get_spark
+    from headwater.engine._results import sync_document
     from headwater.engine._steps import seconds_since_process_start
 
     started = seconds_since_process_start()  # the interpreter's start and the imports
     setting_up = time.perf_counter()
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
+        if one_run and watch:
+            raise ConfigError("--one-run and --watch: --watch runs one run per round "
+                              "already; choose one", field="--one-run")
         config = load_connection(connection)
         settings = cli.spark_settings(config, master, remote, conf)
         store = cli.open_store(cli.store_url(config))
@@ -58,13 +71,16 @@ def sync(
             # connection's destination needs.
             get_spark(engine.options.spark)
         with stop_on_signals(engine.request_stop), progress or nullcontext():
-            result = engine.run()
+            # Oldest first: a resumed run, then (unless it did not succeed) the new one.
+            results = [engine.run()] if one_run else engine.sync()
         if as_json:
-            cli.emit_json(result.to_dict())
+            cli.emit_json(sync_document(results))
         else:
-            print_result(result, cli.out, cli.err)
-        if result.status != "succeeded":
-            raise typer.Exit(sync_exit_code(result))
+            for result in results:
+                print_result(result, cli.out, cli.err)
+        # The new run starts only after the resumed one succeeded: the last result decides.
+        if results[-1].status != "succeeded":
+            raise typer.Exit(sync_exit_code(results[-1]))
 
 
 def register(app: typer.Typer) -> None:

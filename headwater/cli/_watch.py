@@ -10,6 +10,7 @@ from rich.console import Console
 from headwater.cli._stop import stop_on_signals, sync_exit_code
 from headwater.config import ConnectionConfig, mask, mask_obj
 from headwater.engine import SyncEngine, SyncObserver, SyncOptions, SyncResult, get_spark
+from headwater.engine._results import sync_document
 from headwater.engine._watch import watch_engine
 
 
@@ -26,7 +27,8 @@ def watch_sync(config: ConnectionConfig, store: Any, options: SyncOptions, as_js
 
     def report(result: SyncResult) -> None:
         if as_json:
-            print(mask(json.dumps(mask_obj(result.to_dict()), default=str)), flush=True)
+            print(mask(json.dumps(mask_obj(sync_document([result])), default=str)),
+                  flush=True)
         else:
             print_result(result, out, err)
 

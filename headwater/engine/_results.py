@@ -100,6 +100,20 @@ class SyncResult:
         return data
 
 
+def sync_document(results: Sequence[SyncResult]) -> dict[str, Any]:
+    """The ``--json`` document of one ``headwater sync``: the newest run's own document,
+    with ``runs``, every run the command ran (oldest first, the newest last).
+
+    A sync that resumed an unfinished run and then ran a new one ran two runs;
+    the top level stays one run's document (the newest: the one whose status
+    decides the exit code), so readers of a single run's fields keep working.
+    """
+    if not results:
+        raise ValueError("a sync runs at least one run")
+    runs = [result.to_dict() for result in results]
+    return {**runs[-1], "runs": runs}
+
+
 class SyncObserver:
     """Hooks the CLI uses to draw progress; every method may be called from any thread."""
 
@@ -129,4 +143,4 @@ def outcome(stats: Sequence[StreamStats], stop_reason: str) -> tuple[RunStatus, 
     return "succeeded", None
 
 
-__all__ = ["StreamStats", "SyncObserver", "SyncResult", "outcome"]
+__all__ = ["StreamStats", "SyncObserver", "SyncResult", "outcome", "sync_document"]

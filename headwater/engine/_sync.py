@@ -30,6 +30,11 @@ the results it reports are :mod:`headwater.engine._results`.
 A run asked to stop (:meth:`SyncEngine.request_stop`) starts no further
 checkpoint, lets the ones in flight commit, then goes through step 5 and ends
 ``stopped``; the next sync resumes it.
+
+:meth:`SyncEngine.sync` (``headwater sync``, ``serve``) does not stop at a
+resumed run: once it has succeeded, steps 2 to 5 run again, still under the
+lock of step 1, for a new run planned from the state the resumed one
+released, so data that arrived after a crash does not wait for another sync.
 """
 
 from __future__ import annotations
@@ -66,7 +71,7 @@ from headwater.engine._steps import StepTimes
 from headwater.engine._stream_runner import StreamRunner
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, HeadwaterError
-from headwater.metadata_store import MetadataStore
+from headwater.metadata_store import LockHandle, MetadataStore, RunRecord
 from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import INCREMENTAL, Partition, PlanContext, Source
 from headwater.sync_modes import DestinationSyncMode
@@ -80,6 +85,15 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class SyncOptions:
     spark: SparkSettings = field(default_factory=SparkSettings)
+
+
+@dataclass(frozen=True)
+class _RunDone:
+    """One run ended under the lock: what is left to do for it after the lock."""
+
+    result: SyncResult
+    plan: RunPlan
+    steps: StepTimes
 
 
 class SyncEngine:
@@ -154,9 +168,11 @@ class SyncEngine:
 
         The run ends ``stopped`` (exit code 130 from the CLI), and stays
         unfinished: the next sync of the connection resumes it like a killed
-        run, re-executing the persisted plan's remaining checkpoints, and only
-        the sync after that plans new data.  Resuming, rather than closing the
-        run and letting the next sync plan afresh from the state, because:
+        run, re-executing the persisted plan's remaining checkpoints, then
+        (:meth:`sync`) plans new data in a run of its own.  A stop requested
+        while :meth:`sync` resumes a run also keeps the new run from starting.
+        Resuming, rather than closing the run and letting the next sync plan
+        afresh from the state, because:
 
         * a full refresh (``overwrite``) stopped after some checkpoints has
           staged part of the data (the table still shows the old rows):
@@ -257,8 +273,35 @@ class SyncEngine:
     # ------------------------------------------------------------------ running
 
     def run(self) -> SyncResult:
-        """Sync the connection (or finish its unfinished run first, whatever its kind)."""
-        return self._execute(self.plan, new_runs_only=False)
+        """One run: the connection's unfinished run if a killed or stopped sync left one
+        (whatever its kind), else a new one from the current state.
+
+        :meth:`sync` (what ``headwater sync`` and ``serve`` call) goes on, after
+        a resumed run, with a new one; ``--watch`` and ``sync --one-run`` call this.
+        """
+        [result] = self._execute(self.plan, new_runs_only=False, then_new=False)
+        return result
+
+    def sync(self) -> list[SyncResult]:
+        """Finish the unfinished run if there is one, then sync everything since: the
+        results of the runs, oldest first (one, or two when a run was resumed).
+
+        Without this, data that arrived after a crash would wait for one more
+        sync while the resumed run re-executes its old plan.  The new run is
+        planned from the state the resumed run released, under the same hold of
+        the connection's lock (no other sync can slip in between), and only
+        when the resumed run succeeded and no stop was requested: a failed or
+        stopped resumed run is the last result, and what it left is the next
+        sync's to finish.  Each run has its own run id, attempt, figures and
+        ``after_sync`` hooks, exactly as if two syncs had run back to back.
+
+        The new run is a whole sync, like any: its ``full_refresh`` streams are
+        read again (the resumed run's snapshot was planned before the crash, so
+        rows that arrived since are not in it), and a ``full_refresh`` +
+        ``append`` stream gets a snapshot per run, two here.  ``run()`` (``sync
+        --one-run``) is for a connection where that second read costs too much.
+        """
+        return self._execute(self.plan, new_runs_only=False, then_new=True)
 
     def run_plan(self, make_plan: Callable[[SparkSession], RunPlan]) -> SyncResult:
         """Record and run the plan ``make_plan`` returns (a backfill or a replay).
@@ -267,96 +310,133 @@ class SyncEngine:
         allocates and the state it reads cannot race with a sync.  A killed
         earlier run must be finished by ``sync`` first: refuses otherwise.
         """
-        return self._execute(make_plan, new_runs_only=True)
+        [result] = self._execute(make_plan, new_runs_only=True, then_new=False)
+        return result
 
     def _execute(self, make_plan: Callable[[SparkSession], RunPlan], *,
-                 new_runs_only: bool) -> SyncResult:
+                 new_runs_only: bool, then_new: bool) -> list[SyncResult]:
         conn = self.connection
         started = time.monotonic()
-        steps = self.steps
         locking = time.perf_counter()
+        done: list[_RunDone] = []
+        failure: Exception | None = None
         with self.store.lock(conn.name) as lock:
-            steps.add("lock", time.perf_counter() - locking)
-            with steps.step("spark_session"):
+            self.steps.add("lock", time.perf_counter() - locking)
+            with self.steps.step("spark_session"):
                 spark = get_spark(self.options.spark)
-            with steps.step("store_reads"):
+            with self.steps.step("store_reads"):
                 unfinished = self.store.find_unfinished_run(conn.name)
             if unfinished is not None and new_runs_only:
                 how = "stopped" if unfinished.status == "stopped" else "killed"
                 raise HeadwaterError(
                     f"connection {conn.name} has an unfinished run {unfinished.run_id} "
                     f"(a {how} {unfinished.kind}); run `headwater sync` to finish it first")
-            if unfinished is not None:
-                self._end_early_reads(None)
-                plan = RunPlan.from_dict(unfinished.plan)
-                run_id = unfinished.run_id
-                resumed = True
-                log.warning("resuming run %s of %s, left unfinished by a %s %s", run_id,
-                            conn.name, "stopped" if unfinished.status == "stopped" else "killed",
-                            unfinished.kind)
-            else:
+            done.append(self._one_run(spark, lock, make_plan, unfinished, started))
+            if unfinished is not None and then_new and self._goes_on_after(done[0].result):
                 try:
-                    with steps.step("plan"):
-                        plan = make_plan(spark)
-                except BaseException:
-                    self._end_early_reads(None)
-                    raise
-                self._end_early_reads(plan)
-                spec = type(self.source).spec()
-                with steps.step("store_writes"):
-                    run_id = self.store.create_run(
-                        conn.name,
-                        plan=plan.to_dict(),
-                        state_before={s.stream.name: s.state_before for s in plan.streams},
-                        config_redacted={"source": {"type": conn.source.type,
-                                                    "config": redact(self.source.config, spec)},
-                                         "destination": {"type": conn.destination.type},
-                                         # `headwater replay RUN_ID` loads the connection
-                                         # from here.
-                                         "connection_file": (str(conn.path.resolve())
-                                                             if conn.path else None)},
-                        kind=plan.purpose,
-                    )
-                resumed = False
-            lock.set_run_id(run_id)
-            with steps.step("store_writes"):
-                attempt = self.store.start_attempt(run_id, pid=os.getpid(),
-                                                   host=socket.gethostname())
-            emit("after-plan")
-            self.observer.run_started(run_id, plan, resumed)
-            stats = self._run_streams(spark, plan, run_id, attempt)
-            status, error = outcome(stats, self._stop_reason)
-            finishing = time.perf_counter()
-            states_after = self.store.get_states(conn.name)
-            self.store.finish_attempt(run_id, attempt, status=status, error=error)
-            run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
-            if plan.replay_of:
-                run_stats["replay_of"] = plan.replay_of
-            if status == "stopped":
-                log.warning("run %s of %s stopped: %s", run_id, conn.name, error)
-                self.store.stop_run(run_id, stats=run_stats, state_after=states_after,
-                                    error=error or self._stop_reason)
-            else:
-                self.store.finish_run(run_id, status=status, stats=run_stats,
-                                      state_after=states_after, error=error)
-            steps.add("store_writes", time.perf_counter() - finishing)
-        if status != "stopped":
-            remove_shared_dir(plan)  # a stopped run resumes, and may still read from it
-        result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
-                            attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
-                            kind=plan.purpose, replay_of=plan.replay_of,
-                            stop_reason=error if status == "stopped" else None)
-        # After the lock: a hook (dbt build, a notification) must not block the next sync.
-        with steps.step("hooks"):
-            result.hooks = run_after_sync_hooks(conn, result)
-        result.steps_s = steps.to_dict()
-        self.steps = StepTimes()  # the next run (--watch, serve) counts from zero
-        log.debug("run %s steps (s): %s", run_id, result.steps_s)
+                    done.append(self._one_run(spark, lock, make_plan, None, time.monotonic()))
+                except Exception as exc:
+                    # The new run could not run (say its plan failed): the resumed
+                    # run has ended all the same, and its hooks are owed first.
+                    failure = exc
+        for run in done:
+            run.result.steps_s = self._after_lock(run)
+        if failure is not None:
+            raise failure
         if self.refused is not None:
             # Credentials refused while reading: the run is recorded as failed and
             # state did not move; the caller sees why (exit code 3), not a crash.
             raise self.refused
-        return result
+        return [run.result for run in done]
+
+    def _after_lock(self, run: _RunDone) -> dict[str, float]:
+        """A run's work after the connection's lock is released; returns its step times.
+
+        After the lock: a hook (dbt build, a notification) must not block the next sync.
+        """
+        if run.result.status != "stopped":
+            remove_shared_dir(run.plan)  # a stopped run resumes, and may still read from it
+        with run.steps.step("hooks"):
+            run.result.hooks = run_after_sync_hooks(self.connection, run.result)
+        log.debug("run %s steps (s): %s", run.result.run_id, run.steps.to_dict())
+        return run.steps.to_dict()
+
+    def _goes_on_after(self, resumed: SyncResult) -> bool:
+        """Whether :meth:`sync` starts a new run after the ``resumed`` one."""
+        if resumed.status != "succeeded" or self.refused is not None:
+            return False
+        if self.stopping.is_set():
+            log.warning("run %s of %s finished; not starting a new run: %s", resumed.run_id,
+                        self.connection.name, self._stop_reason)
+            return False
+        return True
+
+    def _one_run(self, spark: SparkSession, lock: LockHandle,
+                 make_plan: Callable[[SparkSession], RunPlan], unfinished: RunRecord | None,
+                 started: float) -> _RunDone:
+        """Resume ``unfinished``, or plan and record a new run, and run it (under the lock)."""
+        conn = self.connection
+        steps = self.steps
+        if unfinished is not None:
+            self._end_early_reads(None)
+            plan = RunPlan.from_dict(unfinished.plan)
+            run_id = unfinished.run_id
+            resumed = True
+            log.warning("resuming run %s of %s, left unfinished by a %s %s", run_id,
+                        conn.name, "stopped" if unfinished.status == "stopped" else "killed",
+                        unfinished.kind)
+        else:
+            try:
+                with steps.step("plan"):
+                    plan = make_plan(spark)
+            except BaseException:
+                self._end_early_reads(None)
+                raise
+            self._end_early_reads(plan)
+            spec = type(self.source).spec()
+            with steps.step("store_writes"):
+                run_id = self.store.create_run(
+                    conn.name,
+                    plan=plan.to_dict(),
+                    state_before={s.stream.name: s.state_before for s in plan.streams},
+                    config_redacted={"source": {"type": conn.source.type,
+                                                "config": redact(self.source.config, spec)},
+                                     "destination": {"type": conn.destination.type},
+                                     # `headwater replay RUN_ID` loads the connection
+                                     # from here.
+                                     "connection_file": (str(conn.path.resolve())
+                                                         if conn.path else None)},
+                    kind=plan.purpose,
+                )
+            resumed = False
+        lock.set_run_id(run_id)
+        with steps.step("store_writes"):
+            attempt = self.store.start_attempt(run_id, pid=os.getpid(),
+                                               host=socket.gethostname())
+        emit("after-plan")
+        self.observer.run_started(run_id, plan, resumed)
+        stats = self._run_streams(spark, plan, run_id, attempt)
+        status, error = outcome(stats, self._stop_reason)
+        finishing = time.perf_counter()
+        states_after = self.store.get_states(conn.name)
+        self.store.finish_attempt(run_id, attempt, status=status, error=error)
+        run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
+        if plan.replay_of:
+            run_stats["replay_of"] = plan.replay_of
+        if status == "stopped":
+            log.warning("run %s of %s stopped: %s", run_id, conn.name, error)
+            self.store.stop_run(run_id, stats=run_stats, state_after=states_after,
+                                error=error or self._stop_reason)
+        else:
+            self.store.finish_run(run_id, status=status, stats=run_stats,
+                                  state_after=states_after, error=error)
+        steps.add("store_writes", time.perf_counter() - finishing)
+        result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
+                            attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
+                            kind=plan.purpose, replay_of=plan.replay_of,
+                            stop_reason=error if status == "stopped" else None)
+        self.steps = StepTimes()  # the next run (sync's new run, --watch, serve) counts from zero
+        return _RunDone(result, plan, steps)
 
     def _run_streams(self, spark: SparkSession, plan: RunPlan, run_id: str,
                      attempt: int) -> list[StreamStats]:

@@ -16,7 +16,7 @@ Example (what ``headwater serve`` does)::
     def runner(config):              # on a scheduler thread
         engine = SyncEngine(config, store)
         with runs.running(engine):
-            return engine.run()
+            return engine.sync()
 
     runs.request_stop("SIGTERM received")   # from the signal's helper thread
 """

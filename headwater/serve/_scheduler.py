@@ -65,11 +65,17 @@ class RunOutcome:
 
     ``stopped``: asked to stop (``serve`` is shutting down), the run ended after
     its commits in flight; it is not retried, the next sync resumes it.
+
+    A firing that found an unfinished run finishes it, then runs a new one
+    (``SyncEngine.sync``): ``run_id`` and ``status`` are then the new run's and
+    ``resumed_run_id`` the finished one's (which succeeded, or there would be
+    no new run).
     """
 
     status: str
     run_id: str | None = None
     error: str | None = None
+    resumed_run_id: str | None = None
 
 
 #: Runs one connection now and says how it went; raising counts as ``failed``.
@@ -266,7 +272,8 @@ class Scheduler:
                 continue
             entry.running = None
             outcome = future.result()
-            detail = " ".join(x for x in (outcome.run_id or "", outcome.error or "") if x)
+            resumed = f"resumed {outcome.resumed_run_id}, then" if outcome.resumed_run_id else ""
+            detail = " ".join(x for x in (resumed, outcome.run_id or "", outcome.error or "") if x)
             self._event(now, entry.name, outcome.status, detail)
             if outcome.status == "failed":
                 self._schedule_retry(entry, now)

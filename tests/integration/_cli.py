@@ -178,6 +178,16 @@ def sync(
     return run_cli(tmp_path, "sync", str(connection), "--json", *extra, env=env)
 
 
+def sync_runs(result: CliResult) -> list[dict[str, Any]]:
+    """The documents of the runs one ``sync --json`` ran, oldest first: a run it resumed,
+    then the new one (or the one run).  Checks the shape: the top level is the newest."""
+    document = result.document
+    assert document is not None, result.describe()
+    runs: list[dict[str, Any]] = document["runs"]
+    assert runs and {**runs[-1], "runs": runs} == document, "the top level is the newest run"
+    return runs
+
+
 def _group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes of process group ``pgid``, from /proc."""
     members = []

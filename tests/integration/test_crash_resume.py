@@ -15,6 +15,9 @@ each planned checkpoint of the run has exactly one tagged commit (an
 all, and until then the table's old rows; on Iceberg each checkpoint is one
 snapshot carrying its marker, on the staging branch for an overwrite).
 
+The sync that resumes also syncs what is new, in a run of its own, in the same
+command (issue 20): one test lands new rows between the kill and that sync.
+
 The source is small (12,000 rows in 12 partitions, 6 checkpoints in 2 lanes):
 the cost of a sync here is Spark's per-job overhead, not rows, and the
 machine running the suite is small and shared.
@@ -43,12 +46,15 @@ from tests.integration._cli import (
     assert_appended_history,
     assert_each_checkpoint_committed_once,
     assert_table_equals_source,
+    expected_rows,
     kill_cli,
     published_commits,
     read_table,
+    run_cli,
     start_cli,
     store,
     sync,
+    sync_runs,
     table_location,
     tagged_commits,
     write_connection,
@@ -91,8 +97,8 @@ STREAMS: dict[str, dict[str, Any]] = {
 }
 KILLED = -signal.SIGKILL
 #: The connections the crash tests kill: a sync mode on Delta, or ``iceberg-`` and one on
-#: Iceberg (append_dedup is not on Iceberg yet).
-KINDS = [*sorted(STREAMS), "iceberg-append", "iceberg-overwrite"]
+#: Iceberg.
+KINDS = [*sorted(STREAMS), *(f"iceberg-{mode}" for mode in sorted(STREAMS))]
 
 
 @dataclass
@@ -110,9 +116,11 @@ class Connection:
         """``append`` (on Delta) or ``iceberg-append``, as :data:`KINDS` names them."""
         kind, _, mode = kind_and_mode.rpartition("-")
         return cls(tmp_path, mode, kind=kind or "delta")
+    #: What each generation changes, in place of ``SOURCE``'s.
+    changes: dict[str, int] | None = None
 
     def source(self, generation: int = 0) -> dict[str, Any]:
-        return {**SOURCE, "generation": generation}
+        return {**SOURCE, **(self.changes or {}), "generation": generation}
 
     def write(self, generation: int = 0) -> Path:
         return write_connection(
@@ -172,15 +180,23 @@ def staged_checkpoints(conn: Connection, run_id: str) -> set[int]:
 
 
 def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: int = 0) -> None:
-    """Run the sync again, no fault: it must resume the run and land the source exactly."""
+    """Run the sync again, no fault: it must resume the run and land the source exactly.
+
+    Then the same command runs a new run for what is new: nothing here for an
+    incremental stream (the source did not change since the crash); a full
+    refresh reads the whole source again (and lands the same table).
+    """
     result = conn.sync(generation)
     assert result.exit_code == 0, result.describe()
-    document = result.document
-    assert document is not None, result.describe()
-    assert document["status"] == "succeeded"
-    assert document["resumed"] is True
-    assert document["run_id"] == run_id
-    assert document["attempt"] == attempt
+    resumed, new = sync_runs(result)
+    assert resumed["status"] == "succeeded"
+    assert resumed["resumed"] is True
+    assert resumed["run_id"] == run_id
+    assert resumed["attempt"] == attempt
+    assert (new["status"], new["resumed"], new["attempt"]) == ("succeeded", False, 1)
+    again = expected_rows(conn.source(generation), STREAM).num_rows
+    assert new["run_id"] != run_id
+    assert new["streams"][0]["records_written"] == (again if conn.mode == "overwrite" else 0)
     assert store(conn.tmp_path).find_unfinished_run(NAME) is None
     assert_table_equals_source(spark, conn.location, conn.source(generation), STREAM)
     assert_each_checkpoint_committed_once(spark, conn.location, conn.tmp_path, run_id, STREAM,
@@ -327,3 +343,36 @@ def test_killed_twice_then_resumed(spark: Any, tmp_path: Path) -> None:
 
     resume(spark, conn, run_id, attempt=3)
     next_generation(spark, conn, run_id)
+
+
+def test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
+        spark: Any, tmp_path: Path) -> None:
+    """Killed while reading; new rows arrive; one ``sync`` lands the killed run's rest *and*
+    the new rows, in two runs, each row once (``append``: a row twice would show).
+
+    Before issue 20 the sync stopped after the resumed run and the new rows
+    waited for one more sync.  No updates, only new ids, so the table must
+    equal the newer world exactly, whatever the killed attempt had committed.
+    """
+    arrived = 2_000
+    conn = Connection(tmp_path, "append",
+                      changes={"updates_per_generation": 0, "new_per_generation": arrived})
+    delay_s = random.Random("resume-then-continue").uniform(0.0, 2.0)
+    run_id = crashed_run(conn, kill_while_reading(conn, conn.start(), after=1, delay_s=delay_s))
+
+    result = conn.sync(generation=1)
+    assert result.exit_code == 0, result.describe()
+    resumed, new = sync_runs(result)
+    assert (resumed["run_id"], resumed["resumed"], resumed["attempt"], resumed["status"]) == (
+        run_id, True, 2, "succeeded")
+    assert (new["resumed"], new["attempt"], new["status"]) == (False, 1, "succeeded")
+    assert new["run_id"] != run_id
+    assert new["streams"][0]["records_written"] == arrived
+    assert_table_equals_source(spark, conn.location, conn.source(1), STREAM)
+    for each in (run_id, new["run_id"]):
+        assert_each_checkpoint_committed_once(spark, conn.location, tmp_path, each, STREAM)
+
+    listed = run_cli(tmp_path, "runs", "--connection", NAME, "--json")
+    assert listed.exit_code == 0 and listed.document is not None, listed.describe()
+    assert [(r["run_id"], r["status"], r["attempts"]) for r in listed.document["runs"]] == [
+        (new["run_id"], "succeeded", 1), (run_id, "succeeded", 2)]

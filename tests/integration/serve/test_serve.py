@@ -13,7 +13,6 @@ import yaml
 
 from headwater.cli._serve import store_last_started, sync_runner
 from headwater.config import load_connection
-from headwater.engine import SyncEngine
 from headwater.metadata_store import MetadataStore
 from headwater.serve import Scheduler
 from tests._clock import FastClock
@@ -81,18 +80,20 @@ def test_serve_runs_real_syncs_and_retries_a_real_failure(spark: Any, tmp_path: 
     scheduler.shutdown()
 
 
-def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
+def test_serve_sigterm_stops_the_run_in_progress_and_the_next_firing_resumes_it(
         spark: Any, tmp_path: Path) -> None:
     """SIGTERM to ``headwater serve`` mid-run: the run ends ``stopped``, serve exits 0.
 
     Eight one-partition checkpoints in one lane make a run long enough to be
-    caught after its first commit (the test looks every 0.2 s).  The next sync
-    (here in-process) resumes that same run, and the table ends exactly equal
-    to the source, each checkpoint committed once.
+    caught after its first commit (the test looks every 0.2 s).  New rows then
+    arrive, and the next firing (serve's runner, here in-process) resumes that
+    same run, then syncs the new rows in a new run: the table ends exactly
+    equal to the source, each checkpoint committed once.
     """
     folder = tmp_path / "connections"
     folder.mkdir()
-    source = {"users": 800, "orders": 0, "rows_per_partition": 100}
+    source = {"users": 800, "orders": 0, "rows_per_partition": 100,
+              "updates_per_generation": 0, "new_per_generation": 50}
     lake = tmp_path / "lake"
     path = write(folder, "long", "* * * * * */3", str(lake),  # every 3 seconds
                  source={"type": "sample", "config": source},
@@ -126,10 +127,18 @@ def test_serve_sigterm_stops_the_run_in_progress_and_the_next_sync_resumes_it(
             if c.status in ("committed", "released")]
     assert 0 < len(done) < 8
 
-    finished = SyncEngine(load_connection(path), store).run()
-    assert (finished.run_id, finished.resumed, finished.status) == (
-        stopped.run_id, True, "succeeded")
+    later = {**source, "generation": 1}
+    write(folder, "long", "* * * * * */3", str(lake), source={"type": "sample", "config": later},
+          checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
+    outcome = sync_runner(load_connection(path))
+    new, finished = store.list_runs("long")
+    assert (outcome.status, outcome.resumed_run_id, outcome.run_id) == (
+        "succeeded", stopped.run_id, new.run_id)
+    assert (finished.run_id, finished.status, len(finished.attempts)) == (
+        stopped.run_id, "succeeded", 2)
+    assert new.status == "succeeded" and new.stats["streams"][0]["records_written"] == 50
     location = str(lake / "users")
-    assert_table_equals_source(spark, location, source, "users")
+    assert_table_equals_source(spark, location, later, "users")
     commits = tagged_commits(spark, location, stopped.run_id, "users")
     assert len(commits) == 8 and set(commits.values()) == {1}, commits
+    assert set(tagged_commits(spark, location, new.run_id, "users").values()) == {1}

@@ -214,3 +214,17 @@ def test_stop_waits_for_the_run_in_progress_and_starts_nothing_new(tmp_path: Pat
     assert not loop.is_alive()
     assert whats(s, "slow")[-1] == "succeeded"
     assert runs.calls == ["slow"]
+
+
+def test_a_firing_that_resumed_a_run_names_both_runs(tmp_path: Path) -> None:
+    """The runner finished an unfinished run, then ran a new one: the event says so."""
+    write(tmp_path, "crashed")
+    clock = FastClock(T0)
+    s = scheduler(tmp_path, lambda config: RunOutcome("succeeded", run_id="new",
+                                                      resumed_run_id="old"), clock)
+    s.tick()
+    clock.advance(minutes=1)
+    s.tick()
+    settle(s)
+    [done] = [e for e in s.events if e.what == "succeeded"]
+    assert done.detail == "resumed old, then new"

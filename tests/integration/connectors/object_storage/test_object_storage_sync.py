@@ -31,6 +31,7 @@ from tests.integration._cli import (
     start_cli,
     store,
     sync,
+    sync_runs,
     tagged_commits,
     wait_for_group_exit,
 )
@@ -153,15 +154,25 @@ def test_sigkill_in_a_large_object_then_resume_lands_every_record_once(
     flight = state["in_flight"]["big.jsonl"]
     assert flight["unit"] == "bytes" and flight["total"] == size
     assert flight["done"] == [[0, flight["done"][0][1]]] and 0 < flight["done"][0][1] < size
-    resumed = sync(tmp_path, path)
-    assert resumed.exit_code == 0, resumed.describe()
-    assert resumed.document and resumed.document["resumed"] is True
+    # An object lands before the next sync: the same sync finishes the killed run's
+    # plan (big.jsonl only), then reads the new object in a run of its own.
+    arrived = 100
+    (folder / "new.jsonl").write_text("".join(
+        json.dumps({"id": i, "payload": f"p{i:06d}"}) + "\n"
+        for i in range(records, records + arrived)))
+    result = sync(tmp_path, path)
+    assert result.exit_code == 0, result.describe()
+    resumed, new = sync_runs(result)
+    assert resumed["resumed"] is True and resumed["status"] == "succeeded"
+    assert new["resumed"] is False and new["status"] == "succeeded"
+    assert new["streams"][0]["records_written"] == arrived
     landed = rows(spark, tmp_path, "big")
     ids = sorted(r["id"] for r in landed)
-    assert ids == list(range(records)), "every record exactly once"
-    assert sorted(r["_source_record"] for r in landed) == list(range(records))
+    assert ids == list(range(records + arrived)), "every record exactly once"
+    assert sorted(r["_source_record"] for r in landed
+                  if r["_source_key"] == "big.jsonl") == list(range(records))
     final = store(tmp_path).get_state("crashy", "big")
-    assert final["in_flight"] == {} and "big.jsonl" in final["recent"]
+    assert final["in_flight"] == {} and {"big.jsonl", "new.jsonl"} <= set(final["recent"])
 
 
 def test_watch_picks_up_new_objects_and_stops_on_sigterm(tmp_path: Path, spark: Any) -> None:

@@ -78,7 +78,9 @@ def test_killed_while_reading_key_ranges_then_resumed(
         assert run is not None, "a killed sync must leave its run unfinished"
         assert len(run.plan["streams"][0]["checkpoints"]) == 4  # 8 key ranges, 2 each
 
-        resumed = sync(tmp_path, path)
+        # --one-run: the killed run alone (a new run would append a second snapshot of
+        # this full refresh).
+        resumed = sync(tmp_path, path, "--one-run")
         assert resumed.exit_code == 0, resumed.describe()
         assert resumed.document is not None and resumed.document["run_id"] == run.run_id
         assert resumed.document["resumed"] is True

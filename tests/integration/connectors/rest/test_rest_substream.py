@@ -133,7 +133,9 @@ def test_a_substream_killed_after_a_commit_resumes_with_each_row_once(
     assert len(planned) == 7
     assert all("parent_partition" in p["params"] for c in planned for p in c["partitions"])
 
-    resumed = cli_sync(tmp_path, path)
+    # --one-run: this test is about the old plan's resumed run; a new run (a second
+    # full refresh, appended) would add a second copy of the rows.
+    resumed = cli_sync(tmp_path, path, "--one-run")
     assert resumed.exit_code == 0, resumed.describe()
     assert resumed.document is not None
     assert resumed.document["resumed"] is True and resumed.document["run_id"] == run.run_id
