@@ -20,6 +20,7 @@ After each run, outside the timed part, the table is read back with PyIceberg
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -211,6 +212,34 @@ def measure(runs: Mapping[str, Run], repeat: int, scratch: Path, rows: int) -> l
             note(figures)
     shutil.rmtree(scratch / "run", ignore_errors=True)
     return results
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """The options both Iceberg benchmarks take."""
+    parser.add_argument("--repeat", type=int, default=3, help="runs of each writer (medians)")
+    parser.add_argument("--master", default="local[*]", help="Spark master, both Spark sides")
+    parser.add_argument("--no-pyiceberg", action="store_true",
+                        help="leave PyIceberg's writer out")
+    parser.add_argument("--keep", action="store_true", help="keep the temp folder")
+
+
+def writers(args: argparse.Namespace, headwater: Run, spark41: Run, pyiceberg: Run
+            ) -> dict[str, Run]:
+    """The writers to measure, by label, in the order they run in each round."""
+    runs = {HEADWATER: headwater, SPARK41: spark41}
+    if not args.no_pyiceberg:
+        runs[PYICEBERG] = pyiceberg
+    return runs
+
+
+def report(results: Sequence[Figures], rows: int, caveat: str) -> None:
+    """The summary table, its legend, ``caveat`` and the load at the end."""
+    print()
+    print(summary(results, rows))
+    print()
+    print(LEGEND)
+    print(caveat)
+    print(f"\nend:     {load_line()}")
 
 
 def note(figures: Figures) -> None:

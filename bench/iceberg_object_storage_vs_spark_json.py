@@ -28,20 +28,9 @@ import argparse
 import sys
 from pathlib import Path
 
+import _iceberg as bench
 import yaml
-from _common import header, load_line, scratch_dir
-from _iceberg import (
-    HEADWATER,
-    LEGEND,
-    PYICEBERG,
-    SPARK41,
-    Run,
-    headwater_run,
-    measure,
-    pyiceberg_run,
-    spark41_run,
-    summary,
-)
+from _common import header, scratch_dir
 from object_storage_vs_spark_reader import JSON_SCHEMA, SPARK_SCHEMA, write_files
 
 
@@ -68,11 +57,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each writer (medians)")
-    parser.add_argument("--master", default="local[*]", help="Spark master, both Spark sides")
-    parser.add_argument("--no-pyiceberg", action="store_true",
-                        help="leave PyIceberg's writer out")
-    parser.add_argument("--keep", action="store_true", help="keep the temp folder")
+    bench.add_options(parser)
     args = parser.parse_args()
 
     header("Headwater object_storage sync vs spark.read.json on Spark 4.1 -> Iceberg",
@@ -83,23 +68,17 @@ def main() -> None:
         size = sum(f.stat().st_size for f in files.iterdir())
         print(f"{args.rows:,} rows in {args.files} JSON Lines files, {size / 2**20:,.0f} MiB; "
               f"master {args.master}\n", flush=True)
-        runs: dict[str, Run] = {
-            HEADWATER: headwater_run(lambda folder: connection(folder, files, args.master),
-                                     "jsonl"),
-            SPARK41: spark41_run("json", "jsonl", ["--master", args.master, "--folder",
-                                                   str(files), "--schema", SPARK_SCHEMA]),
-        }
-        if not args.no_pyiceberg:
-            runs[PYICEBERG] = pyiceberg_run("json", "jsonl", ["--folder", str(files)])
-        results = measure(runs, args.repeat, scratch, args.rows)
+        runs = bench.writers(
+            args,
+            bench.headwater_run(lambda folder: connection(folder, files, args.master), "jsonl"),
+            bench.spark41_run("json", "jsonl", ["--master", args.master, "--folder", str(files),
+                                          "--schema", SPARK_SCHEMA]),
+            bench.pyiceberg_run("json", "jsonl", ["--folder", str(files)]))
+        results = bench.measure(runs, args.repeat, scratch, args.rows)
 
-    print()
-    print(summary(results, args.rows))
-    print()
-    print(LEGEND)
-    print("Headwater's table also has the _hw_* metadata columns and per-row type notes; "
+    bench.report(results, args.rows,
+           "Headwater's table also has the _hw_* metadata columns and per-row type notes; "
           "the others do not.")
-    print(f"\nend:     {load_line()}")
 
 
 if __name__ == "__main__":

@@ -29,20 +29,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import _iceberg as bench
 import yaml
-from _common import header, load_line, scratch_dir
-from _iceberg import (
-    HEADWATER,
-    LEGEND,
-    PYICEBERG,
-    SPARK41,
-    Run,
-    headwater_run,
-    measure,
-    pyiceberg_run,
-    spark41_run,
-    summary,
-)
+from _common import header, scratch_dir
 
 
 def connection(folder: Path, rows: int, rows_per_partition: int,
@@ -68,13 +57,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--rows-per-partition", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each writer (medians)")
     parser.add_argument("--per-checkpoint", type=int, default=None,
                         help="Headwater's partitions_per_checkpoint (default: the engine's)")
-    parser.add_argument("--master", default="local[*]", help="Spark master, both Spark sides")
-    parser.add_argument("--no-pyiceberg", action="store_true",
-                        help="leave PyIceberg's writer out")
-    parser.add_argument("--keep", action="store_true", help="keep the temp folder")
+    bench.add_options(parser)
     args = parser.parse_args()
 
     header("Headwater sync vs plain Spark 4.1 -> Iceberg (sample users)",
@@ -83,23 +68,17 @@ def main() -> None:
     print(f"{args.rows:,} sample users rows in {partitions} partitions; master {args.master}; "
           f"checkpoint: {args.per_checkpoint or 'engine default'} partitions\n", flush=True)
     sizes = ["--rows", str(args.rows), "--rows-per-partition", str(args.rows_per_partition)]
-    runs: dict[str, Run] = {
-        HEADWATER: headwater_run(lambda folder: connection(
-            folder, args.rows, args.rows_per_partition, args.per_checkpoint, args.master),
-            "users"),
-        SPARK41: spark41_run("sample", "users", ["--master", args.master, *sizes]),
-    }
-    if not args.no_pyiceberg:
-        runs[PYICEBERG] = pyiceberg_run("sample", "users", sizes)
+    runs = bench.writers(
+        args,
+        bench.headwater_run(lambda folder: connection(folder, args.rows, args.rows_per_partition,
+                                                args.per_checkpoint, args.master), "users"),
+        bench.spark41_run("sample", "users", ["--master", args.master, *sizes]),
+        bench.pyiceberg_run("sample", "users", sizes))
     with scratch_dir("hw-bench-iceberg-", keep=args.keep) as scratch:
-        results = measure(runs, args.repeat, scratch, args.rows)
+        results = bench.measure(runs, args.repeat, scratch, args.rows)
 
-    print()
-    print(summary(results, args.rows))
-    print()
-    print(LEGEND)
-    print("Headwater's table also has the _hw_* metadata columns; the others do not.")
-    print(f"\nend:     {load_line()}")
+    bench.report(results, args.rows,
+           "Headwater's table also has the _hw_* metadata columns; the others do not.")
 
 
 if __name__ == "__main__":
