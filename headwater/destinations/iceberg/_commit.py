@@ -15,6 +15,7 @@ location), so the marker and the rows land together or not at all.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +37,36 @@ def data_files(table: Table, paths: Sequence[str]) -> list[DataFile]:
     """
     from pyiceberg.io.pyarrow import parquet_file_to_data_file
 
+    _quiet_missing_float_statistics()
     if not table.spec().is_unpartitioned():
         from headwater.destinations.iceberg._layout import partitioned_data_file
 
         return [partitioned_data_file(table, path) for path in paths]
     return [parquet_file_to_data_file(table.io, table.metadata, path) for path in paths]
+
+
+class _MissingStatistics(logging.Filter):
+    """Drops PyIceberg's warning that a column of a file has no Parquet statistics.
+
+    The tasks write float and double columns without statistics on purpose
+    (``delta/_files.py`` says why: bounds that leave NaN out made Spark skip row
+    groups wrongly), so every file of a table with such a column drew one warning
+    per column.  Iceberg then records no bounds for them, which is right: no file
+    is pruned by a float predicate.  Every other column has statistics in every
+    file the tasks and rewrites write, so the warning can only be about these.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("PyArrow statistics missing for column")
+
+
+_FILTER = _MissingStatistics()
+
+
+def _quiet_missing_float_statistics() -> None:
+    pyarrow_io = logging.getLogger("pyiceberg.io.pyarrow")
+    if _FILTER not in pyarrow_io.filters:
+        pyarrow_io.addFilter(_FILTER)
 
 
 def current_data_files(table: Table, branch: str = MAIN) -> list[DataFile]:
