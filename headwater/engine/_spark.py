@@ -172,7 +172,7 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
     elif needs.packages:
         conf["spark.jars.packages"] = ",".join(needs.packages)
         conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))
-    _add_class_archive(conf)
+    _add_driver_jvm_options(conf)
     return conf
 
 
@@ -190,7 +190,7 @@ _JIT_OPTIONS = ("CompileThresholdScaling", "TieredStopAtLevel", "TieredCompilati
                 "-Xcomp")
 
 
-def _add_class_archive(conf: dict[str, str]) -> None:
+def _add_driver_jvm_options(conf: dict[str, str]) -> None:
     """Start the driver JVM from the class archive, if ``scripts/setup`` built one, and
     with :data:`LAZY_JIT_OPTION` unless the options choose their own JIT settings."""
     options = driver_java_options(conf.get(DRIVER_JAVA_OPTIONS))
@@ -305,7 +305,7 @@ def get_spark(settings: SparkSettings) -> SparkSession:
         conf.pop("spark.driver.host", None)
     conf.update(settings.conf)
     if not under_spark_submit:
-        _add_class_archive(conf)  # beside the user's own driver options, if any
+        _add_driver_jvm_options(conf)  # beside the user's own driver options, if any
     for key, value in conf.items():
         builder = builder.config(key, value)
     with _jvm_output_to(None if under_spark_submit else settings.jvm_log_path):

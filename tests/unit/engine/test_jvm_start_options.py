@@ -14,7 +14,7 @@ from headwater.engine._spark import (
     DRIVER_JAVA_OPTIONS,
     LAZY_JIT_OPTION,
     SparkSettings,
-    _add_class_archive,
+    _add_driver_jvm_options,
     _base_conf,
 )
 
@@ -70,10 +70,10 @@ def test_the_users_own_class_sharing_options_win(cache: Path, own: str) -> None:
                                  "-XX:-TieredCompilation", "-Xint"])
 def test_the_users_own_jit_choice_wins(cache: Path, own: str) -> None:
     conf = {DRIVER_JAVA_OPTIONS: f"-Xmx2g {own}"}
-    _add_class_archive(conf)
+    _add_driver_jvm_options(conf)
     assert conf[DRIVER_JAVA_OPTIONS] == f"-Xmx2g {own}"
     conf = {DRIVER_JAVA_OPTIONS: "-Xmx2g"}
-    _add_class_archive(conf)
+    _add_driver_jvm_options(conf)
     assert conf[DRIVER_JAVA_OPTIONS] == f"-Xmx2g {LAZY_JIT_OPTION}"
 
 
