@@ -56,17 +56,6 @@ def load_table(catalog: Catalog, identifier: str) -> Table | None:
         return None
 
 
-def create_table(catalog: Catalog, identifier: str, schema: pa.Schema) -> Table:
-    """Create the table (or load the one another process created first), name-mapped."""
-    from pyiceberg.exceptions import TableAlreadyExistsError
-
-    try:
-        table = catalog.create_table(identifier, schema=schema)
-    except TableAlreadyExistsError:
-        table = catalog.load_table(identifier)
-    return with_name_mapping(table)
-
-
 def with_name_mapping(table: Table) -> Table:
     """``table``, with a name mapping: the tasks' files carry no Iceberg field ids.
 
@@ -105,5 +94,5 @@ def check(settings: IcebergSettings) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-__all__ = ["NAME_MAPPING_PROPERTY", "add_columns", "check", "create_table",
+__all__ = ["NAME_MAPPING_PROPERTY", "add_columns", "check",
            "ensure_namespace", "load", "load_table", "with_name_mapping"]

@@ -27,7 +27,7 @@ SCHEMA = pa.schema([pa.field("_hw_run_id", pa.string()), pa.field("id", pa.int64
 def _table(tmp_path: Path) -> Any:
     catalog = _catalog.load(resolve({"warehouse": str(tmp_path / "warehouse")}))
     _catalog.ensure_namespace(catalog, "headwater")
-    return catalog, _catalog.create_table(catalog, "headwater.t", SCHEMA)
+    return catalog, _catalog.with_name_mapping(catalog.create_table("headwater.t", schema=SCHEMA))
 
 
 def _file(table: Any, run: str, ids: list[int]) -> str:
