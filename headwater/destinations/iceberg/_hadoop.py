@@ -140,6 +140,13 @@ class HadoopCatalog(MetastoreCatalog):
             raise NoSuchNamespaceError(f"Namespace does not exist: {'.'.join(parts[:-1])}")
         if self._current_metadata(parts) is not None:
             raise TableAlreadyExistsError(f"Table {'.'.join(parts)} already exists")
+        if self._is_table(self._folder(parts)):
+            # Another catalog's table (a SQL catalog names its files 00001-<uuid>...):
+            # a v1 beside them would start a second table in the same folder.
+            raise ValueError(
+                f"{self._folder(parts)} holds Iceberg metadata files but no "
+                "v<N>.metadata.json: a table of another catalog (a SQL catalog's, as in "
+                "catalog.db?), not created again here")
         table_location = self._location(parts)
         if location and _normalized(location) != _normalized(table_location):
             raise ValueError(f"a path-based table cannot be placed elsewhere: "

@@ -299,6 +299,56 @@ def test_what_a_hadoop_catalog_cannot_do_is_refused(catalog: Catalog, tmp_path: 
     assert catalog.list_views("raw") == []
 
 
+def test_a_table_another_catalog_keeps_in_the_folder_is_not_created_over(
+        catalog: Catalog, tmp_path: Path) -> None:
+    """A SQL catalog (the embedded default) puts its tables in the same folders."""
+    sql = load_catalog("headwater", type="sql", uri=f"sqlite:///{tmp_path}/catalog.db",
+                       warehouse=f"file://{tmp_path}")
+    sql.create_namespace("raw")
+    sql.create_table("raw.users", schema=SCHEMA).append(rows(1))
+    assert not catalog.table_exists("raw.users")
+    with pytest.raises(ValueError, match=r"no v<N>\.metadata\.json: a table of another catalog"):
+        catalog.create_table("raw.users", schema=SCHEMA)
+    assert ids(sql.load_table("raw.users")) == [1]
+
+
 def test_an_object_store_warehouse_is_refused() -> None:
     with pytest.raises(ValueError, match="must be a local folder"):
         HadoopCatalog("lake", warehouse="s3://bucket/warehouse")
+
+
+def test_the_destination_s_commits_land_as_they_do_on_other_catalogs(
+        catalog: Catalog, tmp_path: Path) -> None:
+    """Task-written files added in one snapshot, staged on a branch, then published."""
+    import pyarrow.parquet as pq
+
+    from headwater.destinations.iceberg import _catalog, _commit
+
+    table = _catalog.create_table(catalog, "raw.users", SCHEMA)
+    folder = tmp_path / "raw" / "users" / "data"
+    folder.mkdir()
+
+    def written(name: str, *values: int) -> list[str]:
+        path = str(folder / f"{name}.parquet")
+        pq.write_table(rows(*values), path)
+        return [path]
+
+    _commit.commit(table, _commit.data_files(table, written("a", 1, 2)), overwrite=False,
+                   summary={"headwater.version": "1"}, properties={"headwater.txn.app": "1"})
+    table = catalog.load_table("raw.users")
+    _commit.commit(table, _commit.data_files(table, written("b", 3)), overwrite=False,
+                   summary={"headwater.version": "2"}, properties={"headwater.txn.app": "2"},
+                   branch="staging")
+    table = catalog.load_table("raw.users")
+    assert ids(table) == [1, 2]  # main does not see the branch
+    staged = _commit.current_data_files(table, branch="staging")
+    _commit.commit(table, staged, overwrite=True, summary={"headwater.version": "3"},
+                   properties={"headwater.txn.app": "3"}, drop_branch="staging")
+    reread = client(tmp_path, "other").load_table("raw.users")
+    assert ids(reread) == [3]
+    assert reread.properties["headwater.txn.app"] == "3"
+    assert set(reread.metadata.refs) == {"main"}
+    assert [s["headwater.version"] for _, s in _commit.snapshots_newest_first(reread)] == [
+        "3", "2", "1"]
+    # The create, its name mapping, three commits: one version each.
+    assert current_version(str(tmp_path / "raw" / "users" / "metadata")) == 5
