@@ -11,7 +11,8 @@ Java's ``HadoopCatalog`` / ``HadoopTableOperations``, kept exactly:
 * version N of a table's metadata is ``metadata/v<N>.metadata.json``
   (``v<N>.gz.metadata.json`` when ``write.metadata.compression-codec`` is gzip);
   a table starts at v1;
-* ``metadata/version-hint.text`` holds the N last committed: a hint only.  The
+* ``metadata/version-hint.text`` holds the N last committed: a hint only (a
+  Hadoop checksum of an older hint, ``.version-hint.text.crc``, is removed).  The
   current version is the highest existing version at or after the hint (versions
   are probed upwards from it); without a readable hint, the highest listed;
 * a commit is based on the version it read and writes version base + 1 **only if
@@ -74,6 +75,8 @@ logger = logging.getLogger(__name__)
 
 METADATA_FOLDER = "metadata"
 VERSION_HINT = "version-hint.text"
+#: Where Hadoop's local file system keeps the hint's checksum (``ChecksumFileSystem``).
+HADOOP_HINT_CHECKSUM = f".{VERSION_HINT}.crc"
 #: What a commit's new version is called, by codec (Java's ``TableMetadataParser.Codec``).
 _EXTENSIONS = {"none": ".metadata.json", "gzip": ".gz.metadata.json"}
 _VERSION_FILE = re.compile(r"v(\d+)(?:\.gz)?\.metadata\.json")
@@ -483,9 +486,18 @@ def _version_of(location: str) -> int:
 
 
 def _write_hint(metadata: str, version: int) -> None:
-    """Replace the hint atomically; a failure only leaves it behind (readers probe past it)."""
+    """Replace the hint atomically; a failure only leaves it behind (readers probe past it).
+
+    Hadoop's local file system (Spark's ``HadoopCatalog``) keeps a checksum of each
+    file it writes in ``.<name>.crc`` and checks it on reading: the checksum of a
+    hint Java wrote is removed first, or Java would find our hint corrupt (it then
+    lists the metadata folder instead: slower, and a warning).  Without a
+    checksum file Hadoop reads the file unchecked.
+    """
     temp = os.path.join(metadata, f".{uuid.uuid4()}-version-hint.temp")
     try:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(metadata, HADOOP_HINT_CHECKSUM))
         _write_new(temp, str(version).encode("utf-8"))
         os.replace(temp, os.path.join(metadata, VERSION_HINT))
     except OSError as exc:
@@ -532,4 +544,5 @@ def _normalized(location: str) -> str:
     return local_folder(location)
 
 
-__all__ = ["VERSION_HINT", "HadoopCatalog", "current_version", "local_folder"]
+__all__ = ["HADOOP_HINT_CHECKSUM", "VERSION_HINT", "HadoopCatalog", "current_version",
+           "local_folder"]

@@ -74,6 +74,9 @@ def spark_side(warehouse: Path, mode: str, tmp_path: Path) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr[-4000:]
     found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["spark"].startswith("4.1.")
+    # Java read every version-hint.text we wrote (a stale Hadoop checksum beside it
+    # would make it fall back to listing the metadata folder, with this warning).
+    assert "Error reading version hint file" not in done.stderr, done.stderr[-4000:]
     return found
 
 

@@ -196,6 +196,15 @@ def test_the_current_version_is_the_highest_at_or_after_the_hint(
     assert ids(reloaded) == [1, 2, 3]
 
 
+def test_a_hadoop_checksum_of_an_older_hint_is_removed(catalog: Catalog, tmp_path: Path) -> None:
+    """Spark's HadoopCatalog on a local disk checks .version-hint.text.crc when it reads."""
+    table = catalog.create_table("raw.users", schema=SCHEMA)
+    checksum = tmp_path / "raw" / "users" / "metadata" / ".version-hint.text.crc"
+    checksum.write_bytes(b"crc of the hint Java wrote")
+    table.append(rows(1))
+    assert not checksum.exists()
+
+
 def test_a_hint_naming_a_deleted_version_is_passed_by_a_later_one(
         catalog: Catalog, tmp_path: Path) -> None:
     table = catalog.create_table("raw.users", schema=SCHEMA)
