@@ -4,7 +4,9 @@ Why a module of its own: the spec and its resolution (defaults that depend on
 other fields, the catalog properties PyIceberg takes) are plain data, tested
 without a catalog.  PyIceberg has no Hadoop (path) catalog, so the embedded
 default is a SQL catalog in a SQLite file inside the warehouse folder, the
-closest thing to Delta's "a folder is the lakehouse".
+closest thing to Delta's "a folder is the lakehouse".  ``type: hadoop`` is our own
+path-based catalog in Apache Iceberg's Hadoop layout (``_hadoop.py``): the folder
+alone is the catalog, readable by Spark's and Trino's Hadoop catalogs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ DEFAULT_NAMESPACE = "headwater"
 DEFAULT_CATALOG_NAME = "headwater"
 #: The SQLite file of the embedded catalog, inside the warehouse folder.
 CATALOG_FILE = "catalog.db"
+#: How PyIceberg's ``load_catalog`` is told to make our path-based catalog.
+HADOOP_CATALOG_IMPL = "headwater.destinations.iceberg._hadoop.HadoopCatalog"
 
 _FILE_SCHEME = "file://"
 
@@ -42,10 +46,13 @@ def spec() -> dict[str, Any]:
                 "type": "object",
                 "description": "Where the tables are registered. sql: a SQLAlchemy URI "
                 "(default: a SQLite file catalog.db in the warehouse folder); rest: an "
-                "Iceberg REST catalog.",
+                "Iceberg REST catalog; hadoop: the warehouse folder itself, in Apache "
+                "Iceberg's Hadoop layout (<warehouse>/<namespace>/<table>, "
+                "metadata/v<N>.metadata.json and version-hint.text).",
                 "additionalProperties": False,
                 "properties": {
-                    "type": {"type": "string", "enum": ["sql", "rest"], "default": "sql"},
+                    "type": {"type": "string", "enum": ["sql", "rest", "hadoop"],
+                             "default": "sql"},
                     "name": {"type": "string", "minLength": 1,
                              "description": "The catalog's name (default headwater); readers "
                              "of a SQL catalog must use the same one."},
@@ -97,20 +104,32 @@ class IcebergSettings:
 
 def resolve(config: Mapping[str, Any]) -> IcebergSettings:
     """The settings ``config`` (validated against :func:`spec`) describes."""
+    catalog = dict(config.get("catalog") or {})
+    kind = str(catalog.get("type") or "sql")
+    for key in ("uri", "credential", "token") if kind == "hadoop" else ():
+        if catalog.get(key):
+            raise ConfigError(f"a hadoop catalog takes no {key}: the warehouse folder is "
+                              "the catalog", field=f"destination.config.catalog.{key}")
     warehouse = str(config.get("warehouse") or DEFAULT_WAREHOUSE)
     if warehouse.startswith(_FILE_SCHEME):
         warehouse = warehouse[len(_FILE_SCHEME):]
+    elif "://" in warehouse and kind == "hadoop":
+        raise ConfigError(
+            f"warehouse {warehouse!r} is not a local folder: a hadoop catalog commits by "
+            "creating metadata/v<N>.metadata.json only if it does not exist, which object "
+            "stores offer only through conditional writes (a path, or a file:// URI)",
+            field="destination.config.warehouse")
     elif "://" in warehouse:
         raise ConfigError(
             f"warehouse {warehouse!r} is not a local folder: the tasks write the tables' "
             "Parquet files themselves, and this first Iceberg step writes local folders "
             "only (a path, or a file:// URI)", field="destination.config.warehouse")
     folder = str(Path(warehouse).resolve())
-    catalog = dict(config.get("catalog") or {})
-    kind = str(catalog.get("type") or "sql")
     name = str(catalog.get("name") or DEFAULT_CATALOG_NAME)
     properties: dict[str, str] = {"type": kind}
-    if kind == "sql":
+    if kind == "hadoop":  # PyIceberg knows no such type: it is told the class to make
+        properties = {"py-catalog-impl": HADOOP_CATALOG_IMPL, "warehouse": f"file://{folder}"}
+    elif kind == "sql":
         properties["uri"] = str(catalog.get("uri") or f"sqlite:///{folder}/{CATALOG_FILE}")
         # A database URI may hold a password (postgresql+psycopg2://user:pw@host/db):
         # masked wherever it might show (an error quoting the URI, a log line).
@@ -139,5 +158,5 @@ def local_path(location: str) -> str | None:
     return None if "://" in location else location
 
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_WAREHOUSE", "IcebergSettings", "local_path",
-           "resolve", "spec"]
+__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_WAREHOUSE", "HADOOP_CATALOG_IMPL", "IcebergSettings",
+           "local_path", "resolve", "spec"]

@@ -59,11 +59,35 @@ def test_a_rest_catalog_needs_a_uri_and_its_secrets_are_secret() -> None:
     assert "very-secret" not in str(redacted) and "tok-secret" not in str(redacted)
 
 
+def test_a_hadoop_catalog_is_the_warehouse_folder_itself(tmp_path: Path) -> None:
+    destination = build_destination("iceberg", {"warehouse": str(tmp_path / "lake"),
+                                                "catalog": {"type": "hadoop"}})
+    settings = destination.settings  # type: ignore[attr-defined]
+    assert settings.catalog_type == "hadoop"
+    assert dict(settings.catalog_properties) == {
+        "py-catalog-impl": "headwater.destinations.iceberg._hadoop.HadoopCatalog",
+        "warehouse": f"file://{tmp_path}/lake"}
+
+
+@pytest.mark.parametrize("key", ["uri", "credential", "token"])
+def test_a_hadoop_catalog_takes_no_server_fields(key: str) -> None:
+    with pytest.raises(ConfigError, match=f"hadoop catalog takes no {key}") as refused:
+        resolve({"catalog": {"type": "hadoop", key: "sqlite:///x"}})
+    assert refused.value.context["field"] == f"destination.config.catalog.{key}"
+
+
+def test_a_hadoop_catalog_refuses_an_object_store_warehouse() -> None:
+    with pytest.raises(ConfigError, match="conditional writes") as refused:
+        build_destination("iceberg", {"warehouse": "s3://bucket/lake",
+                                      "catalog": {"type": "hadoop"}})
+    assert refused.value.context["field"] == "destination.config.warehouse"
+
+
 @pytest.mark.parametrize("config", [
     {"warehouse": ""},
     {"namespace": "a.b"},
     {"table_prefix": "x.y"},
-    {"catalog": {"type": "hadoop"}},
+    {"catalog": {"type": "hive"}},
     {"catalog": {"type": "sql", "url": "sqlite:///x"}},
     {"path": "lakehouse"},
 ])
