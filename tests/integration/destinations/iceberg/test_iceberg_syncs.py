@@ -63,9 +63,9 @@ def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str,
     """The destination's config on one catalog kind (servers started only when asked for)."""
     kind = request.param
     if kind == "sqlite":
-        yield _config(tmp_path)
+        yield _config(tmp_path, type="sql")
     elif kind == "hadoop":
-        yield _config(tmp_path, type="hadoop")
+        yield _config(tmp_path)  # the default
     elif kind == "postgresql":
         server = request.getfixturevalue("postgres_server")
         with server.database() as database:
@@ -112,7 +112,7 @@ def fresh_catalog(path: Path) -> Any:
     warehouse = Path(config["warehouse"])
     if catalog.get("type") == "rest":
         return load_catalog("reader", type="rest", uri=catalog["uri"])
-    if catalog.get("type") == "hadoop":
+    if catalog.get("type", "hadoop") == "hadoop":  # the default on a new warehouse
         return load_catalog("reader", **{
             "py-catalog-impl": "headwater.destinations.iceberg._hadoop.HadoopCatalog",
             "warehouse": warehouse.as_uri()})
