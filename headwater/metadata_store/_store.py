@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 
 from headwater.errors import MetadataStoreError
 from headwater.metadata_store import _schema as t
+from headwater.metadata_store._figures import StoreFigures, read_figures
 from headwater.metadata_store._lock import LockHandle, hold_lock, read_holder
 from headwater.metadata_store._models import (
     ATTEMPT_END_STATUSES,
@@ -521,6 +522,17 @@ class MetadataStore:
             c.c.run_id == run_id, c.c.stream == stream, c.c.status == "released"
         )
         return self._db.read(lambda conn: set(conn.execute(query).scalars()))
+
+    # -- figures over the whole store (metrics) ------------------------------
+
+    def figures(self, duration_buckets: Sequence[float]) -> StoreFigures:
+        """Run counts, run durations bucketed by ``duration_buckets`` (seconds), last
+        runs, per-stream totals and current states, all from one transaction.
+
+        Aggregated by the database (see :mod:`headwater.metadata_store._figures`),
+        so it stays cheap on a store with a long history.
+        """
+        return self._db.read(lambda conn: read_figures(conn, duration_buckets))
 
     # -- a connector's own state, staged before its checkpoint commits -------
 
