@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
+    CONTENT_TYPE_PLAIN_0_0_4,
     CollectorRegistry,
     generate_latest,
     start_http_server,
@@ -52,8 +52,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The ``Content-Type`` of :func:`render_metrics`'s body (Prometheus' text format).
-CONTENT_TYPE: str = CONTENT_TYPE_LATEST
+#: The ``Content-Type`` of :func:`render_metrics`'s body: Prometheus' text format 0.0.4,
+#: which ``generate_latest`` writes and every Prometheus reads (prometheus_client's own
+#: server sends the same for a scrape that asks for nothing newer).
+CONTENT_TYPE: str = CONTENT_TYPE_PLAIN_0_0_4
 
 #: Upper bounds (seconds) of the run duration histogram: a few seconds to six hours.
 DURATION_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200,
