@@ -7,19 +7,21 @@ into Python).  What each query touches:
 * run counts, durations and last runs: the ``runs`` table's narrow columns
   (``connection``, ``kind``, ``status``, ``started_at``, ``ended_at``), which
   SQLite keeps ahead of the JSON columns in each row;
-* stream totals: one JSON value per checkpoint row (``json_extract`` on SQLite,
-  ``->>`` on PostgreSQL).  This is the one figure that reads JSON: its cost
-  grows with the number of checkpoint rows (see :func:`stream_totals`);
+* stream totals: JSON values of each durable checkpoint row (``json_extract``
+  on SQLite, ``->>`` on PostgreSQL).  This is the one figure that reads JSON:
+  its cost grows with the number of checkpoint rows, so the finished runs'
+  share is kept between calls (see :class:`StreamTotalsCache`);
 * current states: one row per stream.
 
-All of them are read in one transaction (:meth:`MetadataStore.figures`), so
-they describe one moment: a run never counts as finished in one figure and
+All of them are read in one snapshot transaction (:meth:`MetadataStore.figures`),
+so they describe one moment: a run never counts as finished in one figure and
 running in another.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -30,6 +32,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from headwater.metadata_store import _schema as t
+from headwater.metadata_store._models import FINISHED_STATUSES
 
 #: Checkpoint statuses whose records are durable in the destination.
 _DURABLE = ("committed", "released")
@@ -109,13 +112,14 @@ class StoreFigures:
     states: list[StreamState]
 
 
-def read_figures(conn: Connection, duration_buckets: Sequence[float]) -> StoreFigures:
-    """Every figure of the store, inside the caller's transaction."""
+def read_figures(conn: Connection, duration_buckets: Sequence[float],
+                 totals: StreamTotalsCache | None = None) -> StoreFigures:
+    """Every figure of the store, inside the caller's (snapshot) transaction."""
     return StoreFigures(
         run_counts=run_counts(conn),
         durations=run_durations(conn, duration_buckets),
         last_runs=last_runs(conn),
-        stream_totals=stream_totals(conn),
+        stream_totals=(totals or StreamTotalsCache()).totals(conn),
         states=current_states(conn),
     )
 
@@ -188,33 +192,104 @@ def _stat(conn: Connection, key: str) -> ColumnElement[int]:
     return sa.func.coalesce(sa.func.sum(value), 0)
 
 
-def stream_totals(conn: Connection) -> list[StreamTotals]:
-    """Per (connection, stream): durable checkpoints and the records and bytes they hold.
+_Key = tuple[str, str]
+#: Per (connection, stream): checkpoints, then each of ``_SUMMED``.
+_Sums = dict[_Key, list[int]]
+
+
+def _sum_checkpoints(conn: Connection, where: ColumnElement[bool],
+                     *, by_run: bool = False) -> list[tuple[Any, ...]]:
+    """``(run_id?, connection, stream, checkpoints, *_SUMMED)`` over durable checkpoints."""
+    c, r = t.checkpoints, t.runs
+    keys = [c.c.run_id] if by_run else []
+    query = (sa.select(*keys, r.c.connection, c.c.stream, sa.func.count(),
+                       *(_stat(conn, key) for key in _SUMMED))
+             .select_from(c.join(r, c.c.run_id == r.c.run_id))
+             .where(c.c.status.in_(_DURABLE), where)
+             .group_by(*keys, r.c.connection, c.c.stream))
+    return [tuple(row) for row in conn.execute(query)]
+
+
+def _add(sums: _Sums, rows: list[tuple[Any, ...]]) -> None:
+    for connection, stream, *figures in rows:
+        total = sums.setdefault((connection, stream), [0] * (1 + len(_SUMMED)))
+        for i, figure in enumerate(figures):
+            total[i] += int(figure)
+
+
+class StreamTotalsCache:
+    """Per (connection, stream): durable checkpoints and the records and bytes they
+    hold, with the finished runs' share kept between calls.
 
     Each checkpoint row counts once however many attempts recorded it (the row
     is keyed by run, stream and index), so the totals only grow as runs commit.
-    The sums parse each durable checkpoint's ``stats`` JSON, which also holds
-    its partition list and per-partition figures: measured on SQLite with
-    100,000 checkpoint rows (10,000 runs, 1,000,000 partitions), 1 to 3 s on a
-    busy two-core machine, where every other figure here takes under 0.5 s
-    together.  SQLite 3.40 (Debian 12's) cannot answer it from an index on the
+
+    Why it is right to keep: a finished run (``succeeded`` or ``failed``)
+    never changes, nor do its checkpoints, so what they hold is summed once
+    per process; each call sums only the runs finished since, and the
+    unfinished runs' checkpoints (few) afresh.  A store that lost a run
+    this cache counted (restored from an older copy) is summed again from
+    scratch.  Call :meth:`totals` inside a snapshot transaction (see
+    :meth:`Database.read`), so a run that finishes meanwhile is counted once.
+
+    Why it is needed: the sums parse each durable checkpoint's ``stats`` JSON,
+    which also holds its partition list and per-partition figures.  Measured
+    on SQLite with 100,000 checkpoint rows (10,000 runs, 1,000,000
+    partitions) on a busy two-core machine: 1.7 to 3 s over every run, where
+    every other figure here takes under 0.5 s together.  With this cache only
+    the first call pays that; later ones take about 50 ms (every run's id and
+    status, then the new and unfinished runs' checkpoints by primary key).
+    SQLite 3.40 (Debian 12's) cannot answer the sums from an index on the
     ``json_extract`` expressions (3.41+ can use such an index as covering).
-    What would make it one row per stream: a ``stream_totals`` table
-    (connection, stream, checkpoints, records_written, records_rejected, bytes)
-    that :meth:`MetadataStore.record_checkpoint` / ``release_checkpoint`` bump
-    by the difference a checkpoint's status change makes, in the same
-    transaction, filled once from this query when a store is migrated to it
-    (a schema version bump, so older Headwater refuses a store it would not
-    keep in step).
+    What would make even the first call one row per stream: a
+    ``stream_totals`` table that ``record_checkpoint`` / ``release_checkpoint``
+    bump by the difference a checkpoint's status change makes, in the same
+    transaction (a schema version bump, so older Headwater refuses a store it
+    would not keep in step).
+
+    Thread-safe: one call at a time updates it.
     """
-    c, r = t.checkpoints, t.runs
-    query = (sa.select(r.c.connection, c.c.stream, sa.func.count(),
-                       *(_stat(conn, key) for key in _SUMMED))
-             .select_from(c.join(r, c.c.run_id == r.c.run_id))
-             .where(c.c.status.in_(_DURABLE))
-             .group_by(r.c.connection, c.c.stream).order_by(r.c.connection, c.c.stream))
-    return [StreamTotals(connection, stream, int(n), int(written), int(rejected), int(size))
-            for connection, stream, n, written, rejected, size in conn.execute(query)]
+
+    #: Finished runs summed per query (bound parameters of one ``IN``).
+    CHUNK = 500
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs: set[str] = set()
+        self._sums: _Sums = {}
+
+    def totals(self, conn: Connection) -> list[StreamTotals]:
+        finished: set[str] = set()
+        unfinished: list[str] = []
+        for run_id, status in conn.execute(sa.select(t.runs.c.run_id, t.runs.c.status)):
+            if status in FINISHED_STATUSES:
+                finished.add(run_id)
+            else:
+                unfinished.append(run_id)
+        with self._lock:
+            if not self._runs <= finished:
+                self._runs, self._sums = set(), {}
+            new = sorted(finished - self._runs)
+            for chunk in _chunks(new, self.CHUNK):
+                _add(self._sums, [row[1:] for row in self._sum(conn, chunk, by_run=True)])
+            self._runs |= set(new)
+            sums = {key: list(values) for key, values in self._sums.items()}
+        for chunk in _chunks(sorted(unfinished), self.CHUNK):
+            _add(sums, self._sum(conn, chunk))
+        return [StreamTotals(connection, stream, *values)
+                for (connection, stream), values in sorted(sums.items())]
+
+    @staticmethod
+    def _sum(conn: Connection, run_ids: list[str],
+             *, by_run: bool = False) -> list[tuple[Any, ...]]:
+        # Selected by run id, so the database reads only these runs' checkpoints
+        # (the checkpoints' primary key starts with it).
+        return _sum_checkpoints(conn, t.checkpoints.c.run_id.in_(run_ids), by_run=by_run)
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
 
 
 def current_states(conn: Connection) -> list[StreamState]:

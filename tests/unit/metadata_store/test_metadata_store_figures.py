@@ -21,8 +21,13 @@ DATE_RANGE = {"state_type": "date-range", "cursor_field": "updated_at",
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MetadataStore:
-    return MetadataStore(MetadataStore.default_url(tmp_path))
+def store_url(tmp_path: Path) -> str:
+    return MetadataStore.default_url(tmp_path)
+
+
+@pytest.fixture
+def store(store_url: str) -> MetadataStore:
+    return MetadataStore(store_url)
 
 
 class Clock:
@@ -147,3 +152,45 @@ def test_states_are_the_current_ones(store: MetadataStore, clock: Clock) -> None
     [state] = store.figures([1]).states
     assert (state.connection, state.stream, state.state, state.updated_at) == (
         "orders", "users", DATE_RANGE, T0)
+
+
+def _users_written(store: MetadataStore) -> tuple[int, int]:
+    [totals] = store.figures([1]).stream_totals
+    return totals.checkpoints, totals.records_written
+
+
+def test_stream_totals_stay_right_as_runs_finish_between_calls(
+        store: MetadataStore, store_url: str, clock: Clock) -> None:
+    """The finished runs' share is kept between calls: a run that finishes after one
+    call is counted once in the next; a new store instance (process) counts the same."""
+    run(store, clock, "orders", seconds=1, checkpoints={"users": [{"records_written": 100}]})
+    assert _users_written(store) == (1, 100)
+    second = run(store, clock, "orders", seconds=1, status="running",
+                 checkpoints={"users": [{"records_written": 10}]})
+    assert _users_written(store) == (2, 110)  # the running run, summed afresh
+    store.record_checkpoint(second, "users", 2, "cp2", status="committed",
+                            stats={"records_written": 5})
+    assert _users_written(store) == (3, 115)
+    store.finish_run(second, status="succeeded", stats={}, state_after={}, error=None)
+    assert _users_written(store) == (3, 115)  # now finished: summed once, kept
+    assert _users_written(store) == (3, 115)
+    another = MetadataStore(store_url)
+    try:
+        assert _users_written(another) == (3, 115)
+    finally:
+        another.close()
+
+
+def test_stream_totals_are_summed_anew_when_the_store_lost_a_run(
+        store: MetadataStore, clock: Clock, tmp_path: Path) -> None:
+    run(store, clock, "orders", seconds=1, checkpoints={"users": [{"records_written": 100}]})
+    store.close()  # the last connection folds the WAL into the file
+    database = tmp_path / ".headwater" / "headwater.db"
+    older = database.read_bytes()
+    run(store, clock, "orders", seconds=1, checkpoints={"users": [{"records_written": 10}]})
+    assert _users_written(store) == (2, 110)
+
+    store.close()
+    assert not database.with_name("headwater.db-wal").exists()
+    database.write_bytes(older)  # restored from the older copy
+    assert _users_written(store) == (1, 100)
