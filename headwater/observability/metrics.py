@@ -228,7 +228,7 @@ def cursor_time(state: Mapping[str, Any] | None) -> datetime | None:
     newest end, not the end of the first range: that is the freshest data in the
     table, even while an older window waits to be read again.
     """
-    if not state or state.get("state_type") != "date-range":
+    if not isinstance(state, Mapping) or state.get("state_type") != "date-range":
         return None
     ends = [_time(s.get("end")) for s in state.get("slices") or [] if isinstance(s, Mapping)]
     found = [e for e in ends if e is not None]
@@ -239,7 +239,10 @@ def _time(value: Any) -> datetime | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int | float):
-        return datetime.fromtimestamp(value, UTC)
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):  # out of range: no figure, no failure
+            return None
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
@@ -285,8 +288,8 @@ class MetricsServer:
     """``/metrics`` over HTTP on a daemon thread, from prometheus_client's own server.
 
     Each scrape runs :class:`HeadwaterCollector` on the server's thread;
-    :meth:`close` stops it.  Prometheus scrapes any path; ``/metrics`` is the
-    one documented.
+    :meth:`close` stops it.  The server answers on every path; ``/metrics`` is
+    the one documented.
     """
 
     def __init__(self, host: str, port: int, collector: Collector) -> None:

@@ -238,3 +238,7 @@ def test_cursor_time_reads_time_cursors_only() -> None:
     assert cursor_time({"state_type": "date-range", "slices": []}) is None
     assert cursor_time({"__ab_full_refresh_sync_complete": True}) is None
     assert cursor_time(None) is None
+    # A state Headwater did not write is no figure, and never fails the scrape.
+    assert cursor_time({"state_type": "date-range", "slices": [{"end": 10**20}]}) is None
+    assert cursor_time({"state_type": "date-range", "slices": [{"end": "soon"}, 3]}) is None
+    assert cursor_time(["not", "a", "mapping"]) is None  # type: ignore[arg-type]
