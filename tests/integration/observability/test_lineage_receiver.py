@@ -2,8 +2,8 @@
 
 Real Spark (the session's shared one), real Delta folders, the ``sample`` and
 ``object_storage`` sources; the receiver is ``tests/lineage_receiver.py``
-(``http.server``).  Every event received is validated against OpenLineage's own
-JSON schemas (``tests/openlineage_spec``).  A receiver that is down or answers
+(``http.server``).  Every event received is validated through the OpenLineage
+client's model of the spec (``tests/openlineage_schema.py``).  A receiver that is down or answers
 500 costs a sync one warning, never its result.
 """
 
@@ -63,7 +63,7 @@ def engine_for(path: Path, observer: Stopper | None = None) -> SyncEngine:
 
 
 def received(receiver: LineageReceiver, result: SyncResult) -> list[dict[str, Any]]:
-    """The run's events, each checked against the OpenLineage schema."""
+    """The run's events, each checked against the OpenLineage spec (the client's model)."""
     events = receiver.events_of(run_uuid(result.run_id))
     for event in events:
         validate_event(event)
