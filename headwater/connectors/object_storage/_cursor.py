@@ -32,6 +32,7 @@ sync resumes its persisted plan, which skips committed checkpoints.
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -92,6 +93,9 @@ class ObjectCursor(Cursor):
         self._lock = threading.Lock()
         self._floor: str | None = None
         self._recent: dict[str, str] = {}
+        # The keys of _recent as a min-heap: forgetting the lowest key costs a pop,
+        # not a sort of all recent keys, when a million objects close one by one.
+        self._lowest: list[str] = []
         self._in_flight: dict[str, dict[str, Any]] = {}
         if state:
             self._load(state)
@@ -109,6 +113,8 @@ class ObjectCursor(Cursor):
                              f"'in_flight' (objects), got {dict(state)!r}")
         self._floor = floor
         self._recent = {str(k): str(v) for k, v in recent.items()}
+        self._lowest = list(self._recent)
+        heapq.heapify(self._lowest)
         self._in_flight = {str(k): {"identity": v["identity"], "unit": v["unit"],
                                     "total": int(v["total"]),
                                     "done": [[int(a), int(b)] for a, b in v["done"]],
@@ -143,6 +149,9 @@ class ObjectCursor(Cursor):
 
     def close_partition(self, partition: Partition) -> None:
         params = partition.params
+        if params.get("unit") == "objects":
+            self._close_group(partition)
+            return
         try:
             key, identity = str(params["key"]), str(params["identity"])
             unit, start, end, total = params["unit"], int(params["start"]), \
@@ -165,16 +174,29 @@ class ObjectCursor(Cursor):
             if not _gaps(flight["done"], total):
                 self._complete(key, identity)
 
+    def _close_group(self, partition: Partition) -> None:
+        """Every object of a ``unit: objects`` partition is done, each under its key."""
+        try:
+            members = [(str(key), str(identity))
+                       for key, identity, _ in partition.params["objects"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"partition is not an object group partition: {exc}",
+                             stream=partition.stream, partition=partition.id) from exc
+        with self._lock:
+            for key, identity in members:
+                self._complete(key, identity)
+
     def _complete(self, key: str, identity: str) -> None:
         self._in_flight.pop(key, None)
+        if key not in self._recent:
+            heapq.heappush(self._lowest, key)
         self._recent[key] = identity
-        if len(self._recent) > self._recent_keys:
-            ordered = sorted(self._recent)
-            forget = ordered[: len(ordered) - self._recent_keys]
-            for old in forget:
-                del self._recent[old]
-            if self._floor is None or forget[-1] > self._floor:
-                self._floor = forget[-1]
+        # Forget the lowest keys past recent_keys; the floor becomes the highest forgotten.
+        while len(self._recent) > self._recent_keys:
+            old = heapq.heappop(self._lowest)
+            del self._recent[old]
+            if self._floor is None or old > self._floor:
+                self._floor = old
 
     def state(self) -> dict[str, Any]:
         with self._lock:

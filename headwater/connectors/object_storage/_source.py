@@ -16,7 +16,8 @@ Example connection snippet::
             format: {type: csv, delimiter: ";"}
             schema: {amount: {type: number}}
 
-Each object (or byte range / row-group range of a large one) is one partition;
+Consecutive small objects share a partition, a larger one is a partition of its
+own, a large one several (byte ranges, row-group ranges);
 the cursor (:class:`._cursor.ObjectCursor`) keeps which objects and parts are
 committed.  Rows carry ``_source_key`` and ``_source_record``; a record that
 cannot be read is kept as a row with null data columns and a note, and counted
@@ -54,7 +55,7 @@ from headwater.connectors.object_storage._listing import (
     open_filesystem,
     root_path,
 )
-from headwater.connectors.object_storage._splitting import plan
+from headwater.connectors.object_storage._splitting import group_members, plan
 from headwater.errors import AuthenticationError, ConnectorError, SpecValidationError
 from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
 from headwater.table_schema import arrow_schema_for
@@ -121,20 +122,33 @@ class ObjectStream(Stream):
         objects = list_objects(fs, root, self._config.prefix, self._config.globs)
         self._schema = infer_json_schema(sample_schema(fs, objects, self._config),
                                          self._config.json_schema)
-        return plan(fs, self.stream_name, objects, self._config, cursor.decide)
+        return list(plan(fs, self.stream_name, root, objects, self._config, cursor.decide))
 
     # ------------------------------------------------------------------ reading
 
     def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
         params = partition.params
-        key = str(params["key"])
-        position = ReadPosition()
+        if params.get("unit") == "objects":
+            # Several small objects, in key order, each read (and rejected) on its own:
+            # one object's bad bytes cost its records, not its neighbours'.
+            fs = None
+            for key, path, _, size in group_members(params):
+                if size == 0:
+                    continue
+                fs = fs or self._fs()[0]
+                yield from self._read_object(fs, key, path, {"unit": "object"})
+            return
         if int(params.get("size") or 0) == 0:
             return  # an empty object holds no records (an empty CSV has not even a header)
-        fs, _ = self._fs()
+        yield from self._read_object(self._fs()[0], str(params["key"]), str(params["path"]),
+                                     params)
+
+    def _read_object(self, fs: fsspec.AbstractFileSystem, key: str, path: str,
+                     params: Mapping[str, Any]) -> Iterator[RecordOrBatch]:
+        position = ReadPosition()
         try:
-            with StorageFile(fs, str(params["path"])) as raw:
-                yield from self._read(raw, params, position)
+            with StorageFile(fs, path) as raw:
+                yield from self._read(raw, key, params, position)
         except ConnectorError:
             raise  # the store failed, not the object: the sync retries the partition
         except FileNotFoundError:
@@ -152,9 +166,8 @@ class ObjectStream(Stream):
         return pa.schema([f for f in arrow_schema_for(self.json_schema())
                           if f.name not in (KEY_COLUMN, RECORD_COLUMN)])
 
-    def _read(self, raw: Any, params: Mapping[str, Any],
+    def _read(self, raw: Any, key: str, params: Mapping[str, Any],
               position: ReadPosition) -> Iterator[RecordOrBatch]:
-        key = str(params["key"])
         fmt = self._config.format
         unit = params["unit"]
         stream = decompress(raw, compression_of(key, self._config.compression))
