@@ -1,27 +1,42 @@
 """Listing objects in key order, with an identity that says when one changed.
 
 Keys are the object paths relative to the source's ``url`` ("2024/01/a.csv"),
-compared as Python strings (code point order), which for ASCII keys is the
-order S3 lists in.  Listing goes through fsspec, so a local folder, S3, GCS and
-Azure look the same; the listing cache is dropped before every listing so a
-watching sync sees objects that arrived since the last poll.
+compared as Python strings (code point order), which is the order S3 lists in
+(UTF-8 bytes sort as code points).  Listing streams: objects come one by one,
+in key order, filtered by the globs as they come, so a prefix of a million
+objects is never held whole by the listing (the planner keeps only what it
+plans).  How each store is walked:
+
+* a local folder: ``os.scandir``, one folder at a time, entries sorted so that
+  the walk yields keys in code point order (a folder ``a`` sorts as ``a/``);
+* S3: s3fs's own paged ``ListObjectsV2`` (each page retried like any s3fs
+  request), one page of up to 1,000 keys at a time, which S3 returns in order;
+* GCS, Azure and any other fsspec store: ``fs.find`` (their fsspec
+  implementations have no paged listing to reuse), one dict of the prefix,
+  walked in key order.
+
+The listing cache is dropped before every listing so a watching sync sees
+objects that arrived since the last poll.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
 from typing import Any
 
 import fsspec
+from fsspec.asyn import sync
+from fsspec.implementations.local import LocalFileSystem
 from fsspec.utils import glob_translate
 
 from headwater.errors import ConfigError, ConnectorError
 
-__all__ = ["ObjectInfo", "list_objects", "open_filesystem", "root_path"]
+__all__ = ["ObjectInfo", "iter_objects", "open_filesystem", "root_path"]
 
 
 @dataclass(frozen=True)
@@ -100,27 +115,85 @@ def _identity(info: dict[str, Any]) -> str:
     return f"{info.get('size', 0)}:{mtime}"
 
 
-def list_objects(fs: fsspec.AbstractFileSystem, root: str, prefix: str,
-                 globs: Iterable[str]) -> list[ObjectInfo]:
-    """Every object under ``root/prefix`` whose key matches a glob, sorted by key."""
+def iter_objects(fs: fsspec.AbstractFileSystem, root: str, prefix: str,
+                 globs: Iterable[str]) -> Iterator[ObjectInfo]:
+    """Every object under ``root/prefix`` whose key matches a glob, in key order, one by one."""
     patterns = list(globs)
+    for glob in patterns:
+        _pattern(glob)  # a bad glob fails before the store is asked
     fs.invalidate_cache()
     where = root_path(root, prefix)
+    start = len(root) + 1 if root else 0
+    if isinstance(fs, LocalFileSystem):
+        listed = _local_files(where)
+    elif _is_paged_s3(fs):
+        listed = _s3_files(fs, where)
+    else:
+        listed = _found_files(fs, where)
     try:
-        found = fs.find(where, detail=True, withdirs=False) if fs.exists(where) else {}
+        for path, size, identity in listed:
+            key = path[start:] if path.startswith(root) else path
+            if matches(key, patterns):
+                yield ObjectInfo(key=key, path=path, size=size, identity=identity)
     except FileNotFoundError:
-        found = {}
-    except Exception as exc:  # the store's own errors: auth, network, bucket missing
+        return  # the prefix (or bucket) does not exist: no objects, as an empty folder
+    except Exception as exc:  # the store's own errors: auth, network
         raise ConnectorError(f"cannot list {fs.unstrip_protocol(where)}: "
                              f"{type(exc).__name__}: {exc}") from exc
-    objects = []
-    start = len(root) + 1 if root else 0
-    for path, info in found.items():
-        if info.get("type") == "directory":
+
+
+Listed = Iterator[tuple[str, int, str]]  # (path, size, identity)
+
+
+def _local_files(where: str) -> Listed:
+    """A local folder walked in key order, as fsspec's local ``find`` sees it (a link to a
+    folder is not followed, a link to a file is an object of the file's size)."""
+    if not os.path.isdir(where):
+        if os.path.lexists(where):
+            stat = os.stat(where)
+            yield where, stat.st_size, _identity({"size": stat.st_size, "mtime": stat.st_mtime})
+        return
+    with os.scandir(where) as found:
+        entries = sorted(((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name), e)
+                         for e in found)
+    for name, entry in entries:
+        if name.endswith("/"):
+            yield from _local_files(entry.path)
             continue
-        key = path[start:] if path.startswith(root) else path
-        if matches(key, patterns):
-            objects.append(ObjectInfo(key=key, path=path, size=int(info.get("size") or 0),
-                                      identity=_identity(info)))
-    objects.sort(key=lambda o: o.key)
-    return objects
+        try:
+            stat = entry.stat(follow_symlinks=False)
+            size = entry.stat().st_size if entry.is_symlink() else stat.st_size
+        except FileNotFoundError:
+            continue  # deleted since the folder was read
+        yield entry.path, size, _identity({"size": size, "mtime": stat.st_mtime})
+
+
+def _is_paged_s3(fs: fsspec.AbstractFileSystem) -> bool:
+    """s3fs with its paged listing (2025.x on); a versioned bucket lists versions: find."""
+    protocols = fs.protocol if isinstance(fs.protocol, tuple) else (fs.protocol,)
+    return bool({"s3", "s3a"} & set(protocols)) and hasattr(fs, "_list_pages") \
+        and not getattr(fs, "version_aware", False)
+
+
+def _s3_files(fs: Any, where: str) -> Listed:
+    """Pages of ``ListObjectsV2`` through s3fs's retried calls; S3 returns keys in order."""
+    bucket, _, path = where.partition("/")
+    pages = fs._list_pages("list_objects_v2", Bucket=bucket,
+                           Prefix=f"{path}/" if path else "", **fs.req_kw)
+    while True:
+        try:
+            page = sync(fs.loop, pages.__anext__)
+        except StopAsyncIteration:
+            return
+        for item in page.get("Contents", ()):
+            key = item["Key"]
+            if not key.endswith("/"):  # a folder marker, not an object
+                yield f"{bucket}/{key}", int(item.get("Size") or 0), _identity(item)
+
+
+def _found_files(fs: fsspec.AbstractFileSystem, where: str) -> Listed:
+    found = fs.find(where, detail=True, withdirs=False) if fs.exists(where) else {}
+    for path in sorted(found):
+        info = found[path]
+        if info.get("type") != "directory":
+            yield path, int(info.get("size") or 0), _identity(info)

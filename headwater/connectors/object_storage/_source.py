@@ -27,6 +27,7 @@ as rejected.
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -47,11 +48,15 @@ from headwater.connectors.object_storage._formats import (
     read_parquet,
     reject_batch,
 )
-from headwater.connectors.object_storage._inference import infer_json_schema, sample_schema
+from headwater.connectors.object_storage._inference import (
+    SAMPLE_OBJECTS,
+    infer_json_schema,
+    sample_schema,
+)
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import (
     ObjectInfo,
-    list_objects,
+    iter_objects,
     open_filesystem,
     root_path,
 )
@@ -87,18 +92,26 @@ class ObjectStream(Stream):
     def _fs(self) -> tuple[fsspec.AbstractFileSystem, str]:
         return open_filesystem(self._settings.url, self._settings.storage_options())
 
-    def objects(self) -> list[ObjectInfo]:
-        """The stream's objects now, in key order."""
+    def objects(self) -> Iterator[ObjectInfo]:
+        """The stream's objects now, in key order, as the store lists them."""
         fs, root = self._fs()
-        return list_objects(fs, root, self._config.prefix, self._config.globs)
+        return iter_objects(fs, root, self._config.prefix, self._config.globs)
+
+    def _sample(self, fs: fsspec.AbstractFileSystem, objects: Iterator[ObjectInfo]
+                ) -> tuple[dict[str, Any], Iterator[ObjectInfo]]:
+        """The schema of the first objects listed, and the listing from its start again
+        (only the sampled objects are held, not the listing)."""
+        first = list(itertools.islice(objects, SAMPLE_OBJECTS))
+        schema = infer_json_schema(sample_schema(fs, first, self._config),
+                                   self._config.json_schema)
+        return schema, itertools.chain(first, objects)
 
     def json_schema(self) -> dict[str, Any]:
         """Inferred once per stream object from the first objects, then the overrides."""
         if self._schema is None:
             fs, root = self._fs()
-            objects = list_objects(fs, root, self._config.prefix, self._config.globs)
-            self._schema = infer_json_schema(sample_schema(fs, objects, self._config),
-                                             self._config.json_schema)
+            self._schema, _ = self._sample(
+                fs, iter_objects(fs, root, self._config.prefix, self._config.globs))
         return self._schema
 
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
@@ -119,9 +132,8 @@ class ObjectStream(Stream):
         since the last plan, as in ``--watch``)."""
         cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
         fs, root = self._fs()
-        objects = list_objects(fs, root, self._config.prefix, self._config.globs)
-        self._schema = infer_json_schema(sample_schema(fs, objects, self._config),
-                                         self._config.json_schema)
+        self._schema, objects = self._sample(
+            fs, iter_objects(fs, root, self._config.prefix, self._config.globs))
         return list(plan(fs, self.stream_name, root, objects, self._config, cursor.decide))
 
     # ------------------------------------------------------------------ reading

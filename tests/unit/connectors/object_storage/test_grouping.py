@@ -74,3 +74,27 @@ def test_a_bad_object_in_a_group_loses_only_its_own_records(tmp_path: Path) -> N
     good = [(k, n) for k, n in zip(table.column("_source_key").to_pylist(),
                                    table.column("n").to_pylist(), strict=True) if n is not None]
     assert good == [("a.jsonl", 1), ("a.jsonl", 2), ("c.jsonl", 3)]
+
+
+def test_the_local_walk_lists_in_key_order_as_fsspec_find_does(tmp_path: Path) -> None:
+    # "a-c" < "a/b" < "a0" as strings: a folder sorts by its keys, not by its name
+    for key in ["a/b.jsonl", "a-c.jsonl", "a0.jsonl", "a/z/y.jsonl", "a/b0.jsonl", "é.jsonl",
+                "Z.jsonl", "a/ä/x.jsonl", "empty/.keep"]:
+        write(tmp_path, key, b'{"n": 1}\n')
+    (tmp_path / "only-a-folder").mkdir()
+    (tmp_path / "link.jsonl").symlink_to(tmp_path / "a0.jsonl")
+    from fsspec.implementations.local import LocalFileSystem
+
+    from headwater.connectors.object_storage._listing import _identity, iter_objects
+
+    fs = LocalFileSystem()
+    listed = [(o.key, o.path, o.size, o.identity)
+              for o in iter_objects(fs, str(tmp_path), "", ["**"])]
+    found = fs.find(str(tmp_path), detail=True, withdirs=False)
+    expected = sorted((p[len(str(tmp_path)) + 1:], p, int(i["size"]), _identity(i))
+                      for p, i in found.items())
+    assert listed == expected
+    assert [k for k, *_ in listed][:4] == ["Z.jsonl", "a-c.jsonl", "a/b.jsonl", "a/b0.jsonl"]
+    assert [o.key for o in iter_objects(fs, str(tmp_path), "a", ["a/*.jsonl"])] == [
+        "a/b.jsonl", "a/b0.jsonl"]
+    assert list(iter_objects(fs, str(tmp_path), "missing", ["**"])) == []
