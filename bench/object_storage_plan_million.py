@@ -34,7 +34,7 @@ from typing import Any
 
 from _common import REPO, header, load_line
 
-sys.path.insert(0, str(REPO))
+sys.path.append(str(REPO))  # for tests._many_objects; headwater comes from PYTHONPATH
 
 from tests._many_objects import (
     make_local_objects,

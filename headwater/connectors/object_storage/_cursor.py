@@ -140,6 +140,15 @@ class ObjectCursor(Cursor):
                 return Decision(False, "at or below the state's floor key")
             return Decision(True, "new")
 
+    def skip_below(self) -> str | None:
+        """The key a listing may start after: the floor, unless an object in flight sits
+        at or below it (its remaining parts must still be listed and read)."""
+        with self._lock:
+            floor = self._floor
+            if floor is None or any(key <= floor for key in self._in_flight):
+                return None
+            return floor
+
     def _on_change(self, what: str) -> Decision:
         if self._changed == "ignore":
             return Decision(False, f"{what}; changed_objects=ignore")

@@ -117,18 +117,25 @@ def _identity(info: dict[str, Any]) -> str:
 
 
 def iter_objects(fs: fsspec.AbstractFileSystem, root: str, prefix: str,
-                 globs: Iterable[str]) -> Iterator[ObjectInfo]:
-    """Every object under ``root/prefix`` whose key matches a glob, in key order, one by one."""
+                 globs: Iterable[str], after: str | None = None) -> Iterator[ObjectInfo]:
+    """Every object under ``root/prefix`` whose key matches a glob, in key order, one by one.
+
+    Keys at or below ``after`` are skipped as the store lists: S3 starts after
+    it (``StartAfter``: the keys below are not even sent), a local walk does not
+    open a folder whose keys all sort below it, other stores drop them as they
+    come.  The cursor's floor key goes here (:meth:`._cursor.ObjectCursor.skip_below`).
+    """
     wanted = _any_pattern(tuple(globs)).fullmatch  # a bad glob fails before the store is asked
     fs.invalidate_cache()
     where = root_path(root, prefix)
     start = len(root) + 1 if root else 0
+    after_path = (f"{root}/{after}" if root else after) if after is not None else None
     if isinstance(fs, LocalFileSystem):
-        listed = _local_files(where)
+        listed = _local_files(where, after_path)
     elif _is_paged_s3(fs):
-        listed = _s3_files(fs, where)
+        listed = _s3_files(fs, where, after_path)
     else:
-        listed = _found_files(fs, where)
+        listed = _found_files(fs, where, after_path)
     try:
         for path, size, identity in listed:
             key = path[start:] if path.startswith(root) else path
@@ -144,11 +151,11 @@ def iter_objects(fs: fsspec.AbstractFileSystem, root: str, prefix: str,
 Listed = Iterator[tuple[str, int, str]]  # (path, size, identity)
 
 
-def _local_files(where: str) -> Listed:
+def _local_files(where: str, after: str | None = None) -> Listed:
     """A local folder walked in key order, as fsspec's local ``find`` sees it (a link to a
     folder is not followed, a link to a file is an object of the file's size)."""
     if not os.path.isdir(where):
-        if os.path.lexists(where):
+        if os.path.lexists(where) and (after is None or where > after):
             stat = os.stat(where)
             yield where, stat.st_size, _identity({"size": stat.st_size, "mtime": stat.st_mtime})
         return
@@ -157,7 +164,13 @@ def _local_files(where: str) -> Listed:
                          for e in found)
     for name, entry in entries:
         if name.endswith("/"):
-            yield from _local_files(entry.path)
+            folder = entry.path + "/"
+            # every key in the folder starts with folder/: all at or below ``after`` when
+            # ``after`` sorts above folder/ without starting with it
+            if after is None or not (after > folder and not after.startswith(folder)):
+                yield from _local_files(entry.path, after)
+            continue
+        if after is not None and entry.path <= after:
             continue
         try:
             stat = entry.stat(follow_symlinks=False)
@@ -175,11 +188,12 @@ def _is_paged_s3(fs: fsspec.AbstractFileSystem) -> bool:
         and not getattr(fs, "version_aware", False)
 
 
-def _s3_files(fs: Any, where: str) -> Listed:
+def _s3_files(fs: Any, where: str, after: str | None = None) -> Listed:
     """Pages of ``ListObjectsV2`` through s3fs's retried calls; S3 returns keys in order."""
     bucket, _, path = where.partition("/")
+    start_after = {"StartAfter": after.partition("/")[2]} if after else {}
     pages = fs._list_pages("list_objects_v2", Bucket=bucket,
-                           Prefix=f"{path}/" if path else "", **fs.req_kw)
+                           Prefix=f"{path}/" if path else "", **start_after, **fs.req_kw)
     while True:
         try:
             page = sync(fs.loop, pages.__anext__)
@@ -191,9 +205,9 @@ def _s3_files(fs: Any, where: str) -> Listed:
                 yield f"{bucket}/{key}", int(item.get("Size") or 0), _identity(item)
 
 
-def _found_files(fs: fsspec.AbstractFileSystem, where: str) -> Listed:
+def _found_files(fs: fsspec.AbstractFileSystem, where: str, after: str | None = None) -> Listed:
     found = fs.find(where, detail=True, withdirs=False) if fs.exists(where) else {}
     for path in sorted(found):
         info = found[path]
-        if info.get("type") != "directory":
+        if info.get("type") != "directory" and (after is None or path > after):
             yield path, int(info.get("size") or 0), _identity(info)

@@ -132,9 +132,16 @@ class ObjectStream(Stream):
         since the last plan, as in ``--watch``)."""
         cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
         fs, root = self._fs()
-        self._schema, objects = self._sample(
-            fs, iter_objects(fs, root, self._config.prefix, self._config.globs))
-        return list(plan(fs, self.stream_name, root, objects, self._config, cursor.decide))
+        listing = iter_objects(fs, root, self._config.prefix, self._config.globs)
+        floor = cursor.skip_below()
+        if floor is not None:
+            # the sample still comes from the prefix's first objects (a page, a folder);
+            # the plan lists from the floor on
+            self._schema, _ = self._sample(fs, listing)
+            listing = iter_objects(fs, root, self._config.prefix, self._config.globs, floor)
+        else:
+            self._schema, listing = self._sample(fs, listing)
+        return list(plan(fs, self.stream_name, root, listing, self._config, cursor.decide))
 
     # ------------------------------------------------------------------ reading
 

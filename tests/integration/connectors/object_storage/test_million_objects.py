@@ -62,6 +62,13 @@ def test_the_s3_listing_pages_in_key_order_and_plans_each_object_once(
     partitions = stream.partitions(None)
     planned = [m[0] for p in partitions for m in p.params["objects"]]
     assert planned == listed and len(partitions) == math.ceil(S3_OBJECTS / 500)
+    # from the cursor's floor on, S3 sends only the keys after it (StartAfter)
+    from headwater.connectors.object_storage._listing import iter_objects
+
+    fs, root = stream._fs()  # type: ignore[attr-defined]
+    floor = object_key(2 * PER_FOLDER + 500)
+    assert [o.key for o in iter_objects(fs, root, "", ["**/*.jsonl"], floor)] == \
+        [k for k in listed if k > floor]
     # a prefix inside the bucket lists only its folder
     inner = ObjectStorageSource(_config("s3://many/d00001", **{
         k: v for k, v in s3_server.source_config("many").items() if k != "url"})).streams()[0]

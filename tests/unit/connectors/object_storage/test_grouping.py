@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from headwater.connectors.object_storage import ObjectCursor
 from tests.unit.connectors.object_storage.conftest import read_all, rejected, source, write
@@ -98,3 +102,52 @@ def test_the_local_walk_lists_in_key_order_as_fsspec_find_does(tmp_path: Path) -
     assert [o.key for o in iter_objects(fs, str(tmp_path), "a", ["a/*.jsonl"])] == [
         "a/b.jsonl", "a/b0.jsonl"]
     assert list(iter_objects(fs, str(tmp_path), "missing", ["**"])) == []
+
+
+def test_the_listing_starts_after_the_floor_and_skips_whole_folders_below_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fsspec.implementations.local import LocalFileSystem
+
+    from headwater.connectors.object_storage._listing import iter_objects
+
+    keys = ["a-c.jsonl", "a/b.jsonl", "a/z/y.jsonl", "a0.jsonl", "b/c/d.jsonl", "b/e.jsonl",
+            "c.jsonl"]
+    for key in keys:
+        write(tmp_path, key, b'{"n": 1}\n')
+    fs = LocalFileSystem()
+    for floor in ["", "a-c.jsonl", "a/", "a/b.jsonl", "a/zz", "b/c/d.jsonl", "b0", "c.jsonl"]:
+        listed = [o.key for o in iter_objects(fs, str(tmp_path), "", ["**"], floor or None)]
+        assert listed == [k for k in keys if k > floor], floor
+    # a folder wholly below the floor is not opened
+    opened: list[str] = []
+    scandir = os.scandir
+
+    def recording(path: str) -> Any:
+        opened.append(os.path.relpath(path, tmp_path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "scandir", recording)
+    assert [o.key for o in iter_objects(fs, str(tmp_path), "", ["**"], "a0.jsonl")] == \
+        ["b/c/d.jsonl", "b/e.jsonl", "c.jsonl"]
+    assert opened == [".", "b", "b/c"]
+
+
+def test_a_sync_with_a_floor_plans_only_objects_above_it_and_samples_the_first(
+        tmp_path: Path) -> None:
+    for i in range(6):
+        write(tmp_path, f"k{i}.jsonl", b'{"n": %d, "first": "x"}\n' % i if i == 0
+              else b'{"n": %d}\n' % i)
+    stream = source(str(tmp_path), recent_keys=2).streams()[0]
+    cursor = ObjectCursor(None, recent_keys=2)
+    for partition in stream.partitions(None):
+        cursor.close_partition(partition)
+    state = cursor.state()
+    assert state["floor"] == "k3.jsonl" and cursor.skip_below() == "k3.jsonl"
+    write(tmp_path, "k9.jsonl", b'{"n": 9}\n')
+    [new] = stream.partitions(state)
+    assert new.params["key"] == "k9.jsonl"
+    assert "first" in stream.json_schema()["properties"]  # sampled from k0, below the floor
+    # an object in flight at or below the floor keeps the whole listing
+    state["in_flight"] = {"k1.jsonl": {"identity": "x", "unit": "bytes", "total": 10,
+                                       "done": [[0, 5]], "records": None}}
+    assert ObjectCursor(state, recent_keys=2).skip_below() is None
