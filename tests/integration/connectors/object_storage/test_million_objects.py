@@ -53,15 +53,25 @@ def test_the_s3_listing_pages_in_key_order_and_plans_each_object_once(
     put_s3_objects(s3, "many", S3_OBJECTS)
     s3.put_object(Bucket="many", Key="d00000/", Body=b"")  # a folder marker, not an object
     s3.put_object(Bucket="many", Key="skip/o.csv", Body=b"a\n1\n")
+    # objects of the first level sort among the folders: "d00001.jsonl" < "d00001/..."
+    top = ["d00001.jsonl", "e.jsonl"]
+    for key in top:
+        s3.put_object(Bucket="many", Key=key, Body=b'{"n": -1}\n')
     from headwater.connectors.object_storage import ObjectStorageSource
 
     stream = ObjectStorageSource(_config("s3://many", **{
         k: v for k, v in s3_server.source_config("many").items() if k != "url"})).streams()[0]
     listed = [o.key for o in stream.objects()]  # type: ignore[attr-defined]
-    assert listed == [object_key(i) for i in range(S3_OBJECTS)]  # over 4 pages of 1,000
+    # over 4 folders of up to 1,000 keys (a page each), listed side by side
+    assert listed == sorted([object_key(i) for i in range(S3_OBJECTS)] + top)
+    assert listed.index("d00001.jsonl") == PER_FOLDER
+    # a reader that stops early (the schema's sample) stops the folders' listings
+    objects = stream.objects()  # type: ignore[attr-defined]
+    assert [next(objects).key for _ in range(3)] == listed[:3]
+    objects.close()
     partitions = stream.partitions(None)
     planned = [m[0] for p in partitions for m in p.params["objects"]]
-    assert planned == listed and len(partitions) == math.ceil(S3_OBJECTS / 500)
+    assert planned == listed and len(partitions) == math.ceil(len(listed) / 500)
     # from the cursor's floor on, S3 sends only the keys after it (StartAfter)
     from headwater.connectors.object_storage._listing import iter_objects
 
