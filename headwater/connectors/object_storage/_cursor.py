@@ -57,6 +57,12 @@ class Decision:
     ranges: tuple[tuple[int, int], ...] | None = None
 
 
+#: The decisions a listing of a million objects makes a million times, made once.
+_NEW = Decision(True, "new")
+_ALREADY_READ = Decision(False, "already read")
+_BELOW_FLOOR = Decision(False, "at or below the state's floor key")
+
+
 def _merge(ranges: list[list[int]], low: int, high: int) -> list[list[int]]:
     merged: list[list[int]] = []
     for a, b in sorted([*ranges, [low, high]]):
@@ -134,11 +140,11 @@ class ObjectCursor(Cursor):
                 return self._on_change("changed while it was being read")
             if key in self._recent:
                 if self._recent[key] == identity:
-                    return Decision(False, "already read")
+                    return _ALREADY_READ
                 return self._on_change("changed after it was read")
             if self._floor is not None and key <= self._floor:
-                return Decision(False, "at or below the state's floor key")
-            return Decision(True, "new")
+                return _BELOW_FLOOR
+            return _NEW
 
     def skip_below(self) -> str | None:
         """The key a listing may start after: the floor, unless an object in flight sits

@@ -142,7 +142,7 @@ def iter_objects(fs: fsspec.AbstractFileSystem, root: str, prefix: str,
         for path, size, identity in listed:
             key = path[start:] if path.startswith(root) else path
             if wanted(key):
-                yield ObjectInfo(key=key, path=path, size=size, identity=identity)
+                yield ObjectInfo(key, path, size, identity)
     except FileNotFoundError:
         return  # the prefix (or bucket) does not exist: no objects, as an empty folder
     except Exception as exc:  # the store's own errors: auth, network
