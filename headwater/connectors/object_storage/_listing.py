@@ -289,13 +289,16 @@ class _S3Folder:
         return await (await self._queued()).get()
 
     def items(self) -> Iterator[dict[str, Any]]:
-        while True:
-            page = sync(self._fs.loop, self._next)
-            if page is None:
-                return
-            if isinstance(page, Exception):
-                raise page
-            yield from page
+        try:
+            while True:
+                page = sync(self._fs.loop, self._next)
+                if page is None:
+                    return
+                if isinstance(page, Exception):
+                    raise page
+                yield from page
+        finally:  # a reader that stops inside this folder stops its listing too
+            self.cancel()
 
     def cancel(self) -> None:
         self._task.cancel()

@@ -8,10 +8,14 @@ moto's S3 server fewer (uploads to it are slow).  The driver's peak is printed
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
 from pathlib import Path
+
+import fsspec.asyn
+from fsspec.asyn import sync
 
 from tests._many_objects import (
     PER_FOLDER,
@@ -69,6 +73,13 @@ def test_the_s3_listing_pages_in_key_order_and_plans_each_object_once(
     objects = stream.objects()  # type: ignore[attr-defined]
     assert [next(objects).key for _ in range(3)] == listed[:3]
     objects.close()
+
+    async def folders_listing() -> list[object]:
+        for _ in range(20):  # let the cancellations run
+            await asyncio.sleep(0)
+        return [t for t in asyncio.all_tasks() if "_fill" in repr(t.get_coro())]
+
+    assert sync(fsspec.asyn.get_loop(), folders_listing) == []
     partitions = stream.partitions(None)
     planned = [m[0] for p in partitions for m in p.params["objects"]]
     assert planned == listed and len(partitions) == math.ceil(len(listed) / 500)
