@@ -89,6 +89,11 @@ class StreamConfig(_Model):
         128 * MIB, ge=1,
         description="Uncompressed CSV/JSONL objects and Parquet objects larger than this are "
                     "read as several partitions (byte ranges, row groups).")
+    objects_per_partition: int = Field(
+        500, ge=1,
+        description="Consecutive small objects (in key order) read whole share one partition, "
+                    "up to this many objects and split_bytes bytes: a prefix of a million "
+                    "tiny objects is planned and read as a few thousand partitions.")
     changed_objects: Literal["reread", "ignore"] = Field(
         "reread",
         description="An object already read that changed since (same key, new etag or "

@@ -32,6 +32,7 @@ sync resumes its persisted plan, which skips committed checkpoints.
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -54,6 +55,12 @@ class Decision:
     why: str
     unit: str | None = None
     ranges: tuple[tuple[int, int], ...] | None = None
+
+
+#: The decisions a listing of a million objects makes a million times, made once.
+_NEW = Decision(True, "new")
+_ALREADY_READ = Decision(False, "already read")
+_BELOW_FLOOR = Decision(False, "at or below the state's floor key")
 
 
 def _merge(ranges: list[list[int]], low: int, high: int) -> list[list[int]]:
@@ -92,6 +99,9 @@ class ObjectCursor(Cursor):
         self._lock = threading.Lock()
         self._floor: str | None = None
         self._recent: dict[str, str] = {}
+        # The keys of _recent as a min-heap: forgetting the lowest key costs a pop,
+        # not a sort of all recent keys, when a million objects close one by one.
+        self._lowest: list[str] = []
         self._in_flight: dict[str, dict[str, Any]] = {}
         if state:
             self._load(state)
@@ -109,6 +119,8 @@ class ObjectCursor(Cursor):
                              f"'in_flight' (objects), got {dict(state)!r}")
         self._floor = floor
         self._recent = {str(k): str(v) for k, v in recent.items()}
+        self._lowest = list(self._recent)
+        heapq.heapify(self._lowest)
         self._in_flight = {str(k): {"identity": v["identity"], "unit": v["unit"],
                                     "total": int(v["total"]),
                                     "done": [[int(a), int(b)] for a, b in v["done"]],
@@ -128,11 +140,20 @@ class ObjectCursor(Cursor):
                 return self._on_change("changed while it was being read")
             if key in self._recent:
                 if self._recent[key] == identity:
-                    return Decision(False, "already read")
+                    return _ALREADY_READ
                 return self._on_change("changed after it was read")
             if self._floor is not None and key <= self._floor:
-                return Decision(False, "at or below the state's floor key")
-            return Decision(True, "new")
+                return _BELOW_FLOOR
+            return _NEW
+
+    def skip_below(self) -> str | None:
+        """The key a listing may start after: the floor, unless an object in flight sits
+        at or below it (its remaining parts must still be listed and read)."""
+        with self._lock:
+            floor = self._floor
+            if floor is None or any(key <= floor for key in self._in_flight):
+                return None
+            return floor
 
     def _on_change(self, what: str) -> Decision:
         if self._changed == "ignore":
@@ -143,6 +164,9 @@ class ObjectCursor(Cursor):
 
     def close_partition(self, partition: Partition) -> None:
         params = partition.params
+        if params.get("unit") == "objects":
+            self._close_group(partition)
+            return
         try:
             key, identity = str(params["key"]), str(params["identity"])
             unit, start, end, total = params["unit"], int(params["start"]), \
@@ -165,16 +189,29 @@ class ObjectCursor(Cursor):
             if not _gaps(flight["done"], total):
                 self._complete(key, identity)
 
+    def _close_group(self, partition: Partition) -> None:
+        """Every object of a ``unit: objects`` partition is done, each under its key."""
+        try:
+            members = [(str(key), str(identity))
+                       for key, identity, _ in partition.params["objects"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError(f"partition is not an object group partition: {exc}",
+                             stream=partition.stream, partition=partition.id) from exc
+        with self._lock:
+            for key, identity in members:
+                self._complete(key, identity)
+
     def _complete(self, key: str, identity: str) -> None:
         self._in_flight.pop(key, None)
+        if key not in self._recent:
+            heapq.heappush(self._lowest, key)
         self._recent[key] = identity
-        if len(self._recent) > self._recent_keys:
-            ordered = sorted(self._recent)
-            forget = ordered[: len(ordered) - self._recent_keys]
-            for old in forget:
-                del self._recent[old]
-            if self._floor is None or forget[-1] > self._floor:
-                self._floor = forget[-1]
+        # Forget the lowest keys past recent_keys; the floor becomes the highest forgotten.
+        while len(self._recent) > self._recent_keys:
+            old = heapq.heappop(self._lowest)
+            del self._recent[old]
+            if self._floor is None or old > self._floor:
+                self._floor = old
 
     def state(self) -> dict[str, Any]:
         with self._lock:

@@ -16,7 +16,8 @@ Example connection snippet::
             format: {type: csv, delimiter: ";"}
             schema: {amount: {type: number}}
 
-Each object (or byte range / row-group range of a large one) is one partition;
+Consecutive small objects share a partition, a larger one is a partition of its
+own, a large one several (byte ranges, row-group ranges);
 the cursor (:class:`._cursor.ObjectCursor`) keeps which objects and parts are
 committed.  Rows carry ``_source_key`` and ``_source_record``; a record that
 cannot be read is kept as a row with null data columns and a note, and counted
@@ -26,6 +27,7 @@ as rejected.
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -46,15 +48,19 @@ from headwater.connectors.object_storage._formats import (
     read_parquet,
     reject_batch,
 )
-from headwater.connectors.object_storage._inference import infer_json_schema, sample_schema
+from headwater.connectors.object_storage._inference import (
+    SAMPLE_OBJECTS,
+    infer_json_schema,
+    sample_schema,
+)
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import (
     ObjectInfo,
-    list_objects,
+    iter_objects,
     open_filesystem,
     root_path,
 )
-from headwater.connectors.object_storage._splitting import plan
+from headwater.connectors.object_storage._splitting import group_members, plan
 from headwater.errors import AuthenticationError, ConnectorError, SpecValidationError
 from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
 from headwater.table_schema import arrow_schema_for
@@ -86,18 +92,26 @@ class ObjectStream(Stream):
     def _fs(self) -> tuple[fsspec.AbstractFileSystem, str]:
         return open_filesystem(self._settings.url, self._settings.storage_options())
 
-    def objects(self) -> list[ObjectInfo]:
-        """The stream's objects now, in key order."""
+    def objects(self) -> Iterator[ObjectInfo]:
+        """The stream's objects now, in key order, as the store lists them."""
         fs, root = self._fs()
-        return list_objects(fs, root, self._config.prefix, self._config.globs)
+        return iter_objects(fs, root, self._config.prefix, self._config.globs)
+
+    def _sample(self, fs: fsspec.AbstractFileSystem, objects: Iterator[ObjectInfo]
+                ) -> tuple[dict[str, Any], Iterator[ObjectInfo]]:
+        """The schema of the first objects listed, and the listing from its start again
+        (only the sampled objects are held, not the listing)."""
+        first = list(itertools.islice(objects, SAMPLE_OBJECTS))
+        schema = infer_json_schema(sample_schema(fs, first, self._config),
+                                   self._config.json_schema)
+        return schema, itertools.chain(first, objects)
 
     def json_schema(self) -> dict[str, Any]:
         """Inferred once per stream object from the first objects, then the overrides."""
         if self._schema is None:
             fs, root = self._fs()
-            objects = list_objects(fs, root, self._config.prefix, self._config.globs)
-            self._schema = infer_json_schema(sample_schema(fs, objects, self._config),
-                                             self._config.json_schema)
+            self._schema, _ = self._sample(
+                fs, iter_objects(fs, root, self._config.prefix, self._config.globs))
         return self._schema
 
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
@@ -118,23 +132,42 @@ class ObjectStream(Stream):
         since the last plan, as in ``--watch``)."""
         cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
         fs, root = self._fs()
-        objects = list_objects(fs, root, self._config.prefix, self._config.globs)
-        self._schema = infer_json_schema(sample_schema(fs, objects, self._config),
-                                         self._config.json_schema)
-        return plan(fs, self.stream_name, objects, self._config, cursor.decide)
+        listing = iter_objects(fs, root, self._config.prefix, self._config.globs)
+        floor = cursor.skip_below()
+        if floor is not None:
+            # the sample still comes from the prefix's first objects (a page, a folder);
+            # the plan lists from the floor on
+            self._schema, _ = self._sample(fs, listing)
+            listing = iter_objects(fs, root, self._config.prefix, self._config.globs, floor)
+        else:
+            self._schema, listing = self._sample(fs, listing)
+        return list(plan(fs, self.stream_name, root, listing, self._config, cursor.decide))
 
     # ------------------------------------------------------------------ reading
 
     def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
         params = partition.params
-        key = str(params["key"])
-        position = ReadPosition()
+        if params.get("unit") == "objects":
+            # Several small objects, in key order, each read (and rejected) on its own:
+            # one object's bad bytes cost its records, not its neighbours'.
+            fs = None
+            for key, path, _, size in group_members(params):
+                if size == 0:
+                    continue
+                fs = fs or self._fs()[0]
+                yield from self._read_object(fs, key, path, {"unit": "object"})
+            return
         if int(params.get("size") or 0) == 0:
             return  # an empty object holds no records (an empty CSV has not even a header)
-        fs, _ = self._fs()
+        yield from self._read_object(self._fs()[0], str(params["key"]), str(params["path"]),
+                                     params)
+
+    def _read_object(self, fs: fsspec.AbstractFileSystem, key: str, path: str,
+                     params: Mapping[str, Any]) -> Iterator[RecordOrBatch]:
+        position = ReadPosition()
         try:
-            with StorageFile(fs, str(params["path"])) as raw:
-                yield from self._read(raw, params, position)
+            with StorageFile(fs, path) as raw:
+                yield from self._read(raw, key, params, position)
         except ConnectorError:
             raise  # the store failed, not the object: the sync retries the partition
         except FileNotFoundError:
@@ -152,9 +185,8 @@ class ObjectStream(Stream):
         return pa.schema([f for f in arrow_schema_for(self.json_schema())
                           if f.name not in (KEY_COLUMN, RECORD_COLUMN)])
 
-    def _read(self, raw: Any, params: Mapping[str, Any],
+    def _read(self, raw: Any, key: str, params: Mapping[str, Any],
               position: ReadPosition) -> Iterator[RecordOrBatch]:
-        key = str(params["key"])
         fmt = self._config.format
         unit = params["unit"]
         stream = decompress(raw, compression_of(key, self._config.compression))

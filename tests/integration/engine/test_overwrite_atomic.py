@@ -111,7 +111,7 @@ def test_a_full_refresh_that_fails_in_a_later_checkpoint_leaves_the_old_rows(
     folder = tmp_path / "in"
     folder.mkdir()
     source = {"url": str(folder), "streams": [
-        {"name": "lines", "globs": ["*.jsonl"],
+        {"name": "lines", "globs": ["*.jsonl"], "objects_per_partition": 1,  # 3 checkpoints
          "schema": {"id": {"type": "integer"}, "v": {"type": "string"}}}]}
     path = connection_file(tmp_path, name="objects", source_type="object_storage",
                            source=source, writer=writer, checkpoint=ONE_PER_CHECKPOINT,

@@ -223,7 +223,9 @@ def test_ctrl_c_stops_watch_after_the_commit_in_progress_and_the_next_sync_finis
     keys = [f"{n:03d}.jsonl" for n in range(4)]
     for n, key in enumerate(keys):
         (folder / key).write_bytes(encode(ROWS[3 * n:3 * n + 3], "jsonl"))
-    source = {"url": str(folder), "streams": [{"name": "events", "globs": ["*.jsonl"]}]}
+    # one object per partition and checkpoint, so the stop falls between objects
+    source = {"url": str(folder), "streams": [{"name": "events", "globs": ["*.jsonl"],
+                                               "objects_per_partition": 1}]}
     path = connection(tmp_path, source, ["events"], name="interrupted",
                       checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
     process = start_cli(tmp_path, "sync", str(path), "--watch", "--json", "-v")

@@ -123,7 +123,8 @@ def test_overwrite_of_several_checkpoints_stages_and_publishes_variants(
     stream_path = connection_file(
         tmp_path, name="variants", source_type="object_storage",
         source={"url": str(tmp_path / "in"), "streams": [
-            {"name": "events", "globs": ["*.jsonl"], "schema": SCHEMA}]},
+            {"name": "events", "globs": ["*.jsonl"], "schema": SCHEMA,
+             "objects_per_partition": 1}]},  # a checkpoint per object
         streams=[{"name": "events", "sync_mode": "full_refresh",
                   "destination_sync_mode": "overwrite"}],
         checkpoint={"partitions_per_checkpoint": 1})
