@@ -1,7 +1,7 @@
 """Planning a prefix of very many tiny objects: partitions, plan, state and the driver's memory.
 
 The full figure (1,000,000 objects) comes from ``bench/object_storage_plan_million.py``;
-here the local folder holds ``HW_MANY_OBJECTS`` objects (200,000 by default) and
+here the local folder holds ``HW_MANY_OBJECTS`` objects (50,000 by default) and
 moto's S3 server fewer (uploads to it are slow).  The driver's peak is printed
 (``pytest -s``) and bounded per object, so a listing held whole again fails.
 """
@@ -26,7 +26,7 @@ from tests._many_objects import (
 )
 from tests.integration.connectors.object_storage.conftest import S3Server
 
-LOCAL_OBJECTS = int(os.environ.get("HW_MANY_OBJECTS", "200000"))
+LOCAL_OBJECTS = int(os.environ.get("HW_MANY_OBJECTS", "50000"))
 S3_OBJECTS = 3 * PER_FOLDER + 7
 RECENT_KEYS = 10_000
 
