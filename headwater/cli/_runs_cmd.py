@@ -59,7 +59,7 @@ def runs_show(
 ) -> None:
     """Show one run: plan, per-stream and per-checkpoint figures, state before and after."""
     from headwater.cli._render import key_value_table, rows_table
-    from headwater.cli._run_detail import partition_rows, stream_rows
+    from headwater.operations import partition_rows, stream_rows
 
     store_opt = (ctx.obj or {}).get("store")
     with cli.handled(as_json):

@@ -1,4 +1,4 @@
-"""Per-partition and per-stream detail of one run, for ``headwater runs show``."""
+"""Per-partition and per-stream detail of one run, for ``headwater runs show`` and the web page."""
 
 from __future__ import annotations
 
