@@ -40,9 +40,11 @@ import typer
 
 from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
+from headwater.cli._ui import HostOpt, PortOpt, TokenOpt, start_page
 from headwater.config import mask
 from headwater.operations import store_last_started, sync_runner
 from headwater.serve import RunsInProgress, ScheduleEvent, Scheduler
+from headwater.ui import DEFAULT_PORT
 
 
 def serve_until_signalled(scheduler: Scheduler, runs: RunsInProgress,
@@ -75,6 +77,11 @@ def serve(
                                               "connections).")] = 4,
     poll: Annotated[float, typer.Option(help="Seconds between two looks at the folder "
                                         "and the clock.")] = 1.0,
+    ui: Annotated[bool, typer.Option("--ui", help="Serve the web page too (`headwater ui`), "
+                                     "in this process.")] = False,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = DEFAULT_PORT,
+    token: TokenOpt = None,
     verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Run every connection in DIR on its `schedule:` until SIGTERM (see the docs for the rules).
@@ -96,6 +103,7 @@ def serve(
 
     with cli.handled(False):
         runs = RunsInProgress()
+        page = start_page(folder, host, port, token, None, runs) if ui else None
         scheduler = Scheduler(folder=folder, runner=partial(sync_runner, runs=runs),
                               last_started=store_last_started, max_parallel=max_parallel,
                               poll_s=poll, on_event=on_event)
@@ -109,6 +117,8 @@ def serve(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(STOPPED_EXIT_CODE)
+        if page is not None:
+            page.shutdown(runs.stop_reason or "stopping")  # the page's syncs, stopped too
         cli.err.print("stopped: every run in progress has ended", highlight=False)
 
 

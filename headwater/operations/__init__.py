@@ -8,7 +8,7 @@ validate`` words them, a run's per-stream and per-partition figures as
 ``headwater runs show`` reads them.
 """
 
-from headwater.operations._run_detail import partition_rows, stream_rows
+from headwater.operations._run_detail import commit_id_key, partition_rows, stream_rows
 from headwater.operations._settings import (
     HOME_ENV,
     STORE_ENV,
@@ -24,6 +24,7 @@ from headwater.operations._validation import connection_files, validate_file
 __all__ = [
     "HOME_ENV",
     "STORE_ENV",
+    "commit_id_key",
     "connection_files",
     "home",
     "open_store",
