@@ -248,6 +248,7 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
         "state_after": run.state_after,
         "error": run.error,
         "replay_of": run.plan.get("replay_of"),
+        "config": run.config_redacted,
         "attempts": [{"number": a.number, "status": a.status, "pid": a.pid, "host": a.host,
                       "started_at": iso(a.started_at), "ended_at": iso(a.ended_at),
                       "error": a.error} for a in run.attempts],
