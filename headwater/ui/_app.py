@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from headwater.config import mask, mask_obj
+from headwater.config import mask, mask_obj, register_secrets
 from headwater.errors import HeadwaterError
 from headwater.operations import commit_id_key
 from headwater.serve import RunsInProgress, next_firing
@@ -49,6 +49,8 @@ def create_app(directory: Path, store_url: str | None = None, *, token: str | No
     clients when set.  ``runs``: where the syncs the page starts register, so
     that one SIGTERM stops them (``serve --ui`` passes the scheduler's).
     """
+    if token:
+        register_secrets([token])  # never in a log line or an answer
     app = web.Application(middlewares=[_errors, token_middleware(token), csrf_middleware])
     folder = ConnectionFolder(Path(directory), store_url)
     app[FOLDER] = folder
