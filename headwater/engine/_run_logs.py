@@ -3,9 +3,11 @@ reading the store) can show them after the process that ran it is gone.
 
 While a run runs, :func:`capture_run_logs` attaches a :class:`logging.Handler` to
 the root logger.  It keeps only the records emitted *for this run*: a context
-variable names the run in the thread that runs it, and the engine's thread pools
-carry it to their threads (:func:`submit_in_run`).  So the runs of several
-connections under one ``serve`` process each keep their own lines.
+variable holds the capture in the thread that runs it, and the engine's thread
+pools carry it to their threads (:func:`submit_in_run`).  So the runs of several
+connections under one ``serve`` process each keep their own lines.  The capture
+starts before the run has an id (its planning logs too); :func:`name_run_logs`
+gives it the id once the run is recorded, and nothing is stored before that.
 
 What is kept is what the process logs at its configured level (``headwater
 sync`` logs warnings and errors, ``-v`` adds INFO; ``serve`` and ``ui`` log
@@ -39,8 +41,8 @@ KEEP_LAST = 500
 #: Longest message kept (a longer one is cut, saying so).
 MAX_MESSAGE_CHARS = 8000
 
-_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar("headwater_run",
-                                                                   default=None)
+_RUN: contextvars.ContextVar[RunLogCapture | None] = contextvars.ContextVar(
+    "headwater_run_logs", default=None)
 _T = TypeVar("_T")
 
 
@@ -53,10 +55,11 @@ def submit_in_run(pool: Executor, fn: Callable[..., _T], *args: Any) -> Future[_
 class RunLogCapture(logging.Handler):
     """Collects one run's records; :meth:`flush` writes them to the store."""
 
-    def __init__(self, store: MetadataStore, run_id: str, *, keep_first: int = KEEP_FIRST,
-                 keep_last: int = KEEP_LAST) -> None:
+    def __init__(self, store: MetadataStore, run_id: str | None = None, *,
+                 keep_first: int = KEEP_FIRST, keep_last: int = KEEP_LAST) -> None:
         super().__init__()
         self.store = store
+        #: ``None`` until the run is recorded (:func:`name_run_logs`): lines wait meanwhile.
         self.run_id = run_id
         self.keep_first = keep_first
         self.keep_last = keep_last
@@ -65,7 +68,7 @@ class RunLogCapture(logging.Handler):
         self._flushing = threading.Lock()  # one flush at a time, so batches land in order
 
     def emit(self, record: logging.LogRecord) -> None:
-        if _RUN.get() != self.run_id:
+        if _RUN.get() is not self:
             return
         try:
             message = record.getMessage()
@@ -90,25 +93,40 @@ class RunLogCapture(logging.Handler):
         with self._flushing:
             self.acquire()
             try:
+                run_id = self.run_id
+                if run_id is None:
+                    return
                 lines, self._pending = self._pending, []
             finally:
                 self.release()
             if not lines:
                 return
             try:
-                self.store.append_run_logs(self.run_id, lines, keep_first=self.keep_first,
+                self.store.append_run_logs(run_id, lines, keep_first=self.keep_first,
                                            keep_last=self.keep_last)
             except Exception:  # the lines are not worth failing a run for
-                log.debug("could not store %d log lines of run %s", len(lines), self.run_id,
+                log.debug("could not store %d log lines of run %s", len(lines), run_id,
                           exc_info=True)
 
 
+def name_run_logs(run_id: str) -> None:
+    """The capture of this thread's run (if any) belongs to ``run_id`` from now on."""
+    capture = _RUN.get()
+    if capture is not None:
+        capture.acquire()
+        try:
+            capture.run_id = run_id
+        finally:
+            capture.release()
+
+
 @contextmanager
-def capture_run_logs(store: MetadataStore, run_id: str, *,
+def capture_run_logs(store: MetadataStore, run_id: str | None = None, *,
                      every_s: float = 1.0) -> Iterator[RunLogCapture]:
-    """Within the block, this thread runs ``run_id``: its log lines go to the store."""
+    """Within the block, this thread runs one run: its log lines go to the store, under
+    ``run_id`` (or the id :func:`name_run_logs` names later)."""
     handler = RunLogCapture(store, run_id)
-    token = _RUN.set(run_id)
+    token = _RUN.set(handler)
     root = logging.getLogger()
     root.addHandler(handler)
     done = threading.Event()
@@ -117,8 +135,7 @@ def capture_run_logs(store: MetadataStore, run_id: str, *,
         while not done.wait(every_s):
             handler.flush()
 
-    flusher = threading.Thread(target=flush_now_and_then, name=f"hw-logs-{run_id}",
-                               daemon=True)
+    flusher = threading.Thread(target=flush_now_and_then, name="hw-run-logs", daemon=True)
     flusher.start()
     try:
         yield handler
@@ -130,4 +147,5 @@ def capture_run_logs(store: MetadataStore, run_id: str, *,
         handler.flush()
 
 
-__all__ = ["KEEP_FIRST", "KEEP_LAST", "RunLogCapture", "capture_run_logs", "submit_in_run"]
+__all__ = ["KEEP_FIRST", "KEEP_LAST", "RunLogCapture", "capture_run_logs", "name_run_logs",
+           "submit_in_run"]

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from headwater.config import register_secrets
-from headwater.engine._run_logs import capture_run_logs, submit_in_run
+from headwater.engine._run_logs import capture_run_logs, name_run_logs, submit_in_run
 from headwater.metadata_store import MetadataStore
 
 log = logging.getLogger("headwater.test_run_logs")
@@ -31,7 +31,9 @@ def test_a_run_keeps_its_own_lines_masked_and_no_other_threads(tmp_path: Path) -
 
     other = threading.Thread(target=another_run)
     other.start()
-    with capture_run_logs(store, run_id, every_s=0.05):
+    with capture_run_logs(store, every_s=0.05):
+        log.info("planning, before the run has an id")
+        name_run_logs(run_id)
         log.info("reading with token %s", "s3cr3t-token-value")
         with ThreadPoolExecutor(max_workers=2) as pool:
             submit_in_run(pool, log.warning, "from a lane thread").result()
@@ -45,6 +47,7 @@ def test_a_run_keeps_its_own_lines_masked_and_no_other_threads(tmp_path: Path) -
     other.join()
     lines, omitted = store.run_logs(run_id)
     assert [(line.level, line.message.splitlines()[0]) for line in lines] == [
+        ("INFO", "planning, before the run has an id"),
         ("INFO", "reading with token **********"),
         ("WARNING", "from a lane thread"),
         ("ERROR", "it failed"),
