@@ -12,6 +12,7 @@ private.  Typical use by the engine::
 
 from headwater.config._connection import load_connection
 from headwater.config._interpolation import interpolate
+from headwater.config._lineage import LineageConfig
 from headwater.config._models import (
     CheckpointConfig,
     ConnectionConfig,
@@ -45,6 +46,7 @@ __all__ = [
     "ConnectorRef",
     "DestinationSyncMode",
     "HookConfig",
+    "LineageConfig",
     "RetryConfig",
     "SecretMaskingFilter",
     "SparkConfig",

@@ -19,6 +19,7 @@ connection (loaded by :func:`~headwater.config.load_connection`)::
     spark: {master: "local[*]", conf: {spark.sql.shuffle.partitions: "8"}}
     metadata_store: sqlite:///.headwater/headwater.db
     checkpoint: {partitions_per_checkpoint: 8, concurrent_checkpoints: 2}
+    lineage: {url: http://marquez:5000, namespace: prod}   # optional: OpenLineage events
 
 Every model forbids unknown fields, so a typo is an error rather than a
 setting silently ignored.  Relative paths inside the file (a Delta folder, a
@@ -44,6 +45,7 @@ from pydantic import (
     model_validator,
 )
 
+from headwater.config._lineage import LineageConfig
 from headwater.config._paths import line_of
 from headwater.errors import ConfigError
 from headwater.partition_terms import parse_term
@@ -329,6 +331,9 @@ class ConnectionConfig(BaseModel):
     schedule: str | None = None
     retry: RetryConfig = Field(default_factory=RetryConfig)
     after_sync: list[HookConfig] = Field(default_factory=list)
+    #: Where OpenLineage run events go (:mod:`headwater.config._lineage`); None: the
+    #: OpenLineage client's environment decides, or no events.
+    lineage: LineageConfig | None = None
     path: Path | None = Field(default=None, exclude=True)
 
     _field_lines: dict[str, int] = PrivateAttr(default_factory=dict)

@@ -73,6 +73,7 @@ from headwater.engine._stream_runner import StreamRunner
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, HeadwaterError
 from headwater.metadata_store import LockHandle, MetadataStore, RunRecord
+from headwater.observability.lineage import RunLineage
 from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import INCREMENTAL, Partition, PlanContext, Source
 from headwater.sync_modes import DestinationSyncMode
@@ -117,6 +118,8 @@ class SyncEngine:
             # The session is started with what this destination needs, and only that.
             self.options = replace(self.options, spark=replace(
                 self.options.spark, requirements=self.destination.capabilities.spark))
+        #: OpenLineage run events of every run (off unless configured; never fails a run).
+        self.lineage = RunLineage.for_connection(connection, self.source, self.destination)
         #: Set when a stream failed because the source refused the credentials.
         self.refused: AuthenticationError | None = None
         #: Set by :meth:`request_stop`; the ``--watch`` loop waits on it too.
@@ -420,7 +423,14 @@ class SyncEngine:
                                                host=socket.gethostname())
         emit("after-plan")
         self.observer.run_started(run_id, plan, resumed)
-        stats = self._run_streams(spark, plan, run_id, attempt)
+        lineage = self.lineage.started(run_id, plan, attempt=attempt, resumed=resumed)
+        try:
+            stats = self._run_streams(spark, plan, run_id, attempt)
+        except BaseException as exc:
+            # The run stays unfinished (the next sync resumes it), but it has ended here.
+            lineage.ended("stopped" if isinstance(exc, KeyboardInterrupt) else "failed",
+                          error=f"{type(exc).__name__}: {exc}")
+            raise
         status, error = outcome(stats, self._stop_reason)
         finishing = time.perf_counter()
         states_after = self.store.get_states(conn.name)
@@ -436,6 +446,7 @@ class SyncEngine:
             self.store.finish_run(run_id, status=status, stats=run_stats,
                                   state_after=states_after, error=error)
         steps.add("store_writes", time.perf_counter() - finishing)
+        lineage.ended(status, error=error, streams=stats)
         result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
                             attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
                             kind=plan.purpose, replay_of=plan.replay_of,
