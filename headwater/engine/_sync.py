@@ -59,6 +59,7 @@ from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context
 from headwater.engine._results import StreamStats, SyncObserver, SyncResult, outcome
+from headwater.engine._run_logs import capture_run_logs, name_run_logs, submit_in_run
 from headwater.engine._shared_dir import (
     discard_unused,
     make_shared_dir,
@@ -334,10 +335,13 @@ class SyncEngine:
                 raise HeadwaterError(
                     f"connection {conn.name} has an unfinished run {unfinished.run_id} "
                     f"(a {how} {unfinished.kind}); run `headwater sync` to finish it first")
-            done.append(self._one_run(spark, lock, make_plan, unfinished, started))
+            with capture_run_logs(self.store):  # its log lines, for `headwater ui`
+                done.append(self._one_run(spark, lock, make_plan, unfinished, started))
             if unfinished is not None and then_new and self._goes_on_after(done[0].result):
                 try:
-                    done.append(self._one_run(spark, lock, make_plan, None, time.monotonic()))
+                    with capture_run_logs(self.store):
+                        done.append(self._one_run(spark, lock, make_plan, None,
+                                                  time.monotonic()))
                 except Exception as exc:
                     # The new run could not run (say its plan failed): the resumed
                     # run has ended all the same, and its hooks are owed first.
@@ -413,6 +417,7 @@ class SyncEngine:
                 )
             resumed = False
         lock.set_run_id(run_id)
+        name_run_logs(run_id)  # the lines captured so far, and from now on, are this run's
         with steps.step("store_writes"):
             attempt = self.store.start_attempt(run_id, pid=os.getpid(),
                                                host=socket.gethostname())
@@ -456,7 +461,7 @@ class SyncEngine:
         if not runners:
             return []
         with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="hw-stream") as pool:
-            futures = [pool.submit(runner.run) for runner in runners]
+            futures = [submit_in_run(pool, runner.run) for runner in runners]
             wait_all(futures)  # a signal's handler (request_stop) must still run meanwhile
             return [future.result() for future in futures]
 

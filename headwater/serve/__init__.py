@@ -16,6 +16,8 @@ from headwater.serve._scheduler import (
     Scheduler,
     SchedulerSnapshot,
     last_run_started,
+    next_firing,
+    scan_folder,
 )
 
 __all__ = [
@@ -30,4 +32,6 @@ __all__ = [
     "Stoppable",
     "SystemClock",
     "last_run_started",
+    "next_firing",
+    "scan_folder",
 ]
