@@ -25,8 +25,11 @@ export async function renderRun(ctx, runId) {
 
   const readLogs = async () => {
     const after = lastSeq === null ? "" : `?after=${seg(lastSeq)}`;
-    const { lines } = await get(`${path}/logs${after}`);
+    const { lines, omitted } = await get(`${path}/logs${after}`);
     if (ctx.stopped) return;
+    if (omitted && lastSeq === null) {
+      logList.append(h("li", { class: "muted" }, `${count(omitted)} earlier lines were not kept.`));
+    }
     for (const line of lines) {
       logList.append(h("li", { class: `log log-${String(line.level).toLowerCase()}`,
         "data-testid": "log-line" },
@@ -63,7 +66,9 @@ function drawHead(run) {
   return [
     h("div", {}, h("h1", {}, "Run ", h("span", { "data-testid": "run-id" }, run.run_id)), " ",
       badge(run.status, "run-status"), " ",
-      h("span", { class: "muted", "data-testid": "run-kind" }, run.kind ?? "sync")),
+      h("span", { class: "muted", "data-testid": "run-kind" }, run.kind ?? "sync"),
+      run.replay_of ? h("span", { class: "muted", "data-testid": "replay-of" }, "of ",
+        h("a", { href: `#/runs/${seg(run.replay_of)}` }, run.replay_of)) : null),
     h("div", { class: "actions" },
       running ? h("button", { type: "button", class: "danger", "data-testid": "stop",
         onclick: (e) => stopRun(run.run_id, e.currentTarget) }, "Stop") : null,
@@ -118,9 +123,14 @@ function drawBody(run) {
         h("pre", { class: "json", "data-testid": "state-before" }, json(run.state_before))),
       h("figure", {}, h("figcaption", {}, "After"),
         h("pre", { class: "json", "data-testid": "state-after" }, json(run.state_after)))),
-    (run.attempts || []).length > 1 ? h("details", { "data-key": "attempts" },
-      h("summary", {}, `Attempts (${run.attempts.length})`),
-      h("pre", { class: "json" }, json(run.attempts))) : null,
+    (run.attempts || []).length > 1 ? [h("h2", {}, "Attempts"), table("attempts-table", [
+      { label: "#", key: "number", num: true, cell: (a) => count(a.number) },
+      { label: "Status", key: "status", cell: (a) => badge(a.status, "attempt-status") },
+      { label: "Started", key: "started", cell: (a) => when(a.started_at) },
+      { label: "Ended", key: "ended", cell: (a) => when(a.ended_at) },
+      { label: "Host", key: "host", cell: (a) => a.host ? `${a.host} (pid ${a.pid})` : "—" },
+      { label: "Error", key: "error", cell: (a) => h("span", { class: "wrap" }, a.error ?? "") },
+    ], run.attempts)] : null,
     h("details", { "data-key": "plan", "data-testid": "plan" },
       h("summary", {}, "Persisted plan"), h("pre", { class: "json" }, json(run.plan))),
   ];
@@ -142,6 +152,8 @@ function drawStreamDetail(s) {
     { label: "Duration", key: "duration", num: true, cell: (c) => duration(c.duration_s) },
     { label: "Commit", key: "commit", cell: (c) => h("code", { "data-testid": "commit-id" },
       c.commit === null || c.commit === undefined ? "—" : String(c.commit)) },
+    { label: "Error", key: "error", cell: (c) => c.error
+      ? h("span", { class: "error wrap" }, c.error) : "" },
   ], s.checkpoints || [], { empty: "No checkpoint recorded yet." }),
   h("h3", {}, "Partitions"),
   table("partitions-table", [

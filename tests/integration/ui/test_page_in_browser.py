@@ -1,0 +1,274 @@
+"""The web page walked in a real browser, as a person would (issue 21).
+
+Headless Chromium (Debian's ``chromium``, installed by ``scripts/setup-tests``) is
+driven by Playwright through ``executable_path``; the page is served by the real
+server (:func:`headwater.ui.create_app`) on 127.0.0.1 over a folder with a
+``sample`` connection writing a temp Delta folder, its SQLite store, and one file
+that does not validate.  Syncs run in this process on the shared Spark session.
+
+The walk: the connections list, the invalid file's problems, the connection,
+"Sync now", the run seen ``running`` and then ``succeeded`` without a reload, the
+run's figures, Replay and its result followed live on the replay's page, and the
+same pages on a phone-sized screen.  A sync is held after its first checkpoint's
+release (a listener on the driver's ``after-release`` moment waits on a gate the
+test opens) so the page is seen running whatever the machine's speed; nothing is
+timed.  Each step saves a screenshot under ``test-artifacts/ui/`` (kept by CI)
+and checks what it shows through the DOM.  Throughout: no console error, no
+request to any host but the server, and the connection's secret in no page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from headwater import _events
+from tests.integration._connections import connection_file
+
+pytestmark = pytest.mark.spark
+
+CHROMIUM = os.environ.get("HEADWATER_CHROMIUM") or shutil.which("chromium")
+#: Where the screenshots go; the README's test section names it (CI keeps it as artifacts).
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "ui"
+SECRET = "sk-page-test-2f9c1e"
+#: Long enough for a sync on a loaded 2-core machine; the waits end as soon as the DOM shows it.
+SLOW_MS = 600_000
+
+if CHROMIUM is None:
+    pytest.skip("chromium is not installed (scripts/setup-tests installs Debian's chromium)",
+                allow_module_level=True)
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+
+class Gate:
+    """Holds every sync of this process after a checkpoint's release while closed.
+
+    Registered on the driver's moments (:mod:`headwater._events`): the sync's
+    thread waits at ``after-release``, after that checkpoint's rows and state are
+    committed, so the page can show a run that is running, with its first figures.
+    """
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+
+    def __call__(self, moment: str) -> None:
+        if moment == "after-release":
+            self._open.wait(timeout=SLOW_MS / 1000)
+
+    def close(self) -> None:
+        self._open.clear()
+
+    def open(self) -> None:
+        self._open.set()
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    gate = Gate()
+    gate.open()
+    _events.listen(gate)
+    yield gate
+    gate.open()
+    _events.clear()
+
+
+def write_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "connections"
+    folder.mkdir()
+    connection_file(folder, name="shop", lake=str(tmp_path / "lake"),
+                    source={"users": 300, "orders": 0, "rows_per_partition": 100,
+                            "api_key": SECRET},
+                    streams=[{"name": "users", "sync_mode": "incremental",
+                              "destination_sync_mode": "append_dedup",
+                              "primary_key": ["id"]}],
+                    checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
+    (folder / "broken.yaml").write_text(yaml.safe_dump({
+        "name": "broken",
+        "source": {"type": "sample", "config": {"users": "many"}},
+        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake2")}},
+        "streams": [{"name": "users", "sync_mode": "sometimes"}],
+    }))
+    return folder
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def server(spark: Any, tmp_path: Path) -> Iterator[str]:
+    """The real app on 127.0.0.1, on its own event loop in a thread; yields its base URL."""
+    from aiohttp import web
+
+    from headwater.ui import create_app
+
+    app = create_app(write_folder(tmp_path))
+    port = free_port()
+    loop = asyncio.new_event_loop()
+    runner = web.AppRunner(app)
+    started = threading.Event()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(runner.setup())
+        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
+        started.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, name="ui-server", daemon=True)
+    thread.start()
+    assert started.wait(60), "the server did not start"
+    yield f"http://127.0.0.1:{port}"
+    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(120)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(60)
+
+
+class Walk:
+    """A browser page on the server, and what it must never do."""
+
+    def __init__(self, browser: Any, base: str, viewport: dict[str, int]) -> None:
+        self.base = base
+        self.context = browser.new_context(viewport=viewport, locale="en-US", timezone_id="UTC")
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(60_000)
+        self.problems: list[str] = []
+        host = urlsplit(base).netloc
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(
+            f"console error: {m.text}"))
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("request", lambda r: urlsplit(r.url).netloc != host and self.problems
+                     .append(f"request to another host: {r.url}"))
+
+    def shot(self, name: str) -> None:
+        """Save a screenshot, and check that the page holds no secret."""
+        self.page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
+        assert SECRET not in self.page.content()
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.problems == []
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright_api.sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def test_a_person_syncs_watches_and_replays_in_the_page(
+        server: str, browser: Any, gate: Gate) -> None:
+    walk = Walk(browser, server, {"width": 1280, "height": 900})
+    page = walk.page
+
+    # The connections list: the valid connection, never run, and the file with problems.
+    page.goto(server + "/")
+    row = page.get_by_test_id("connections-table-row").filter(has_text="shop")
+    expect(row.get_by_test_id("last-run-status")).to_have_text("never run")
+    expect(row).to_contain_text("sample → delta")
+    invalid = page.get_by_test_id("invalid-connection")
+    expect(invalid).to_contain_text("broken")
+    walk.shot("01-connections")
+
+    # The invalid file's entry opens on its problems, as `headwater validate` words them.
+    invalid.locator("summary").click()
+    problems = invalid.get_by_test_id("problems").locator("li")
+    expect(problems.first).to_be_visible()
+    assert any("users" in text for text in problems.all_inner_texts())
+    walk.shot("02-invalid-file")
+
+    # The connection: its stream and state, no run yet.
+    row.get_by_test_id("connection-link").click()
+    expect(page.get_by_test_id("connection-name")).to_have_text("shop")
+    streams = page.get_by_test_id("streams-table-row")
+    expect(streams).to_have_count(1)
+    expect(streams.first).to_contain_text("users")
+    expect(streams.first).to_contain_text("updated_at")
+    expect(page.get_by_test_id("runs-table-empty")).to_be_visible()
+    walk.shot("03-connection")
+
+    # Sync now: the run appears running (held at its first release), then succeeds,
+    # while the page is never reloaded (a mark set on the window survives).
+    page.evaluate("window.__notReloaded = true")
+    gate.close()
+    page.get_by_test_id("sync-now").click()
+    first = page.get_by_test_id("runs-table-row").first
+    expect(first.get_by_test_id("run-status")).to_have_text("running", timeout=SLOW_MS)
+    expect(page.get_by_test_id("sync-now")).to_be_disabled()
+    walk.shot("04-sync-running")
+    gate.open()
+    expect(first.get_by_test_id("run-status")).to_have_text("succeeded", timeout=SLOW_MS)
+    assert page.evaluate("window.__notReloaded") is True
+    expect(first.locator("[data-col=records]")).to_have_text("300")
+    expect(page.get_by_test_id("connection-status")).to_have_text("succeeded")
+    expect(page.get_by_test_id("stream-state")).to_contain_text("read up to")
+    expect(page.get_by_test_id("throughput-chart")).to_have_attribute("data-points", "1")
+    walk.shot("05-sync-succeeded")
+
+    # The run: its figures, checkpoints with their commits, state after, log lines.
+    run_id = first.get_by_test_id("run-link").inner_text()
+    first.get_by_test_id("run-link").click()
+    expect(page.get_by_test_id("run-id")).to_have_text(run_id)
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded")
+    expect(page.get_by_test_id("progress-records")).to_have_text("300")
+    expect(page.get_by_test_id("progress-partitions")).to_have_text("3 / 3")
+    detail = page.get_by_test_id("stream-detail").filter(has_text="users")
+    detail.locator("summary").click()
+    checkpoints = detail.get_by_test_id("checkpoints-table-row")
+    expect(checkpoints).to_have_count(3)
+    commits = detail.get_by_test_id("commit-id").all_inner_texts()
+    assert all(text != "—" for text in commits), commits
+    expect(detail.get_by_test_id("partitions-table-row")).to_have_count(3)
+    expect(page.get_by_test_id("state-after")).to_contain_text("users")
+    expect(page.get_by_test_id("log-line").first).to_be_visible()
+    walk.shot("06-run")
+
+    # Replay: the page follows the new run live, then reads its result.
+    gate.close()
+    page.get_by_test_id("replay").click()
+    expect(page.get_by_test_id("run-id")).not_to_have_text(run_id)
+    expect(page.get_by_test_id("replay-of")).to_contain_text(run_id)
+    expect(page.get_by_test_id("run-status")).to_have_text("running", timeout=SLOW_MS)
+    expect(page.get_by_test_id("stop")).to_be_visible()
+    expect(page.get_by_test_id("progress-records")).not_to_have_text("0", timeout=SLOW_MS)
+    expect(page.get_by_test_id("run-status")).to_have_text("running")
+    walk.shot("07-replay-running")
+    gate.open()
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded", timeout=SLOW_MS)
+    expect(page.get_by_test_id("run-kind")).to_have_text("replay")
+    expect(page.get_by_test_id("progress-records")).to_have_text("300")
+    expect(page.get_by_test_id("replay")).to_be_visible()
+    walk.shot("08-replay-succeeded")
+    walk.close()
+
+    # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
+    phone = Walk(browser, server, {"width": 390, "height": 844})
+    phone.page.goto(server + "/#/connections/shop")
+    expect(phone.page.get_by_test_id("runs-table-row")).to_have_count(2)
+    assert phone.page.evaluate(
+        "document.documentElement.scrollWidth <= window.innerWidth"), "the page is too wide"
+    assert phone.page.evaluate(
+        "[...document.querySelectorAll('.table-wrap')].some(w => w.scrollWidth > w.clientWidth)")
+    phone.shot("09-phone-connection")
+    phone.page.get_by_test_id("run-link").first.click()
+    expect(phone.page.get_by_test_id("run-status")).to_have_text("succeeded")
+    assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    phone.shot("10-phone-run")
+    phone.close()
