@@ -9,30 +9,33 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.logging import RichHandler
 
-from headwater.config import ConnectionConfig, install_log_masking, mask, mask_obj
-from headwater.errors import ConfigError, ExitCode, HeadwaterError
+from headwater.config import install_log_masking, mask, mask_obj
+from headwater.errors import ExitCode, HeadwaterError
 
-if TYPE_CHECKING:
-    from headwater.engine import SparkSettings
-    from headwater.metadata_store import MetadataStore
+# Shared with `serve` and the web page (re-exported: the commands use them from here).
+from headwater.operations._settings import (  # noqa: F401
+    HOME_ENV,
+    STORE_ENV,
+    home,
+    open_store,
+    spark_conf,
+    spark_settings,
+    store_url,
+)
 
 # Wide enough for the summary table when output is piped (rich assumes 80 columns).
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
-
-STORE_ENV = "HEADWATER_METADATA_STORE"
-HOME_ENV = "HEADWATER_HOME"
 
 ConnectionArg = Annotated[Path, typer.Argument(help="Connection YAML file.",
                                                metavar="CONNECTION.yaml")]
@@ -43,29 +46,6 @@ MasterOpt = Annotated[str | None, typer.Option(
 RemoteOpt = Annotated[str | None, typer.Option(
     help="Spark Connect URL, e.g. sc://host:15002.")]
 ConfOpt = Annotated[list[str] | None, typer.Option("--conf", help="Extra Spark conf KEY=VALUE.")]
-
-
-def home() -> Path:
-    """Where the embedded defaults live: metadata store, logs (``./.headwater``)."""
-    return Path(os.environ.get(HOME_ENV) or ".headwater")
-
-
-def store_url(connection: ConnectionConfig | None = None, explicit: str | None = None) -> str:
-    if explicit:
-        return explicit
-    if connection is not None and connection.metadata_store:
-        return connection.metadata_store
-    if os.environ.get(STORE_ENV):
-        return os.environ[STORE_ENV]
-    path = home() / "headwater.db"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return f"sqlite:///{path}"
-
-
-def open_store(url: str) -> MetadataStore:
-    from headwater.metadata_store import MetadataStore
-
-    return MetadataStore(url)
 
 
 def setup_logging(verbose: int, as_json: bool) -> None:
@@ -123,28 +103,3 @@ def handled(as_json: bool) -> Iterator[None]:
     except Exception as exc:
         logging.getLogger("headwater").debug("command failed", exc_info=True)
         fail(exc, as_json)
-
-
-def spark_conf(pairs: list[str] | None) -> dict[str, str]:
-    conf: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise ConfigError(f"--conf expects KEY=VALUE, got {pair!r}", field="--conf")
-        conf[key.strip()] = value
-    return conf
-
-
-def spark_settings(config: ConnectionConfig, master: str | None = None,
-                   remote: str | None = None, conf: list[str] | None = None) -> SparkSettings:
-    """The Spark settings of a command: its options over the connection file's ``spark``."""
-    from headwater.engine import SparkSettings
-
-    file_spark = config.spark
-    return SparkSettings(
-        master=master or (file_spark.master if file_spark else None),
-        remote=remote or (file_spark.remote if file_spark else None),
-        conf={**(file_spark.conf if file_spark else {}), **spark_conf(conf)},
-        app_name=f"headwater-{config.name}",
-        jvm_log_path=home() / "logs" / "spark.log",
-    )

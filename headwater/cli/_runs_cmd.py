@@ -59,7 +59,7 @@ def runs_show(
 ) -> None:
     """Show one run: plan, per-stream and per-checkpoint figures, state before and after."""
     from headwater.cli._render import key_value_table, rows_table
-    from headwater.cli._run_detail import partition_rows, stream_rows
+    from headwater.operations import commit_id_key, partition_rows, stream_rows
 
     store_opt = (ctx.obj or {}).get("store")
     with cli.handled(as_json):
@@ -101,7 +101,7 @@ def runs_show(
                              document["streams"]))
         cli.out.print(rows_table("checkpoints", ["stream", "index", "status", "partitions",
                                              "records_written", "records_rejected", "bytes",
-                                             "duration_s", "attempt", _commit_id(run),
+                                             "duration_s", "attempt", commit_id_key(run),
                                              "writer", "writer_reason"],
                              checkpoints))
         cli.out.print(rows_table("partitions", ["stream", "checkpoint", "partition", "records_read",
@@ -111,18 +111,6 @@ def runs_show(
                                           "ended_at", "error"], document["attempt_details"]))
         cli.out.print_json(data=mask_obj({"state_before": run.state_before,
                                       "state_after": run.state_after}))
-
-
-def _commit_id(run: Any) -> str:
-    """Under which name the run's destination records each commit's identifier."""
-    from headwater.destinations import get_destination_class
-    from headwater.errors import ConfigError
-
-    kind = ((run.config_redacted or {}).get("destination") or {}).get("type") or "delta"
-    try:
-        return get_destination_class(kind).capabilities.commit_id
-    except ConfigError:  # a destination this version does not know
-        return "commit_version"
 
 
 def register(runs_app: typer.Typer) -> None:

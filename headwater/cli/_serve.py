@@ -32,7 +32,6 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -41,54 +40,11 @@ import typer
 
 from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
-from headwater.config import ConnectionConfig, mask
-from headwater.serve import RunOutcome, RunsInProgress, ScheduleEvent, Scheduler, last_run_started
-
-
-def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None) -> RunOutcome:
-    """One real sync of ``config``, as ``headwater sync`` runs it: an unfinished run of
-    the connection is finished first, then a new run syncs what is new (the outcome
-    is the last run's, naming the resumed one in ``resumed_run_id``).
-
-    With ``runs``, the engine is registered there while it runs, so that a
-    stop requested on ``runs`` reaches it (a stop during a resumed run also
-    keeps the new one from starting); a run whose turn comes after that stop
-    is not started at all (``skipped``).
-    """
-    from headwater.cli import _common as cli
-    from headwater.cli._common import spark_settings
-    from headwater.engine import SyncEngine, SyncOptions
-
-    if runs is not None and runs.stop_reason is not None:
-        return RunOutcome("skipped", error=f"not started: serve is stopping "
-                                           f"({runs.stop_reason})")
-    store = cli.open_store(cli.store_url(config))
-    try:
-        engine = SyncEngine(config, store, SyncOptions(spark=spark_settings(config)))
-        if runs is None:
-            results = engine.sync()
-        else:
-            with runs.running(engine):
-                results = engine.sync()
-    finally:
-        store.close()
-    result = results[-1]
-    resumed = results[0].run_id if len(results) > 1 else None
-    if result.status == "stopped":
-        return RunOutcome("stopped", run_id=result.run_id, error=result.stop_reason,
-                          resumed_run_id=resumed)
-    failed = [f"{s.name}: {s.error}" for s in result.streams if s.status != "succeeded"]
-    return RunOutcome(result.status, run_id=result.run_id, error="; ".join(failed) or None,
-                      resumed_run_id=resumed)
-
-
-def store_last_started(config: ConnectionConfig) -> datetime | None:
-    from headwater.cli import _common as cli
-    store = cli.open_store(cli.store_url(config))
-    try:
-        return last_run_started(store, config.name)
-    finally:
-        store.close()
+from headwater.cli._ui import HostOpt, PortOpt, TokenOpt, start_page
+from headwater.config import mask
+from headwater.operations import store_last_started, sync_runner
+from headwater.serve import RunsInProgress, ScheduleEvent, Scheduler
+from headwater.ui import DEFAULT_PORT
 
 
 def serve_until_signalled(scheduler: Scheduler, runs: RunsInProgress,
@@ -121,6 +77,11 @@ def serve(
                                               "connections).")] = 4,
     poll: Annotated[float, typer.Option(help="Seconds between two looks at the folder "
                                         "and the clock.")] = 1.0,
+    ui: Annotated[bool, typer.Option("--ui", help="Serve the web page too (`headwater ui`), "
+                                     "in this process.")] = False,
+    host: HostOpt = "127.0.0.1",
+    port: PortOpt = DEFAULT_PORT,
+    token: TokenOpt = None,
     verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Run every connection in DIR on its `schedule:` until SIGTERM (see the docs for the rules).
@@ -142,6 +103,7 @@ def serve(
 
     with cli.handled(False):
         runs = RunsInProgress()
+        page = start_page(folder, host, port, token, None, runs) if ui else None
         scheduler = Scheduler(folder=folder, runner=partial(sync_runner, runs=runs),
                               last_started=store_last_started, max_parallel=max_parallel,
                               poll_s=poll, on_event=on_event)
@@ -155,6 +117,8 @@ def serve(
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(STOPPED_EXIT_CODE)
+        if page is not None:
+            page.shutdown(runs.stop_reason or "stopping")  # the page's syncs, stopped too
         cli.err.print("stopped: every run in progress has ended", highlight=False)
 
 

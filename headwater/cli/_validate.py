@@ -10,70 +10,14 @@ checked against the connectors' specs.  Every problem is printed as
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from headwater.cli import _common as opt
-from headwater.config import load_connection, mask, validate_config
-from headwater.errors import ConfigError, ExitCode, HeadwaterError, SpecValidationError
-
-_LINE_SUFFIX = re.compile(r"\s*\(line (\d+)\)$")
-
-
-def connection_files(paths: Iterable[Path]) -> list[Path]:
-    """The files named, and every ``*.yaml`` / ``*.yml`` under the folders named, sorted."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml")
-                            and p.is_file())
-        else:
-            files.append(path)
-    return files
-
-
-def validate_file(path: Path) -> list[dict[str, Any]]:
-    """Every problem of one connection file: ``{"file", "line", "field", "message"}``."""
-    from headwater.connectors import get_source_class
-    from headwater.destinations import get_destination_class
-
-    try:
-        config = load_connection(path)
-    except HeadwaterError as exc:
-        return _problems(path, exc)
-    problems: list[dict[str, Any]] = []
-    checks = (("source", config.source, get_source_class),
-              ("destination", config.destination, get_destination_class))
-    for section, ref, lookup in checks:
-        try:
-            connector: Any = lookup(ref.type)
-            validate_config(connector.spec(), ref.config, where=f"{section}.config",
-                            source_lines=config.field_lines)
-        except HeadwaterError as exc:
-            found = _problems(path, exc)
-            for problem in found:
-                if problem["line"] is None:
-                    problem["line"] = config.field_line(problem["field"] or f"{section}.type")
-            problems += found
-    return problems
-
-
-def _problems(path: Path, exc: HeadwaterError) -> list[dict[str, Any]]:
-    if isinstance(exc, SpecValidationError):
-        found = []
-        for field, expected in exc.problems:
-            match = _LINE_SUFFIX.search(expected)
-            found.append({"file": str(path), "line": int(match.group(1)) if match else None,
-                          "field": field, "message": mask(_LINE_SUFFIX.sub("", expected))})
-        if found:
-            return found
-    context = exc.context if isinstance(exc, ConfigError) else {}
-    return [{"file": str(path), "line": context.get("line"), "field": context.get("field"),
-             "message": mask(exc.message)}]
+from headwater.errors import ConfigError, ExitCode
+from headwater.operations import connection_files, validate_file
 
 
 def validate(

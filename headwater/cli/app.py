@@ -24,6 +24,7 @@ from headwater.cli import (
     _source_cmds,
     _state_cmd,
     _sync_cmd,
+    _ui,
     _validate,
 )
 
@@ -49,6 +50,7 @@ _rerun.register(app)  # replay, backfill
 _plan_cmd.register(app)
 _validate.register(app)
 _serve.register(app)
+_ui.register(app)
 # Airbyte interop: `headwater airbyte SOURCE ...`, `headwater state import|export`.
 app.command("airbyte")(_airbyte.airbyte)
 state_app.command("import")(_airbyte.state_import)

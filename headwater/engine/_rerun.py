@@ -26,7 +26,7 @@ from headwater.engine._shared_dir import without_shared_dir
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
 from headwater.metadata_store import UNFINISHED_STATUSES
-from headwater.plan import RunPlan, StreamPlan
+from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import Partition
 from headwater.sync_modes import DestinationSyncMode
 
@@ -85,6 +85,26 @@ def replay(engine: SyncEngine, run_id: str, streams: Sequence[str] | None = None
 
 def backfill(engine: SyncEngine, stream: str, start: Any, end: Any) -> SyncResult:
     """Read cursor window ``[start, end)`` of ``stream`` again; state does not move."""
+    chosen, partitions = backfill_partitions(engine, stream, start, end)
+
+    def make_plan(spark: SparkSession) -> RunPlan:
+        from headwater.engine._spark import default_parallelism
+
+        state = engine.store.get_state(engine.connection.name, stream)
+        per_checkpoint = engine.per_checkpoint(default_parallelism(spark))
+        plan: StreamPlan = engine.stream_plan(chosen, partitions, state,
+                                              per_checkpoint=per_checkpoint)
+        return RunPlan(connection=engine.connection.name, streams=(plan,), purpose="backfill")
+
+    return engine.run_plan(make_plan)
+
+
+def backfill_partitions(engine: SyncEngine, stream: str, start: Any,
+                        end: Any) -> tuple[ConfiguredStream, list[Partition]]:
+    """The stream and the partitions a backfill of ``[start, end)`` reads, without Spark:
+    what :func:`backfill` runs, and what the web page shows before it runs.  Raises
+    :class:`ConfigError` for a stream the connection does not sync, an overwrite
+    stream, or bounds that are not values of its cursor."""
     configured = {c.name: c for c in resolve_streams(engine.source, engine.connection)}
     if stream not in configured:
         raise ConfigError(f"connection {engine.connection.name} does not sync stream "
@@ -98,17 +118,7 @@ def backfill(engine: SyncEngine, stream: str, start: Any, end: Any) -> SyncResul
     source_stream = engine.source.stream(stream)
     low, high = window_bounds(source_stream, start, end)
     partitions: list[Partition] = source_stream.window_partitions(low, high)
-
-    def make_plan(spark: SparkSession) -> RunPlan:
-        from headwater.engine._spark import default_parallelism
-
-        state = engine.store.get_state(engine.connection.name, stream)
-        per_checkpoint = engine.per_checkpoint(default_parallelism(spark))
-        plan: StreamPlan = engine.stream_plan(chosen, partitions, state,
-                                              per_checkpoint=per_checkpoint)
-        return RunPlan(connection=engine.connection.name, streams=(plan,), purpose="backfill")
-
-    return engine.run_plan(make_plan)
+    return chosen, partitions
 
 
 def window_bounds(stream: Any, start: Any, end: Any) -> tuple[Any, Any]:
@@ -143,4 +153,4 @@ def _replayable_run(engine: SyncEngine, run_id: str) -> RunRecord:
     return run
 
 
-__all__ = ["backfill", "replay", "window_bounds"]
+__all__ = ["backfill", "backfill_partitions", "replay", "window_bounds"]

@@ -23,6 +23,7 @@ from headwater.engine._plan import slot_shares
 from headwater.engine._plan_reads import headwater_error_from
 from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._results import StreamStats
+from headwater.engine._run_logs import submit_in_run
 from headwater.engine._spark import default_parallelism
 from headwater.engine._task import TaskContext, interleaved, make_task, stream_slots, task_count
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
@@ -157,7 +158,10 @@ class StreamRunner:
             at_once = len(lanes) if slots >= parallelism else min(len(lanes), slots)
             with ThreadPoolExecutor(max_workers=at_once,
                                     thread_name_prefix=f"hw-{self.name}") as pool:
-                list(pool.map(lambda cps: self._run_checkpoints(stream, cps), lanes.values()))
+                lane_runs = [submit_in_run(pool, self._run_checkpoints, stream, cps)
+                             for cps in lanes.values()]
+                for lane_run in lane_runs:
+                    lane_run.result()
         if (self.staged and not self._failed.is_set()
                 and self.stats.checkpoints_done == len(self.plan.checkpoints)):
             # Every checkpoint is staged (in this attempt or a killed one): publish.  A

@@ -59,6 +59,7 @@ from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context
 from headwater.engine._results import StreamStats, SyncObserver, SyncResult, outcome
+from headwater.engine._run_logs import capture_run_logs, submit_in_run
 from headwater.engine._shared_dir import (
     discard_unused,
     make_shared_dir,
@@ -410,31 +411,33 @@ class SyncEngine:
                 )
             resumed = False
         lock.set_run_id(run_id)
-        with steps.step("store_writes"):
-            attempt = self.store.start_attempt(run_id, pid=os.getpid(),
-                                               host=socket.gethostname())
-        emit("after-plan")
-        self.observer.run_started(run_id, plan, resumed)
-        stats = self._run_streams(spark, plan, run_id, attempt)
-        status, error = outcome(stats, self._stop_reason)
-        finishing = time.perf_counter()
-        states_after = self.store.get_states(conn.name)
-        self.store.finish_attempt(run_id, attempt, status=status, error=error)
-        run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
-        if plan.replay_of:
-            run_stats["replay_of"] = plan.replay_of
-        if status == "stopped":
-            log.warning("run %s of %s stopped: %s", run_id, conn.name, error)
-            self.store.stop_run(run_id, stats=run_stats, state_after=states_after,
-                                error=error or self._stop_reason)
-        else:
-            self.store.finish_run(run_id, status=status, stats=run_stats,
-                                  state_after=states_after, error=error)
-        steps.add("store_writes", time.perf_counter() - finishing)
-        result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
-                            attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
-                            kind=plan.purpose, replay_of=plan.replay_of,
-                            stop_reason=error if status == "stopped" else None)
+        with capture_run_logs(self.store, run_id):  # its log lines, for `ui`
+            with steps.step("store_writes"):
+                attempt = self.store.start_attempt(run_id, pid=os.getpid(),
+                                                   host=socket.gethostname())
+            emit("after-plan")
+            self.observer.run_started(run_id, plan, resumed)
+            stats = self._run_streams(spark, plan, run_id, attempt)
+            status, error = outcome(stats, self._stop_reason)
+            finishing = time.perf_counter()
+            states_after = self.store.get_states(conn.name)
+            self.store.finish_attempt(run_id, attempt, status=status, error=error)
+            run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
+            if plan.replay_of:
+                run_stats["replay_of"] = plan.replay_of
+            if status == "stopped":
+                log.warning("run %s of %s stopped: %s", run_id, conn.name, error)
+                self.store.stop_run(run_id, stats=run_stats, state_after=states_after,
+                                    error=error or self._stop_reason)
+            else:
+                self.store.finish_run(run_id, status=status, stats=run_stats,
+                                      state_after=states_after, error=error)
+            steps.add("store_writes", time.perf_counter() - finishing)
+            result = SyncResult(run_id=run_id, connection=conn.name, status=status,
+                                resumed=resumed, attempt=attempt, streams=stats,
+                                duration_s=time.monotonic() - started,
+                                kind=plan.purpose, replay_of=plan.replay_of,
+                                stop_reason=error if status == "stopped" else None)
         self.steps = StepTimes()  # the next run (sync's new run, --watch, serve) counts from zero
         return _RunDone(result, plan, steps)
 
@@ -445,7 +448,7 @@ class SyncEngine:
         if not runners:
             return []
         with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="hw-stream") as pool:
-            futures = [pool.submit(runner.run) for runner in runners]
+            futures = [submit_in_run(pool, runner.run) for runner in runners]
             wait_all(futures)  # a signal's handler (request_stop) must still run meanwhile
             return [future.result() for future in futures]
 

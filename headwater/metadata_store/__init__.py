@@ -1,7 +1,7 @@
 """Headwater's metadata store: everything about a connection that is not data.
 
 State of each stream (with its history), checkpoint index counters, runs with
-their plans, attempts and checkpoints, and the lock that keeps two syncs of one
+their plans, attempts, checkpoints and log lines, and the lock that keeps two syncs of one
 connection from running at once.  SQLite in ``.headwater/headwater.db`` by
 default, any PostgreSQL URL for a team; see :class:`MetadataStore`.
 """
@@ -14,8 +14,10 @@ from headwater.metadata_store._models import (
     CheckpointRecord,
     CheckpointStatus,
     LockHolder,
+    RunLogLine,
     RunRecord,
     RunStatus,
+    RunSummary,
     StateHistoryRecord,
 )
 from headwater.metadata_store._schema import SCHEMA_VERSION
@@ -32,7 +34,9 @@ __all__ = [
     "LockHandle",
     "LockHolder",
     "MetadataStore",
+    "RunLogLine",
     "RunRecord",
     "RunStatus",
+    "RunSummary",
     "StateHistoryRecord",
 ]

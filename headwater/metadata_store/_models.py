@@ -75,6 +75,36 @@ class RunRecord:
 
 
 @dataclass(frozen=True)
+class RunSummary:
+    """A run without its plan, states and config: what a list of many runs needs.
+
+    Read by :meth:`MetadataStore.list_run_summaries`, which never loads the
+    (possibly large) plan of each run.  ``stats`` is empty while the run is
+    ``running``.
+    """
+
+    run_id: str
+    connection: str
+    kind: str
+    status: str
+    started_at: datetime
+    ended_at: datetime | None
+    stats: dict[str, Any]
+    error: str | None
+
+
+@dataclass(frozen=True)
+class RunLogLine:
+    """One log line a run emitted while it ran (its message already masked)."""
+
+    seq: int
+    at: datetime
+    level: str
+    logger: str
+    message: str
+
+
+@dataclass(frozen=True)
 class CheckpointRecord:
     """What happened to one checkpoint of a run.
 

@@ -14,7 +14,10 @@ inside one transaction.  SQLite gets three things on every connection:
   and so would make a read-then-write sequence non-atomic.
 
 ``SCHEMA_VERSION`` is stored in the ``meta`` table when the store is created;
-a later release that changes a table bumps it and migrates older stores.
+a later release that changes a table bumps it and migrates older stores when it
+opens them (:data:`MIGRATIONS`): version 2 added ``run_logs``.  A store newer
+than this code is refused, so an older Headwater never writes a layout it does
+not know.
 """
 
 from __future__ import annotations
@@ -35,7 +38,14 @@ from sqlalchemy.engine.url import URL
 from headwater.errors import HeadwaterError, MetadataStoreError
 
 #: Version of the table layout below; stored in ``meta`` under ``schema_version``.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+
+#: What opening a store of an older version does to bring it to each newer one, in
+#: order.  New tables need no step of their own: ``create_all`` adds every missing
+#: table first; a step here would alter existing tables.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    2: lambda conn: None,  # run_logs (a new table)
+}
 
 #: How long a SQLite write waits for another process's write to finish.
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -202,6 +212,20 @@ partition_states = sa.Table(
     sa.Column("updated_at", UTCDateTime, nullable=False),
 )
 
+#: The log lines a run emitted while it ran (masked), ``seq`` from 1 in emission
+#: order.  Bounded per run: the first and the last lines are kept and the lines
+#: between are deleted as newer ones arrive (:meth:`MetadataStore.append_run_logs`).
+run_logs = sa.Table(
+    "run_logs",
+    metadata,
+    sa.Column("run_id", _RUN_ID, sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("at", UTCDateTime, nullable=False),
+    sa.Column("level", sa.String(16), nullable=False),
+    sa.Column("logger", _NAME, nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+)
+
 #: At most one row per connection: the primary key is what makes the lock exclusive.
 locks = sa.Table(
     "locks",
@@ -364,6 +388,11 @@ class Database:
                     f"metadata store {self.safe_url} has schema version {version}, newer than "
                     f"this Headwater understands ({SCHEMA_VERSION}); upgrade Headwater"
                 )
+            if version < SCHEMA_VERSION:
+                for step in range(version + 1, SCHEMA_VERSION + 1):
+                    MIGRATIONS[step](conn)
+                conn.execute(sa.update(meta).where(meta.c.key == "schema_version")
+                             .values(value=str(SCHEMA_VERSION)))
             return rows["store_id"]
 
         try:

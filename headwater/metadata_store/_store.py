@@ -40,8 +40,10 @@ from headwater.metadata_store._models import (
     CheckpointRecord,
     CheckpointStatus,
     LockHolder,
+    RunLogLine,
     RunRecord,
     RunStatus,
+    RunSummary,
     StateHistoryRecord,
     record_from_row,
 )
@@ -296,6 +298,25 @@ class MetadataStore:
             query = query.where(t.runs.c.connection == connection)
         query = query.order_by(t.runs.c.started_at.desc(), t.runs.c.run_id.desc()).limit(limit)
         return self._read_runs(query)
+
+    def list_run_summaries(self, connection: str, *, limit: int = 50,
+                           before: str | None = None) -> list[RunSummary]:
+        """The newest ``limit`` runs of ``connection``, newest first, without their plans.
+
+        ``before``: only runs that started before that run (paging back).  One
+        indexed range scan (``ix_runs_connection_started``) whatever the
+        history's length.
+        """
+        r = t.runs
+        query = sa.select(r.c.run_id, r.c.connection, r.c.kind, r.c.status, r.c.started_at,
+                          r.c.ended_at, r.c.stats, r.c.error).where(r.c.connection == connection)
+        if before is not None:
+            anchor = sa.select(r.c.started_at).where(r.c.run_id == before).scalar_subquery()
+            query = query.where(sa.or_(r.c.started_at < anchor,
+                                       sa.and_(r.c.started_at == anchor, r.c.run_id < before)))
+        query = query.order_by(r.c.started_at.desc(), r.c.run_id.desc()).limit(limit)
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        return [record_from_row(RunSummary, row, stats=row.stats or {}) for row in rows]
 
     def find_unfinished_run(self, connection: str) -> RunRecord | None:
         """The newest run of ``connection`` still ``running`` or ``stopped``: one to resume.
@@ -564,6 +585,46 @@ class MetadataStore:
         p = t.partition_states
         self._db.write(lambda conn: conn.execute(sa.delete(p).where(
             p.c.run_id == run_id, p.c.stream == stream, p.c.checkpoint_index == index)))
+
+    # -- log lines of a run --------------------------------------------------
+
+    def append_run_logs(self, run_id: str, lines: Sequence[RunLogLine], *,
+                        keep_first: int, keep_last: int) -> None:
+        """Store ``lines`` of a run, keeping only its first ``keep_first`` and last
+        ``keep_last`` lines: those between are deleted, so a chatty run holds at most
+        ``keep_first + keep_last`` rows.  Sequence numbers keep counting, so a
+        reader sees where lines were left out (:meth:`run_logs`)."""
+        if not lines:
+            return
+        g = t.run_logs
+
+        def append(conn: Connection) -> None:
+            conn.execute(sa.insert(g), [{"run_id": run_id, "seq": line.seq, "at": line.at,
+                                         "level": line.level, "logger": line.logger[:255],
+                                         "message": line.message} for line in lines])
+            newest = max(line.seq for line in lines)
+            if newest > keep_first + keep_last:
+                conn.execute(sa.delete(g).where(g.c.run_id == run_id, g.c.seq > keep_first,
+                                                g.c.seq <= newest - keep_last))
+
+        self._db.write(append)
+
+    def run_logs(self, run_id: str, *, after: int = 0,
+                 limit: int = 1000) -> tuple[list[RunLogLine], int]:
+        """The run's stored log lines with ``seq > after`` (at most ``limit``, oldest
+        first), and how many lines of the run were left out to bound the store."""
+        g = t.run_logs
+        query = (sa.select(g.c.seq, g.c.at, g.c.level, g.c.logger, g.c.message)
+                 .where(g.c.run_id == run_id, g.c.seq > after).order_by(g.c.seq).limit(limit))
+        totals = sa.select(sa.func.count(), sa.func.max(g.c.seq)).where(g.c.run_id == run_id)
+
+        def read(conn: Connection) -> tuple[list[RunLogLine], int]:
+            rows = conn.execute(query).all()
+            stored, newest = conn.execute(totals).one()
+            return ([record_from_row(RunLogLine, row) for row in rows],
+                    (newest or 0) - (stored or 0))
+
+        return self._db.read(read)
 
     # -- lock ----------------------------------------------------------------
 

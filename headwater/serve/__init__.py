@@ -14,6 +14,8 @@ from headwater.serve._scheduler import (
     ScheduleEvent,
     Scheduler,
     last_run_started,
+    next_firing,
+    scan_folder,
 )
 
 __all__ = [
@@ -26,4 +28,6 @@ __all__ = [
     "Stoppable",
     "SystemClock",
     "last_run_started",
+    "next_firing",
+    "scan_folder",
 ]

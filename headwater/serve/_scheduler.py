@@ -182,14 +182,7 @@ class Scheduler:
     # ------------------------------------------------------------------ files
 
     def _scan(self, now: datetime) -> None:
-        found: dict[Path, tuple[int, int]] = {}
-        for pattern in ("*.yaml", "*.yml"):
-            for path in self.folder.glob(pattern):
-                try:
-                    stat = path.stat()
-                except OSError:
-                    continue
-                found[path] = (stat.st_mtime_ns, stat.st_size)
+        found = scan_folder(self.folder)
         for path in list(self._entries):
             if path not in found:
                 entry = self._entries.pop(path)
@@ -223,11 +216,11 @@ class Scheduler:
 
     def _first_due(self, config: ConnectionConfig, now: datetime, *, edited: bool) -> datetime:
         assert config.schedule is not None
-        upcoming = _next_fire(config.schedule, now)
+        upcoming = next_firing(config.schedule, now)
         if edited:
             return upcoming
         last = self.last_started(config)
-        if last is not None and _next_fire(config.schedule, last) <= now:
+        if last is not None and next_firing(config.schedule, last) <= now:
             self._event(now, config.name, "catch-up",
                         f"a firing was missed since the last run at {last.isoformat()}")
             return now
@@ -242,7 +235,7 @@ class Scheduler:
         if not fired and not retry_due:
             return
         if fired:
-            entry.next_due = _next_fire(entry.config.schedule, now)
+            entry.next_due = next_firing(entry.config.schedule, now)
         if entry.running is not None:
             if fired:
                 self._event(now, entry.name, "skipped", "the previous run is still going")
@@ -305,7 +298,22 @@ class Scheduler:
             self.on_event(event)
 
 
-def _next_fire(schedule: str, after: datetime) -> datetime:
+def scan_folder(folder: Path) -> dict[Path, tuple[int, int]]:
+    """The connection files of ``folder`` (``*.yaml``, ``*.yml``, not its subfolders), each
+    with its (modification time, size): a file is read again only when these change."""
+    found: dict[Path, tuple[int, int]] = {}
+    for pattern in ("*.yaml", "*.yml"):
+        for path in folder.glob(pattern):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            found[path] = (stat.st_mtime_ns, stat.st_size)
+    return found
+
+
+def next_firing(schedule: str, after: datetime) -> datetime:
+    """When cron expression ``schedule`` fires next after ``after`` (as ``serve`` runs it)."""
     fire: datetime = croniter(schedule, after).get_next(datetime)
     return fire
 
@@ -316,4 +324,5 @@ def last_run_started(store: MetadataStore, connection: str) -> datetime | None:
     return runs[0].started_at if runs else None
 
 
-__all__ = ["RunOutcome", "Runner", "ScheduleEvent", "Scheduler", "last_run_started"]
+__all__ = ["RunOutcome", "Runner", "ScheduleEvent", "Scheduler", "last_run_started",
+           "next_firing", "scan_folder"]

@@ -1,4 +1,4 @@
-"""Per-partition and per-stream detail of one run, for ``headwater runs show``."""
+"""Per-partition and per-stream detail of one run, for ``headwater runs show`` and the web page."""
 
 from __future__ import annotations
 
@@ -42,4 +42,17 @@ def stream_rows(run: RunRecord) -> list[dict[str, Any]]:
             for stream in (run.stats or {}).get("streams", [])]
 
 
-__all__ = ["partition_rows", "stream_rows"]
+def commit_id_key(run: RunRecord) -> str:
+    """Under which key the run's destination records each commit's identifier
+    (``delta_version``, ``snapshot_id``...), read from the destination it recorded."""
+    from headwater.destinations import get_destination_class
+    from headwater.errors import ConfigError
+
+    kind = ((run.config_redacted or {}).get("destination") or {}).get("type") or "delta"
+    try:
+        return get_destination_class(kind).capabilities.commit_id
+    except ConfigError:  # a destination this version does not know
+        return "commit_version"
+
+
+__all__ = ["commit_id_key", "partition_rows", "stream_rows"]

@@ -1,0 +1,133 @@
+"""The log lines of a run, kept in the metadata store so the web page (and anyone
+reading the store) can show them after the process that ran it is gone.
+
+While a run runs, :func:`capture_run_logs` attaches a :class:`logging.Handler` to
+the root logger.  It keeps only the records emitted *for this run*: a context
+variable names the run in the thread that runs it, and the engine's thread pools
+carry it to their threads (:func:`submit_in_run`).  So the runs of several
+connections under one ``serve`` process each keep their own lines.
+
+What is kept is what the process logs at its configured level (``headwater
+sync`` logs warnings and errors, ``-v`` adds INFO; ``serve`` and ``ui`` log
+INFO).  Messages are masked with the secret masking before they are stored.
+Lines are written in batches from a helper thread about once a second, never
+from the thread that logs (a log call inside a store transaction must not write
+to the store), and a chatty run is bounded: its first :data:`KEEP_FIRST` and
+last :data:`KEEP_LAST` lines are kept, the count of those left out can be read
+back.  Storing the lines never fails a run: a store error drops them (DEBUG).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from headwater.config import mask
+from headwater.metadata_store import MetadataStore, RunLogLine
+
+log = logging.getLogger(__name__)
+
+#: Lines kept from the start of a run, and from its end.
+KEEP_FIRST = 500
+KEEP_LAST = 500
+#: Longest message kept (a longer one is cut, saying so).
+MAX_MESSAGE_CHARS = 8000
+
+_RUN: contextvars.ContextVar[str | None] = contextvars.ContextVar("headwater_run",
+                                                                   default=None)
+_T = TypeVar("_T")
+
+
+def submit_in_run(pool: Executor, fn: Callable[..., _T], *args: Any) -> Future[_T]:
+    """``pool.submit(fn, *args)`` with the submitting thread's run carried along, so the
+    lines ``fn`` logs are that run's."""
+    return pool.submit(contextvars.copy_context().run, fn, *args)
+
+
+class RunLogCapture(logging.Handler):
+    """Collects one run's records; :meth:`flush` writes them to the store."""
+
+    def __init__(self, store: MetadataStore, run_id: str, *, keep_first: int = KEEP_FIRST,
+                 keep_last: int = KEEP_LAST) -> None:
+        super().__init__()
+        self.store = store
+        self.run_id = run_id
+        self.keep_first = keep_first
+        self.keep_last = keep_last
+        self._pending: list[RunLogLine] = []
+        self._seq = 0
+        self._flushing = threading.Lock()  # one flush at a time, so batches land in order
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if _RUN.get() != self.run_id:
+            return
+        try:
+            message = record.getMessage()
+        except Exception:
+            message = str(record.msg)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            message = f"{message}\n{record.exc_text}"
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[:MAX_MESSAGE_CHARS] + " [cut]"
+        self.acquire()
+        try:
+            self._seq += 1
+            self._pending.append(RunLogLine(
+                seq=self._seq, at=datetime.fromtimestamp(record.created, UTC),
+                level=record.levelname, logger=record.name, message=mask(message)))
+        finally:
+            self.release()
+
+    def flush(self) -> None:
+        with self._flushing:
+            self.acquire()
+            try:
+                lines, self._pending = self._pending, []
+            finally:
+                self.release()
+            if not lines:
+                return
+            try:
+                self.store.append_run_logs(self.run_id, lines, keep_first=self.keep_first,
+                                           keep_last=self.keep_last)
+            except Exception:  # the lines are not worth failing a run for
+                log.debug("could not store %d log lines of run %s", len(lines), self.run_id,
+                          exc_info=True)
+
+
+@contextmanager
+def capture_run_logs(store: MetadataStore, run_id: str, *,
+                     every_s: float = 1.0) -> Iterator[RunLogCapture]:
+    """Within the block, this thread runs ``run_id``: its log lines go to the store."""
+    handler = RunLogCapture(store, run_id)
+    token = _RUN.set(run_id)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    done = threading.Event()
+
+    def flush_now_and_then() -> None:
+        while not done.wait(every_s):
+            handler.flush()
+
+    flusher = threading.Thread(target=flush_now_and_then, name=f"hw-logs-{run_id}",
+                               daemon=True)
+    flusher.start()
+    try:
+        yield handler
+    finally:
+        root.removeHandler(handler)
+        _RUN.reset(token)
+        done.set()
+        flusher.join()
+        handler.flush()
+
+
+__all__ = ["KEEP_FIRST", "KEEP_LAST", "RunLogCapture", "capture_run_logs", "submit_in_run"]

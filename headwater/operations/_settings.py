@@ -1,0 +1,70 @@
+"""Where a command or the web page finds the metadata store, the embedded home, and
+the Spark settings of a connection: one answer for ``headwater sync``, ``serve``
+and ``ui``, so the page reads the store the CLI writes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from headwater.config import ConnectionConfig
+from headwater.errors import ConfigError
+
+if TYPE_CHECKING:
+    from headwater.engine import SparkSettings
+    from headwater.metadata_store import MetadataStore
+
+STORE_ENV = "HEADWATER_METADATA_STORE"
+HOME_ENV = "HEADWATER_HOME"
+
+
+def home() -> Path:
+    """Where the embedded defaults live: metadata store, logs (``./.headwater``)."""
+    return Path(os.environ.get(HOME_ENV) or ".headwater")
+
+
+def store_url(connection: ConnectionConfig | None = None, explicit: str | None = None) -> str:
+    """The store of ``connection``: ``explicit``, else its file's ``metadata_store``, else
+    ``$HEADWATER_METADATA_STORE``, else the embedded SQLite file under :func:`home`."""
+    if explicit:
+        return explicit
+    if connection is not None and connection.metadata_store:
+        return connection.metadata_store
+    if os.environ.get(STORE_ENV):
+        return os.environ[STORE_ENV]
+    path = home() / "headwater.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{path}"
+
+
+def open_store(url: str) -> MetadataStore:
+    from headwater.metadata_store import MetadataStore
+
+    return MetadataStore(url)
+
+
+def spark_conf(pairs: list[str] | None) -> dict[str, str]:
+    """``KEY=VALUE`` pairs (``--conf``) as a dict."""
+    conf: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise ConfigError(f"--conf expects KEY=VALUE, got {pair!r}", field="--conf")
+        conf[key.strip()] = value
+    return conf
+
+
+def spark_settings(config: ConnectionConfig, master: str | None = None,
+                   remote: str | None = None, conf: list[str] | None = None) -> SparkSettings:
+    """The Spark settings of a command: its options over the connection file's ``spark``."""
+    from headwater.engine import SparkSettings
+
+    file_spark = config.spark
+    return SparkSettings(
+        master=master or (file_spark.master if file_spark else None),
+        remote=remote or (file_spark.remote if file_spark else None),
+        conf={**(file_spark.conf if file_spark else {}), **spark_conf(conf)},
+        app_name=f"headwater-{config.name}",
+        jvm_log_path=home() / "logs" / "spark.log",
+    )

@@ -1,0 +1,272 @@
+"""The page's aiohttp application: routes, JSON answers, errors.
+
+Routes are listed in ``docs/ui.md`` (the API's documentation).  Every JSON
+document is masked twice on its way out, as ``--json`` output is: its strings
+with :func:`~headwater.config.mask_obj`, then the text itself with
+:func:`~headwater.config.mask`.  Store reads are blocking (SQLAlchemy), so each
+handler runs its reading on a worker thread, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aiohttp import web
+
+from headwater.config import mask, mask_obj
+from headwater.errors import HeadwaterError
+from headwater.operations import commit_id_key
+from headwater.serve import RunsInProgress, next_firing
+from headwater.ui import _views as views
+from headwater.ui._actions import ActionError, Actions
+from headwater.ui._folder import ConnectionFile, ConnectionFolder
+from headwater.ui._security import csrf_middleware, error, token_middleware
+
+log = logging.getLogger(__name__)
+
+STATIC_DIR = Path(__file__).parent / "static"
+#: Runs per connection in the list's small chart.
+RECENT_RUNS = 20
+MAX_RUNS_PAGE = 500
+
+FOLDER = web.AppKey("folder", ConnectionFolder)
+ACTIONS = web.AppKey("actions", Actions)
+_T = TypeVar("_T")
+
+
+def create_app(directory: Path, store_url: str | None = None, *, token: str | None = None,
+               runs: RunsInProgress | None = None) -> web.Application:
+    """The page over the connection files of ``directory``.
+
+    ``store_url``: one metadata store for every connection (default: each
+    file's own, as ``headwater sync`` finds it).  ``token``: required from API
+    clients when set.  ``runs``: where the syncs the page starts register, so
+    that one SIGTERM stops them (``serve --ui`` passes the scheduler's).
+    """
+    app = web.Application(middlewares=[_errors, token_middleware(token), csrf_middleware])
+    folder = ConnectionFolder(Path(directory), store_url)
+    app[FOLDER] = folder
+    app[ACTIONS] = Actions(folder, runs if runs is not None else RunsInProgress())
+    app.router.add_get("/", _index)
+    app.router.add_static("/static", STATIC_DIR, show_index=False, follow_symlinks=False)
+    app.router.add_get("/api/connections", _connections)
+    app.router.add_get("/api/connections/{name}", _connection)
+    app.router.add_get("/api/runs/{run_id}", _run)
+    app.router.add_get("/api/runs/{run_id}/logs", _logs)
+    for path, call, status in ACTION_ROUTES:
+        app.router.add_post(path, _action(call, status))
+    app.on_cleanup.append(_close)
+    return app
+
+
+async def _close(app: web.Application) -> None:
+    app[FOLDER].close()
+
+
+def answer(document: Any, status: int = 200) -> web.Response:
+    """A JSON answer, masked (see the module docstring)."""
+    text = mask(json.dumps(mask_obj(document), default=str))
+    return web.Response(text=text, status=status, content_type="application/json")
+
+
+async def _blocking(fn: Callable[[], _T]) -> _T:
+    return await asyncio.to_thread(fn)
+
+
+@web.middleware
+async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Errors as ``{"error": message}`` (masked) with a status that says what happened."""
+    try:
+        return await handler(request)
+    except ActionError as exc:
+        return error(exc.status, mask(exc.message))
+    except web.HTTPException as exc:
+        if request.path.startswith("/api/") and exc.status >= 400:
+            return error(exc.status, exc.reason)
+        raise
+    except HeadwaterError as exc:
+        return error(400, mask(exc.message))
+    except Exception as exc:
+        log.warning("%s %s failed", request.method, request.path, exc_info=True)
+        return error(500, mask(f"{type(exc).__name__}: {exc}"))
+
+
+async def _index(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(STATIC_DIR / "index.html",
+                            headers={"Cache-Control": "no-cache"})
+
+
+# ---------------------------------------------------------------- reading
+
+
+def connection_document(folder: ConnectionFolder, actions: Actions, connection: ConnectionFile,
+                        now: datetime, *, recent: int = RECENT_RUNS) -> dict[str, Any]:
+    """``Connection`` of the contract: the file, its schedule, its recent runs."""
+    config = connection.config
+    summaries = folder.store_for(connection).list_run_summaries(connection.name, limit=recent)
+    runs = [views.run_summary(s, now) for s in summaries]
+    schedule = config.schedule if config is not None else None
+    following = None
+    if schedule and connection.valid:
+        try:
+            following = views.iso(next_firing(schedule, now))
+        except (ValueError, KeyError):
+            following = None
+    job = actions.job_of(connection.name)
+    return {
+        "name": connection.name,
+        "file": str(connection.path),
+        "valid": connection.valid,
+        "problems": connection.problems,
+        "source_type": config.source.type if config is not None else None,
+        "destination_type": config.destination.type if config is not None else None,
+        "schedule": schedule,
+        "next_firing": following,
+        "last_run": runs[0] if runs else None,
+        "recent_runs": list(reversed(runs)),
+        "busy": job.kind if job is not None else None,
+    }
+
+
+async def _connections(request: web.Request) -> web.Response:
+    folder, actions = request.app[FOLDER], request.app[ACTIONS]
+
+    def read() -> dict[str, Any]:
+        now = datetime.now(UTC)
+        return {"connections": [connection_document(folder, actions, c, now)
+                                for c in folder.connections()]}
+
+    return answer(await _blocking(read))
+
+
+def _int_query(request: web.Request, name: str, default: int, most: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ActionError(400, f"?{name}= must be a whole number, not {raw!r}") from None
+    if value < 0:
+        raise ActionError(400, f"?{name}= must not be negative")
+    return min(value, most)
+
+
+def _streams(folder: ConnectionFolder, connection: ConnectionFile,
+             now: datetime) -> list[dict[str, Any]]:
+    """The connection's streams from its file and its newest plan, with their states."""
+    store = folder.store_for(connection)
+    config = connection.config
+    configured: list[dict[str, Any]] = []
+    if config is not None and config.streams:
+        configured = [{"name": s.name,
+                       "sync_mode": f"{s.sync_mode.value}+{s.destination_sync_mode.value}",
+                       "cursor_field": s.cursor_field, "primary_key": s.primary_key or []}
+                      for s in config.streams]
+    newest = next((s for s in store.list_run_summaries(connection.name, limit=10)
+                   if s.kind == "sync"), None)
+    if newest is not None:
+        run = store.get_run(newest.run_id)
+        planned = {p["name"]: p for p in views.configured_from_plan(run.plan if run else {})}
+        configured = [{**c, **{k: v for k, v in planned.get(c["name"], {}).items() if v}}
+                      for c in configured] or list(planned.values())
+    tables: dict[str, str | None] = {}
+    if config is not None and connection.valid:
+        try:
+            from headwater.destinations import build_destination
+
+            destination = build_destination(config.destination.type, config.destination.config)
+            tables = {c["name"]: destination.table_location(c["name"]) for c in configured}
+        except Exception:  # the page still shows the rest
+            log.debug("no table locations for %s", connection.name, exc_info=True)
+    return views.stream_views(configured, store.get_states(connection.name), tables, now)
+
+
+async def _connection(request: web.Request) -> web.Response:
+    folder, actions = request.app[FOLDER], request.app[ACTIONS]
+    name = request.match_info["name"]
+    limit = _int_query(request, "limit", 50, MAX_RUNS_PAGE)
+    before = request.query.get("before")
+
+    def read() -> dict[str, Any]:
+        connection = folder.get(name)
+        if connection is None:
+            raise ActionError(404, f"no connection {name!r} in {folder.folder}")
+        now = datetime.now(UTC)
+        document = connection_document(folder, actions, connection, now)
+        store = folder.store_for(connection)
+        document["streams"] = _streams(folder, connection, now)
+        document["runs"] = [views.run_summary(s, now) for s in
+                            store.list_run_summaries(name, limit=limit, before=before)]
+        return document
+
+    return answer(await _blocking(read))
+
+
+async def _run(request: web.Request) -> web.Response:
+    actions = request.app[ACTIONS]
+    run_id = request.match_info["run_id"]
+
+    def read() -> dict[str, Any]:
+        run, store = actions.find_run(run_id)
+        return views.run_detail(run, store.list_checkpoints(run_id), commit_id_key(run),
+                                datetime.now(UTC))
+
+    return answer(await _blocking(read))
+
+
+async def _logs(request: web.Request) -> web.Response:
+    actions = request.app[ACTIONS]
+    run_id = request.match_info["run_id"]
+    after = _int_query(request, "after", 0, 2**62)
+
+    def read() -> dict[str, Any]:
+        _, store = actions.find_run(run_id)
+        lines, omitted = store.run_logs(run_id, after=after)
+        return views.log_lines(lines, omitted)
+
+    return answer(await _blocking(read))
+
+
+# ---------------------------------------------------------------- actions
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    if not request.can_read_body:
+        return {}
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ActionError(400, "the request's body must be a JSON object") from None
+    if not isinstance(body, dict):
+        raise ActionError(400, "the request's body must be a JSON object")
+    return body
+
+
+ActionCall = Callable[[Actions, dict[str, str], dict[str, Any]], dict[str, Any]]
+
+#: Every POST route: what it calls on :class:`Actions` and the status of a success.
+ACTION_ROUTES: list[tuple[str, ActionCall, int]] = [
+    ("/api/connections/{name}/sync", lambda a, p, b: a.sync(p["name"]), 202),
+    ("/api/connections/{name}/backfill/plan",
+     lambda a, p, b: a.backfill_plan(p["name"], b), 200),
+    ("/api/connections/{name}/backfill", lambda a, p, b: a.backfill(p["name"], b), 202),
+    ("/api/connections/{name}/streams/{stream}/reset",
+     lambda a, p, b: a.reset(p["name"], p["stream"], b), 200),
+    ("/api/runs/{run_id}/stop", lambda a, p, b: a.stop(p["run_id"]), 202),
+    ("/api/runs/{run_id}/replay", lambda a, p, b: a.replay(p["run_id"], b), 202),
+]
+
+
+def _action(call: ActionCall, status: int) -> Callable[[web.Request], Any]:
+    async def handle(request: web.Request) -> web.Response:
+        actions, body, params = request.app[ACTIONS], await _body(request), dict(request.match_info)
+        return answer(await _blocking(lambda: call(actions, params, body)), status=status)
+
+    return handle

@@ -1,0 +1,261 @@
+"""The JSON shapes of the page's API, from store records and connection files.
+
+Pure functions (records in, plain dicts out, ``now`` passed in), so they are
+tested without a server.  Every document leaves through :func:`masked` in
+``_app``; these functions do not mask.  The per-stream and per-partition
+figures of a run are read by :mod:`headwater.operations` (``runs show``'s
+reading of the same records).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from headwater.metadata_store import CheckpointRecord, RunLogLine, RunRecord, RunSummary
+from headwater.operations import partition_rows, stream_rows
+
+#: The key under which the full-refresh cursor marks a completed sync.
+_FULL_REFRESH_DONE = "__ab_full_refresh_sync_complete"
+
+
+def iso(value: datetime | None) -> str | None:
+    """An ISO-8601 UTC time, or ``None``."""
+    return value.isoformat() if value is not None else None
+
+
+def run_summary(run: RunSummary | RunRecord, now: datetime) -> dict[str, Any]:
+    """``RunSummary`` of the contract: figures summed over the run's streams.
+
+    A run still ``running`` has no figures in its record yet (``None``); its
+    duration is counted to ``now``.
+    """
+    streams = (run.stats or {}).get("streams")
+    end = run.ended_at or (now if run.status == "running" else None)
+    duration = (end - run.started_at).total_seconds() if end is not None else None
+    records = _total(streams, "records_written")
+    return {
+        "run_id": run.run_id,
+        "connection": run.connection,
+        "kind": run.kind,
+        "status": run.status,
+        "started_at": iso(run.started_at),
+        "ended_at": iso(run.ended_at),
+        "duration_s": round(duration, 3) if duration is not None else None,
+        "records": records,
+        "bytes": _total(streams, "bytes"),
+        "rejected": _total(streams, "records_rejected"),
+        "rows_per_s": _rate(records, duration),
+    }
+
+
+def _total(streams: Sequence[Mapping[str, Any]] | None, key: str) -> int | None:
+    if streams is None:
+        return None
+    return sum(int(s.get(key) or 0) for s in streams)
+
+
+def _rate(records: int | None, seconds: float | None) -> float | None:
+    if records is None or not seconds:
+        return None
+    return round(records / seconds, 1)
+
+
+# ---------------------------------------------------------------- state in words
+
+
+def parse_time(value: Any) -> datetime | None:
+    """A cursor value as an aware time, if it is one (ISO text), else ``None``."""
+    if not isinstance(value, str) or len(value) < 10 or value[4:5] != "-":
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        from datetime import UTC
+
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _words(value: Any) -> str:
+    parsed = parse_time(value)
+    if parsed is None:
+        return str(value)
+    if len(value) == 10:  # a date
+        return value
+    return parsed.strftime("%Y-%m-%d %H:%M")
+
+
+def newest_cursor(state: Mapping[str, Any] | None) -> Any:
+    """The highest committed cursor value a stream's state records (``None``: none)."""
+    if not state:
+        return None
+    slices = state.get("slices")
+    if isinstance(slices, list) and slices:
+        ends: list[Any] = [s.get("end") for s in slices
+                           if isinstance(s, Mapping) and s.get("end") is not None]
+        try:
+            return max(ends) if ends else None
+        except TypeError:
+            return ends[-1]
+    return None
+
+
+def state_text(state: Mapping[str, Any] | None) -> str:
+    """A stream's state for people: "read up to 2026-11-20 14:00", "no state yet"..."""
+    if not state:
+        return "no state yet: the next sync reads everything"
+    if state.get(_FULL_REFRESH_DONE):
+        return "full refresh: the last sync read everything"
+    slices = state.get("slices")
+    if isinstance(slices, list):
+        if not slices:
+            return "nothing read yet"
+        first = slices[0]
+        text = f"read up to {_words(first.get('end'))}"
+        if first.get("start") not in (None, "") and len(slices) == 1:
+            text = f"read from {_words(first.get('start'))} up to {_words(first.get('end'))}"
+        if len(slices) > 1:
+            text += (f", and {len(slices) - 1} later range(s) up to "
+                     f"{_words(newest_cursor(state))} (gaps are read by the next sync)")
+        return text
+    return f"the connector's own state ({len(state)} key(s))"
+
+
+def freshness_s(state: Mapping[str, Any] | None, now: datetime) -> float | None:
+    """Now minus the newest committed cursor, when that cursor is a time."""
+    newest = parse_time(newest_cursor(state))
+    return round((now - newest).total_seconds(), 1) if newest is not None else None
+
+
+def stream_views(configured: Sequence[Mapping[str, Any]], states: Mapping[str, Any],
+                 tables: Mapping[str, str | None], now: datetime) -> list[dict[str, Any]]:
+    """The streams of a connection page: how each is synced and its state in words.
+
+    ``configured``: ``{name, sync_mode, cursor_field, primary_key}`` per stream,
+    from the connection file or its last plan; a stream with state but not
+    configured (any more) is listed too.
+    """
+    names = [c["name"] for c in configured]
+    rows = list(configured) + [{"name": n} for n in sorted(states) if n not in names]
+    views = []
+    for row in rows:
+        state = states.get(row["name"])
+        views.append({
+            "name": row["name"],
+            "sync_mode": row.get("sync_mode"),
+            "cursor_field": row.get("cursor_field"),
+            "primary_key": list(row.get("primary_key") or []),
+            "table": tables.get(row["name"]),
+            "state": state,
+            "state_text": state_text(state),
+            "newest_cursor": newest_cursor(state),
+            "freshness_s": freshness_s(state, now),
+        })
+    return views
+
+
+def configured_from_plan(plan: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """How each stream was synced, as a run's persisted plan says (no connecting)."""
+    found = []
+    for stream_plan in plan.get("streams") or []:
+        stream = stream_plan.get("stream") or {}
+        mode = f"{stream.get('sync_mode')}+{stream.get('destination_sync_mode')}"
+        found.append({"name": stream.get("name"), "sync_mode": mode,
+                      "cursor_field": stream.get("cursor_field"),
+                      "primary_key": stream.get("primary_key") or []})
+    return found
+
+
+# ---------------------------------------------------------------- one run
+
+
+def _planned(plan: Mapping[str, Any]) -> dict[str, int]:
+    """Partitions planned per stream."""
+    return {str((s.get("stream") or {}).get("name")): sum(len(c.get("partitions") or [])
+                                                      for c in s.get("checkpoints") or [])
+            for s in plan.get("streams") or []}
+
+
+def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_key: str,
+               now: datetime) -> dict[str, Any]:
+    """``GET /api/runs/{id}``: the run with per-stream, per-checkpoint and per-partition
+    figures.  A running run's figures come from its committed checkpoints so far."""
+    planned = _planned(run.plan)
+    recorded = {row.get("name"): row for row in stream_rows(run)}
+    partitions = partition_rows(checkpoints)
+    names: list[str] = list(dict.fromkeys([*planned, *(str(n) for n in recorded),
+                                           *(c.stream for c in checkpoints)]))
+    streams, errors = [], []
+    for name in names:
+        mine = [c for c in checkpoints if c.stream == name]
+        done = [c for c in mine if c.status in ("committed", "released")]
+        row = recorded.get(name) or {}
+        records = sum(int(c.stats.get("records_written") or 0) for c in done)
+        streams.append({
+            "name": name,
+            "status": row.get("status") or ("running" if run.status == "running" else None),
+            "records": row.get("records_written", records),
+            "rejected": row.get("records_rejected",
+                                sum(int(c.stats.get("records_rejected") or 0) for c in done)),
+            "bytes": row.get("bytes", sum(int(c.stats.get("bytes") or 0) for c in done)),
+            "partitions_done": sum(len(c.stats.get("partitions") or []) for c in done),
+            "partitions_planned": planned.get(name, 0),
+            "error": row.get("error"),
+            "checkpoints": [{"index": c.index, "checkpoint_id": c.checkpoint_id,
+                             "status": c.status, "records": c.stats.get("records_written"),
+                             "bytes": c.stats.get("bytes"),
+                             "duration_s": c.stats.get("duration_s"),
+                             "commit": c.stats.get(commit_key), "error": c.stats.get("error")}
+                            for c in mine],
+            "partitions": [{"checkpoint_index": p["checkpoint"], "partition_id": p["partition"],
+                            "records": p.get("records_written"), "bytes": p.get("bytes"),
+                            "duration_s": p.get("duration_s"), "error": p.get("error")}
+                           for p in partitions if p["stream"] == name],
+        })
+        if row.get("error"):
+            errors.append({"stream": name, "partition_id": None, "message": row["error"]})
+        for c in mine:
+            if c.status == "failed":
+                ids = c.stats.get("partitions") or [None]
+                errors += [{"stream": name, "partition_id": pid,
+                            "message": c.stats.get("error") or "checkpoint failed"}
+                           for pid in ids]
+    summary = run_summary(run, now)
+    if summary["records"] is None:  # running: what is committed so far
+        summary["records"] = sum(s["records"] or 0 for s in streams)
+        summary["bytes"] = sum(s["bytes"] or 0 for s in streams)
+        summary["rejected"] = sum(s["rejected"] or 0 for s in streams)
+        summary["rows_per_s"] = _rate(summary["records"], summary["duration_s"])
+    if run.error and not errors:
+        errors.append({"stream": None, "partition_id": None, "message": run.error})
+    return {
+        **summary,
+        "plan": run.plan,
+        "state_before": run.state_before,
+        "state_after": run.state_after,
+        "error": run.error,
+        "replay_of": run.plan.get("replay_of"),
+        "attempts": [{"number": a.number, "status": a.status, "pid": a.pid, "host": a.host,
+                      "started_at": iso(a.started_at), "ended_at": iso(a.ended_at),
+                      "error": a.error} for a in run.attempts],
+        "streams": streams,
+        "errors": errors,
+        "progress": {
+            "records": summary["records"],
+            "partitions_done": sum(s["partitions_done"] for s in streams),
+            "partitions_planned": sum(s["partitions_planned"] for s in streams),
+            "rows_per_s": summary["rows_per_s"],
+            "live": run.status == "running",
+        },
+    }
+
+
+def log_lines(lines: Sequence[RunLogLine], omitted: int) -> dict[str, Any]:
+    """``GET /api/runs/{id}/logs``: the lines, and how many were left out to bound the store."""
+    return {"lines": [{"seq": line.seq, "at": iso(line.at), "level": line.level,
+                       "logger": line.logger, "message": line.message} for line in lines],
+            "omitted": omitted}
