@@ -9,10 +9,11 @@ import { h } from "./dom.js";
  */
 export function bars(testid, points, { label, format, width = 160, height = 36 } = {}) {
   const known = points.map((p) => p.value ?? 0);
-  const top = Math.max(1, ...known);
+  const top = Math.max(0, ...known) || 1;
   const n = Math.max(points.length, 1);
   const gap = n > 40 ? 0.5 : 1.5;
-  const barWidth = Math.max(1, (width - gap * (n - 1)) / n);
+  // A few runs stay thin bars on the left, not blocks across the chart.
+  const barWidth = Math.max(1, Math.min((width - gap * (n - 1)) / n, width / 16));
   const summary = points.length
     ? `${label}: ${points.length} runs, highest ${format(top)}`
     : `${label}: no runs yet`;

@@ -53,3 +53,6 @@ export function table(testid, columns, rows, { empty = "Nothing yet." } = {}) {
 
 /** One term and its value in a <dl class="facts">. */
 export const fact = (term, value) => h("div", {}, h("dt", {}, term), h("dd", {}, value));
+
+/** A file's own name, without its folder (the whole path goes in a title, on hover). */
+export const baseName = (path) => (path ? String(path).split(/[\\/]/).pop() : "—");

@@ -4,7 +4,7 @@
 import { get, seg } from "./api.js";
 import { backfillDialog, resetDialog, syncNow } from "./actions.js";
 import { bars } from "./charts.js";
-import { fact, fill, h, table } from "./dom.js";
+import { baseName, fact, fill, h, table } from "./dom.js";
 import { badge, count, duration, freshness, rate, when } from "./format.js";
 
 export async function renderConnection(ctx, name) {
@@ -24,7 +24,8 @@ export async function renderConnection(ctx, name) {
     const connection = await get(path);
     if (ctx.stopped) return null;
     state.connection = connection;
-    const running = (connection.runs || []).some((r) => r.status === "running");
+    const running = Boolean(connection.busy)
+      || (connection.runs || []).some((r) => r.status === "running");
     if (running) state.expecting = 0;
     draw();
     return running || Date.now() < state.expecting ? 1000 : 5000;
@@ -65,7 +66,7 @@ export async function renderConnection(ctx, name) {
 }
 
 function drawHead(c, actions) {
-  const running = (c.runs || []).some((r) => r.status === "running");
+  const running = Boolean(c.busy) || (c.runs || []).some((r) => r.status === "running");
   return [
     h("div", {}, h("h1", { "data-testid": "connection-name" }, c.name), " ",
       c.valid ? badge(c.last_run?.status, "connection-status")
@@ -73,7 +74,7 @@ function drawHead(c, actions) {
           "invalid")),
     c.valid ? h("div", { class: "actions" },
       h("button", { type: "button", class: "primary", "data-testid": "sync-now",
-        disabled: running, title: running ? "A run of this connection is going" : null,
+        disabled: running, title: running ? `A ${c.busy ?? "run"} of this connection is going` : null,
         onclick: (e) => actions.sync(e.currentTarget) }, "Sync now"),
       h("button", { type: "button", "data-testid": "backfill-open",
         onclick: actions.backfill }, "Backfill…")) : null,
@@ -89,7 +90,7 @@ function drawFacts(c) {
     h("dl", { class: "facts" },
       fact("Source → destination",
         `${c.source_type ?? "unknown"} → ${c.destination_type ?? "unknown"}`),
-      fact("File", h("code", {}, c.file ?? "—")),
+      fact("File", h("code", { title: c.file }, baseName(c.file))),
       fact("Schedule", c.schedule ? h("code", {}, c.schedule) : "manual only"),
       fact("Next firing", c.next_firing ? when(c.next_firing) : "—"),
       fact("Last run", c.last_run
@@ -104,7 +105,7 @@ function drawStreams(c, actions) {
     h("h2", { id: "streams-title" }, "Streams"),
     table("streams-table", [
       { label: "Stream", key: "name", cell: (s) => h("strong", {}, s.name) },
-      { label: "Sync mode", key: "sync_mode", cell: (s) => s.sync_mode ?? "—" },
+      { label: "Sync mode", key: "sync_mode", cell: (s) => (s.sync_mode ?? "—").replace("+", " + ") },
       { label: "Cursor", key: "cursor", cell: (s) => s.cursor_field
         ? h("code", {}, [].concat(s.cursor_field).join(".")) : "—" },
       { label: "Primary key", key: "pk", cell: (s) => s.primary_key?.length

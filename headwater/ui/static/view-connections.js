@@ -2,7 +2,7 @@
 // records per run; refreshed every few seconds so a run started elsewhere shows up.
 import { get } from "./api.js";
 import { bars } from "./charts.js";
-import { fill, h, table } from "./dom.js";
+import { baseName, fill, h, table } from "./dom.js";
 import { badge, count, duration, when } from "./format.js";
 
 export async function renderConnections(ctx) {
@@ -62,7 +62,7 @@ function invalidEntry(c) {
   return h("li", { "data-testid": "invalid-connection" },
     h("details", {},
       h("summary", {}, h("span", { class: "badge badge-invalid" }, "invalid"), " ",
-        h("strong", {}, c.name), " ", h("span", { class: "muted" }, c.file),
+        h("strong", {}, c.name), " ", h("span", { class: "muted", title: c.file }, baseName(c.file)),
         ` — ${c.problems.length} problem${c.problems.length === 1 ? "" : "s"}`),
       h("ul", { class: "problems", "data-testid": "problems" },
         c.problems.map((p) => h("li", {}, p))),

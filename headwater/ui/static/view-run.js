@@ -140,8 +140,8 @@ function drawStreamDetail(s) {
   const partitions = s.partitions || [];
   return h("details", { class: "stream-detail", "data-key": `stream:${s.name}`,
     "data-testid": "stream-detail" },
-  h("summary", {}, `${s.name}: ${count((s.checkpoints || []).length)} checkpoints, `
-    + `${count(partitions.length)} partitions`),
+  h("summary", {}, `${s.name}: ${plural((s.checkpoints || []).length, "checkpoint")}, `
+    + `${plural(partitions.length, "partition")}`),
   h("h3", {}, "Checkpoints"),
   table("checkpoints-table", [
     { label: "#", key: "index", num: true, cell: (c) => count(c.index) },
@@ -173,6 +173,8 @@ function drawStreamDetail(s) {
 const figure = (label, value, testid) => h("div", { class: "figure" },
   h("div", { class: "figure-value", "data-testid": testid }, value),
   h("div", { class: "figure-label" }, label));
+
+const plural = (n, word) => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
 
 const json = (value) => (value === null || value === undefined
   ? "none" : JSON.stringify(value, null, 2));

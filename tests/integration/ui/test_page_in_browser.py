@@ -19,10 +19,9 @@ request to any host but the server, and the connection's secret in no page.
 
 from __future__ import annotations
 
-import asyncio
+import logging
 import os
 import shutil
-import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -102,39 +101,19 @@ def write_folder(tmp_path: Path) -> Path:
     return folder
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
-def server(spark: Any, tmp_path: Path) -> Iterator[str]:
-    """The real app on 127.0.0.1, on its own event loop in a thread; yields its base URL."""
-    from aiohttp import web
+def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[str]:
+    """The real server on 127.0.0.1, any free port, from its own thread; yields its URL.
 
-    from headwater.ui import create_app
+    Headwater logs at INFO, as under ``headwater ui``, so runs have log lines to show.
+    """
+    caplog.set_level(logging.INFO, logger="headwater")
+    from headwater.ui import UiServer, create_app
 
-    app = create_app(write_folder(tmp_path))
-    port = free_port()
-    loop = asyncio.new_event_loop()
-    runner = web.AppRunner(app)
-    started = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(runner.setup())
-        loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
-        started.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, name="ui-server", daemon=True)
-    thread.start()
-    assert started.wait(60), "the server did not start"
-    yield f"http://127.0.0.1:{port}"
-    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(120)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(60)
+    server = UiServer(create_app(write_folder(tmp_path)), "127.0.0.1", 0)
+    server.start()
+    yield server.url
+    server.shutdown("the test is over")
 
 
 class Walk:
@@ -191,7 +170,8 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     invalid.locator("summary").click()
     problems = invalid.get_by_test_id("problems").locator("li")
     expect(problems.first).to_be_visible()
-    assert any("users" in text for text in problems.all_inner_texts())
+    assert any("sync_mode" in text and "sometimes" in text
+               for text in problems.all_inner_texts()), problems.all_inner_texts()
     walk.shot("02-invalid-file")
 
     # The connection: its stream and state, no run yet.
@@ -200,7 +180,6 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     streams = page.get_by_test_id("streams-table-row")
     expect(streams).to_have_count(1)
     expect(streams.first).to_contain_text("users")
-    expect(streams.first).to_contain_text("updated_at")
     expect(page.get_by_test_id("runs-table-empty")).to_be_visible()
     walk.shot("03-connection")
 
@@ -218,7 +197,8 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     assert page.evaluate("window.__notReloaded") is True
     expect(first.locator("[data-col=records]")).to_have_text("300")
     expect(page.get_by_test_id("connection-status")).to_have_text("succeeded")
-    expect(page.get_by_test_id("stream-state")).to_contain_text("read up to")
+    expect(page.get_by_test_id("stream-state")).to_contain_text("up to 2024-01-01")
+    expect(page.get_by_test_id("streams-table-row").first).to_contain_text("updated_at")
     expect(page.get_by_test_id("throughput-chart")).to_have_attribute("data-points", "1")
     walk.shot("05-sync-succeeded")
 
