@@ -180,11 +180,19 @@ def _planned(plan: Mapping[str, Any]) -> dict[str, int]:
             for s in plan.get("streams") or []}
 
 
+def _planned_partitions(plan: Mapping[str, Any]) -> dict[tuple[str, int], list[str]]:
+    """(stream, checkpoint index) -> the partition ids the plan gave that checkpoint."""
+    return {(str((s.get("stream") or {}).get("name")), int(c.get("index", 0))):
+            [str(p.get("id")) for p in c.get("partitions") or []]
+            for s in plan.get("streams") or [] for c in s.get("checkpoints") or []}
+
+
 def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_key: str,
                now: datetime) -> dict[str, Any]:
     """``GET /api/runs/{id}``: the run with per-stream, per-checkpoint and per-partition
     figures.  A running run's figures come from its committed checkpoints so far."""
     planned = _planned(run.plan)
+    by_checkpoint = _planned_partitions(run.plan)
     recorded = {row.get("name"): row for row in stream_rows(run)}
     partitions = partition_rows(checkpoints)
     names: list[str] = list(dict.fromkeys([*planned, *(str(n) for n in recorded),
@@ -220,7 +228,8 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
             errors.append({"stream": name, "partition_id": None, "message": row["error"]})
         for c in mine:
             if c.status == "failed":
-                ids = c.stats.get("partitions") or [None]
+                ids = (c.stats.get("partitions") or by_checkpoint.get((name, c.index))
+                       or [None])
                 errors += [{"stream": name, "partition_id": pid,
                             "message": c.stats.get("error") or "checkpoint failed"}
                            for pid in ids]
@@ -239,6 +248,7 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
         "state_after": run.state_after,
         "error": run.error,
         "replay_of": run.plan.get("replay_of"),
+        "config": run.config_redacted,
         "attempts": [{"number": a.number, "status": a.status, "pid": a.pid, "host": a.host,
                       "started_at": iso(a.started_at), "ended_at": iso(a.ended_at),
                       "error": a.error} for a in run.attempts],

@@ -1,0 +1,55 @@
+"""Capturing a run's log lines: only that run's (its threads and the pools it submits to),
+masked, flushed to the store when the run ends."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from headwater.config import register_secrets
+from headwater.engine._run_logs import capture_run_logs, submit_in_run
+from headwater.metadata_store import MetadataStore
+
+log = logging.getLogger("headwater.test_run_logs")
+
+
+def test_a_run_keeps_its_own_lines_masked_and_no_other_threads(tmp_path: Path) -> None:
+    store = MetadataStore(MetadataStore.default_url(tmp_path))
+    run_id = store.create_run("c", plan={"connection": "c", "streams": []}, state_before={},
+                              config_redacted={})
+    register_secrets(["s3cr3t-token-value"])
+    log.setLevel(logging.INFO)
+    other_may_log = threading.Event()
+    other_logged = threading.Event()
+
+    def another_run() -> None:  # a thread of this process not running the run
+        other_may_log.wait()
+        log.warning("not this run's line")
+        other_logged.set()
+
+    other = threading.Thread(target=another_run)
+    other.start()
+    with capture_run_logs(store, run_id, every_s=0.05):
+        log.info("reading with token %s", "s3cr3t-token-value")
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            submit_in_run(pool, log.warning, "from a lane thread").result()
+            pool.submit(log.warning, "from a pool thread not carrying the run").result()
+        other_may_log.set()
+        other_logged.wait()
+        try:
+            raise ValueError("boom")
+        except ValueError:
+            log.exception("it failed")
+    other.join()
+    lines, omitted = store.run_logs(run_id)
+    assert [(line.level, line.message.splitlines()[0]) for line in lines] == [
+        ("INFO", "reading with token **********"),
+        ("WARNING", "from a lane thread"),
+        ("ERROR", "it failed"),
+    ]
+    assert "ValueError: boom" in lines[-1].message
+    assert lines[0].logger == "headwater.test_run_logs" and omitted == 0
+    assert not any(isinstance(h, logging.Handler) and type(h).__name__ == "RunLogCapture"
+                   for h in logging.getLogger().handlers)

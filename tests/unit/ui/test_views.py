@@ -1,0 +1,104 @@
+"""The API's JSON shapes: run summaries, a stream's state in words, a run's figures."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from headwater.metadata_store import MetadataStore
+from headwater.ui import _views as views
+
+NOW = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
+SLICES = {"state_type": "datetime", "cursor_field": "updated_at",
+          "slices": [{"start": "2026-01-01T00:00:00Z", "end": "2026-11-20T14:00:00Z"}]}
+
+
+def test_state_in_words_and_freshness() -> None:
+    assert views.state_text(SLICES) == "read from 2026-01-01 00:00 up to 2026-11-20 14:00"
+    assert views.newest_cursor(SLICES) == "2026-11-20T14:00:00Z"
+    assert views.freshness_s(SLICES, NOW) == 3600.0
+    gaps = {"slices": [{"start": "", "end": "2026-11-19"},
+                       {"start": "2026-11-19T12:00:00Z", "end": "2026-11-20T10:00:00Z"}]}
+    assert views.state_text(gaps) == ("read up to 2026-11-19, and 1 later range(s) up to "
+                                      "2026-11-20 10:00 (gaps are read by the next sync)")
+    numbers = {"slices": [{"start": 0, "end": 500}]}
+    assert views.state_text(numbers) == "read from 0 up to 500"
+    assert views.freshness_s(numbers, NOW) is None
+    assert views.state_text(None).startswith("no state yet")
+    assert views.state_text({"__ab_full_refresh_sync_complete": True}).startswith("full refresh")
+    assert views.state_text({"lsn": "0/16B3748"}) == "the connector's own state (1 key(s))"
+
+
+def _store(tmp_path: Path) -> MetadataStore:
+    return MetadataStore(MetadataStore.default_url(tmp_path))
+
+
+PLAN = {"connection": "c", "streams": [{
+    "stream": {"name": "users", "sync_mode": "incremental",
+               "destination_sync_mode": "append", "cursor_field": "updated_at",
+               "primary_key": ["id"]},
+    "state_before": None, "lanes": 1,
+    "checkpoints": [{"index": 1, "checkpoint_id": "a", "lane": 0,
+                     "partitions": [{"id": "p1"}, {"id": "p2"}]},
+                    {"index": 2, "checkpoint_id": "b", "lane": 0,
+                     "partitions": [{"id": "p3"}]}]}]}
+
+
+def test_a_running_run_shows_what_is_committed_so_far(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    run_id = store.create_run("c", plan=PLAN, state_before={"users": None},
+                              config_redacted={"destination": {"type": "delta"}})
+    store.start_attempt(run_id, pid=1, host="h")
+    figures = [{"partition": p, "records_read": 5, "records_written": 5, "records_rejected": 0,
+                "bytes": 50, "duration_s": 0.5, "retries": 0} for p in ("p1", "p2")]
+    store.record_checkpoint(run_id, "users", 1, "a", status="committed", stats={
+        "records_written": 10, "records_rejected": 1, "bytes": 100, "duration_s": 2.0,
+        "delta_version": 7, "partitions": ["p1", "p2"], "partition_stats": figures})
+    run = store.get_run(run_id)
+    assert run is not None
+    now = run.started_at + timedelta(seconds=4)
+    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", now)
+    assert detail["status"] == "running" and detail["duration_s"] == 4.0
+    assert detail["progress"] == {"records": 10, "partitions_done": 2, "partitions_planned": 3,
+                                  "rows_per_s": 2.5, "live": True}
+    [stream] = detail["streams"]
+    assert stream["checkpoints"] == [{"index": 1, "checkpoint_id": "a", "status": "committed",
+                                      "records": 10, "bytes": 100, "duration_s": 2.0,
+                                      "commit": 7, "error": None}]
+    assert [p["partition_id"] for p in stream["partitions"]] == ["p1", "p2"]
+    assert stream["partitions"][0]["records"] == 5
+    assert detail["plan"] == PLAN and detail["errors"] == []
+
+
+def test_a_failed_checkpoint_names_its_partitions_in_the_errors(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    run_id = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.start_attempt(run_id, pid=1, host="h")
+    store.record_checkpoint(run_id, "users", 2, "b", status="failed",
+                            stats={"attempt": 1, "error": "HTTP 500 from the API"})
+    store.finish_run(run_id, status="failed", error="users: HTTP 500 from the API",
+                     state_after={}, stats={"streams": [{
+                         "name": "users", "status": "failed", "records_written": 0,
+                         "records_rejected": 0, "bytes": 0,
+                         "error": "HTTP 500 from the API"}]})
+    run = store.get_run(run_id)
+    assert run is not None
+    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", NOW)
+    assert detail["errors"] == [
+        {"stream": "users", "partition_id": None, "message": "HTTP 500 from the API"},
+        {"stream": "users", "partition_id": "p3", "message": "HTTP 500 from the API"}]
+    summary = views.run_summary(store.list_run_summaries("c")[0], NOW)
+    assert summary["status"] == "failed" and summary["records"] == 0
+    assert detail["progress"]["live"] is False
+
+
+def test_run_summaries_page_back_newest_first(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    ids = [store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+           for _ in range(5)]
+    newest_first = sorted(ids, reverse=True)  # ids sort by start time, then at random
+    found = [s.run_id for s in store.list_run_summaries("c", limit=2)]
+    assert found == [s.run_id for s in store.list_run_summaries("c")][:2]
+    rest = [s.run_id for s in store.list_run_summaries("c", limit=10, before=found[-1])]
+    assert found + rest == [s.run_id for s in store.list_run_summaries("c", limit=10)]
+    assert sorted(found + rest, reverse=True) == newest_first
