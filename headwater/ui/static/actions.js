@@ -104,10 +104,12 @@ function drawPlan(plan) {
       { label: "Partitions", key: "partitions", num: true,
         cell: (s) => count(Array.isArray(s.partitions) ? s.partitions.length : s.partitions) },
       { label: "Checkpoints", key: "checkpoints", num: true, cell: (s) => count(s.checkpoints) },
-      { label: "From", key: "from", cell: (s) => s.bounds?.start ?? "—" },
-      { label: "To", key: "to", cell: (s) => s.bounds?.end ?? "—" },
+      { label: "From", key: "from", cell: (s) => s.from ?? s.bounds?.start ?? "—" },
+      { label: "To", key: "to", cell: (s) => s.to ?? s.bounds?.end ?? "—" },
       { label: "Estimated rows", key: "rows", num: true, cell: (s) => count(s.estimated_rows) },
     ], streams, { empty: "Nothing to read in this window." }),
+    plan.moves_state === false
+      ? h("p", { class: "muted" }, "The stream's state stays where it is.") : null,
   ];
 }
 

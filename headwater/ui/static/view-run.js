@@ -133,6 +133,9 @@ function drawBody(run) {
     ], run.attempts)] : null,
     h("details", { "data-key": "plan", "data-testid": "plan" },
       h("summary", {}, "Persisted plan"), h("pre", { class: "json" }, json(run.plan))),
+    run.config ? h("details", { "data-key": "config", "data-testid": "run-config" },
+      h("summary", {}, "Connection as it ran (secrets masked)"),
+      h("pre", { class: "json" }, json(run.config))) : null,
   ];
 }
 

@@ -8,11 +8,12 @@ that does not validate.  Syncs run in this process on the shared Spark session.
 
 The walk: the connections list, the invalid file's problems, the connection,
 "Sync now", the run seen ``running`` and then ``succeeded`` without a reload, the
-run's figures, Replay and its result followed live on the replay's page, and the
-same pages on a phone-sized screen.  A sync is held after its first checkpoint's
-release (a listener on the driver's ``after-release`` moment waits on a gate the
-test opens) so the page is seen running whatever the machine's speed; nothing is
-timed.  Each step saves a screenshot under ``test-artifacts/ui/`` (kept by CI)
+run's figures, Replay and its result followed live on the replay's page, the
+backfill's plan (shown, not run), a reset confirmed by typing the stream's name,
+and the same pages on a phone-sized screen.  A sync is held after its first
+checkpoint's release (a listener on the driver's ``after-release`` moment waits on
+a gate the test opens) so the page is seen running whatever the machine's speed;
+nothing is timed.  Each step saves a screenshot under ``test-artifacts/ui/`` (kept by CI)
 and checks what it shows through the DOM.  Throughout: no console error, no
 request to any host but the server, and the connection's secret in no page.
 """
@@ -236,6 +237,34 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("progress-records")).to_have_text("300")
     expect(page.get_by_test_id("replay")).to_be_visible()
     walk.shot("08-replay-succeeded")
+
+    # Backfill shows its plan first and runs nothing until asked (here: cancelled).
+    page.get_by_role("link", name="shop", exact=True).click()
+    page.get_by_test_id("backfill-open").click()
+    dialog = page.get_by_test_id("backfill-dialog")
+    dialog.get_by_test_id("backfill-from").fill("2024-01-01T00:00:00Z")
+    dialog.get_by_test_id("backfill-to").fill("2024-01-01T00:02:00Z")
+    expect(dialog.get_by_test_id("backfill-run")).to_be_disabled()
+    dialog.get_by_test_id("backfill-show-plan").click()
+    plan_row = dialog.get_by_test_id("plan-table-row")
+    expect(plan_row).to_have_count(1)
+    expect(plan_row).to_contain_text("users")
+    expect(dialog.get_by_test_id("backfill-run")).to_be_enabled()
+    walk.shot("09-backfill-plan")
+    dialog.get_by_test_id("dialog-cancel").click()
+    expect(page.get_by_test_id("runs-table-row")).to_have_count(2)
+
+    # Reset says what it does and waits for the stream's name to be typed.
+    page.get_by_test_id("reset-open").click()
+    dialog = page.get_by_test_id("reset-dialog")
+    expect(dialog).to_contain_text("reads this stream from the start")
+    expect(dialog.get_by_test_id("reset-run")).to_be_disabled()
+    dialog.get_by_test_id("reset-confirm").fill("user")
+    expect(dialog.get_by_test_id("reset-run")).to_be_disabled()
+    dialog.get_by_test_id("reset-confirm").fill("users")
+    walk.shot("10-reset-confirm")
+    dialog.get_by_test_id("reset-run").click()
+    expect(page.get_by_test_id("stream-state")).to_contain_text("no state yet")
     walk.close()
 
     # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
@@ -246,9 +275,9 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
         "document.documentElement.scrollWidth <= window.innerWidth"), "the page is too wide"
     assert phone.page.evaluate(
         "[...document.querySelectorAll('.table-wrap')].some(w => w.scrollWidth > w.clientWidth)")
-    phone.shot("09-phone-connection")
+    phone.shot("11-phone-connection")
     phone.page.get_by_test_id("run-link").first.click()
     expect(phone.page.get_by_test_id("run-status")).to_have_text("succeeded")
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    phone.shot("10-phone-run")
+    phone.shot("12-phone-run")
     phone.close()
