@@ -43,7 +43,10 @@ async function call(method, path, body) {
     });
     const data = await response.json().catch(() => ({}));
     if (response.status === 401) {
-      const given = await askToken(data.error || "This server needs a token.");
+      const given = await askToken(token
+        ? "That token was refused. Enter the token this server was started with."
+        : "This server needs its token (given to `headwater ui` with --token or "
+          + "HEADWATER_UI_TOKEN). The page keeps it for this tab only.");
       if (!given) throw new ApiError(401, data.error || "A token is needed.");
       sessionStorage.setItem(TOKEN_KEY, given);
       continue;

@@ -2,6 +2,7 @@
 // time; leaving a view aborts its requests' follow-ups and stops its polling.
 import { onTokenNeeded, takeTokenFromUrl } from "./api.js";
 import { h, fill } from "./dom.js";
+import { keepTimesFresh } from "./format.js";
 import { notify } from "./notices.js";
 import { renderConnections } from "./view-connections.js";
 import { renderConnection } from "./view-connection.js";
@@ -73,20 +74,28 @@ async function route() {
   fill(main, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Connections")));
 }
 
+let asking = null;  // one question at a time, however many requests were refused
+
 function askToken(reason) {
+  if (asking) return asking;
   const dialog = document.getElementById("token-dialog");
   document.getElementById("token-reason").textContent = reason;
   const input = dialog.querySelector("input");
   input.value = "";
+  dialog.returnValue = "";
+  dialog.querySelector("[data-close]").onclick = () => dialog.close("cancel");
   dialog.showModal();
-  return new Promise((resolve) => {
+  asking = new Promise((resolve) => {
     dialog.addEventListener("close", () => {
+      asking = null;
       resolve(dialog.returnValue === "ok" ? input.value.trim() || null : null);
     }, { once: true });
   });
+  return asking;
 }
 
 takeTokenFromUrl();
+keepTimesFresh();
 onTokenNeeded(askToken);
 window.addEventListener("hashchange", route);
 route();

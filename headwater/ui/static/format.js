@@ -58,7 +58,17 @@ export function exact(iso) {
 /** A <time> that reads "3 min ago" and shows the exact time on hover. */
 export function when(iso) {
   if (!iso) return h("span", { class: "muted" }, "—");
-  return h("time", { datetime: iso, title: exact(iso) }, relative(iso));
+  return h("time", { datetime: iso, title: exact(iso), "data-relative": "" }, relative(iso));
+}
+
+/** Keep every "3 min ago" on the page true while it stays open (views that stopped
+ * polling, such as a finished run, are not redrawn). */
+export function keepTimesFresh(every = 30000) {
+  setInterval(() => {
+    for (const node of document.querySelectorAll("time[data-relative]")) {
+      node.textContent = relative(node.getAttribute("datetime"));
+    }
+  }, every);
 }
 
 /** "12 min" of data freshness (now minus the newest committed cursor). */

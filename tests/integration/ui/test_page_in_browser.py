@@ -281,3 +281,46 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     phone.shot("12-phone-run")
     phone.close()
+
+
+TOKEN = "page-token-7c41d2"
+
+
+@pytest.fixture
+def token_server(tmp_path: Path) -> Iterator[str]:
+    """The server with a token, as beyond loopback (here still on 127.0.0.1); no sync runs."""
+    from headwater.ui import UiServer, create_app
+
+    server = UiServer(create_app(write_folder(tmp_path), token=TOKEN), "127.0.0.1", 0)
+    server.start()
+    yield server.url
+    server.shutdown("the test is over")
+
+
+def test_the_page_asks_for_the_token_once_and_takes_it_from_the_address(
+        token_server: str, browser: Any) -> None:
+    walk = Walk(browser, token_server, {"width": 1280, "height": 900})
+    page = walk.page
+    # A first load without it: the server's 401 (which the browser reports on its console,
+    # the one error expected here) makes the page ask; the answer is kept for the tab.
+    page.goto(token_server + "/")
+    dialog = page.get_by_test_id("token-dialog")
+    expect(dialog).to_be_visible()
+    dialog.get_by_test_id("token-input").fill(TOKEN)
+    walk.shot("13-token-asked")
+    dialog.get_by_test_id("token-submit").click()
+    expect(page.get_by_test_id("connection-link")).to_have_text("shop")
+    assert page.evaluate("sessionStorage.getItem('headwater.token')") == TOKEN
+    page.reload()
+    expect(page.get_by_test_id("connection-link")).to_have_text("shop")
+    expect(dialog).to_be_hidden()
+    walk.problems = [p for p in walk.problems if "401" not in p]
+    walk.close()
+
+    # ?token= on the first load: used, kept, and removed from the address bar.
+    walk = Walk(browser, token_server, {"width": 1280, "height": 900})
+    walk.page.goto(f"{token_server}/?token={TOKEN}#/connections/shop")
+    expect(walk.page.get_by_test_id("connection-name")).to_have_text("shop")
+    assert TOKEN not in walk.page.url
+    assert walk.page.url.endswith("#/connections/shop")
+    walk.close()
