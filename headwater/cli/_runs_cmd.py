@@ -89,6 +89,8 @@ def runs_show(
             "state_before": run.state_before,
             "state_after": run.state_after,
             "config": run.config_redacted,
+            # Where the run's log lines are: the store keeps them; `headwater ui` shows them.
+            "log_lines": len(store.run_logs(run_id)[0]),
         }
         if as_json:
             cli.emit_json(document)
@@ -111,6 +113,9 @@ def runs_show(
                                           "ended_at", "error"], document["attempt_details"]))
         cli.out.print_json(data=mask_obj({"state_before": run.state_before,
                                       "state_after": run.state_after}))
+        cli.out.print(f"{document['log_lines']} log lines of this run are in the metadata "
+                      f"store: `headwater ui` shows them (GET /api/runs/{run_id}/logs)",
+                      highlight=False, markup=False)
 
 
 def register(runs_app: typer.Typer) -> None:

@@ -140,13 +140,11 @@ class Actions:
         name = connection.name
         if self.runs.stop_reason is not None:
             raise ActionError(409, f"this server is stopping ({self.runs.stop_reason})")
+        self._refuse_if_busy(name)  # first: this process's own job says more than its lock
         self._refuse_if_locked(connection)
         job = Job(connection=name, kind=kind)
         with self._lock:
-            current = self._jobs.get(name)
-            if current is not None and not current.ended.is_set():
-                raise ActionError(409, f"connection {name} is already running a "
-                                       f"{current.kind} here; wait for it or stop it")
+            self._refuse_if_busy(name, locked=True)
             self._jobs[name] = job
 
         def body() -> None:
@@ -167,6 +165,16 @@ class Actions:
             raise _as_action_error(job.failure)
         return {"run_id": job.run_ids[0] if job.run_ids else None, "started": True,
                 "connection": name, "kind": kind}
+
+    def _refuse_if_busy(self, name: str, *, locked: bool = False) -> None:
+        """409 if this process runs a job of ``name`` (``locked``: the caller holds ``_lock``)."""
+        if not locked:
+            with self._lock:
+                return self._refuse_if_busy(name, locked=True)
+        current = self._jobs.get(name)
+        if current is not None and not current.ended.is_set():
+            raise ActionError(409, f"connection {name} is already running a "
+                                   f"{current.kind} here; wait for it or stop it")
 
     def _refuse_if_locked(self, connection: ConnectionFile) -> None:
         holder = self.folder.store_for(connection).lock_holder(connection.name)

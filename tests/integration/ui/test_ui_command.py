@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests._processes import stop
 from tests.integration._connections import connection_file
@@ -18,18 +19,23 @@ from tests.integration._connections import connection_file
 REPO = Path(__file__).resolve().parents[3]
 
 
-def _start(folder: Path, *args: str, env: dict[str, str] | None = None
-           ) -> subprocess.Popen[str]:
-    inherited = {k: v for k, v in os.environ.items() if k != "HEADWATER_UI_TOKEN"}
-    environment = {**inherited, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.Popen([sys.executable, "-m", "headwater", "ui", str(folder), *args],
+def _start(folder: Path, *args: str, command: str = "ui") -> subprocess.Popen[str]:
+    environment = {k: v for k, v in os.environ.items() if k != "HEADWATER_UI_TOKEN"}
+    environment["PYTHONPATH"] = str(REPO)
+    return subprocess.Popen([sys.executable, "-m", "headwater", command, str(folder), *args],
                             cwd=folder, env=environment, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
-def test_ui_serves_then_stops_on_sigterm(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("command", "ending"), [
+    ("ui", "stopped: every sync the page started has ended"),
+    ("serve", "stopped: every run in progress has ended"),  # serve DIR --ui
+])
+def test_the_page_serves_then_stops_on_sigterm(tmp_path: Path, command: str,
+                                               ending: str) -> None:
     connection_file(tmp_path, name="shop", source={"users": 10}, streams=[])
-    process = _start(tmp_path, "--port", "0")
+    process = _start(tmp_path, "--port", "0", *(["--ui"] if command == "serve" else []),
+                     command=command)
     try:
         assert process.stderr is not None
         first = process.stderr.readline()
@@ -40,7 +46,7 @@ def test_ui_serves_then_stops_on_sigterm(tmp_path: Path) -> None:
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=120)
         assert process.returncode == 0, stderr
-        assert "stopped: every sync the page started has ended" in stderr
+        assert ending in stderr
     finally:
         if process.poll() is None:
             stop(process)

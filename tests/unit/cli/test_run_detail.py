@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from headwater.cli.app import app
-from headwater.metadata_store import MetadataStore
+from headwater.metadata_store import MetadataStore, RunLogLine
 
 
 def test_runs_show_lists_partitions_and_links_a_replay(tmp_path: Path) -> None:
@@ -31,6 +32,10 @@ def test_runs_show_lists_partitions_and_links_a_replay(tmp_path: Path) -> None:
                                            "replay_of": synced},
                                 state_before={}, config_redacted={}, kind="replay")
 
+    store.append_run_logs(synced, [RunLogLine(seq=1, at=datetime.now(UTC), level="WARNING",
+                                              logger="headwater", message="slow API")],
+                          keep_first=10, keep_last=10)
+
     runner = CliRunner()
     shown = runner.invoke(app, ["runs", "--store", url, "show", synced, "--json"])
     assert shown.exit_code == 0, shown.output
@@ -44,6 +49,7 @@ def test_runs_show_lists_partitions_and_links_a_replay(tmp_path: Path) -> None:
     assert document["streams"] == [{"name": "users", "records_written": 9,
                                      "state_before": None, "state_after": after["users"]}]
     assert all("partition_stats" not in c for c in document["checkpoints"])
+    assert document["log_lines"] == 1
 
     listed = runner.invoke(app, ["runs", "--store", url, "--json"])
     rows = {r["run_id"]: r for r in json.loads(listed.stdout)["runs"]}
@@ -53,3 +59,4 @@ def test_runs_show_lists_partitions_and_links_a_replay(tmp_path: Path) -> None:
     table = runner.invoke(app, ["runs", "--store", url, "show", synced])
     assert table.exit_code == 0, table.output
     assert "partitions" in table.stdout and "users:a/b" in table.stdout
+    assert "1 log lines of this run are in the metadata store" in table.stdout
