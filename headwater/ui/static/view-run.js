@@ -100,7 +100,7 @@ function drawBody(run) {
       fact("Attempts", count((run.attempts || []).length || null))),
     run.error ? h("div", { class: "panel panel-error", role: "alert" },
       h("h2", {}, "Error"), h("pre", { "data-testid": "run-error" }, run.error)) : null,
-    (run.errors || []).length ? h("section", {}, h("h2", {}, "Failed partitions"),
+    (run.errors || []).length ? h("section", {}, h("h2", {}, "Errors by stream and partition"),
       table("errors-table", [
         { label: "Stream", key: "stream", cell: (e) => e.stream ?? "—" },
         { label: "Partition", key: "partition", cell: (e) => h("code", {}, e.partition_id ?? "—") },

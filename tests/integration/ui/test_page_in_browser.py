@@ -10,7 +10,7 @@ The walk: the connections list, the invalid file's problems, the connection,
 "Sync now", the run seen ``running`` and then ``succeeded`` without a reload, the
 run's figures, Replay and its result followed live on the replay's page, the
 backfill's plan (shown, not run), a reset confirmed by typing the stream's name,
-and the same pages on a phone-sized screen.  A sync is held after its first
+a failed sync's error, and the same pages on a phone-sized screen.  A sync is held after its first
 checkpoint's release (a listener on the driver's ``after-release`` moment waits on
 a gate the test opens) so the page is seen running whatever the machine's speed;
 nothing is timed.  Each step saves a screenshot under ``test-artifacts/ui/`` (kept by CI)
@@ -93,6 +93,11 @@ def write_folder(tmp_path: Path) -> Path:
                               "destination_sync_mode": "append_dedup",
                               "primary_key": ["id"]}],
                     checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the lake should be")
+    connection_file(folder, name="stuck", lake=str(blocker / "lake"),
+                    source={"users": 100, "orders": 0, "rows_per_partition": 100},
+                    streams=[{"name": "users", "sync_mode": "incremental"}])
     (folder / "broken.yaml").write_text(yaml.safe_dump({
         "name": "broken",
         "source": {"type": "sample", "config": {"users": "many"}},
@@ -265,6 +270,18 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     walk.shot("10-reset-confirm")
     dialog.get_by_test_id("reset-run").click()
     expect(page.get_by_test_id("stream-state")).to_contain_text("no state yet")
+
+    # A sync that fails (its lake is under a file): the page says so, and why.
+    page.get_by_role("link", name="Connections", exact=True).first.click()
+    page.get_by_test_id("connection-link").filter(has_text="stuck").click()
+    page.get_by_test_id("sync-now").click()
+    failed = page.get_by_test_id("runs-table-row").first
+    expect(failed.get_by_test_id("run-status")).to_have_text("failed", timeout=SLOW_MS)
+    failed.get_by_test_id("run-link").click()
+    expect(page.get_by_test_id("run-status")).to_have_text("failed")
+    expect(page.get_by_test_id("run-error")).to_contain_text("not-a-folder")
+    expect(page.get_by_test_id("errors-table-row").first).to_be_visible()
+    walk.shot("11-failed-run")
     walk.close()
 
     # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
@@ -275,11 +292,11 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
         "document.documentElement.scrollWidth <= window.innerWidth"), "the page is too wide"
     assert phone.page.evaluate(
         "[...document.querySelectorAll('.table-wrap')].some(w => w.scrollWidth > w.clientWidth)")
-    phone.shot("11-phone-connection")
+    phone.shot("12-phone-connection")
     phone.page.get_by_test_id("run-link").first.click()
     expect(phone.page.get_by_test_id("run-status")).to_have_text("succeeded")
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    phone.shot("12-phone-run")
+    phone.shot("13-phone-run")
     phone.close()
 
 
@@ -307,12 +324,12 @@ def test_the_page_asks_for_the_token_once_and_takes_it_from_the_address(
     dialog = page.get_by_test_id("token-dialog")
     expect(dialog).to_be_visible()
     dialog.get_by_test_id("token-input").fill(TOKEN)
-    walk.shot("13-token-asked")
+    walk.shot("14-token-asked")
     dialog.get_by_test_id("token-submit").click()
-    expect(page.get_by_test_id("connection-link")).to_have_text("shop")
+    expect(page.get_by_test_id("connection-link")).to_have_text(["shop", "stuck"])
     assert page.evaluate("sessionStorage.getItem('headwater.token')") == TOKEN
     page.reload()
-    expect(page.get_by_test_id("connection-link")).to_have_text("shop")
+    expect(page.get_by_test_id("connection-link")).to_have_text(["shop", "stuck"])
     expect(dialog).to_be_hidden()
     walk.problems = [p for p in walk.problems if "401" not in p]
     walk.close()
