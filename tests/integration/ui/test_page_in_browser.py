@@ -273,6 +273,10 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
 
     # A sync that fails (its lake is under a file): the page says so, and why.
     page.get_by_role("link", name="Connections", exact=True).first.click()
+    expect(row.get_by_test_id("last-run-status")).to_have_text("succeeded")
+    expect(row.get_by_test_id("records-chart")).to_have_attribute("data-points", "2")
+    expect(row.locator("[data-col=records]")).to_have_text("300")
+    walk.shot("11-connections-after")
     page.get_by_test_id("connection-link").filter(has_text="stuck").click()
     page.get_by_test_id("sync-now").click()
     failed = page.get_by_test_id("runs-table-row").first
@@ -281,7 +285,7 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("run-status")).to_have_text("failed")
     expect(page.get_by_test_id("run-error")).to_contain_text("not-a-folder")
     expect(page.get_by_test_id("errors-table-row").first).to_be_visible()
-    walk.shot("11-failed-run")
+    walk.shot("12-failed-run")
     walk.close()
 
     # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
@@ -292,11 +296,11 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
         "document.documentElement.scrollWidth <= window.innerWidth"), "the page is too wide"
     assert phone.page.evaluate(
         "[...document.querySelectorAll('.table-wrap')].some(w => w.scrollWidth > w.clientWidth)")
-    phone.shot("12-phone-connection")
+    phone.shot("13-phone-connection")
     phone.page.get_by_test_id("run-link").first.click()
     expect(phone.page.get_by_test_id("run-status")).to_have_text("succeeded")
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    phone.shot("13-phone-run")
+    phone.shot("14-phone-run")
     phone.close()
 
 
@@ -324,7 +328,7 @@ def test_the_page_asks_for_the_token_once_and_takes_it_from_the_address(
     dialog = page.get_by_test_id("token-dialog")
     expect(dialog).to_be_visible()
     dialog.get_by_test_id("token-input").fill(TOKEN)
-    walk.shot("14-token-asked")
+    walk.shot("15-token-asked")
     dialog.get_by_test_id("token-submit").click()
     expect(page.get_by_test_id("connection-link")).to_have_text(["shop", "stuck"])
     assert page.evaluate("sessionStorage.getItem('headwater.token')") == TOKEN
