@@ -1,7 +1,7 @@
 // The actions: each is one POST to the route that runs the same code as the CLI command
 // (sync, stop, replay, backfill, state reset). The two that change data by choice, backfill
 // and reset, first show what they will do and wait for the person to confirm.
-import { post, seg } from "./api.js";
+import { get, post, seg } from "./api.js";
 import { fill, h, table } from "./dom.js";
 import { count } from "./format.js";
 import { notify } from "./notices.js";
@@ -31,11 +31,44 @@ export async function stopRun(runId, button) {
   return answer;
 }
 
-export async function replayRun(runId, button) {
-  const answer = await busy(button, () => post(`/api/runs/${seg(runId)}/replay`));
+export async function replayRun(run, button) {
+  let known = new Set();
+  const answer = await busy(button, async () => {
+    known = await recentRunIds(run.connection);
+    return post(`/api/runs/${seg(run.run_id)}/replay`);
+  });
   if (!answer) return;
-  notify(`Replay of ${runId} started.`);
-  if (answer.run_id) window.location.hash = `#/runs/${seg(answer.run_id)}`;
+  notify(`Replay of ${run.run_id} started.`);
+  await openRun(answer, run.connection, "replay", known);
+}
+
+async function recentRunIds(connection) {
+  const { runs } = await get(`/api/connections/${seg(connection)}?limit=10`);
+  return new Set(runs.map((r) => r.run_id));
+}
+
+/** Open the run a job started. The server names it when it started within a few seconds;
+ * otherwise (Spark still starting) the page waits for a new run of that kind to appear in
+ * the connection's runs, as long as the person stays on this view. */
+async function openRun(answer, connection, kind, known) {
+  if (answer.run_id) {
+    window.location.hash = `#/runs/${seg(answer.run_id)}`;
+    return;
+  }
+  const here = window.location.hash;
+  try {
+    while (window.location.hash === here) {
+      const { runs } = await get(`/api/connections/${seg(connection)}?limit=10`);
+      const found = runs.find((r) => r.kind === kind && !known.has(r.run_id));
+      if (found) {
+        window.location.hash = `#/runs/${seg(found.run_id)}`;
+        return;
+      }
+      await new Promise((resolve) => { setTimeout(resolve, 1000); });
+    }
+  } catch (error) {
+    notify(error.message, "error");
+  }
 }
 
 /** A modal <dialog> built for one use and removed when it closes. */
@@ -87,11 +120,15 @@ export function backfillDialog(connection) {
     run.disabled = false;
   });
   run.addEventListener("click", async () => {
-    const answer = await busy(run, () => post(path, body));
+    let known = new Set();
+    const answer = await busy(run, async () => {
+      known = await recentRunIds(connection.name);
+      return post(path, body);
+    });
     if (!answer) return;
     dialog.close();
     notify(`Backfill of ${body.stream} started.`);
-    if (answer.run_id) window.location.hash = `#/runs/${seg(answer.run_id)}`;
+    await openRun(answer, connection.name, "backfill", known);
   });
 }
 

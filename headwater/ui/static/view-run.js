@@ -74,7 +74,7 @@ function drawHead(run) {
         onclick: (e) => stopRun(run.run_id, e.currentTarget) }, "Stop") : null,
       running ? null : h("button", { type: "button", "data-testid": "replay",
         title: "Re-read this run's partitions and replace its rows",
-        onclick: (e) => replayRun(run.run_id, e.currentTarget) }, "Replay")),
+        onclick: (e) => replayRun(run, e.currentTarget) }, "Replay")),
   ];
 }
 

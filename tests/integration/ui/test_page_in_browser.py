@@ -108,8 +108,8 @@ def write_folder(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[str]:
-    """The real server on 127.0.0.1, any free port, from its own thread; yields its URL.
+def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Any]:
+    """The real server on 127.0.0.1, any free port, from its own thread.
 
     Headwater logs at INFO, as under ``headwater ui``, so runs have log lines to show.
     """
@@ -118,7 +118,7 @@ def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iter
 
     server = UiServer(create_app(write_folder(tmp_path)), "127.0.0.1", 0)
     server.start()
-    yield server.url
+    yield server
     server.shutdown("the test is over")
 
 
@@ -159,12 +159,15 @@ def browser() -> Iterator[Any]:
 
 
 def test_a_person_syncs_watches_and_replays_in_the_page(
-        server: str, browser: Any, gate: Gate) -> None:
-    walk = Walk(browser, server, {"width": 1280, "height": 900})
+        server: Any, browser: Any, gate: Gate) -> None:
+    from headwater.ui._app import ACTIONS
+
+    base = server.url
+    walk = Walk(browser, base, {"width": 1280, "height": 900})
     page = walk.page
 
     # The connections list: the valid connection, never run, and the file with problems.
-    page.goto(server + "/")
+    page.goto(base + "/")
     row = page.get_by_test_id("connections-table-row").filter(has_text="shop")
     expect(row.get_by_test_id("last-run-status")).to_have_text("never run")
     expect(row).to_contain_text("sample → delta")
@@ -226,7 +229,10 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("log-line").first).to_be_visible()
     walk.shot("06-run")
 
-    # Replay: the page follows the new run live, then reads its result.
+    # Replay: the page follows the new run live, then reads its result.  The server is
+    # told not to wait for the replay's run id (as when Spark is slow to start), so the
+    # page finds the new run itself.
+    server.app[ACTIONS].wait_for_run_s = 0
     gate.close()
     page.get_by_test_id("replay").click()
     expect(page.get_by_test_id("run-id")).not_to_have_text(run_id)
@@ -289,8 +295,8 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     walk.close()
 
     # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
-    phone = Walk(browser, server, {"width": 390, "height": 844})
-    phone.page.goto(server + "/#/connections/shop")
+    phone = Walk(browser, base, {"width": 390, "height": 844})
+    phone.page.goto(base + "/#/connections/shop")
     expect(phone.page.get_by_test_id("runs-table-row")).to_have_count(2)
     assert phone.page.evaluate(
         "document.documentElement.scrollWidth <= window.innerWidth"), "the page is too wide"
