@@ -19,7 +19,6 @@ import typer
 
 from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
-from headwater.config import register_secrets
 from headwater.serve import RunsInProgress
 from headwater.ui import DEFAULT_PORT, TOKEN_ENV, UiServer, check_bind, create_app
 
@@ -37,8 +36,6 @@ def start_page(folder: Path, host: str, port: int, token: str | None, store: str
     from headwater.cli import _common as cli
 
     check_bind(host, token)
-    if token:
-        register_secrets([token])  # never in a log line or an answer
     server = UiServer(create_app(folder, store, token=token, runs=runs), host, port)
     server.start()
     cli.err.print(f"web page on {server.url}/" + ("  (token required)" if token else ""),

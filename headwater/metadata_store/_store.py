@@ -318,6 +318,29 @@ class MetadataStore:
         rows = self._db.read(lambda conn: conn.execute(query).all())
         return [record_from_row(RunSummary, row, stats=row.stats or {}) for row in rows]
 
+    def recent_run_summaries(self, connections: Sequence[str],
+                             limit: int) -> dict[str, list[RunSummary]]:
+        """The newest ``limit`` runs of each connection, newest first, in one statement
+        (a ``LIMIT``ed index range per connection, joined by ``UNION ALL``): the
+        connections list of the web page, whatever the history's length."""
+        if not connections:
+            return {}
+        r = t.runs
+        columns = (r.c.run_id, r.c.connection, r.c.kind, r.c.status, r.c.started_at,
+                   r.c.ended_at, r.c.stats, r.c.error)
+        parts = [sa.select(*columns).where(r.c.connection == name)
+                 .order_by(r.c.started_at.desc(), r.c.run_id.desc()).limit(limit)
+                 .subquery() for name in connections]
+        query = sa.union_all(*[sa.select(part) for part in parts])
+        rows = self._db.read(lambda conn: conn.execute(query).all())
+        found: dict[str, list[RunSummary]] = {name: [] for name in connections}
+        for row in rows:
+            found[row.connection].append(record_from_row(RunSummary, row,
+                                                         stats=row.stats or {}))
+        for runs in found.values():
+            runs.sort(key=lambda run: (run.started_at, run.run_id), reverse=True)
+        return found
+
     def find_unfinished_run(self, connection: str) -> RunRecord | None:
         """The newest run of ``connection`` still ``running`` or ``stopped``: one to resume.
 

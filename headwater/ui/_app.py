@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,8 +20,9 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from headwater.config import mask, mask_obj
+from headwater.config import mask, mask_obj, register_secrets
 from headwater.errors import HeadwaterError
+from headwater.metadata_store import MetadataStore, RunSummary
 from headwater.operations import commit_id_key
 from headwater.serve import RunsInProgress, next_firing
 from headwater.ui import _views as views
@@ -34,6 +36,9 @@ STATIC_DIR = Path(__file__).parent / "static"
 #: Runs per connection in the list's small chart.
 RECENT_RUNS = 20
 MAX_RUNS_PAGE = 500
+#: Log lines per answer (``?limit=``, at most the larger figure): the page asks for more.
+LOG_LINES_PAGE = 200
+MAX_LOG_LINES_PAGE = 1000
 
 FOLDER = web.AppKey("folder", ConnectionFolder)
 ACTIONS = web.AppKey("actions", Actions)
@@ -49,6 +54,8 @@ def create_app(directory: Path, store_url: str | None = None, *, token: str | No
     clients when set.  ``runs``: where the syncs the page starts register, so
     that one SIGTERM stops them (``serve --ui`` passes the scheduler's).
     """
+    if token:
+        register_secrets([token])  # never in a log line or an answer
     app = web.Application(middlewares=[_errors, token_middleware(token), csrf_middleware])
     folder = ConnectionFolder(Path(directory), store_url)
     app[FOLDER] = folder
@@ -105,19 +112,38 @@ async def _index(request: web.Request) -> web.StreamResponse:
 # ---------------------------------------------------------------- reading
 
 
+_FIRINGS: dict[str, datetime] = {}
+_FIRINGS_LOCK = threading.Lock()  # handlers run on several worker threads
+
+
+def _next_firing(schedule: str, now: datetime) -> datetime | None:
+    """When ``schedule`` fires next (as ``serve`` computes it), kept until that time passes:
+    croniter costs milliseconds a call, and the list shows every connection's."""
+    with _FIRINGS_LOCK:
+        known = _FIRINGS.get(schedule)
+    if known is not None and known > now:
+        return known
+    try:
+        found = next_firing(schedule, now)
+    except (ValueError, KeyError):
+        return None
+    with _FIRINGS_LOCK:
+        _FIRINGS[schedule] = found
+    return found
+
+
 def connection_document(folder: ConnectionFolder, actions: Actions, connection: ConnectionFile,
-                        now: datetime, *, recent: int = RECENT_RUNS) -> dict[str, Any]:
-    """``Connection`` of the contract: the file, its schedule, its recent runs."""
+                        now: datetime, summaries: list[RunSummary] | None = None
+                        ) -> dict[str, Any]:
+    """``Connection`` of the contract: the file, its schedule, its recent runs
+    (``summaries``, the newest first, when the caller read them already)."""
     config = connection.config
-    summaries = folder.store_for(connection).list_run_summaries(connection.name, limit=recent)
+    if summaries is None:
+        summaries = folder.store_for(connection).list_run_summaries(connection.name,
+                                                                    limit=RECENT_RUNS)
     runs = [views.run_summary(s, now) for s in summaries]
     schedule = config.schedule if config is not None else None
-    following = None
-    if schedule and connection.valid:
-        try:
-            following = views.iso(next_firing(schedule, now))
-        except (ValueError, KeyError):
-            following = None
+    following = views.iso(_next_firing(schedule, now)) if schedule and connection.valid else None
     job = actions.job_of(connection.name)
     return {
         "name": connection.name,
@@ -139,8 +165,16 @@ async def _connections(request: web.Request) -> web.Response:
 
     def read() -> dict[str, Any]:
         now = datetime.now(UTC)
-        return {"connections": [connection_document(folder, actions, c, now)
-                                for c in folder.connections()]}
+        connections = folder.connections()
+        by_store: dict[int, tuple[MetadataStore, list[str]]] = {}
+        for c in connections:
+            store = folder.store_for(c)
+            by_store.setdefault(id(store), (store, []))[1].append(c.name)
+        recent: dict[str, list[RunSummary]] = {}
+        for store, names in by_store.values():  # one statement per store
+            recent.update(store.recent_run_summaries(names, RECENT_RUNS))
+        return {"connections": [connection_document(folder, actions, c, now, recent[c.name])
+                                for c in connections]}
 
     return answer(await _blocking(read))
 
@@ -225,10 +259,11 @@ async def _logs(request: web.Request) -> web.Response:
     actions = request.app[ACTIONS]
     run_id = request.match_info["run_id"]
     after = _int_query(request, "after", 0, 2**62)
+    limit = _int_query(request, "limit", LOG_LINES_PAGE, MAX_LOG_LINES_PAGE)
 
     def read() -> dict[str, Any]:
         _, store = actions.find_run(run_id)
-        lines, omitted = store.run_logs(run_id, after=after)
+        lines, omitted = store.run_logs(run_id, after=after, limit=limit)
         return views.log_lines(lines, omitted)
 
     return answer(await _blocking(read))

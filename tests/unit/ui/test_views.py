@@ -102,3 +102,10 @@ def test_run_summaries_page_back_newest_first(tmp_path: Path) -> None:
     rest = [s.run_id for s in store.list_run_summaries("c", limit=10, before=found[-1])]
     assert found + rest == [s.run_id for s in store.list_run_summaries("c", limit=10)]
     assert sorted(found + rest, reverse=True) == newest_first
+    other = store.create_run("d", plan=PLAN, state_before={}, config_redacted={})
+    store.start_attempt(other, pid=1, host="h")
+    store.finish_run(other, status="succeeded", state_after={}, error=None,
+                     stats={"streams": [{"name": "users", "records_written": 3}]})
+    recent = store.recent_run_summaries(["c", "d", "e"], 2)
+    assert [s.run_id for s in recent["c"]] == found and recent["e"] == []
+    assert recent["d"][0].stats == {"streams": [{"name": "users", "records_written": 3}]}

@@ -1,0 +1,73 @@
+"""The actions' refusals, which need no Spark: each says why, with the status that fits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from headwater.metadata_store import MetadataStore
+from headwater.ui import create_app
+from tests.unit.ui._client import PAGE_HEADERS, call
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "c"
+    folder.mkdir()
+    store = f"sqlite:///{tmp_path / 'meta.db'}"
+    (folder / "shop.yaml").write_text(
+        "name: shop\nsource: {type: sample, config: {users: 10}}\n"
+        "streams: [{name: users, sync_mode: incremental}]\n"
+        f"metadata_store: {store}\n")
+    (folder / "bad.yaml").write_text("name: bad\nsource: {type: nope}\n"
+                                     f"metadata_store: {store}\n")
+    return folder
+
+
+def _post(folder: Path, path: str,
+          body: dict[str, object] | None = None) -> tuple[int, dict[str, str]]:
+    return call(create_app(folder), "POST", path, json=body or {}, headers=PAGE_HEADERS)
+
+
+def test_a_run_of_another_process_is_stopped_where_it_runs(folder: Path) -> None:
+    store = MetadataStore(f"sqlite:///{folder.parent / 'meta.db'}")
+    run_id = store.create_run("shop", plan={"connection": "shop", "streams": []},
+                              state_before={}, config_redacted={})
+    store.start_attempt(run_id, pid=4242, host="elsewhere")
+    status, body = _post(folder, f"/api/runs/{run_id}/stop")
+    assert status == 409
+    assert "process 4242 on elsewhere" in body["error"] and "stop it there" in body["error"]
+    store.finish_run(run_id, status="succeeded", stats={}, state_after={}, error=None)
+    status, body = _post(folder, f"/api/runs/{run_id}/stop")
+    assert status == 409 and "is not running (it is succeeded)" in body["error"]
+    assert _post(folder, "/api/runs/nope/stop")[0] == 404
+
+
+def test_a_connection_another_process_syncs_is_refused(folder: Path) -> None:
+    store = MetadataStore(f"sqlite:///{folder.parent / 'meta.db'}")
+    with store.lock("shop"):
+        status, body = _post(folder, "/api/connections/shop/sync")
+        assert status == 409 and "is being synced by process" in body["error"]
+        status, body = _post(folder, "/api/connections/shop/streams/users/reset",
+                             {"confirm": "users"})
+        assert status == 409
+
+
+def test_bad_requests_say_what_is_wrong(folder: Path) -> None:
+    status, body = _post(folder, "/api/connections/bad/sync")
+    assert status == 400 and "does not validate" in body["error"] and "nope" in body["error"]
+    assert _post(folder, "/api/connections/missing/sync")[0] == 404
+    status, body = _post(folder, "/api/connections/shop/backfill/plan", {"stream": "users"})
+    assert status == 400 and "from" in body["error"]
+    status, body = _post(folder, "/api/connections/shop/backfill/plan",
+                         {"stream": "users", "from": "yesterday", "to": "today"})
+    assert status == 400 and "updated_at" in body["error"]
+    status, body = call(create_app(folder), "POST", "/api/connections/shop/sync",
+                        data="not json", headers={**PAGE_HEADERS,
+                                                  "Content-Type": "application/json"})
+    assert status == 400 and "JSON object" in body["error"]
+    status, body = call(create_app(folder), "GET", "/api/connections/shop?limit=x")
+    assert status == 400
+    status, body = call(create_app(folder), "GET", "/api/no-such-route")
+    assert status == 404 and "error" in body
