@@ -9,6 +9,7 @@ import { fact, fill, h, table } from "./dom.js";
 import { badge, bytes, count, duration, rate, when } from "./format.js";
 
 const MAX_PARTITION_ROWS = 500;
+const LOG_PAGE = 500;
 
 export async function renderRun(ctx, runId) {
   document.title = `Run ${runId} · Headwater`;
@@ -23,24 +24,31 @@ export async function renderRun(ctx, runId) {
   let lastSeq = null;
   let logCount = 0;
 
+  // Log lines come a page at a time (after the last seq seen); a run keeps its first and
+  // last lines, and the gap between them is said where it is.
   const readLogs = async () => {
-    const after = lastSeq === null ? "" : `?after=${seg(lastSeq)}`;
-    const { lines, omitted } = await get(`${path}/logs${after}`);
-    if (ctx.stopped) return;
-    if (omitted && lastSeq === null) {
-      logList.append(h("li", { class: "muted" }, `${count(omitted)} earlier lines were not kept.`));
+    for (;;) {
+      const after = lastSeq === null ? 0 : lastSeq;
+      const { lines } = await get(`${path}/logs?after=${after}&limit=${LOG_PAGE}`);
+      if (ctx.stopped) return;
+      for (const line of lines) {
+        const gap = line.seq - (lastSeq ?? 0) - 1;
+        if (gap > 0) {
+          logList.append(h("li", { class: "log-gap" },
+            `… ${count(gap)} line${gap === 1 ? "" : "s"} not kept …`));
+        }
+        logList.append(h("li", { class: `log log-${String(line.level).toLowerCase()}`,
+          "data-testid": "log-line" },
+        h("time", { datetime: line.at, title: line.at }, line.at?.slice(11, 23) ?? ""), " ",
+        h("span", { class: "level" }, line.level), " ",
+        h("span", { class: "logger" }, line.logger), " ",
+        h("span", { class: "message" }, line.message)));
+        lastSeq = line.seq;
+        logCount += 1;
+      }
+      logList.dataset.count = logCount;
+      if (lines.length < LOG_PAGE) return;
     }
-    for (const line of lines) {
-      logList.append(h("li", { class: `log log-${String(line.level).toLowerCase()}`,
-        "data-testid": "log-line" },
-      h("time", { datetime: line.at, title: line.at }, line.at?.slice(11, 23) ?? ""), " ",
-      h("span", { class: "level" }, line.level), " ",
-      h("span", { class: "logger" }, line.logger), " ",
-      h("span", { class: "message" }, line.message)));
-      lastSeq = line.seq;
-      logCount += 1;
-    }
-    logList.dataset.count = logCount;
   };
 
   await ctx.poll(async () => {
