@@ -19,7 +19,7 @@ import typer
 
 from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
-from headwater.serve import RunsInProgress
+from headwater.serve import RunsInProgress, Scheduler
 from headwater.ui import DEFAULT_PORT, TOKEN_ENV, UiServer, check_bind, create_app
 
 HostOpt = Annotated[str, typer.Option(help="Address to listen on; beyond loopback a token "
@@ -31,12 +31,14 @@ TokenOpt = Annotated[str | None, typer.Option(
 
 
 def start_page(folder: Path, host: str, port: int, token: str | None, store: str | None,
-               runs: RunsInProgress) -> UiServer:
-    """Check the safety rules, then serve the page from a thread; returns the server."""
+               runs: RunsInProgress, scheduler: Scheduler | None = None) -> UiServer:
+    """Check the safety rules, then serve the page from a thread; returns the server.
+    ``scheduler``: ``serve --ui``'s, whose health ``/metrics`` adds."""
     from headwater.cli import _common as cli
 
     check_bind(host, token)
-    server = UiServer(create_app(folder, store, token=token, runs=runs), host, port)
+    server = UiServer(create_app(folder, store, token=token, runs=runs, scheduler=scheduler),
+                      host, port)
     server.start()
     cli.err.print(f"web page on {server.url}/" + ("  (token required)" if token else ""),
                   highlight=False, markup=False)

@@ -24,7 +24,7 @@ from headwater.config import mask, mask_obj, register_secrets
 from headwater.errors import HeadwaterError
 from headwater.metadata_store import MetadataStore, RunSummary
 from headwater.operations import commit_id_key
-from headwater.serve import RunsInProgress, next_firing
+from headwater.serve import RunsInProgress, Scheduler, next_firing
 from headwater.ui import _views as views
 from headwater.ui._actions import ActionError, Actions
 from headwater.ui._folder import ConnectionFile, ConnectionFolder
@@ -42,17 +42,20 @@ MAX_LOG_LINES_PAGE = 1000
 
 FOLDER = web.AppKey("folder", ConnectionFolder)
 ACTIONS = web.AppKey("actions", Actions)
+SCHEDULER: web.AppKey[Scheduler | None] = web.AppKey("scheduler")
 _T = TypeVar("_T")
 
 
 def create_app(directory: Path, store_url: str | None = None, *, token: str | None = None,
-               runs: RunsInProgress | None = None) -> web.Application:
+               runs: RunsInProgress | None = None,
+               scheduler: Scheduler | None = None) -> web.Application:
     """The page over the connection files of ``directory``.
 
     ``store_url``: one metadata store for every connection (default: each
     file's own, as ``headwater sync`` finds it).  ``token``: required from API
     clients when set.  ``runs``: where the syncs the page starts register, so
-    that one SIGTERM stops them (``serve --ui`` passes the scheduler's).
+    that one SIGTERM stops them (``serve --ui`` passes the scheduler's);
+    ``scheduler``: ``serve --ui``'s, whose health ``/metrics`` adds to the store's figures.
     """
     if token:
         register_secrets([token])  # never in a log line or an answer
@@ -60,12 +63,14 @@ def create_app(directory: Path, store_url: str | None = None, *, token: str | No
     folder = ConnectionFolder(Path(directory), store_url)
     app[FOLDER] = folder
     app[ACTIONS] = Actions(folder, runs if runs is not None else RunsInProgress())
+    app[SCHEDULER] = scheduler
     app.router.add_get("/", _index)
     app.router.add_static("/static", STATIC_DIR, show_index=False, follow_symlinks=False)
     app.router.add_get("/api/connections", _connections)
     app.router.add_get("/api/connections/{name}", _connection)
     app.router.add_get("/api/runs/{run_id}", _run)
     app.router.add_get("/api/runs/{run_id}/logs", _logs)
+    app.router.add_get("/metrics", _metrics)
     for path, call, status in ACTION_ROUTES:
         app.router.add_post(path, _action(call, status))
     app.on_cleanup.append(_close)
@@ -267,6 +272,23 @@ async def _logs(request: web.Request) -> web.Response:
         return views.log_lines(lines, omitted)
 
     return answer(await _blocking(read))
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    """Prometheus text (:mod:`headwater.observability.metrics`) over the folder's store: the
+    one every connection names, else the one ``headwater runs`` reads (``--store``, the
+    environment's, the home folder's), plus ``serve --ui``'s scheduler health."""
+    from headwater.observability.metrics import CONTENT_TYPE, render_metrics
+
+    folder, scheduler = request.app[FOLDER], request.app[SCHEDULER]
+
+    def read() -> bytes:
+        stores = folder.all_stores()
+        store = stores[0] if len(stores) == 1 else folder.store_for(None)
+        return render_metrics(store, scheduler)
+
+    body = await _blocking(read)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 # ---------------------------------------------------------------- actions

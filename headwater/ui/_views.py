@@ -126,8 +126,12 @@ def state_text(state: Mapping[str, Any] | None) -> str:
 
 
 def freshness_s(state: Mapping[str, Any] | None, now: datetime) -> float | None:
-    """Now minus the newest committed cursor, when that cursor is a time."""
-    newest = parse_time(newest_cursor(state))
+    """Now minus the newest committed cursor, when that cursor is a time: read as
+    ``/metrics`` reads it (:func:`headwater.observability.metrics.cursor_time`), so the
+    page and the freshness metric agree."""
+    from headwater.observability.metrics import cursor_time
+
+    newest = cursor_time(state)
     return round((now - newest).total_seconds(), 1) if newest is not None else None
 
 

@@ -28,12 +28,13 @@ NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 def load(settings: IcebergSettings) -> Catalog:
     """The catalog the settings name (a SQL catalog creates its tables on first use).
 
-    A SQL catalog's warehouse folder is created first: the embedded catalog's
-    SQLite file is in it.  A REST catalog's server decides where tables live.
+    A SQL or hadoop catalog's warehouse folder is created first: the embedded
+    catalog's SQLite file is in it; a hadoop catalog's namespaces are folders in
+    it.  A REST catalog's server decides where tables live.
     """
     from pyiceberg.catalog import load_catalog
 
-    if settings.catalog_type == "sql":
+    if settings.catalog_type in ("sql", "hadoop"):
         os.makedirs(settings.warehouse_folder, exist_ok=True)
     return load_catalog(settings.catalog_name, **dict(settings.catalog_properties))
 

@@ -144,10 +144,11 @@ class IcebergDestination(Destination):
         except HeadwaterError:
             raise
         except Exception as exc:
+            where = (self.settings.catalog_properties.get("uri")  # a hadoop catalog: none
+                     or self.settings.catalog_properties["warehouse"])
             raise DestinationError(
-                f"the Iceberg {self.settings.catalog_type} catalog at "
-                f"{self.settings.catalog_properties['uri']} is not usable: {_error_line(exc)}",
-            ) from exc
+                f"the Iceberg {self.settings.catalog_type} catalog at {where} is not usable: "
+                f"{_error_line(exc)}") from exc
 
     # ----------------------------------------------------------------- preparing
 

@@ -49,6 +49,15 @@ def test_without_a_token_the_api_answers(folder: Path) -> None:
     assert call(create_app(folder), "GET", "/api/connections")[0] == 200
 
 
+def test_metrics_are_served_under_the_token_rule(folder: Path) -> None:
+    status, text = call(create_app(folder), "GET", "/metrics")
+    assert status == 200 and "# TYPE headwater_" in text
+    assert call(create_app(folder, token=TOKEN), "GET", "/metrics")[0] == 401
+    status, text = call(create_app(folder, token=TOKEN), "GET", "/metrics",
+                        headers={"Authorization": f"Bearer {TOKEN}"})
+    assert status == 200 and "# TYPE headwater_" in text
+
+
 @pytest.mark.parametrize("headers", [
     {},                                                   # a cross-site form: no custom header
     {**PAGE_HEADERS, "Origin": "http://evil.example"},     # a cross-site fetch

@@ -9,7 +9,7 @@ from headwater.metadata_store import MetadataStore
 from headwater.ui import _views as views
 
 NOW = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
-SLICES = {"state_type": "datetime", "cursor_field": "updated_at",
+SLICES = {"state_type": "date-range", "cursor_field": "updated_at",
           "slices": [{"start": "2026-01-01T00:00:00Z", "end": "2026-11-20T14:00:00Z"}]}
 
 

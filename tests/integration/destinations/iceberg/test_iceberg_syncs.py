@@ -1,7 +1,8 @@
 """Syncs into Iceberg tables on every catalog the tests can start, read back with PyIceberg.
 
 Real Spark, real PyIceberg, real catalogs on 127.0.0.1: the embedded SQLite
-file, PostgreSQL, and Apache Iceberg's own REST catalog server.  Each
+file, PostgreSQL, Apache Iceberg's own REST catalog server, and our path-based
+catalog in Iceberg's Hadoop layout (the warehouse folder alone).  Each
 checkpoint must be exactly one snapshot carrying its marker, the rows must read
 back the same through a catalog client of the test's own, and what is not
 implemented yet must be refused before the table changes.
@@ -47,7 +48,7 @@ INCREMENTAL = [{"name": "users", "sync_mode": "incremental", "destination_sync_m
 OVERWRITE = [{"name": "users", "sync_mode": "full_refresh",
               "destination_sync_mode": "overwrite"}]
 #: Every catalog kind the tests start for real.
-CATALOG_KINDS = ["sqlite", "postgresql", "rest"]
+CATALOG_KINDS = ["sqlite", "postgresql", "rest", "hadoop"]
 
 
 def _config(tmp_path: Path, **catalog: Any) -> dict[str, Any]:
@@ -62,7 +63,9 @@ def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str,
     """The destination's config on one catalog kind (servers started only when asked for)."""
     kind = request.param
     if kind == "sqlite":
-        yield _config(tmp_path)
+        yield _config(tmp_path, type="sql")
+    elif kind == "hadoop":
+        yield _config(tmp_path)  # the default
     elif kind == "postgresql":
         server = request.getfixturevalue("postgres_server")
         with server.database() as database:
@@ -109,6 +112,10 @@ def fresh_catalog(path: Path) -> Any:
     warehouse = Path(config["warehouse"])
     if catalog.get("type") == "rest":
         return load_catalog("reader", type="rest", uri=catalog["uri"])
+    if catalog.get("type", "hadoop") == "hadoop":  # the default on a new warehouse
+        return load_catalog("reader", **{
+            "py-catalog-impl": "headwater.destinations.iceberg._hadoop.HadoopCatalog",
+            "warehouse": warehouse.as_uri()})
     uri = catalog.get("uri") or f"sqlite:///{warehouse}/catalog.db"
     return load_catalog("headwater", type="sql", uri=uri, warehouse=warehouse.as_uri())
 
@@ -276,6 +283,30 @@ def test_a_postgresql_catalog_keeps_nothing_in_the_warehouse_folder(
         path = write_connection(tmp_path, APPEND, destination=config)
         assert sync(path).status == "succeeded"
         assert not (tmp_path / "warehouse" / "catalog.db").exists()
+
+
+def test_a_hadoop_catalog_s_table_is_its_folder_in_iceberg_s_hadoop_layout(
+        spark: Any, tmp_path: Path) -> None:
+    """Two syncs; the folder alone holds the table, readable without our catalog."""
+    from pyiceberg.table import StaticTable
+
+    path = write_connection(tmp_path, APPEND, destination=_config(tmp_path, type="hadoop"))
+    first, second = sync(path), sync(path)
+    assert first.status == second.status == "succeeded", second.to_dict()
+    warehouse = tmp_path / "warehouse"
+    assert sorted(p.name for p in warehouse.iterdir()) == ["headwater"]  # no catalog.db
+    metadata = warehouse / "headwater" / "users" / "metadata"
+    versions = sorted(int(p.name[1:].split(".")[0]) for p in metadata.glob("v*.metadata.json"))
+    assert versions == list(range(1, len(versions) + 1))
+    assert (metadata / "version-hint.text").read_text() == str(versions[-1])
+    table = table_of(path)
+    assert table.metadata_location == f"file://{metadata}/v{versions[-1]}.metadata.json"
+    # 3 checkpoints per run, one snapshot each, every one in the current version.
+    assert len(table.snapshots()) == 6
+    _assert_one_snapshot_per_checkpoint(path, [first, second])
+    # PyIceberg's own reader of the layout (through version-hint.text) sees the same rows.
+    static = StaticTable.from_metadata(str(metadata.parent)).scan().to_arrow()
+    assert keyed(static) == keyed(read(path)) == keyed(expected()) + keyed(expected())
 
 
 def test_a_rest_catalog_s_tables_live_in_the_server_s_warehouse(
