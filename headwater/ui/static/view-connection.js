@@ -110,15 +110,16 @@ function drawStreams(c, actions) {
         ? h("code", {}, [].concat(s.cursor_field).join(".")) : "—" },
       { label: "Primary key", key: "pk", cell: (s) => s.primary_key?.length
         ? h("code", {}, s.primary_key.map((k) => [].concat(k).join(".")).join(", ")) : "—" },
-      { label: "State", key: "state", cell: (s) => h("span", { "data-testid": "stream-state" },
-        s.state_text || (s.state ? "stored" : "none: the next sync reads from the start")) },
+      { label: "State", key: "state", cell: (s) => h("div", { class: "state-cell" },
+        h("span", { "data-testid": "stream-state" },
+          s.state_text || (s.state ? "stored" : "none: the next sync reads from the start")),
+        h("button", { type: "button", class: "small", "data-testid": "reset-open",
+          "aria-label": `Reset state of ${s.name}`, onclick: () => actions.reset(s.name) },
+        "Reset…")) },
       { label: "Freshness", key: "freshness", num: true, cell: (s) => h("span", {
         title: s.newest_cursor ? `newest committed cursor: ${s.newest_cursor}` : null,
       }, freshness(s.freshness_s)) },
-      { label: "Table", key: "table", cell: (s) => h("code", {}, s.table ?? "—") },
-      { label: "", key: "actions", cell: (s) => h("button", { type: "button", class: "small",
-        "data-testid": "reset-open", "aria-label": `Reset state of ${s.name}`,
-        onclick: () => actions.reset(s.name) }, "Reset state…") },
+      { label: "Table", key: "table", cell: (s) => h("code", { class: "path", title: s.table }, s.table ?? "—") },
     ], c.streams, { empty: "This connection has no streams." }),
   ];
 }
