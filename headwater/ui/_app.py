@@ -1,10 +1,13 @@
 """The page's aiohttp application: routes, JSON answers, errors.
 
 Routes are listed in ``docs/ui.md`` (the API's documentation).  Every JSON
-document is masked twice on its way out, as ``--json`` output is: its strings
-with :func:`~headwater.config.mask_obj`, then the text itself with
-:func:`~headwater.config.mask`.  Store reads are blocking (SQLAlchemy), so each
-handler runs its reading on a worker thread, never on the event loop.
+document is masked on its way out: its text with :func:`~headwater.config.mask`,
+which finds each registered secret as written and as JSON escapes it (so in any
+string, key or value, of the document); stored configs are redacted already and
+log lines masked before they are stored.  One pass over the text, not one per
+string (``mask_obj``), is what keeps the connections list fast.  Store reads
+are blocking (SQLAlchemy), so each handler runs its reading on a worker thread,
+never on the event loop.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-from headwater.config import mask, mask_obj, register_secrets
+from headwater.config import mask, register_secrets
 from headwater.errors import HeadwaterError
 from headwater.metadata_store import MetadataStore, RunSummary
 from headwater.operations import commit_id_key
@@ -83,7 +86,7 @@ async def _close(app: web.Application) -> None:
 
 def answer(document: Any, status: int = 200) -> web.Response:
     """A JSON answer, masked (see the module docstring)."""
-    text = mask(json.dumps(mask_obj(document), default=str))
+    text = mask(json.dumps(document, default=str, separators=(",", ":")))
     return web.Response(text=text, status=status, content_type="application/json")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,16 @@ def test_a_post_of_the_page_itself_passes(folder: Path) -> None:
                         json={"confirm": "users"},
                         headers={**PAGE_HEADERS, "Sec-Fetch-Site": "same-origin"})
     assert status == 200 and body == {"connection": "shop", "reset": [], "before": None}
+
+
+def test_an_answer_never_carries_a_registered_secret() -> None:
+    from headwater.config import register_secrets
+    from headwater.ui._app import answer
+
+    secret = 'pa"ss\\word-0123456789-é'  # a quote, a backslash and non-ASCII: JSON escapes them
+    register_secrets([secret])
+    response = answer({"error": f"refused {secret}", secret: [{"nested": secret}]})
+    assert response.text is not None
+    decoded = json.dumps(json.loads(response.text), ensure_ascii=False)
+    assert secret not in decoded and "word-0123456789" not in response.text
+    assert response.text.count("**********") == 3
