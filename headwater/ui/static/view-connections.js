@@ -1,0 +1,71 @@
+// #/ : every connection file in the folder, valid or not, with its last run and a chart of
+// records per run; refreshed every few seconds so a run started elsewhere shows up.
+import { get } from "./api.js";
+import { bars } from "./charts.js";
+import { baseName, fill, h, table } from "./dom.js";
+import { badge, count, duration, when } from "./format.js";
+
+export async function renderConnections(ctx) {
+  document.title = "Connections · Headwater";
+  const summary = h("p", { class: "muted", "data-testid": "connections-summary" }, "Loading…");
+  const list = h("div", { "data-testid": "connections" });
+  const invalid = h("section", { "aria-labelledby": "invalid-title" });
+  fill(ctx.main, h("div", { class: "page-head" }, h("h1", {}, "Connections"), summary),
+    list, invalid);
+  let shownInvalid = null;  // redrawn only when it changes, so an opened entry stays open
+  await ctx.poll(async () => {
+    const { connections } = await get("/api/connections");
+    if (ctx.stopped) return null;
+    const good = connections.filter((c) => c.valid);
+    const bad = connections.filter((c) => !c.valid);
+    const running = good.filter((c) => c.last_run?.status === "running").length;
+    summary.textContent = `${good.length} connection${good.length === 1 ? "" : "s"}`
+      + (running ? `, ${running} running` : "")
+      + (bad.length ? `, ${bad.length} file${bad.length === 1 ? "" : "s"} with problems` : "");
+    fill(list, connectionsTable(good));
+    const seen = JSON.stringify(bad);
+    if (seen !== shownInvalid) fill(invalid, bad.length ? [
+      h("h2", { id: "invalid-title" }, "Files that do not validate"),
+      h("ul", { class: "invalid-list" }, bad.map(invalidEntry)),
+    ] : null);
+    shownInvalid = seen;
+    return running ? 2000 : 5000;
+  }, (wait) => wait);
+}
+
+function connectionsTable(connections) {
+  return table("connections-table", [
+    { label: "Connection", key: "name", cell: (c) => h("a", {
+      href: `#/connections/${encodeURIComponent(c.name)}`, "data-testid": "connection-link",
+    }, c.name) },
+    { label: "Last run", key: "last_run", cell: (c) => h("span", {},
+      badge(c.last_run?.status, "last-run-status"),
+      c.last_run ? h("span", { class: "sub" }, when(c.last_run.started_at)) : null) },
+    { label: "Records", key: "records", num: true, cell: (c) => count(c.last_run?.records) },
+    { label: "Duration", key: "duration", num: true,
+      cell: (c) => duration(c.last_run?.duration_s) },
+    { label: "Records per run", key: "chart", cell: (c) => bars("records-chart",
+      (c.recent_runs || []).map((r) => ({
+        value: r.records, status: r.status,
+        tip: `${r.run_id}: ${count(r.records)} records, ${r.status}`,
+      })), { label: "Records per run", format: count }) },
+    { label: "Source → destination", key: "types",
+      cell: (c) => `${c.source_type ?? "?"} → ${c.destination_type ?? "?"}` },
+    { label: "Schedule", key: "schedule", cell: (c) => c.schedule
+      ? h("span", {}, h("code", {}, c.schedule), c.next_firing
+        ? h("span", { class: "sub" }, "next ", when(c.next_firing)) : null)
+      : h("span", { class: "muted" }, "manual") },
+  ], connections, { empty: "No connection files in this folder yet." });
+}
+
+function invalidEntry(c) {
+  return h("li", { "data-testid": "invalid-connection" },
+    h("details", {},
+      h("summary", {}, h("span", { class: "badge badge-invalid" }, "invalid"), " ",
+        h("strong", {}, c.name), " ", h("span", { class: "muted", title: c.file }, baseName(c.file)),
+        ` — ${c.problems.length} problem${c.problems.length === 1 ? "" : "s"}`),
+      h("ul", { class: "problems", "data-testid": "problems" },
+        c.problems.map((p) => h("li", {}, p))),
+      h("a", { href: `#/connections/${encodeURIComponent(c.name)}`,
+        "data-testid": "invalid-connection-link" }, `Open ${c.name}`)));
+}

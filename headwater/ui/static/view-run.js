@@ -1,0 +1,191 @@
+// #/runs/RUN_ID : one run's figures per stream and per partition, its checkpoints with
+// their commit identifiers, state before and after, the persisted plan, errors with the
+// partition that failed, and its log lines. While the run is `running` the page asks
+// again every second (the server answers from what is committed so far), so records,
+// partitions done/planned and rows/s move without a reload; it stops once the run ends.
+import { get, seg } from "./api.js";
+import { replayRun, stopRun } from "./actions.js";
+import { fact, fill, h, table } from "./dom.js";
+import { badge, bytes, count, duration, rate, when } from "./format.js";
+
+const MAX_PARTITION_ROWS = 500;
+const LOG_PAGE = 500;
+
+export async function renderRun(ctx, runId) {
+  document.title = `Run ${runId} · Headwater`;
+  const path = `/api/runs/${seg(runId)}`;
+  const crumbs = h("nav", { class: "crumbs", "aria-label": "Breadcrumb" });
+  const head = h("div", { class: "page-head" });
+  const body = h("div");
+  const logList = h("ol", { class: "logs", "data-testid": "log-lines" });
+  const logs = h("section", { "aria-labelledby": "logs-title" },
+    h("h2", { id: "logs-title" }, "Log lines"), h("div", { class: "log-wrap" }, logList));
+  fill(ctx.main, crumbs, head, body, logs);
+  let lastSeq = null;
+  let logCount = 0;
+
+  // Log lines come a page at a time (after the last seq seen); a run keeps its first and
+  // last lines, and the gap between them is said where it is.
+  const readLogs = async () => {
+    for (;;) {
+      const after = lastSeq === null ? 0 : lastSeq;
+      const { lines } = await get(`${path}/logs?after=${after}&limit=${LOG_PAGE}`);
+      if (ctx.stopped) return;
+      for (const line of lines) {
+        const gap = line.seq - (lastSeq ?? 0) - 1;
+        if (gap > 0) {
+          logList.append(h("li", { class: "log-gap" },
+            `… ${count(gap)} line${gap === 1 ? "" : "s"} not kept …`));
+        }
+        logList.append(h("li", { class: `log log-${String(line.level).toLowerCase()}`,
+          "data-testid": "log-line" },
+        h("time", { datetime: line.at, title: line.at }, line.at?.slice(11, 23) ?? ""), " ",
+        h("span", { class: "level" }, line.level), " ",
+        h("span", { class: "logger" }, line.logger), " ",
+        h("span", { class: "message" }, line.message)));
+        lastSeq = line.seq;
+        logCount += 1;
+      }
+      logList.dataset.count = logCount;
+      if (lines.length < LOG_PAGE) return;
+    }
+  };
+
+  await ctx.poll(async () => {
+    const run = await get(path);
+    if (ctx.stopped) return null;
+    const open = new Set([...body.querySelectorAll("details[open][data-key]")]
+      .map((d) => d.dataset.key));
+    fill(crumbs, h("a", { href: "#/" }, "Connections"), " / ",
+      h("a", { href: `#/connections/${seg(run.connection)}` }, run.connection), " / ",
+      h("span", { "aria-current": "page" }, run.run_id));
+    fill(head, drawHead(run));
+    fill(body, drawBody(run));
+    for (const d of body.querySelectorAll("details[data-key]")) {
+      if (open.has(d.dataset.key)) d.open = true;
+    }
+    await readLogs();
+    return run.status === "running" ? 1000 : null;
+  }, (wait) => wait);
+}
+
+function drawHead(run) {
+  const running = run.status === "running";
+  return [
+    h("div", {}, h("h1", {}, "Run ", h("span", { "data-testid": "run-id" }, run.run_id)), " ",
+      badge(run.status, "run-status"), " ",
+      h("span", { class: "muted", "data-testid": "run-kind" }, run.kind ?? "sync"),
+      run.replay_of ? h("span", { class: "muted", "data-testid": "replay-of" }, "of ",
+        h("a", { href: `#/runs/${seg(run.replay_of)}` }, run.replay_of)) : null),
+    h("div", { class: "actions" },
+      running ? h("button", { type: "button", class: "danger", "data-testid": "stop",
+        onclick: (e) => stopRun(run.run_id, e.currentTarget) }, "Stop") : null,
+      running ? null : h("button", { type: "button", "data-testid": "replay",
+        title: "Re-read this run's partitions and replace its rows",
+        onclick: (e) => replayRun(run, e.currentTarget) }, "Replay")),
+  ];
+}
+
+function drawBody(run) {
+  const p = run.progress || {};
+  const planned = p.partitions_planned;
+  return [
+    h("section", { class: "panel", "data-testid": "progress", "data-live": p.live ? "yes" : "no",
+      "aria-live": "polite" },
+    h("div", { class: "figures" },
+      figure("Records", count(p.records ?? run.records), "progress-records"),
+      figure("Partitions", `${count(p.partitions_done)} / ${count(planned)}`,
+        "progress-partitions"),
+      figure("Rows/s", rate(p.rows_per_s ?? run.rows_per_s), "progress-rate"),
+      figure("Duration", duration(run.duration_s), "run-duration")),
+    planned ? h("progress", { max: planned, value: p.partitions_done ?? 0,
+      "aria-label": "Partitions done" }) : null),
+    h("dl", { class: "facts" },
+      fact("Started", when(run.started_at)),
+      fact("Ended", run.ended_at ? when(run.ended_at) : (run.status === "running" ? "running" : "—")),
+      fact("Bytes", bytes(run.bytes)),
+      fact("Rejected", count(run.rejected)),
+      fact("Attempts", count((run.attempts || []).length || null))),
+    run.error ? h("div", { class: "panel panel-error", role: "alert" },
+      h("h2", {}, "Error"), h("pre", { "data-testid": "run-error" }, run.error)) : null,
+    (run.errors || []).length ? h("section", {}, h("h2", {}, "Errors by stream and partition"),
+      table("errors-table", [
+        { label: "Stream", key: "stream", cell: (e) => e.stream ?? "—" },
+        { label: "Partition", key: "partition", cell: (e) => h("code", {}, e.partition_id ?? "—") },
+        { label: "Message", key: "message", cell: (e) => h("span", { class: "wrap" }, e.message) },
+      ], run.errors)) : null,
+    h("h2", {}, "Streams"),
+    table("run-streams-table", [
+      { label: "Stream", key: "name", cell: (s) => h("strong", {}, s.name) },
+      { label: "Status", key: "status", cell: (s) => badge(s.status, "stream-status") },
+      { label: "Records", key: "records", num: true, cell: (s) => count(s.records) },
+      { label: "Rejected", key: "rejected", num: true, cell: (s) => count(s.rejected) },
+      { label: "Bytes", key: "bytes", num: true, cell: (s) => bytes(s.bytes) },
+      { label: "Partitions", key: "partitions", num: true,
+        cell: (s) => `${count(s.partitions_done)} / ${count(s.partitions_planned)}` },
+    ], run.streams || [], { empty: "No stream figures recorded yet." }),
+    (run.streams || []).map(drawStreamDetail),
+    h("h2", {}, "State"),
+    h("div", { class: "two" },
+      h("figure", {}, h("figcaption", {}, "Before"),
+        h("pre", { class: "json", "data-testid": "state-before" }, json(run.state_before))),
+      h("figure", {}, h("figcaption", {}, "After"),
+        h("pre", { class: "json", "data-testid": "state-after" }, json(run.state_after)))),
+    (run.attempts || []).length > 1 ? [h("h2", {}, "Attempts"), table("attempts-table", [
+      { label: "#", key: "number", num: true, cell: (a) => count(a.number) },
+      { label: "Status", key: "status", cell: (a) => badge(a.status, "attempt-status") },
+      { label: "Started", key: "started", cell: (a) => when(a.started_at) },
+      { label: "Ended", key: "ended", cell: (a) => when(a.ended_at) },
+      { label: "Host", key: "host", cell: (a) => a.host ? `${a.host} (pid ${a.pid})` : "—" },
+      { label: "Error", key: "error", cell: (a) => h("span", { class: "wrap" }, a.error ?? "") },
+    ], run.attempts)] : null,
+    h("details", { "data-key": "plan", "data-testid": "plan" },
+      h("summary", {}, "Persisted plan"), h("pre", { class: "json" }, json(run.plan))),
+    run.config ? h("details", { "data-key": "config", "data-testid": "run-config" },
+      h("summary", {}, "Connection as it ran (secrets masked)"),
+      h("pre", { class: "json" }, json(run.config))) : null,
+  ];
+}
+
+function drawStreamDetail(s) {
+  const partitions = s.partitions || [];
+  return h("details", { class: "stream-detail", "data-key": `stream:${s.name}`,
+    "data-testid": "stream-detail" },
+  h("summary", {}, `${s.name}: ${plural((s.checkpoints || []).length, "checkpoint")}, `
+    + `${plural(partitions.length, "partition")}`),
+  h("h3", {}, "Checkpoints"),
+  table("checkpoints-table", [
+    { label: "#", key: "index", num: true, cell: (c) => count(c.index) },
+    { label: "Checkpoint", key: "checkpoint_id", cell: (c) => h("code", {}, c.checkpoint_id ?? "—") },
+    { label: "Status", key: "status", cell: (c) => badge(c.status, "checkpoint-status") },
+    { label: "Records", key: "records", num: true, cell: (c) => count(c.records) },
+    { label: "Bytes", key: "bytes", num: true, cell: (c) => bytes(c.bytes) },
+    { label: "Duration", key: "duration", num: true, cell: (c) => duration(c.duration_s) },
+    { label: "Commit", key: "commit", cell: (c) => h("code", { "data-testid": "commit-id" },
+      c.commit === null || c.commit === undefined ? "—" : String(c.commit)) },
+    { label: "Error", key: "error", cell: (c) => c.error
+      ? h("span", { class: "error wrap" }, c.error) : "" },
+  ], s.checkpoints || [], { empty: "No checkpoint recorded yet." }),
+  h("h3", {}, "Partitions"),
+  table("partitions-table", [
+    { label: "Checkpoint", key: "checkpoint", num: true, cell: (p) => count(p.checkpoint_index) },
+    { label: "Partition", key: "partition_id", cell: (p) => h("code", {}, p.partition_id) },
+    { label: "Records", key: "records", num: true, cell: (p) => count(p.records) },
+    { label: "Bytes", key: "bytes", num: true, cell: (p) => bytes(p.bytes) },
+    { label: "Duration", key: "duration", num: true, cell: (p) => duration(p.duration_s) },
+    { label: "Error", key: "error", cell: (p) => p.error
+      ? h("span", { class: "error wrap" }, p.error) : "" },
+  ], partitions.slice(0, MAX_PARTITION_ROWS), { empty: "No partition finished yet." }),
+  partitions.length > MAX_PARTITION_ROWS
+    ? h("p", { class: "muted" }, `The first ${count(MAX_PARTITION_ROWS)} of `
+      + `${count(partitions.length)} partitions are shown.`) : null);
+}
+
+const figure = (label, value, testid) => h("div", { class: "figure" },
+  h("div", { class: "figure-value", "data-testid": testid }, value),
+  h("div", { class: "figure-label" }, label));
+
+const plural = (n, word) => `${count(n)} ${word}${n === 1 ? "" : "s"}`;
+
+const json = (value) => (value === null || value === undefined
+  ? "none" : JSON.stringify(value, null, 2));

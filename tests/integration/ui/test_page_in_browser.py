@@ -1,0 +1,353 @@
+"""The web page walked in a real browser, as a person would (issue 21).
+
+Headless Chromium (Debian's ``chromium``, installed by ``scripts/setup-tests``) is
+driven by Playwright through ``executable_path``; the page is served by the real
+server (:func:`headwater.ui.create_app`) on 127.0.0.1 over a folder with a
+``sample`` connection writing a temp Delta folder, its SQLite store, and one file
+that does not validate.  Syncs run in this process on the shared Spark session.
+
+The walk: the connections list, the invalid file's problems, the connection,
+"Sync now", the run seen ``running`` and then ``succeeded`` without a reload, the
+run's figures, Replay and its result followed live on the replay's page, the
+backfill's plan (shown, not run), a reset confirmed by typing the stream's name,
+a failed sync's error, and the same pages on a phone-sized screen.  A sync is held after its first
+checkpoint's release (a listener on the driver's ``after-release`` moment waits on
+a gate the test opens) so the page is seen running whatever the machine's speed;
+nothing is timed.  Each step saves a screenshot under ``test-artifacts/ui/`` (kept by CI)
+and checks what it shows through the DOM.  Throughout: no console error, no
+request to any host but the server, and the connection's secret in no page.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+from headwater import _events
+from tests.integration._connections import connection_file
+
+pytestmark = pytest.mark.spark
+
+CHROMIUM = os.environ.get("HEADWATER_CHROMIUM") or shutil.which("chromium")
+#: Where the screenshots go; the README's test section names it (CI keeps it as artifacts).
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "ui"
+SECRET = "sk-page-test-2f9c1e"
+#: Long enough for a sync on a loaded 2-core machine; the waits end as soon as the DOM shows it.
+SLOW_MS = 600_000
+
+if CHROMIUM is None:
+    pytest.skip("chromium is not installed (scripts/setup-tests installs Debian's chromium)",
+                allow_module_level=True)
+playwright_api = pytest.importorskip("playwright.sync_api")
+expect = playwright_api.expect
+
+
+class Gate:
+    """Holds every sync of this process after a checkpoint's release while closed.
+
+    Registered on the driver's moments (:mod:`headwater._events`): the sync's
+    thread waits at ``after-release``, after that checkpoint's rows and state are
+    committed, so the page can show a run that is running, with its first figures.
+    """
+
+    def __init__(self) -> None:
+        self._open = threading.Event()
+
+    def __call__(self, moment: str) -> None:
+        if moment == "after-release":
+            self._open.wait(timeout=SLOW_MS / 1000)
+
+    def close(self) -> None:
+        self._open.clear()
+
+    def open(self) -> None:
+        self._open.set()
+
+
+@pytest.fixture
+def gate() -> Iterator[Gate]:
+    gate = Gate()
+    gate.open()
+    _events.listen(gate)
+    yield gate
+    gate.open()
+    _events.clear()
+
+
+def write_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "connections"
+    folder.mkdir()
+    connection_file(folder, name="shop", lake=str(tmp_path / "lake"),
+                    source={"users": 300, "orders": 0, "rows_per_partition": 100,
+                            "api_key": SECRET},
+                    streams=[{"name": "users", "sync_mode": "incremental",
+                              "destination_sync_mode": "append_dedup",
+                              "primary_key": ["id"]}],
+                    checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the lake should be")
+    connection_file(folder, name="stuck", lake=str(blocker / "lake"),
+                    source={"users": 100, "orders": 0, "rows_per_partition": 100},
+                    streams=[{"name": "users", "sync_mode": "incremental"}])
+    (folder / "broken.yaml").write_text(yaml.safe_dump({
+        "name": "broken",
+        "source": {"type": "sample", "config": {"users": "many"}},
+        "destination": {"type": "delta", "config": {"path": str(tmp_path / "lake2")}},
+        "streams": [{"name": "users", "sync_mode": "sometimes"}],
+    }))
+    return folder
+
+
+@pytest.fixture
+def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Any]:
+    """The real server on 127.0.0.1, any free port, from its own thread.
+
+    Headwater logs at INFO, as under ``headwater ui``, so runs have log lines to show.
+    """
+    caplog.set_level(logging.INFO, logger="headwater")
+    from headwater.ui import UiServer, create_app
+
+    server = UiServer(create_app(write_folder(tmp_path)), "127.0.0.1", 0)
+    server.start()
+    yield server
+    server.shutdown("the test is over")
+
+
+class Walk:
+    """A browser page on the server, and what it must never do."""
+
+    def __init__(self, browser: Any, base: str, viewport: dict[str, int]) -> None:
+        self.base = base
+        self.context = browser.new_context(viewport=viewport, locale="en-US", timezone_id="UTC")
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(60_000)
+        self.problems: list[str] = []
+        host = urlsplit(base).netloc
+        self.page.on("console", lambda m: m.type == "error" and self.problems.append(
+            f"console error: {m.text}"))
+        self.page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        self.page.on("request", lambda r: urlsplit(r.url).netloc != host and self.problems
+                     .append(f"request to another host: {r.url}"))
+
+    def shot(self, name: str) -> None:
+        """Save a screenshot, and check that the page holds no secret."""
+        self.page.screenshot(path=ARTIFACTS / f"{name}.png", full_page=True)
+        assert SECRET not in self.page.content()
+
+    def close(self) -> None:
+        self.context.close()
+        assert self.problems == []
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with playwright_api.sync_playwright() as playwright:
+        # --no-sandbox: CI runs as root, where Chromium's sandbox refuses to start.
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield browser
+        browser.close()
+
+
+def test_a_person_syncs_watches_and_replays_in_the_page(
+        server: Any, browser: Any, gate: Gate) -> None:
+    from headwater.ui._app import ACTIONS
+
+    base = server.url
+    walk = Walk(browser, base, {"width": 1280, "height": 900})
+    page = walk.page
+
+    # The connections list: the valid connection, never run, and the file with problems.
+    page.goto(base + "/")
+    row = page.get_by_test_id("connections-table-row").filter(has_text="shop")
+    expect(row.get_by_test_id("last-run-status")).to_have_text("never run")
+    expect(row).to_contain_text("sample → delta")
+    invalid = page.get_by_test_id("invalid-connection")
+    expect(invalid).to_contain_text("broken")
+    walk.shot("01-connections")
+
+    # The invalid file's entry opens on its problems, as `headwater validate` words them.
+    invalid.locator("summary").click()
+    problems = invalid.get_by_test_id("problems").locator("li")
+    expect(problems.first).to_be_visible()
+    assert any("sync_mode" in text and "sometimes" in text
+               for text in problems.all_inner_texts()), problems.all_inner_texts()
+    walk.shot("02-invalid-file")
+
+    # The connection: its stream and state, no run yet.
+    row.get_by_test_id("connection-link").click()
+    expect(page.get_by_test_id("connection-name")).to_have_text("shop")
+    streams = page.get_by_test_id("streams-table-row")
+    expect(streams).to_have_count(1)
+    expect(streams.first).to_contain_text("users")
+    expect(page.get_by_test_id("runs-table-empty")).to_be_visible()
+    walk.shot("03-connection")
+
+    # Sync now: the run appears running (held at its first release), then succeeds,
+    # while the page is never reloaded (a mark set on the window survives).
+    page.evaluate("window.__notReloaded = true")
+    gate.close()
+    page.get_by_test_id("sync-now").click()
+    first = page.get_by_test_id("runs-table-row").first
+    expect(first.get_by_test_id("run-status")).to_have_text("running", timeout=SLOW_MS)
+    expect(page.get_by_test_id("sync-now")).to_be_disabled()
+    walk.shot("04-sync-running")
+    gate.open()
+    expect(first.get_by_test_id("run-status")).to_have_text("succeeded", timeout=SLOW_MS)
+    assert page.evaluate("window.__notReloaded") is True
+    expect(first.locator("[data-col=records]")).to_have_text("300")
+    expect(page.get_by_test_id("connection-status")).to_have_text("succeeded")
+    expect(page.get_by_test_id("stream-state")).to_contain_text("up to 2024-01-01")
+    expect(page.get_by_test_id("streams-table-row").first).to_contain_text("updated_at")
+    expect(page.get_by_test_id("throughput-chart")).to_have_attribute("data-points", "1")
+    walk.shot("05-sync-succeeded")
+
+    # The run: its figures, checkpoints with their commits, state after, log lines.
+    run_id = first.get_by_test_id("run-link").inner_text()
+    first.get_by_test_id("run-link").click()
+    expect(page.get_by_test_id("run-id")).to_have_text(run_id)
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded")
+    expect(page.get_by_test_id("progress-records")).to_have_text("300")
+    expect(page.get_by_test_id("progress-partitions")).to_have_text("3 / 3")
+    detail = page.get_by_test_id("stream-detail").filter(has_text="users")
+    detail.locator("summary").click()
+    checkpoints = detail.get_by_test_id("checkpoints-table-row")
+    expect(checkpoints).to_have_count(3)
+    commits = detail.get_by_test_id("commit-id").all_inner_texts()
+    assert all(text != "—" for text in commits), commits
+    expect(detail.get_by_test_id("partitions-table-row")).to_have_count(3)
+    expect(page.get_by_test_id("state-after")).to_contain_text("users")
+    expect(page.get_by_test_id("log-line").first).to_be_visible()
+    walk.shot("06-run")
+
+    # Replay: the page follows the new run live, then reads its result.  The server is
+    # told not to wait for the replay's run id (as when Spark is slow to start), so the
+    # page finds the new run itself.
+    server.app[ACTIONS].wait_for_run_s = 0
+    gate.close()
+    page.get_by_test_id("replay").click()
+    expect(page.get_by_test_id("run-id")).not_to_have_text(run_id)
+    expect(page.get_by_test_id("replay-of")).to_contain_text(run_id)
+    expect(page.get_by_test_id("run-status")).to_have_text("running", timeout=SLOW_MS)
+    expect(page.get_by_test_id("stop")).to_be_visible()
+    expect(page.get_by_test_id("progress-records")).not_to_have_text("0", timeout=SLOW_MS)
+    expect(page.get_by_test_id("run-status")).to_have_text("running")
+    walk.shot("07-replay-running")
+    gate.open()
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded", timeout=SLOW_MS)
+    expect(page.get_by_test_id("run-kind")).to_have_text("replay")
+    expect(page.get_by_test_id("progress-records")).to_have_text("300")
+    expect(page.get_by_test_id("replay")).to_be_visible()
+    walk.shot("08-replay-succeeded")
+
+    # Backfill shows its plan first and runs nothing until asked (here: cancelled).
+    page.get_by_role("link", name="shop", exact=True).click()
+    page.get_by_test_id("backfill-open").click()
+    dialog = page.get_by_test_id("backfill-dialog")
+    dialog.get_by_test_id("backfill-from").fill("2024-01-01T00:00:00Z")
+    dialog.get_by_test_id("backfill-to").fill("2024-01-01T00:02:00Z")
+    expect(dialog.get_by_test_id("backfill-run")).to_be_disabled()
+    dialog.get_by_test_id("backfill-show-plan").click()
+    plan_row = dialog.get_by_test_id("plan-table-row")
+    expect(plan_row).to_have_count(1)
+    expect(plan_row).to_contain_text("users")
+    expect(dialog.get_by_test_id("backfill-run")).to_be_enabled()
+    walk.shot("09-backfill-plan")
+    dialog.get_by_test_id("dialog-cancel").click()
+    expect(page.get_by_test_id("runs-table-row")).to_have_count(2)
+
+    # Reset says what it does and waits for the stream's name to be typed.
+    page.get_by_test_id("reset-open").click()
+    dialog = page.get_by_test_id("reset-dialog")
+    expect(dialog).to_contain_text("reads this stream from the start")
+    expect(dialog.get_by_test_id("reset-run")).to_be_disabled()
+    dialog.get_by_test_id("reset-confirm").fill("user")
+    expect(dialog.get_by_test_id("reset-run")).to_be_disabled()
+    dialog.get_by_test_id("reset-confirm").fill("users")
+    walk.shot("10-reset-confirm")
+    dialog.get_by_test_id("reset-run").click()
+    expect(page.get_by_test_id("stream-state")).to_contain_text("no state yet")
+
+    # A sync that fails (its lake is under a file): the page says so, and why.
+    page.get_by_role("link", name="Connections", exact=True).first.click()
+    expect(row.get_by_test_id("last-run-status")).to_have_text("succeeded")
+    expect(row.get_by_test_id("records-chart")).to_have_attribute("data-points", "2")
+    expect(row.locator("[data-col=records]")).to_have_text("300")
+    walk.shot("11-connections-after")
+    page.get_by_test_id("connection-link").filter(has_text="stuck").click()
+    page.get_by_test_id("sync-now").click()
+    failed = page.get_by_test_id("runs-table-row").first
+    expect(failed.get_by_test_id("run-status")).to_have_text("failed", timeout=SLOW_MS)
+    failed.get_by_test_id("run-link").click()
+    expect(page.get_by_test_id("run-status")).to_have_text("failed")
+    expect(page.get_by_test_id("run-error")).to_contain_text("not-a-folder")
+    expect(page.get_by_test_id("errors-table-row").first).to_be_visible()
+    walk.shot("12-failed-run")
+    walk.close()
+
+    # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
+    phone = Walk(browser, base, {"width": 390, "height": 844})
+    phone.page.goto(base + "/#/connections/shop")
+    expect(phone.page.get_by_test_id("runs-table-row")).to_have_count(2)
+    assert phone.page.evaluate(
+        "document.documentElement.scrollWidth <= window.innerWidth"), "the page is too wide"
+    assert phone.page.evaluate(
+        "[...document.querySelectorAll('.table-wrap')].some(w => w.scrollWidth > w.clientWidth)")
+    phone.shot("13-phone-connection")
+    phone.page.get_by_test_id("run-link").first.click()
+    expect(phone.page.get_by_test_id("run-status")).to_have_text("succeeded")
+    assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    phone.shot("14-phone-run")
+    phone.close()
+
+
+TOKEN = "page-token-7c41d2"
+
+
+@pytest.fixture
+def token_server(tmp_path: Path) -> Iterator[str]:
+    """The server with a token, as beyond loopback (here still on 127.0.0.1); no sync runs."""
+    from headwater.ui import UiServer, create_app
+
+    server = UiServer(create_app(write_folder(tmp_path), token=TOKEN), "127.0.0.1", 0)
+    server.start()
+    yield server.url
+    server.shutdown("the test is over")
+
+
+def test_the_page_asks_for_the_token_once_and_takes_it_from_the_address(
+        token_server: str, browser: Any) -> None:
+    walk = Walk(browser, token_server, {"width": 1280, "height": 900})
+    page = walk.page
+    # A first load without it: the server's 401 (which the browser reports on its console,
+    # the one error expected here) makes the page ask; the answer is kept for the tab.
+    page.goto(token_server + "/")
+    dialog = page.get_by_test_id("token-dialog")
+    expect(dialog).to_be_visible()
+    dialog.get_by_test_id("token-input").fill(TOKEN)
+    walk.shot("15-token-asked")
+    dialog.get_by_test_id("token-submit").click()
+    expect(page.get_by_test_id("connection-link")).to_have_text(["shop", "stuck"])
+    assert page.evaluate("sessionStorage.getItem('headwater.token')") == TOKEN
+    page.reload()
+    expect(page.get_by_test_id("connection-link")).to_have_text(["shop", "stuck"])
+    expect(dialog).to_be_hidden()
+    walk.problems = [p for p in walk.problems if "401" not in p]
+    walk.close()
+
+    # ?token= on the first load: used, kept, and removed from the address bar.
+    walk = Walk(browser, token_server, {"width": 1280, "height": 900})
+    walk.page.goto(f"{token_server}/?token={TOKEN}#/connections/shop")
+    expect(walk.page.get_by_test_id("connection-name")).to_have_text("shop")
+    assert TOKEN not in walk.page.url
+    assert walk.page.url.endswith("#/connections/shop")
+    walk.close()
