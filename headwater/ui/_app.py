@@ -31,7 +31,7 @@ from headwater.serve import RunsInProgress, Scheduler, next_firing
 from headwater.ui import _views as views
 from headwater.ui._actions import ActionError, Actions
 from headwater.ui._folder import ConnectionFile, ConnectionFolder
-from headwater.ui._security import csrf_middleware, error, token_middleware
+from headwater.ui._security import csrf_middleware, error, host_middleware, token_middleware
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,8 @@ def create_app(directory: Path, store_url: str | None = None, *, token: str | No
     """
     if token:
         register_secrets([token])  # never in a log line or an answer
-    app = web.Application(middlewares=[_errors, token_middleware(token), csrf_middleware])
+    app = web.Application(middlewares=[_errors, host_middleware(token), token_middleware(token),
+                                       csrf_middleware])
     folder = ConnectionFolder(Path(directory), store_url)
     app[FOLDER] = folder
     app[ACTIONS] = Actions(folder, runs if runs is not None else RunsInProgress())

@@ -7,6 +7,12 @@
   ``Authorization: Bearer TOKEN`` (401 otherwise); compared in constant time.
   The static page itself is served without it (it holds no data: it asks for
   the token and sends it with each API call).
+* **DNS rebinding.** Without a token (a loopback server), a request whose
+  ``Host`` is not a loopback name is refused (403): a web page at
+  ``evil.example`` whose name an attacker re-points at 127.0.0.1 would otherwise
+  be same-origin with this server in the browser's eyes, and could read the
+  API and press its buttons.  With a token the name does not matter: the
+  attacker's page does not have the token.
 * **Cross-site requests.** Every POST needs the header ``X-Headwater-Request: 1``
   *and* an ``Origin`` equal to the server's own (or, with no ``Origin``,
   ``Sec-Fetch-Site: same-origin``/``none``; neither header, as from ``curl``,
@@ -48,6 +54,31 @@ def check_bind(host: str, token: str | None) -> None:
     if not is_loopback(host) and not token:
         raise ConfigError(f"listening on {host} (beyond this machine) needs a token: pass "
                           f"--token or set {TOKEN_ENV}", field="--host")
+
+
+def host_is_loopback(host_header: str) -> bool:
+    """Whether a ``Host`` header (``name[:port]``, ``[v6]:port``) names this machine."""
+    host = host_header.strip()
+    if host.startswith("["):
+        host = host[1:host.find("]")] if "]" in host else host[1:]
+    elif host.count(":") == 1:
+        host = host.rsplit(":", 1)[0]
+    return is_loopback(host.lower().rstrip("."))
+
+
+def host_middleware(token: str | None) -> Middleware:
+    """403 for a request naming another host than this machine, on a server without a token."""
+
+    @web.middleware
+    async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not token and not host_is_loopback(request.headers.get("Host", "")):
+            return error(403, "refused: the Host header does not name this machine "
+                              "(open the page at http://127.0.0.1:PORT/ or "
+                              "http://localhost:PORT/; a server listening beyond this "
+                              "machine needs --token)")
+        return await handler(request)
+
+    return check_host
 
 
 def _protected(path: str) -> bool:

@@ -89,3 +89,25 @@ def test_an_answer_never_carries_a_registered_secret() -> None:
     decoded = json.dumps(json.loads(response.text), ensure_ascii=False)
     assert secret not in decoded and "word-0123456789" not in response.text
     assert response.text.count("**********") == 3
+
+
+def test_without_a_token_a_request_naming_another_host_is_refused(folder: Path) -> None:
+    """A DNS-rebinding page (evil.example re-pointed at 127.0.0.1) is not this server."""
+    app = lambda: create_app(folder)  # noqa: E731 - a fresh app per request
+    assert call(app(), "GET", "/api/connections")[0] == 200
+    for host in ("localhost:8321", "127.0.0.1:8321", "[::1]:8321", "LOCALHOST"):
+        assert call(app(), "GET", "/api/connections", headers={"Host": host})[0] == 200, host
+    for host in ("evil.example:8321", "evil.example", "127.0.0.1.evil.example",
+                 "192.168.1.4:8321"):
+        status, body = call(app(), "GET", "/api/connections", headers={"Host": host})
+        assert status == 403 and "Host header" in body["error"], host
+        assert call(app(), "POST", "/api/connections/shop/sync",
+                    headers={**PAGE_HEADERS, "Host": host,
+                             "Origin": f"http://{host}"})[0] == 403, host
+
+
+def test_with_a_token_the_host_name_does_not_matter(folder: Path) -> None:
+    status, _ = call(create_app(folder, token=TOKEN), "GET", "/api/connections",
+                     headers={"Host": "headwater.internal:8321",
+                              "Authorization": f"Bearer {TOKEN}"})
+    assert status == 200
