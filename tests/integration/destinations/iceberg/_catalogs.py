@@ -88,3 +88,15 @@ def identifier(config: dict[str, Any], stream: str = "users") -> str:
 def load_table(config: dict[str, Any], stream: str = "users") -> Table:
     """``stream``'s table as it is now, read through a fresh :func:`reader`."""
     return reader(config).load_table(identifier(config, stream))
+
+
+def unreferenced_files(table: Table) -> set[str]:
+    """Parquet files in ``table``'s data folder that none of its snapshots references.
+
+    Files a rewrite removed stay referenced (older snapshots still read them).
+    """
+    referenced = {Path(t.file.file_path.removeprefix("file://")).name
+                  for s in table.snapshots()
+                  for t in table.scan(snapshot_id=s.snapshot_id).plan_files()}
+    data = Path(table.location().removeprefix("file://")) / "data"
+    return {p.name for p in data.rglob("*.parquet")} - referenced

@@ -37,7 +37,11 @@ from headwater.plan import CheckpointPlan, StreamPlan
 from headwater.sdk import Partition
 from tests.integration._connections import connection_file, sync
 from tests.integration._merge_ties import SCHEMA, STREAM, tie_rows
-from tests.integration.destinations.iceberg._catalogs import iceberg_config, load_table
+from tests.integration.destinations.iceberg._catalogs import (
+    iceberg_config,
+    load_table,
+    unreferenced_files,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -106,14 +110,7 @@ def marked(config: dict[str, Any]) -> Counter[tuple[str, int]]:
 
 
 def orphans(config: dict[str, Any]) -> set[str]:
-    """Parquet files in the table's data folder that no snapshot references (files a
-    rewrite removed stay: older snapshots still read them)."""
-    table = load_table(config)
-    referenced = {Path(t.file.file_path.removeprefix("file://")).name
-                  for s in table.snapshots()
-                  for t in table.scan(snapshot_id=s.snapshot_id).plan_files()}
-    data = Path(table.location().removeprefix("file://")) / "data"
-    return {p.name for p in data.rglob("*.parquet")} - referenced
+    return unreferenced_files(load_table(config))
 
 
 @pytest.mark.parametrize("partition_by", [None, ["bucket(3, id)"]],

@@ -11,6 +11,7 @@ implemented yet must be refused before the table changes.
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,12 @@ from headwater.errors import DestinationError, ExitCode
 from headwater.metadata_store import MetadataStore
 from headwater.table_schema import META_NAMES
 from tests.integration._connections import connection_file, sync
-from tests.integration.destinations.iceberg._catalogs import iceberg_config, load_table, reader
+from tests.integration.destinations.iceberg._catalogs import (
+    iceberg_config,
+    load_table,
+    reader,
+    unreferenced_files,
+)
 from tests.integration.destinations.iceberg._rest_catalog import (
     LOOPBACK,
     RestCatalogServer,
@@ -217,6 +223,29 @@ def test_a_snapshot_that_landed_before_a_kill_is_found_not_written_twice(
     on_disk = {p.name for p in (Path(table.location().removeprefix("file://")) / "data")
                .glob("*.parquet")}
     assert on_disk == referenced
+
+
+def test_a_store_restored_from_an_older_copy_is_caught_by_the_table_s_lane_versions(
+        spark: Any, tmp_path: Path, config: dict[str, Any]) -> None:
+    """The lanes' versions live in the table's properties, which every catalog keeps."""
+    sync(write_connection(tmp_path, INCREMENTAL, destination=config))
+    with sqlite3.connect(tmp_path / "meta.db") as store, \
+            sqlite3.connect(tmp_path / "older.db") as copy:
+        store.backup(copy)  # a copy of the store taken now...
+    path = write_connection(tmp_path, INCREMENTAL, destination=config, generation=1)
+    sync(path)
+    restored = connection_file(  # ...is all the next sync has: it forgot the second run
+        tmp_path, name="ice", source={**SOURCE, "generation": 2}, streams=INCREMENTAL,
+        store_file="older.db", checkpoint={"partitions_per_checkpoint": 2,
+                                           "concurrent_checkpoints": 2},
+        destination={"type": "iceberg", "config": config})
+    behind = sync(restored, expect="failed")
+    assert "the metadata store is behind the table" in (behind.streams[0].error or ""), \
+        behind.to_dict()
+    # A lane the table held no version of yet may have committed; none committed twice.
+    tags = [s["headwater.tag"] for s in tagged_snapshots(path)]
+    assert len(tags) == len(set(tags))
+    assert unreferenced_files(table_of(path)) == set()  # the refused checkpoints' files are gone
 
 
 def test_a_postgresql_catalog_keeps_nothing_in_the_warehouse_folder(
