@@ -41,7 +41,10 @@ def connection(folder: Path, files: Path, master: str) -> Path:
             "url": str(files),
             "streams": [{"name": "jsonl", "globs": ["*.jsonl"], "format": {"type": "jsonl"},
                          "schema": JSON_SCHEMA}]}},
-        "destination": {"type": "iceberg", "config": {"warehouse": str(folder / "warehouse")}},
+        # The SQLite catalog these figures were first taken on (the default is hadoop
+        # now): named, so the recorded figures stay comparable until re-taken.
+        "destination": {"type": "iceberg", "config": {"warehouse": str(folder / "warehouse"),
+                                                      "catalog": {"type": "sql"}}},
         "streams": [{"name": "jsonl", "sync_mode": "full_refresh",
                      "destination_sync_mode": "append"}],
         "metadata_store": f"sqlite:///{folder / 'headwater.db'}",

@@ -31,7 +31,8 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from functools import partial
 from pathlib import Path
@@ -42,6 +43,7 @@ import typer
 from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
 from headwater.config import ConnectionConfig, mask
+from headwater.errors import ConfigError
 from headwater.serve import RunOutcome, RunsInProgress, ScheduleEvent, Scheduler, last_run_started
 
 
@@ -121,6 +123,14 @@ def serve(
                                               "connections).")] = 4,
     poll: Annotated[float, typer.Option(help="Seconds between two looks at the folder "
                                         "and the clock.")] = 1.0,
+    metrics: Annotated[str | None, typer.Option(
+        metavar="HOST:PORT",
+        help="Serve Prometheus metrics at http://HOST:PORT/metrics (a bare PORT listens on "
+             "127.0.0.1).")] = None,
+    metrics_store: Annotated[str | None, typer.Option(
+        metavar="URL",
+        help="Metadata store whose runs the metrics count (default: the one `headwater runs` "
+             "reads).")] = None,
     verbose: opt.VerboseOpt = 0,
 ) -> None:
     """Run every connection in DIR on its `schedule:` until SIGTERM (see the docs for the rules).
@@ -145,17 +155,56 @@ def serve(
         scheduler = Scheduler(folder=folder, runner=partial(sync_runner, runs=runs),
                               last_started=store_last_started, max_parallel=max_parallel,
                               poll_s=poll, on_event=on_event)
-        cli.err.print(f"serving {folder.resolve()} (SIGTERM or Ctrl-C stops)", highlight=False)
-        try:
-            serve_until_signalled(scheduler, runs, on_stop)
-        except KeyboardInterrupt:
-            # The run threads are not daemons: a normal exit would wait for them.
-            cli.err.print("[red]aborted:[/] the runs in progress are left unfinished; the "
-                          "next sync of each connection resumes its run")
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(STOPPED_EXIT_CODE)
+        with metrics_server(metrics, metrics_store, scheduler):
+            cli.err.print(f"serving {folder.resolve()} (SIGTERM or Ctrl-C stops)",
+                          highlight=False)
+            try:
+                serve_until_signalled(scheduler, runs, on_stop)
+            except KeyboardInterrupt:
+                # The run threads are not daemons: a normal exit would wait for them.
+                cli.err.print("[red]aborted:[/] the runs in progress are left unfinished; the "
+                              "next sync of each connection resumes its run")
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(STOPPED_EXIT_CODE)
         cli.err.print("stopped: every run in progress has ended", highlight=False)
+
+
+@contextmanager
+def metrics_server(address: str | None, store_url: str | None,
+                   scheduler: Scheduler) -> Iterator[None]:
+    """``serve --metrics``: ``/metrics`` over the metadata store and ``scheduler``, while
+    the block runs (nothing when ``address`` is ``None``).
+
+    The store is the one ``headwater runs`` reads (``--metrics-store``, else
+    ``HEADWATER_METADATA_STORE``, else the home folder's): the metrics count every
+    run recorded there, also syncs run by hand, and connections whose files name
+    another store are reported by the scheduler's figures only.
+    """
+    if address is None:
+        yield
+        return
+    from headwater.cli import _common as cli
+    from headwater.observability.metrics import HeadwaterCollector, MetricsServer, listen_address
+
+    try:
+        host, port = listen_address(address)
+    except ValueError as exc:
+        raise ConfigError(str(exc), field="--metrics") from exc
+    store = cli.open_store(cli.store_url(explicit=store_url))
+    try:
+        try:
+            server = MetricsServer(host, port, HeadwaterCollector(store, scheduler))
+        except OSError as exc:
+            raise ConfigError(f"--metrics cannot listen on {address}: {exc.strerror or exc}",
+                              field="--metrics") from exc
+        cli.err.print(f"metrics at {server.url} (runs of {store.url})", highlight=False)
+        try:
+            yield
+        finally:
+            server.close()
+    finally:
+        store.close()
 
 
 def register(app: typer.Typer) -> None:

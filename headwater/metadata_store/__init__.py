@@ -6,6 +6,14 @@ connection from running at once.  SQLite in ``.headwater/headwater.db`` by
 default, any PostgreSQL URL for a team; see :class:`MetadataStore`.
 """
 
+from headwater.metadata_store._figures import (
+    DurationHistogram,
+    LastRun,
+    RunCount,
+    StoreFigures,
+    StreamState,
+    StreamTotals,
+)
 from headwater.metadata_store._lock import LockHandle
 from headwater.metadata_store._models import (
     UNFINISHED_STATUSES,
@@ -29,10 +37,16 @@ __all__ = [
     "AttemptStatus",
     "CheckpointRecord",
     "CheckpointStatus",
+    "DurationHistogram",
+    "LastRun",
     "LockHandle",
     "LockHolder",
     "MetadataStore",
+    "RunCount",
     "RunRecord",
     "RunStatus",
     "StateHistoryRecord",
+    "StoreFigures",
+    "StreamState",
+    "StreamTotals",
 ]

@@ -291,10 +291,19 @@ class Database:
 
         return engine
 
-    def read(self, fn: Callable[[Connection], _T]) -> _T:
-        """Run ``fn`` in a read-only transaction and return what it returns."""
-        with self._errors(), self.engine.connect() as conn, conn.begin():
-            return fn(conn)
+    def read(self, fn: Callable[[Connection], _T], *, snapshot: bool = False) -> _T:
+        """Run ``fn`` in a read-only transaction and return what it returns.
+
+        ``snapshot``: every statement of ``fn`` sees the database as of the same
+        moment.  A SQLite read transaction always does (WAL); PostgreSQL's
+        default (read committed) lets each statement see later commits, so
+        there the transaction is made ``REPEATABLE READ``.
+        """
+        with self._errors(), self.engine.connect() as conn:
+            if snapshot and not self.is_sqlite:
+                conn.execution_options(isolation_level="REPEATABLE READ")
+            with conn.begin():
+                return fn(conn)
 
     def write(self, fn: Callable[[Connection], _T]) -> _T:
         """Run ``fn`` in one write transaction, retried if it loses a key race.

@@ -29,6 +29,7 @@ from sqlalchemy.engine import Connection
 
 from headwater.errors import MetadataStoreError
 from headwater.metadata_store import _schema as t
+from headwater.metadata_store._figures import StoreFigures, StreamTotalsCache, read_figures
 from headwater.metadata_store._lock import LockHandle, hold_lock, read_holder
 from headwater.metadata_store._models import (
     ATTEMPT_END_STATUSES,
@@ -77,6 +78,7 @@ class MetadataStore:
     def __init__(self, url: str) -> None:
         self._db = t.Database(url)
         self._store_id = self._db.create_schema()
+        self._totals = StreamTotalsCache()  # for figures(): finished runs are summed once
 
     @staticmethod
     def default_url(workdir: Path) -> str:
@@ -521,6 +523,19 @@ class MetadataStore:
             c.c.run_id == run_id, c.c.stream == stream, c.c.status == "released"
         )
         return self._db.read(lambda conn: set(conn.execute(query).scalars()))
+
+    # -- figures over the whole store (metrics) ------------------------------
+
+    def figures(self, duration_buckets: Sequence[float]) -> StoreFigures:
+        """Run counts, run durations bucketed by ``duration_buckets`` (seconds), last
+        runs, per-stream totals and current states, all from one transaction.
+
+        Aggregated by the database (see :mod:`headwater.metadata_store._figures`),
+        so it stays cheap on a store with a long history; the finished runs'
+        share of the stream totals is summed once per instance.
+        """
+        return self._db.read(lambda conn: read_figures(conn, duration_buckets, self._totals),
+                             snapshot=True)
 
     # -- a connector's own state, staged before its checkpoint commits -------
 

@@ -11,8 +11,10 @@ from headwater.serve._running import RunsInProgress, Stoppable
 from headwater.serve._scheduler import (
     Runner,
     RunOutcome,
+    ScheduledFile,
     ScheduleEvent,
     Scheduler,
+    SchedulerSnapshot,
     last_run_started,
 )
 
@@ -22,7 +24,9 @@ __all__ = [
     "Runner",
     "RunsInProgress",
     "ScheduleEvent",
+    "ScheduledFile",
     "Scheduler",
+    "SchedulerSnapshot",
     "Stoppable",
     "SystemClock",
     "last_run_started",

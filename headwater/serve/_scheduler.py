@@ -97,11 +97,39 @@ class ScheduleEvent:
     detail: str = ""
 
 
+@dataclass(frozen=True)
+class ScheduledFile:
+    """One connection file as the scheduler holds it, for health figures and pages.
+
+    ``problem`` says why the file did not load (masked; ``config`` then is
+    ``None``); ``next_due`` is the next firing (``None``: no schedule, or the
+    file did not load); ``retry_at`` a retry waiting; ``running`` whether a
+    run of it is in progress in this process.
+    """
+
+    path: Path
+    name: str
+    config: ConnectionConfig | None
+    problem: str | None
+    next_due: datetime | None
+    retry_at: datetime | None
+    running: bool
+
+
+@dataclass(frozen=True)
+class SchedulerSnapshot:
+    """What :meth:`Scheduler.snapshot` saw: every file, and when the loop last ticked."""
+
+    last_tick_at: datetime | None
+    files: tuple[ScheduledFile, ...]
+
+
 @dataclass
 class _Entry:
     path: Path
     signature: tuple[int, int]
     config: ConnectionConfig | None
+    problem: str | None = None
     next_due: datetime | None = None
     retries: int = 0
     retry_at: datetime | None = None
@@ -135,6 +163,7 @@ class Scheduler:
         self._lock = threading.Lock()  # guards ``events`` (appended from run threads too)
         #: Every run submitted, also those of files removed since (shutdown waits for them).
         self._submitted: set[Future[RunOutcome]] = set()
+        self._last_tick_at: datetime | None = None
 
     # ------------------------------------------------------------------ the loop
 
@@ -178,6 +207,23 @@ class Scheduler:
             if entry.config is None or entry.config.schedule is None:
                 continue
             self._maybe_start(entry, now)
+        self._last_tick_at = now
+
+    def snapshot(self) -> SchedulerSnapshot:
+        """The files and their next firings now; safe to call from any thread.
+
+        Read while the loop may be changing them: each file's figures are one
+        entry's, taken whole (``tuple`` copies the dict in one step under the
+        GIL), but two files may be seen a tick apart.
+        """
+        entries = tuple(self._entries.values())
+        return SchedulerSnapshot(
+            last_tick_at=self._last_tick_at,
+            files=tuple(ScheduledFile(path=e.path, name=e.name, config=e.config,
+                                      problem=e.problem, next_due=e.next_due,
+                                      retry_at=e.retry_at,
+                                      running=e.running is not None and not e.running.done())
+                        for e in sorted(entries, key=lambda e: e.path)))
 
     # ------------------------------------------------------------------ files
 
@@ -205,11 +251,12 @@ class Scheduler:
         try:
             config = load_connection(path)
         except Exception as exc:
-            entry = _Entry(path=path, signature=signature, config=None, name=path.stem)
+            entry = _Entry(path=path, signature=signature, config=None, name=path.stem,
+                           problem=mask(str(exc)))
             if old is not None:
                 entry.running = old.running
             self._entries[path] = entry
-            self._event(now, path.stem, "invalid", mask(str(exc)))
+            self._event(now, path.stem, "invalid", entry.problem or "")
             return
         entry = _Entry(path=path, signature=signature, config=config, name=config.name)
         if old is not None:
@@ -316,4 +363,5 @@ def last_run_started(store: MetadataStore, connection: str) -> datetime | None:
     return runs[0].started_at if runs else None
 
 
-__all__ = ["RunOutcome", "Runner", "ScheduleEvent", "Scheduler", "last_run_started"]
+__all__ = ["RunOutcome", "Runner", "ScheduleEvent", "ScheduledFile", "Scheduler",
+           "SchedulerSnapshot", "last_run_started"]

@@ -2,11 +2,11 @@
 
 Why a module of its own: the spec and its resolution (defaults that depend on
 other fields, the catalog properties PyIceberg takes) are plain data, tested
-without a catalog.  PyIceberg has no Hadoop (path) catalog, so the embedded
-default is a SQL catalog in a SQLite file inside the warehouse folder, the
-closest thing to Delta's "a folder is the lakehouse".  ``type: hadoop`` is our own
-path-based catalog in Apache Iceberg's Hadoop layout (``_hadoop.py``): the folder
-alone is the catalog, readable by Spark's and Trino's Hadoop catalogs.
+without a catalog.  The embedded default is ``type: hadoop``, our own path-based
+catalog in Apache Iceberg's Hadoop layout (``_hadoop.py``; PyIceberg has none):
+the folder alone is the catalog, as with Delta, readable by Spark's and Trino's
+Hadoop catalogs.  A warehouse synced before it existed keeps its SQL catalog in
+a SQLite file inside the folder (:func:`default_catalog_type`).
 """
 
 from __future__ import annotations
@@ -51,8 +51,11 @@ def spec() -> dict[str, Any]:
                 "metadata/v<N>.metadata.json and version-hint.text).",
                 "additionalProperties": False,
                 "properties": {
+                    # No "default": the default depends on the warehouse folder
+                    # (default_catalog_type says how), so it is not filled in.
                     "type": {"type": "string", "enum": ["sql", "rest", "hadoop"],
-                             "default": "sql"},
+                             "description": "Default: hadoop, or sql when a uri is given "
+                             "or the warehouse folder already holds catalog.db."},
                     "name": {"type": "string", "minLength": 1,
                              "description": "The catalog's name (default headwater); readers "
                              "of a SQL catalog must use the same one."},
@@ -102,18 +105,39 @@ class IcebergSettings:
         return f"{self.namespace}.{self.table_prefix}{stream}"
 
 
+def default_catalog_type(catalog: Mapping[str, Any], warehouse: str) -> str:
+    """The catalog kind when the connection names none.
+
+    ``hadoop``: the folder alone is the catalog, as a Delta folder is the table
+    (issue 19's embedded default).  But ``sql`` when a ``uri`` is given (a
+    database names itself), and when the warehouse already holds ``catalog.db``:
+    tables synced before the hadoop catalog existed are registered there, and a
+    hadoop catalog over the same folder would not see them (it would create
+    new tables over their folders).
+    """
+    if catalog.get("uri"):
+        return "sql"
+    if "://" not in warehouse and (Path(warehouse) / CATALOG_FILE).exists():
+        return "sql"
+    return "hadoop"
+
+
+def _warehouse_path(config: Mapping[str, Any]) -> str:
+    """The warehouse as written, a ``file://`` URI as its path."""
+    warehouse = str(config.get("warehouse") or DEFAULT_WAREHOUSE)
+    return warehouse[len(_FILE_SCHEME):] if warehouse.startswith(_FILE_SCHEME) else warehouse
+
+
 def resolve(config: Mapping[str, Any]) -> IcebergSettings:
     """The settings ``config`` (validated against :func:`spec`) describes."""
     catalog = dict(config.get("catalog") or {})
-    kind = str(catalog.get("type") or "sql")
+    kind = str(catalog.get("type") or default_catalog_type(catalog, _warehouse_path(config)))
     for key in ("uri", "credential", "token") if kind == "hadoop" else ():
         if catalog.get(key):
             raise ConfigError(f"a hadoop catalog takes no {key}: the warehouse folder is "
                               "the catalog", field=f"destination.config.catalog.{key}")
-    warehouse = str(config.get("warehouse") or DEFAULT_WAREHOUSE)
-    if warehouse.startswith(_FILE_SCHEME):
-        warehouse = warehouse[len(_FILE_SCHEME):]
-    elif "://" in warehouse and kind == "hadoop":
+    warehouse = _warehouse_path(config)
+    if "://" in warehouse and kind == "hadoop":
         raise ConfigError(
             f"warehouse {warehouse!r} is not a local folder: a hadoop catalog commits by "
             "creating metadata/v<N>.metadata.json only if it does not exist, which object "
@@ -159,4 +183,5 @@ def local_path(location: str) -> str | None:
 
 
 __all__ = ["DEFAULT_NAMESPACE", "DEFAULT_WAREHOUSE", "HADOOP_CATALOG_IMPL", "IcebergSettings",
+           "default_catalog_type",
            "local_path", "resolve", "spec"]

@@ -22,6 +22,15 @@ from headwater.metadata_store import MetadataStore
 from tests._postgres import PostgresServer
 
 # Imported to be collected again, on PostgreSQL (see the module docstring).
+from tests.unit.metadata_store.test_metadata_store_figures import (  # noqa: F401
+    clock,
+    test_a_connection_whose_only_run_is_running_has_no_last_run,
+    test_figures_of_an_empty_store_are_empty,
+    test_run_counts_durations_and_last_runs,
+    test_states_are_the_current_ones,
+    test_stream_totals_stay_right_as_runs_finish_between_calls,
+    test_stream_totals_sum_durable_checkpoints_once_each,
+)
 from tests.unit.metadata_store.test_metadata_store_lock import (  # noqa: F401
     HOLD_LOCK,
     REPO_ROOT,

@@ -1,8 +1,9 @@
 """The catalog kinds the Iceberg tests start for real, and a reader of each of the test's own.
 
-Every kind is real on 127.0.0.1: the embedded SQLite file, a PostgreSQL database
-(``tests/_postgres.py``), Apache Iceberg's REST catalog server
-(``_rest_catalog.py``), and the path-based catalog in Iceberg's Hadoop layout.
+Every kind is real on 127.0.0.1: the path-based catalog in Iceberg's Hadoop
+layout (the default), a SQLite file, a PostgreSQL database
+(``tests/_postgres.py``), and Apache Iceberg's REST catalog server
+(``_rest_catalog.py``).
 The servers are started once per session, and only when a test asks for them:
 each test gets a database (PostgreSQL) or a namespace (REST) of its own.
 
@@ -30,7 +31,8 @@ CATALOG_KINDS = ["sqlite", "postgresql", "rest", "hadoop"]
 
 
 def iceberg_config(folder: Path, **catalog: Any) -> dict[str, Any]:
-    """The destination's config: its warehouse in ``folder``, on ``catalog`` (default: SQLite)."""
+    """The destination's config: its warehouse in ``folder``, on ``catalog`` (default: the
+    destination's default, the path-based hadoop catalog)."""
     config: dict[str, Any] = {"warehouse": str(folder / "warehouse")}
     if catalog:
         config["catalog"] = catalog
@@ -42,9 +44,9 @@ def catalog_config(kind: str, folder: Path,
                    request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     """The destination's config on a catalog of ``kind`` (servers asked of ``request``)."""
     if kind == "sqlite":
-        yield iceberg_config(folder)
+        yield iceberg_config(folder, type="sql")
     elif kind == "hadoop":
-        yield iceberg_config(folder, type="hadoop")
+        yield iceberg_config(folder)  # the default
     elif kind == "postgresql":
         server = request.getfixturevalue("postgres_server")
         with server.database() as database:
@@ -64,15 +66,17 @@ def reader(config: dict[str, Any]) -> Catalog:
     """A PyIceberg catalog client of the test's own for the destination's ``config``.
 
     Built here, not by the destination: what a sync wrote must read back through
-    a client that shares nothing with the writer.
+    a client that shares nothing with the writer.  No ``catalog.type`` means the
+    hadoop catalog (the default on a new warehouse), or SQL when a ``uri`` is given.
     """
     from pyiceberg.catalog import load_catalog
 
     catalog = dict(config.get("catalog") or {})
+    kind = catalog.get("type") or ("sql" if catalog.get("uri") else "hadoop")
     warehouse = Path(config["warehouse"])
-    if catalog.get("type") == "rest":
+    if kind == "rest":
         return load_catalog("reader", type="rest", uri=catalog["uri"])
-    if catalog.get("type") == "hadoop":
+    if kind == "hadoop":
         return load_catalog("reader", **{
             "py-catalog-impl": "headwater.destinations.iceberg._hadoop.HadoopCatalog",
             "warehouse": warehouse.as_uri()})

@@ -10,7 +10,7 @@ retry when another writer committed first, and finding a landed merge after a
 kill go through the catalog, so those run on every kind (``_catalogs.py``).
 What rows a merge keeps is row logic, the same whatever the catalog: the
 comparison with Delta (each sync's rows), the partitioned table and the ties run
-on the SQLite one.
+on the default (hadoop) one.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_dedup_syncs_hold_what_delta_holds(spark: Any, tmp_path: Path,
                                           partition_by: list[str] | None) -> None:
     # A partitioned table's rewritten files must each hold one partition value too.
     ice, delta = tmp_path / "ice", tmp_path / "delta"
-    config = iceberg_config(ice)  # row logic: the SQLite catalog only
+    config = iceberg_config(ice)  # row logic: the default (hadoop) catalog only
     runs = []
     for generation in range(3):
         runs.append(sync(_connection(ice, config, partition_by=partition_by,
@@ -226,7 +226,7 @@ def test_a_writer_committing_meanwhile_makes_the_merge_compute_again(
 
 
 # ------------------------------------------------- ties, as test_delta_merge_ties
-# (row logic: on the SQLite catalog only)
+# (row logic: on the default (hadoop) catalog only)
 
 def _tie_commit(spark: Any, destination: Any, partitions: tuple[Partition, ...],
                 records: list[tuple[Partition, int, int]], index: int) -> None:

@@ -5,16 +5,11 @@ Trino's Hadoop catalogs read from the folder, and the other way round, and
 commits from both sides follow one version chain.  Spark here is Spark 4.1.4
 with ``iceberg-spark-runtime-4.1_2.13:1.12.0`` in a venv of its own (no Iceberg
 runtime loads on the project's Spark 4.2), run as a separate process:
-``spark41/hadoop_side.py``.  Skipped where that venv or jar is missing:
-``bench/setup-alternatives spark41-iceberg`` makes both (the venv may also be
-named by ``HEADWATER_SPARK41_PYTHON``).
+``spark41/hadoop_side.py``, through ``_spark41.py`` (which says how it is set up).
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +18,9 @@ import pytest
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.table import Table
 
-REPO = Path(__file__).resolve().parents[4]
-SPARK41_PYTHON = Path(os.environ.get("HEADWATER_SPARK41_PYTHON")
-                      or REPO / ".bench-venvs" / "spark41-iceberg" / "bin" / "python")
-RUNTIME_JAR = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-               / "headwater" / "bench-jars" / "iceberg-spark-runtime-4.1_2.13-1.12.0.jar")
-SPARK_SIDE = Path(__file__).parent / "spark41" / "hadoop_side.py"
+from tests.integration.destinations.iceberg._spark41 import RUNTIME_JAR, run_spark41
 
-pytestmark = pytest.mark.skipif(
-    not SPARK41_PYTHON.is_file() or not RUNTIME_JAR.is_file(),
-    reason="Spark 4.1 + Iceberg is not set up: bench/setup-alternatives spark41-iceberg")
+pytestmark = pytest.mark.cluster  # Spark 4.1 in a process of its own
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string()),
                     pa.field("ts", pa.timestamp("us", tz="UTC")),
@@ -63,20 +51,11 @@ def ours(warehouse: Path) -> Catalog:
 
 
 def spark_side(warehouse: Path, mode: str, tmp_path: Path) -> dict[str, Any]:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
-    env.update({"PYSPARK_PYTHON": str(SPARK41_PYTHON),
-                "PYSPARK_DRIVER_PYTHON": str(SPARK41_PYTHON),
-                "SPARK_LOCAL_DIRS": str(tmp_path / "spark-local")})
-    done = subprocess.run([str(SPARK41_PYTHON), str(SPARK_SIDE), str(RUNTIME_JAR),
-                           warehouse.as_uri(), mode], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    assert found["spark"].startswith("4.1.")
+    found, stderr = run_spark41("hadoop_side.py", [str(RUNTIME_JAR), warehouse.as_uri(), mode],
+                                tmp_path)
     # Java read every version-hint.text we wrote (a stale Hadoop checksum beside it
     # would make it fall back to listing the metadata folder, with this warning).
-    assert "Error reading version hint file" not in done.stderr, done.stderr[-4000:]
+    assert "Error reading version hint file" not in stderr, stderr[-4000:]
     return found
 
 

@@ -1,6 +1,6 @@
 """Iceberg tables laid out as the stream asks: partition spec, properties, files one partition each.
 
-Real Spark and PyIceberg on the embedded SQLite catalog (a partitioned table's
+Real Spark and PyIceberg on the default (hadoop) catalog (a partitioned table's
 overwrite on every catalog kind: each catalog creates the spec its own way).  The source's rows
 are one a second from 23:55, so 600 rows span two days: ``days(updated_at)``
 has two partitions and ``country`` several.  Read back with PyIceberg, a

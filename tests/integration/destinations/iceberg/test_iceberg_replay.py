@@ -8,10 +8,10 @@ changed by hand through a catalog client of the test's own.
 
 Which catalogs: a replay's commit (one ``overwrite`` snapshot replacing a run's
 rows) and a backfill's go through the catalog, so the append table's replay and
-backfill run on every kind (``_catalogs.py``), compared with Delta on the SQLite
+backfill run on every kind (``_catalogs.py``), compared with Delta on the default
 one.  A dedup table's replay commits a MERGE (the catalog side of which
 ``test_iceberg_dedup.py`` runs on every kind) and ``delete_runs`` the same
-rewrite commit as a replay: what they keep is row logic, on SQLite only.
+rewrite commit as a replay: what they keep is row logic, on the default only.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ SOURCE = {"seed": 11, "users": 600, "orders": 0, "rows_per_partition": 100,
           "updates_per_generation": 30, "new_per_generation": 20}
 APPEND = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append"}]
 DEDUP = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append_dedup"}]
-#: The destination each test compares: Iceberg on its ``config``, and (SQLite only) Delta.
+#: The destination each test compares: Iceberg on its ``config``, and (default catalog only) Delta.
 ICEBERG, DELTA = "iceberg", "delta"
 
 
 def kinds(config: dict[str, Any]) -> tuple[str, ...]:
-    """Iceberg, and Delta to compare with when the catalog is the SQLite default."""
+    """Iceberg, and Delta to compare with when the catalog is the default (hadoop)."""
     return (ICEBERG, DELTA) if "catalog" not in config else (ICEBERG,)
 
 

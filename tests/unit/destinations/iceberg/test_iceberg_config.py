@@ -9,7 +9,7 @@ import pytest
 from headwater.config import redact
 from headwater.destinations import build_destination, destination_types
 from headwater.destinations.iceberg import IcebergDestination
-from headwater.destinations.iceberg._config import resolve, spec
+from headwater.destinations.iceberg._config import HADOOP_CATALOG_IMPL, resolve, spec
 from headwater.errors import ConfigError, SpecValidationError
 
 
@@ -18,17 +18,40 @@ def test_iceberg_is_a_built_in_destination() -> None:
     assert isinstance(build_destination("iceberg", {}), IcebergDestination)
 
 
-def test_the_embedded_default_is_a_sqlite_catalog_in_the_warehouse_folder(
+def test_the_embedded_default_is_a_hadoop_catalog_the_warehouse_folder_itself(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     destination = build_destination("iceberg", {})
     settings = destination.settings  # type: ignore[attr-defined]
     folder = str(tmp_path / "warehouse")
     assert settings.warehouse_folder == folder
+    assert settings.catalog_type == "hadoop"
     assert dict(settings.catalog_properties) == {
-        "type": "sql", "uri": f"sqlite:///{folder}/catalog.db", "warehouse": f"file://{folder}"}
+        "py-catalog-impl": HADOOP_CATALOG_IMPL, "warehouse": f"file://{folder}"}
     assert settings.catalog_name == "headwater"
     assert destination.table_location("users") == "headwater.users"
+
+
+def test_a_warehouse_synced_with_the_former_sqlite_default_keeps_its_catalog(
+        tmp_path: Path) -> None:
+    (tmp_path / "catalog.db").touch()
+    settings = resolve({"warehouse": str(tmp_path), "catalog": {"name": "lake"}})
+    assert dict(settings.catalog_properties) == {
+        "type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db",
+        "warehouse": f"file://{tmp_path}"}
+
+
+def test_a_catalog_uri_without_a_type_is_a_sql_catalog(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path}/elsewhere.db"
+    settings = resolve({"warehouse": str(tmp_path), "catalog": {"uri": uri}})
+    assert settings.catalog_type == "sql"
+    assert settings.catalog_properties["uri"] == uri
+
+
+def test_a_named_type_wins_over_an_existing_catalog_db(tmp_path: Path) -> None:
+    (tmp_path / "catalog.db").touch()
+    assert resolve({"warehouse": str(tmp_path),
+                    "catalog": {"type": "hadoop"}}).catalog_type == "hadoop"
 
 
 def test_namespace_prefix_and_a_file_uri_warehouse(tmp_path: Path) -> None:

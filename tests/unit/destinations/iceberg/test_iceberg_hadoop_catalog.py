@@ -333,7 +333,7 @@ def test_the_destination_s_commits_land_as_they_do_on_other_catalogs(
 
     from headwater.destinations.iceberg import _catalog, _commit
 
-    table = _catalog.create_table(catalog, "raw.users", SCHEMA)
+    table = _catalog.with_name_mapping(catalog.create_table("raw.users", schema=SCHEMA))
     folder = tmp_path / "raw" / "users" / "data"
     folder.mkdir()
 

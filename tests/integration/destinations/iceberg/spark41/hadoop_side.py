@@ -18,26 +18,17 @@ import json
 import sys
 from typing import Any
 
-CATALOG = "ice"
+# This script's folder is on the path (it is run as a script, beside read_tables.py).
+from read_tables import CATALOG
+from read_tables import session as iceberg_session
+
 OURS = f"{CATALOG}.ns.ours"
 SPARK_MADE = f"{CATALOG}.ns.spark_made"
 ROW = "({id}, '{name}', TIMESTAMP '{ts}', {amount}, DATE '{day}')"
 
 
 def session(jar: str, warehouse: str) -> Any:
-    from pyspark.sql import SparkSession
-
-    return (SparkSession.builder.master("local[1]").appName("hadoop-interop-spark41")
-            .config("spark.jars", jar)
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.session.timeZone", "UTC")
-            .config("spark.sql.extensions",
-                    "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-            .config(f"spark.sql.catalog.{CATALOG}", "org.apache.iceberg.spark.SparkCatalog")
-            .config(f"spark.sql.catalog.{CATALOG}.type", "hadoop")
-            .config(f"spark.sql.catalog.{CATALOG}.warehouse", warehouse)
-            .getOrCreate())
+    return iceberg_session(jar, {"type": "hadoop", "warehouse": warehouse})
 
 
 def rows(spark: Any, table: str) -> list[list[Any]]:

@@ -1,0 +1,61 @@
+"""Spark 4.1 with Iceberg's Spark runtime, run as a separate process: Java's reading of
+the tables Headwater writes.
+
+No Iceberg runtime loads on the project's Spark 4.2 (docs/destinations/iceberg.md), so
+the tests that read with Spark run Spark 4.1.4 and ``iceberg-spark-runtime-4.1_2.13``
+1.12.0 from a venv of their own, made by ``bench/setup-alternatives spark41-iceberg``
+(``scripts/setup-tests`` runs it; ``HEADWATER_SPARK41_PYTHON`` may name another
+interpreter).  Missing, the tests fail saying so, as for the suite's other servers:
+a skip would let CI pass without Spark ever reading a table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[4]
+SPARK41_PYTHON = Path(os.environ.get("HEADWATER_SPARK41_PYTHON")
+                      or REPO / ".bench-venvs" / "spark41-iceberg" / "bin" / "python")
+RUNTIME_JAR = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+               / "headwater" / "bench-jars" / "iceberg-spark-runtime-4.1_2.13-1.12.0.jar")
+SCRIPTS = Path(__file__).parent / "spark41"
+
+
+def require_spark41() -> None:
+    """Fail the test, saying how to set it up, when Spark 4.1 + Iceberg is missing."""
+    if not SPARK41_PYTHON.is_file() or not RUNTIME_JAR.is_file():
+        pytest.fail(f"Spark 4.1 + Iceberg is not set up ({SPARK41_PYTHON}, {RUNTIME_JAR}): "
+                    "run scripts/setup-tests (or bench/setup-alternatives spark41-iceberg)")
+
+
+def run_spark41(script: str, args: list[str], tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """Run ``spark41/<script>`` in the Spark 4.1 venv; its last stdout line as JSON, and
+    its stderr.  The project's Spark settings are kept out of its environment."""
+    require_spark41()
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
+    env.update({"PYSPARK_PYTHON": str(SPARK41_PYTHON),
+                "PYSPARK_DRIVER_PYTHON": str(SPARK41_PYTHON),
+                "SPARK_LOCAL_DIRS": str(tmp_path / "spark41-local")})
+    done = subprocess.run([str(SPARK41_PYTHON), str(SCRIPTS / script), *args], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["spark"].startswith("4.1."), found["spark"]
+    return found, done.stderr
+
+
+def read_with_spark(catalog: dict[str, str], tables: list[str],
+                    tmp_path: Path) -> dict[str, dict[str, Any]]:
+    """``tables`` as Spark 4.1's Iceberg catalog ``catalog`` reads them (``read_tables.py``:
+    its docstring says how values are printed)."""
+    request = {"jar": str(RUNTIME_JAR), "catalog": catalog, "tables": tables}
+    found, _ = run_spark41("read_tables.py", [json.dumps(request)], tmp_path)
+    tables_read: dict[str, dict[str, Any]] = found["tables"]
+    return tables_read
