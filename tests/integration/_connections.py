@@ -1,4 +1,5 @@
-"""Write a connection file for a test: each test states only what differs from the defaults.
+"""Write a connection file for a test (each test states only what differs from the defaults),
+and run a sync of it in process.
 
 The defaults are the ones an in-process integration test wants: the Delta
 tables in ``folder/lake`` and an embedded SQLite metadata store in
@@ -21,6 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from headwater.config import load_connection
+from headwater.destinations import Destination
+from headwater.engine import SyncEngine, SyncResult
+from headwater.metadata_store import MetadataStore
 
 
 def connection_file(
@@ -69,3 +75,26 @@ def connection_file(
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
+
+
+def engine(path: Path, destination: Destination | None = None) -> SyncEngine:
+    """An engine for the connection file at ``path``, on the metadata store it names.
+
+    ``destination``: one built by the test (one that "dies" at a chosen point, say)
+    in place of the one the file describes.
+    """
+    connection = load_connection(path)
+    return SyncEngine(connection, MetadataStore(connection.metadata_store or ""),
+                      destination=destination)
+
+
+def sync(path: Path, destination: Destination | None = None, *,
+         expect: str | None = "succeeded") -> SyncResult:
+    """Run one sync of ``path`` and return its result, checked to end as ``expect``.
+
+    ``expect=None`` checks nothing (the test looks at the result itself).
+    """
+    result = engine(path, destination).run()
+    if expect is not None:
+        assert result.status == expect, result.to_dict()
+    return result

@@ -237,7 +237,11 @@ class IcebergDestination(Destination):
                 table = self.load_table(stream)
                 if table is None:
                     raise DestinationError(f"no Iceberg table {identifier}", stream=stream)
-                earlier = _find(table, marker)
+                try:
+                    earlier = _find(table, marker)
+                except StoreBehindTableError:  # refused before any commit: nothing will
+                    _remove(folder, written)  # ever reference these files
+                    raise
                 if earlier is not None:  # an earlier attempt's commit: these files stay out
                     _remove(folder, written)
                     return earlier

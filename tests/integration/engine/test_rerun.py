@@ -17,7 +17,7 @@ from headwater.connectors.sample import SampleSource
 from headwater.engine import SyncEngine, SyncResult
 from headwater.engine._rerun import backfill, replay
 from headwater.metadata_store import MetadataStore
-from tests.integration._connections import connection_file
+from tests.integration._connections import connection_file, engine, sync
 
 pytestmark = pytest.mark.spark
 
@@ -33,17 +33,6 @@ def write_connection(tmp_path: Path, streams: list[dict[str, Any]], *,
     return connection_file(tmp_path, name="rr", source={**SOURCE, **source}, streams=streams,
                            checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
                            after_sync=after_sync)
-
-
-def engine(path: Path) -> SyncEngine:
-    connection = load_connection(path)
-    return SyncEngine(connection, MetadataStore(connection.metadata_store or ""))
-
-
-def sync(path: Path) -> SyncResult:
-    result = engine(path).run()
-    assert result.status == "succeeded", result.to_dict()
-    return result
 
 
 def store(tmp_path: Path) -> MetadataStore:

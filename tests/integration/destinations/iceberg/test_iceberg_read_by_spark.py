@@ -26,12 +26,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
-from headwater.engine import SyncEngine, SyncResult
+from headwater.engine import SyncResult
 from headwater.engine._rerun import replay
-from headwater.metadata_store import MetadataStore
-from tests.integration._connections import connection_file
+from tests.integration._connections import connection_file, engine, sync
 from tests.integration.destinations.iceberg._rest_catalog import RestCatalogServer
 from tests.integration.destinations.iceberg._spark41 import read_with_spark, require_spark41
 from tests.integration.destinations.iceberg.test_iceberg_syncs import fresh_catalog
@@ -49,17 +47,6 @@ MODES: dict[str, list[dict[str, Any]]] = {
         {"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append"},
         {"name": "orders", "sync_mode": "full_refresh", "destination_sync_mode": "append"}],
 }
-
-
-def _engine(path: Path) -> SyncEngine:
-    connection = load_connection(path)
-    return SyncEngine(connection, MetadataStore(connection.metadata_store or ""))
-
-
-def _sync(path: Path) -> SyncResult:
-    result = _engine(path).run()
-    assert result.status == "succeeded", result.to_dict()
-    return result
 
 
 def _connection(folder: Path, name: str, destination: dict[str, Any], generation: int) -> Path:
@@ -142,10 +129,10 @@ def test_spark_reads_every_mode_s_table_as_pyiceberg_does(
     destination, spark_catalog, namespace = catalogs
     second: dict[str, SyncResult] = {}
     for name in MODES:
-        _sync(_connection(tmp_path, name, destination, generation=0))
-        second[name] = _sync(_connection(tmp_path, name, destination, generation=1))
+        sync(_connection(tmp_path, name, destination, generation=0))
+        second[name] = sync(_connection(tmp_path, name, destination, generation=1))
     # A replay rewrites the run's rows copy-on-write: Spark must read the rewrite.
-    replayed = replay(_engine(tmp_path / "appended.yaml"), second["appended"].run_id)
+    replayed = replay(engine(tmp_path / "appended.yaml"), second["appended"].run_id)
     assert replayed.status == "succeeded", replayed.to_dict()
 
     tables = [f"{namespace}.{name}_{stream['name']}"

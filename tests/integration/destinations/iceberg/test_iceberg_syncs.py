@@ -11,9 +11,8 @@ implemented yet must be refused before the table changes.
 from __future__ import annotations
 
 import json
-import uuid
+import sqlite3
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +24,17 @@ from headwater.cli.app import app
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
 from headwater.destinations.iceberg import IcebergDestination
-from headwater.engine import SyncEngine, SyncResult
+from headwater.engine import SyncResult
 from headwater.errors import DestinationError, ExitCode
 from headwater.metadata_store import MetadataStore
 from headwater.table_schema import META_NAMES
-from tests.integration._connections import connection_file
+from tests.integration._connections import connection_file, sync
+from tests.integration.destinations.iceberg._catalogs import (
+    iceberg_config,
+    load_table,
+    reader,
+    unreferenced_files,
+)
 from tests.integration.destinations.iceberg._rest_catalog import (
     LOOPBACK,
     RestCatalogServer,
@@ -47,36 +52,6 @@ INCREMENTAL = [{"name": "users", "sync_mode": "incremental", "destination_sync_m
                 "cursor_field": "updated_at"}]
 OVERWRITE = [{"name": "users", "sync_mode": "full_refresh",
               "destination_sync_mode": "overwrite"}]
-#: Every catalog kind the tests start for real.
-CATALOG_KINDS = ["sqlite", "postgresql", "rest", "hadoop"]
-
-
-def _config(tmp_path: Path, **catalog: Any) -> dict[str, Any]:
-    config: dict[str, Any] = {"warehouse": str(tmp_path / "warehouse")}
-    if catalog:
-        config["catalog"] = catalog
-    return config
-
-
-@pytest.fixture(params=CATALOG_KINDS)
-def config(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, Any]]:
-    """The destination's config on one catalog kind (servers started only when asked for)."""
-    kind = request.param
-    if kind == "sqlite":
-        yield _config(tmp_path, type="sql")
-    elif kind == "hadoop":
-        yield _config(tmp_path)  # the default
-    elif kind == "postgresql":
-        server = request.getfixturevalue("postgres_server")
-        with server.database() as database:
-            uri = server.database_url(database).replace("postgresql://",
-                                                        "postgresql+psycopg2://")
-            yield _config(tmp_path, type="sql", uri=uri)
-    else:
-        rest: RestCatalogServer = request.getfixturevalue("iceberg_rest_catalog")
-        # The server is shared by the session: each test writes a namespace of its own.
-        yield {**_config(tmp_path, type="rest", uri=rest.uri),
-               "namespace": f"t_{uuid.uuid4().hex[:12]}"}
 
 
 def write_connection(tmp_path: Path, streams: list[dict[str, Any]], *,
@@ -85,13 +60,7 @@ def write_connection(tmp_path: Path, streams: list[dict[str, Any]], *,
     return connection_file(
         tmp_path, name="ice", source={**SOURCE, **source}, streams=streams,
         checkpoint={"partitions_per_checkpoint": per_checkpoint, "concurrent_checkpoints": 2},
-        destination={"type": "iceberg", "config": destination or _config(tmp_path)})
-
-
-def sync(path: Path, destination: IcebergDestination | None = None) -> SyncResult:
-    connection = load_connection(path)
-    store = MetadataStore(connection.metadata_store or "")
-    return SyncEngine(connection, store, destination=destination).run()
+        destination={"type": "iceberg", "config": destination or iceberg_config(tmp_path)})
 
 
 def destination_of(path: Path) -> IcebergDestination:
@@ -100,29 +69,12 @@ def destination_of(path: Path) -> IcebergDestination:
 
 
 def fresh_catalog(path: Path) -> Any:
-    """A PyIceberg catalog client of the test's own, from the connection file's catalog.
-
-    Built here from the file, not by the destination: what the sync wrote must
-    read back through a client that shares nothing with the writer.
-    """
-    from pyiceberg.catalog import load_catalog
-
-    config = load_connection(path).destination.config
-    catalog = dict(config.get("catalog") or {})
-    warehouse = Path(config["warehouse"])
-    if catalog.get("type") == "rest":
-        return load_catalog("reader", type="rest", uri=catalog["uri"])
-    if catalog.get("type", "hadoop") == "hadoop":  # the default on a new warehouse
-        return load_catalog("reader", **{
-            "py-catalog-impl": "headwater.destinations.iceberg._hadoop.HadoopCatalog",
-            "warehouse": warehouse.as_uri()})
-    uri = catalog.get("uri") or f"sqlite:///{warehouse}/catalog.db"
-    return load_catalog("headwater", type="sql", uri=uri, warehouse=warehouse.as_uri())
+    """A catalog client of the test's own for the connection file's catalog (``_catalogs``)."""
+    return reader(load_connection(path).destination.config)
 
 
 def table_of(path: Path, stream: str = "users") -> Any:
-    namespace = load_connection(path).destination.config.get("namespace") or "headwater"
-    return fresh_catalog(path).load_table(f"{namespace}.{stream}")
+    return load_table(load_connection(path).destination.config, stream)
 
 
 def read(path: Path, stream: str = "users") -> pa.Table:
@@ -237,24 +189,24 @@ class DiesAfterSecondCommit(IcebergDestination):
 
     def commit_files(self, *args: Any, **kwargs: Any) -> Any:
         result = super().commit_files(*args, **kwargs)
-        DiesAfterSecondCommit.commits += 1
-        if DiesAfterSecondCommit.commits == 2:
+        self.commits += 1  # this instance's count (the test runs on every catalog)
+        if self.commits == 2:
             raise Killed
         return result
 
 
 def test_a_snapshot_that_landed_before_a_kill_is_found_not_written_twice(
-        spark: Any, tmp_path: Path) -> None:
+        spark: Any, tmp_path: Path, config: dict[str, Any]) -> None:
     streams = [{**INCREMENTAL[0]}]
     path = connection_file(
         tmp_path, name="ice", source=SOURCE, streams=streams,
         checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1},
-        destination={"type": "iceberg", "config": _config(tmp_path)})
+        destination={"type": "iceberg", "config": config})
     with pytest.raises(Killed):
-        sync(path, DiesAfterSecondCommit(_config(tmp_path)))
+        sync(path, DiesAfterSecondCommit(config))
     assert len(tagged_snapshots(path)) == 2  # the second snapshot landed
-    again = sync(path, IcebergDestination(_config(tmp_path)))
-    assert again.resumed and again.attempt == 2 and again.status == "succeeded", again.to_dict()
+    again = sync(path, IcebergDestination(config))
+    assert again.resumed and again.attempt == 2, again.to_dict()
     # The landed checkpoint was found by its marker, not committed again.
     assert keyed(read(path)) == keyed(expected())
     summaries = tagged_snapshots(path)
@@ -273,12 +225,35 @@ def test_a_snapshot_that_landed_before_a_kill_is_found_not_written_twice(
     assert on_disk == referenced
 
 
+def test_a_store_restored_from_an_older_copy_is_caught_by_the_table_s_lane_versions(
+        spark: Any, tmp_path: Path, config: dict[str, Any]) -> None:
+    """The lanes' versions live in the table's properties, which every catalog keeps."""
+    sync(write_connection(tmp_path, INCREMENTAL, destination=config))
+    with sqlite3.connect(tmp_path / "meta.db") as store, \
+            sqlite3.connect(tmp_path / "older.db") as copy:
+        store.backup(copy)  # a copy of the store taken now...
+    path = write_connection(tmp_path, INCREMENTAL, destination=config, generation=1)
+    sync(path)
+    restored = connection_file(  # ...is all the next sync has: it forgot the second run
+        tmp_path, name="ice", source={**SOURCE, "generation": 2}, streams=INCREMENTAL,
+        store_file="older.db", checkpoint={"partitions_per_checkpoint": 2,
+                                           "concurrent_checkpoints": 2},
+        destination={"type": "iceberg", "config": config})
+    behind = sync(restored, expect="failed")
+    assert "the metadata store is behind the table" in (behind.streams[0].error or ""), \
+        behind.to_dict()
+    # A lane the table held no version of yet may have committed; none committed twice.
+    tags = [s["headwater.tag"] for s in tagged_snapshots(path)]
+    assert len(tags) == len(set(tags))
+    assert unreferenced_files(table_of(path)) == set()  # the refused checkpoints' files are gone
+
+
 def test_a_postgresql_catalog_keeps_nothing_in_the_warehouse_folder(
         spark: Any, tmp_path: Path, postgres_server: Any) -> None:
     with postgres_server.database() as database:
         uri = postgres_server.database_url(database).replace("postgresql://",
                                                              "postgresql+psycopg2://")
-        config = _config(tmp_path, type="sql", uri=uri)
+        config = iceberg_config(tmp_path, type="sql", uri=uri)
         IcebergDestination(config).check()
         path = write_connection(tmp_path, APPEND, destination=config)
         assert sync(path).status == "succeeded"
@@ -290,7 +265,7 @@ def test_a_hadoop_catalog_s_table_is_its_folder_in_iceberg_s_hadoop_layout(
     """Two syncs; the folder alone holds the table, readable without our catalog."""
     from pyiceberg.table import StaticTable
 
-    path = write_connection(tmp_path, APPEND, destination=_config(tmp_path, type="hadoop"))
+    path = write_connection(tmp_path, APPEND, destination=iceberg_config(tmp_path, type="hadoop"))
     first, second = sync(path), sync(path)
     assert first.status == second.status == "succeeded", second.to_dict()
     warehouse = tmp_path / "warehouse"
@@ -311,7 +286,7 @@ def test_a_hadoop_catalog_s_table_is_its_folder_in_iceberg_s_hadoop_layout(
 
 def test_a_rest_catalog_s_tables_live_in_the_server_s_warehouse(
         spark: Any, tmp_path: Path, iceberg_rest_catalog: RestCatalogServer) -> None:
-    config = {**_config(tmp_path, type="rest", uri=iceberg_rest_catalog.uri),
+    config = {**iceberg_config(tmp_path, type="rest", uri=iceberg_rest_catalog.uri),
               "namespace": "where_tables_live"}
     path = write_connection(tmp_path, APPEND, destination=config)
     assert sync(path).status == "succeeded"
@@ -332,8 +307,8 @@ def test_the_rest_catalog_server_listens_on_loopback_only(
 def test_a_rest_catalog_whose_warehouse_is_not_local_is_refused_before_a_table_exists(
         spark: Any, tmp_path: Path) -> None:
     with rest_catalog_server(tmp_path / "server", "s3://nowhere/warehouse") as server:
-        config = {**_config(tmp_path, type="rest", uri=server.uri), "namespace": "remote"}
-        refused = sync(write_connection(tmp_path, APPEND, destination=config))
+        config = {**iceberg_config(tmp_path, type="rest", uri=server.uri), "namespace": "remote"}
+        refused = sync(write_connection(tmp_path, APPEND, destination=config), expect="failed")
         assert refused.status == "failed"
         message = refused.streams[0].error or ""
         assert "s3://nowhere/warehouse/remote/users, not in a local folder" in message, message
@@ -343,10 +318,10 @@ def test_a_rest_catalog_whose_warehouse_is_not_local_is_refused_before_a_table_e
 
 
 def test_check_proves_the_catalog_writable_or_says_why_not(tmp_path: Path) -> None:
-    destination = IcebergDestination(_config(tmp_path))
+    destination = IcebergDestination(iceberg_config(tmp_path))
     destination.check()
     assert [t for t in destination.catalog().list_tables("headwater")] == []
-    broken = IcebergDestination(_config(tmp_path, type="sql",
+    broken = IcebergDestination(iceberg_config(tmp_path, type="sql",
                                         uri="postgresql+psycopg2://nobody@127.0.0.1:1/none"))
     with pytest.raises(DestinationError, match=r"catalog at postgresql.* is not usable"):
         broken.check()
@@ -356,7 +331,7 @@ def _check(tmp_path: Path, catalog: dict[str, Any]) -> Any:
     """``headwater check --json`` of a connection writing to ``catalog``."""
     path = connection_file(tmp_path, name="ice", source=SOURCE, streams=APPEND,
                            destination={"type": "iceberg",
-                                        "config": _config(tmp_path, **catalog)})
+                                        "config": iceberg_config(tmp_path, **catalog)})
     return CliRunner().invoke(app, ["check", str(path), "--json"])
 
 
