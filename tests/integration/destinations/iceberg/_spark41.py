@@ -51,11 +51,14 @@ def run_spark41(script: str, args: list[str], tmp_path: Path) -> tuple[dict[str,
     return found, done.stderr
 
 
-def read_with_spark(catalog: dict[str, str], tables: list[str],
-                    tmp_path: Path) -> dict[str, dict[str, Any]]:
-    """``tables`` as Spark 4.1's Iceberg catalog ``catalog`` reads them (``read_tables.py``:
-    its docstring says how values are printed)."""
-    request = {"jar": str(RUNTIME_JAR), "catalog": catalog, "tables": tables}
+def read_with_spark(catalog: dict[str, str], tables: list[str], tmp_path: Path, *,
+                    name: str = "ice", jars: list[str] | None = None
+                    ) -> dict[str, dict[str, Any]]:
+    """``tables`` as Spark 4.1's Iceberg catalog ``name`` with ``catalog``'s properties reads
+    them, ``jars`` on its class path (``read_tables.py``: its docstring says how values are
+    printed)."""
+    request = {"jar": str(RUNTIME_JAR), "catalog": catalog, "tables": tables, "name": name,
+               "jars": jars or []}
     found, _ = run_spark41("read_tables.py", [json.dumps(request)], tmp_path)
     tables_read: dict[str, dict[str, Any]] = found["tables"]
     return tables_read

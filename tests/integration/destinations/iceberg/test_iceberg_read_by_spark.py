@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from headwater.connectors.sample import SampleSource
 from headwater.engine import SyncResult
 from headwater.engine._rerun import replay
 from tests.integration._connections import connection_file, engine, sync
-from tests.integration.destinations.iceberg._rest_catalog import RestCatalogServer
+from tests.integration.destinations.iceberg._rest_catalog import RestCatalogServer, jars_folder
 from tests.integration.destinations.iceberg._spark41 import read_with_spark, require_spark41
 from tests.integration.destinations.iceberg.test_iceberg_syncs import fresh_catalog
 
@@ -107,24 +108,44 @@ def _multiset(rows: list[list[Any]], lists: list[int]) -> Counter[str]:
     return Counter(json.dumps(normal(row)) for row in rows)
 
 
-@pytest.fixture(params=["hadoop", "rest"])
+@dataclass(frozen=True)
+class SparkCatalog:
+    """How Spark 4.1 reaches the catalog a test's syncs wrote to."""
+
+    properties: dict[str, str]
+    name: str = "ice"
+    jars: tuple[str, ...] = ()
+
+
+@pytest.fixture(params=["hadoop", "rest", "sqlite"])
 def catalogs(request: pytest.FixtureRequest,
-             tmp_path: Path) -> tuple[dict[str, Any], dict[str, str], str]:
-    """The destination's config, Spark's catalog settings for the same catalog, and the
-    namespace: the default (hadoop) catalog, or the session's REST catalog server."""
+             tmp_path: Path) -> tuple[dict[str, Any], SparkCatalog, str]:
+    """The destination's config, Spark's catalog for the same catalog, and the namespace:
+    the default (hadoop) catalog, the session's REST catalog server, or a SQL catalog in
+    a SQLite file (Spark's ``JdbcCatalog`` with the SQLite JDBC driver the REST server's
+    jars bring; it lists only the tables of its own catalog name, so it takes ours)."""
     require_spark41()  # before a minute of syncs
     warehouse = tmp_path / "warehouse"
     if request.param == "hadoop":
         return ({"warehouse": str(warehouse)},
-                {"type": "hadoop", "warehouse": warehouse.as_uri()}, "headwater")
+                SparkCatalog({"type": "hadoop", "warehouse": warehouse.as_uri()}), "headwater")
+    if request.param == "sqlite":
+        driver = sorted(jars_folder().glob("sqlite-jdbc-*.jar"))
+        assert driver, f"no sqlite-jdbc jar in {jars_folder()}"
+        return ({"warehouse": str(warehouse), "catalog": {"type": "sql"}},
+                SparkCatalog({"type": "jdbc", "uri": f"jdbc:sqlite:{warehouse}/catalog.db",
+                              "warehouse": warehouse.as_uri(),
+                              "jdbc.schema-version": "V1"},
+                             name="headwater", jars=(str(driver[-1]),)), "headwater")
     rest: RestCatalogServer = request.getfixturevalue("iceberg_rest_catalog")
     namespace = f"spark_{uuid.uuid4().hex[:12]}"  # the server is shared by the session
     return ({"warehouse": str(warehouse), "catalog": {"type": "rest", "uri": rest.uri},
-             "namespace": namespace}, {"type": "rest", "uri": rest.uri}, namespace)
+             "namespace": namespace}, SparkCatalog({"type": "rest", "uri": rest.uri}),
+            namespace)
 
 
 def test_spark_reads_every_mode_s_table_as_pyiceberg_does(
-        spark: Any, tmp_path: Path, catalogs: tuple[dict[str, Any], dict[str, str], str]
+        spark: Any, tmp_path: Path, catalogs: tuple[dict[str, Any], SparkCatalog, str]
 ) -> None:
     destination, spark_catalog, namespace = catalogs
     second: dict[str, SyncResult] = {}
@@ -137,7 +158,8 @@ def test_spark_reads_every_mode_s_table_as_pyiceberg_does(
 
     tables = [f"{namespace}.{name}_{stream['name']}"
               for name, streams in MODES.items() for stream in streams]
-    by_spark = read_with_spark(spark_catalog, tables, tmp_path)
+    by_spark = read_with_spark(spark_catalog.properties, tables, tmp_path,
+                               name=spark_catalog.name, jars=list(spark_catalog.jars))
 
     reader = fresh_catalog(tmp_path / "merged.yaml")
     read: dict[str, pa.Table] = {}

@@ -7,7 +7,10 @@ project's venv, where no Iceberg runtime loads.  Usage::
     python read_tables.py REQUEST_JSON
 
 REQUEST_JSON: ``{"jar": ..., "catalog": {"type": "hadoop", "warehouse": "file://..."} or
-{"type": "rest", "uri": "http://..."}, "tables": ["namespace.table", ...]}``.
+{"type": "rest", "uri": "http://..."} or {"type": "jdbc", "uri": "jdbc:sqlite:...", ...},
+"tables": ["namespace.table", ...]}``, optionally ``"name"``, the catalog's name (a JDBC
+catalog's tables are registered under the writer's catalog name: ``headwater``), and
+``"jars"``, more jars (a JDBC driver).
 
 Prints one JSON line: ``{"spark": version, "tables": {name: {"columns": [...], "rows":
 [[...], ...]}}}``, each value in a form both sides can produce exactly: timestamps as
@@ -24,7 +27,7 @@ from typing import Any
 CATALOG = "ice"
 
 
-def session(jar: str, catalog: dict[str, str]) -> Any:
+def session(jar: str, catalog: dict[str, str], name: str = CATALOG) -> Any:
     from pyspark.sql import SparkSession
 
     builder = (SparkSession.builder.master("local[1]").appName("headwater-read-by-spark41")
@@ -34,9 +37,9 @@ def session(jar: str, catalog: dict[str, str]) -> Any:
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.extensions",
                        "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-               .config(f"spark.sql.catalog.{CATALOG}", "org.apache.iceberg.spark.SparkCatalog"))
+               .config(f"spark.sql.catalog.{name}", "org.apache.iceberg.spark.SparkCatalog"))
     for key, value in catalog.items():
-        builder = builder.config(f"spark.sql.catalog.{CATALOG}.{key}", value)
+        builder = builder.config(f"spark.sql.catalog.{name}.{key}", value)
     return builder.getOrCreate()
 
 
@@ -62,10 +65,12 @@ def comparable(field: Any) -> Any:
 
 def main() -> None:
     request = json.loads(sys.argv[1])
-    spark = session(request["jar"], request["catalog"])
+    catalog = request.get("name") or CATALOG
+    spark = session(",".join([request["jar"], *request.get("jars", [])]), request["catalog"],
+                    catalog)
     found: dict[str, Any] = {"spark": spark.version, "tables": {}}
     for name in request["tables"]:
-        frame = spark.table(f"{CATALOG}.{name}")
+        frame = spark.table(f"{catalog}.{name}")
         frame = frame.select(*(comparable(f) for f in frame.schema.fields))
         found["tables"][name] = {"columns": frame.columns,
                                  "rows": [list(row) for row in frame.collect()]}
