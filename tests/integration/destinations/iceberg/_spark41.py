@@ -22,8 +22,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[4]
 SPARK41_PYTHON = Path(os.environ.get("HEADWATER_SPARK41_PYTHON")
                       or REPO / ".bench-venvs" / "spark41-iceberg" / "bin" / "python")
-RUNTIME_JAR = (Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-               / "headwater" / "bench-jars" / "iceberg-spark-runtime-4.1_2.13-1.12.0.jar")
+JARS = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "headwater" / "bench-jars"
+RUNTIME_JAR = JARS / "iceberg-spark-runtime-4.1_2.13-1.12.0.jar"
 SCRIPTS = Path(__file__).parent / "spark41"
 
 
@@ -32,6 +32,15 @@ def require_spark41() -> None:
     if not SPARK41_PYTHON.is_file() or not RUNTIME_JAR.is_file():
         pytest.fail(f"Spark 4.1 + Iceberg is not set up ({SPARK41_PYTHON}, {RUNTIME_JAR}): "
                     "run scripts/setup-tests (or bench/setup-alternatives spark41-iceberg)")
+
+
+def jdbc_driver(artifact: str) -> str:
+    """The JDBC driver jar ``bench/setup-alternatives spark41-iceberg`` fetched (``sqlite-jdbc``,
+    ``postgresql``), for Spark's ``JdbcCatalog``."""
+    found = sorted(JARS.glob(f"{artifact}-[0-9]*.jar"))
+    if not found:
+        pytest.fail(f"no {artifact} JDBC driver in {JARS}: run scripts/setup-tests")
+    return str(found[-1])
 
 
 def run_spark41(script: str, args: list[str], tmp_path: Path) -> tuple[dict[str, Any], str]:

@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,8 +33,12 @@ from headwater.connectors.sample import SampleSource
 from headwater.engine import SyncResult
 from headwater.engine._rerun import replay
 from tests.integration._connections import connection_file, engine, sync
-from tests.integration.destinations.iceberg._rest_catalog import RestCatalogServer, jars_folder
-from tests.integration.destinations.iceberg._spark41 import read_with_spark, require_spark41
+from tests.integration.destinations.iceberg._rest_catalog import RestCatalogServer
+from tests.integration.destinations.iceberg._spark41 import (
+    jdbc_driver,
+    read_with_spark,
+    require_spark41,
+)
 from tests.integration.destinations.iceberg.test_iceberg_syncs import fresh_catalog
 
 pytestmark = [pytest.mark.spark, pytest.mark.cluster]
@@ -117,31 +123,44 @@ class SparkCatalog:
     jars: tuple[str, ...] = ()
 
 
-@pytest.fixture(params=["hadoop", "rest", "sqlite"])
+@pytest.fixture(params=["hadoop", "rest", "sqlite", "postgresql"])
 def catalogs(request: pytest.FixtureRequest,
-             tmp_path: Path) -> tuple[dict[str, Any], SparkCatalog, str]:
+             tmp_path: Path) -> Iterator[tuple[dict[str, Any], SparkCatalog, str]]:
     """The destination's config, Spark's catalog for the same catalog, and the namespace:
     the default (hadoop) catalog, the session's REST catalog server, or a SQL catalog in
-    a SQLite file (Spark's ``JdbcCatalog`` with the SQLite JDBC driver the REST server's
-    jars bring; it lists only the tables of its own catalog name, so it takes ours)."""
+    SQLite or PostgreSQL (Spark's ``JdbcCatalog`` with the database's JDBC driver; it lists
+    only the tables of its own catalog name, so it takes ours, ``headwater``)."""
     require_spark41()  # before a minute of syncs
     warehouse = tmp_path / "warehouse"
+    jdbc = {"warehouse": warehouse.as_uri(), "jdbc.schema-version": "V1"}
     if request.param == "hadoop":
-        return ({"warehouse": str(warehouse)},
-                SparkCatalog({"type": "hadoop", "warehouse": warehouse.as_uri()}), "headwater")
-    if request.param == "sqlite":
-        driver = sorted(jars_folder().glob("sqlite-jdbc-*.jar"))
-        assert driver, f"no sqlite-jdbc jar in {jars_folder()}"
-        return ({"warehouse": str(warehouse), "catalog": {"type": "sql"}},
-                SparkCatalog({"type": "jdbc", "uri": f"jdbc:sqlite:{warehouse}/catalog.db",
-                              "warehouse": warehouse.as_uri(),
-                              "jdbc.schema-version": "V1"},
-                             name="headwater", jars=(str(driver[-1]),)), "headwater")
-    rest: RestCatalogServer = request.getfixturevalue("iceberg_rest_catalog")
-    namespace = f"spark_{uuid.uuid4().hex[:12]}"  # the server is shared by the session
-    return ({"warehouse": str(warehouse), "catalog": {"type": "rest", "uri": rest.uri},
-             "namespace": namespace}, SparkCatalog({"type": "rest", "uri": rest.uri}),
-            namespace)
+        yield ({"warehouse": str(warehouse)},
+               SparkCatalog({"type": "hadoop", "warehouse": warehouse.as_uri()}), "headwater")
+    elif request.param == "sqlite":
+        yield ({"warehouse": str(warehouse), "catalog": {"type": "sql"}},
+               SparkCatalog({"type": "jdbc", "uri": f"jdbc:sqlite:{warehouse}/catalog.db",
+                             **jdbc}, name="headwater", jars=(jdbc_driver("sqlite-jdbc"),)),
+               "headwater")
+    elif request.param == "postgresql":
+        server = request.getfixturevalue("postgres_server")
+        with server.database() as database:
+            uri = server.database_url(database)
+            parts = urlsplit(uri)
+            yield ({"warehouse": str(warehouse), "catalog": {
+                        "type": "sql", "uri": uri.replace("postgresql://",
+                                                          "postgresql+psycopg2://")}},
+                   SparkCatalog({"type": "jdbc", "uri": f"jdbc:postgresql://{parts.hostname}:"
+                                                        f"{parts.port}/{database}",
+                                 "jdbc.user": parts.username or "",
+                                 "jdbc.password": parts.password or "", **jdbc},
+                                name="headwater", jars=(jdbc_driver("postgresql"),)),
+                   "headwater")
+    else:
+        rest: RestCatalogServer = request.getfixturevalue("iceberg_rest_catalog")
+        namespace = f"spark_{uuid.uuid4().hex[:12]}"  # the server is shared by the session
+        yield ({"warehouse": str(warehouse), "catalog": {"type": "rest", "uri": rest.uri},
+                "namespace": namespace}, SparkCatalog({"type": "rest", "uri": rest.uri}),
+               namespace)
 
 
 def test_spark_reads_every_mode_s_table_as_pyiceberg_does(
