@@ -9,6 +9,7 @@ into two tables and compares them.
 
 from __future__ import annotations
 
+import signal
 import uuid
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 
 from headwater.connectors.object_storage._source import ObjectStorageSource
 from headwater.sdk import Partition
+from tests.integration._cli import store, sync, sync_runs
 from tests.integration.connectors.object_storage.conftest import ACCESS_KEY, SECRET_KEY, S3Server
 from tests.integration.connectors.object_storage.test_object_storage_sync import (
     connection,
@@ -174,4 +176,34 @@ def test_both_discovery_modes_sync_the_same_rows_then_only_new_objects(
     assert {s.name: s.records_read for s in second.streams} == {"notified": 6, "listed": 6}
     assert table("notified") == table("listed")
     assert len(table("notified")) == 18
+    assert queued(s3_server, queue) == (0, 0)
+
+
+@pytest.mark.spark
+def test_sigkill_mid_run_then_one_sync_lands_every_object_once_and_empties_the_queue(
+        spark: Any, tmp_path: Path, s3_server: S3Server) -> None:
+    bucket, queue = notified_bucket(s3_server)
+    first_keys = [f"in/{n:02d}.jsonl" for n in range(6)]
+    put(s3_server, bucket, first_keys)
+    # a visibility timeout of 0: the messages the killed run received come back at once
+    stream = {**stream_config("notified", queue, visibility_timeout=0),
+              "objects_per_partition": 1}
+    path = connection(tmp_path, s3_server.source_config(bucket, streams=[stream]),
+                      ["notified"], name="crashy",
+                      checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
+    killed = sync(tmp_path, path, env={"HEADWATER_FAULT": "after-release:3"})
+    assert killed.exit_code == -signal.SIGKILL, killed.describe()
+    assert len(store(tmp_path).get_state("crashy", "notified")["recent"]) == 3
+
+    put(s3_server, bucket, ["in/new/a.jsonl", "in/new/b.jsonl"])
+    result = sync(tmp_path, path)
+    assert result.exit_code == 0, result.describe()
+    resumed, new = sync_runs(result)
+    assert resumed["resumed"] is True and resumed["status"] == "succeeded"
+    assert new["resumed"] is False and new["status"] == "succeeded"
+    assert new["streams"][0]["records_written"] == 6  # the two new objects' rows only
+    landed = sorted((r["_source_key"], r["_source_record"])
+                    for r in rows(spark, tmp_path, "notified"))
+    assert landed == sorted((key, n) for key in [*first_keys, "in/new/a.jsonl",
+                                                 "in/new/b.jsonl"] for n in range(3))
     assert queued(s3_server, queue) == (0, 0)
