@@ -89,7 +89,9 @@ class NotificationDiscovery(_Model):
         None, description="The queue service's endpoint (default: the source's endpoint_url).")
     region: str | None = Field(None, description="The queue's region (default: the source's).")
     max_messages: int = Field(
-        10_000, ge=1, description="Messages received, at most, to plan one run.")
+        1_000, ge=1,
+        description="Messages received, at most, to plan one run (their receipt handles, "
+                    "a few hundred bytes each on SQS, stay in the state until deleted).")
     wait_seconds: int = Field(
         1, ge=0, le=20, description="Long-poll wait of each receive; planning stops at the "
                                     "first receive that returns nothing.")

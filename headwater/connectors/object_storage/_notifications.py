@@ -65,7 +65,7 @@ from headwater.connectors.object_storage._config import (
 )
 from headwater.connectors.object_storage._cursor import Decision
 from headwater.connectors.object_storage._listing import ObjectInfo, identity_of, wanted_keys
-from headwater.errors import ConnectorError
+from headwater.errors import AuthenticationError, ConnectorError
 from headwater.sdk import Partition
 
 __all__ = ["Inbox", "Message", "event_paths", "with_messages"]
@@ -150,6 +150,19 @@ class Inbox:
         self._client = _queue_client(settings, discovery)
         self._pending: dict[str, Message] = {}
         self._released: frozenset[str] = frozenset()
+
+    def check(self) -> None:
+        """Asks the queue for its attributes: a wrong url or credentials show here."""
+        try:
+            self._client.get_queue_attributes(QueueUrl=self._discovery.queue_url,
+                                              AttributeNames=["QueueArn"])
+        except Exception as exc:
+            text = f"{type(exc).__name__}: {exc}"
+            error = AuthenticationError if any(
+                w in text for w in ("AccessDenied", "InvalidClientTokenId", "SignatureDoes",
+                                    "Forbidden", "403")) else ConnectorError
+            raise error(f"cannot reach queue {self._discovery.queue_url}: {text}",
+                        field="source.config.streams.discovery.queue_url") from exc
 
     # ------------------------------------------------------------------ planning
 

@@ -277,7 +277,12 @@ class ObjectStorageSource(Source):
         return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
 
     def check(self) -> None:
-        """Lists the url once: wrong credentials and missing buckets show here."""
+        """Lists the url once: wrong credentials and missing buckets show here; and asks
+        each notification queue for its attributes."""
+        for stream in self._streams:
+            inbox = stream._notified()
+            if inbox is not None:
+                inbox.check()
         fs, root = open_filesystem(self._settings.url, self._settings.storage_options())
         where = fs.unstrip_protocol(root)
         try:

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from headwater.connectors.object_storage._source import ObjectStorageSource
+from headwater.errors import ConnectorError
 from headwater.sdk import Partition
 from tests.integration._cli import store, sync, sync_runs
 from tests.integration.connectors.object_storage.conftest import ACCESS_KEY, SECRET_KEY, S3Server
@@ -146,6 +147,17 @@ def test_a_plan_deletes_the_messages_its_saved_state_lists(s3_server: S3Server) 
 
     assert ObjectStorageSource(config).stream("notified").partitions(cursor.state()) == []
     assert queued(s3_server, queue) == (0, 0)
+
+
+def test_check_asks_the_queue(s3_server: S3Server) -> None:
+    bucket, queue = notified_bucket(s3_server)
+    ObjectStorageSource(s3_server.source_config(bucket, streams=[
+        stream_config("notified", queue)])).check()
+    missing = queue.rsplit("/", 1)[0] + "/no-such-queue"
+    with pytest.raises(ConnectorError, match="no-such-queue") as refused:
+        ObjectStorageSource(s3_server.source_config(bucket, streams=[
+            stream_config("notified", missing)])).check()
+    assert SECRET_KEY not in str(refused.value)
 
 
 @pytest.mark.spark
