@@ -149,6 +149,28 @@ def test_a_plan_deletes_the_messages_its_saved_state_lists(s3_server: S3Server) 
     assert queued(s3_server, queue) == (0, 0)
 
 
+def test_a_watch_poll_plans_before_the_run_and_the_run_still_sees_the_messages(
+        s3_server: S3Server) -> None:
+    """``--watch`` plans once to see if anything is new, then the run plans again: the
+    messages the poll received are held by the stream, not hidden for a visibility timeout.
+    An object written twice is read once, and both its messages are deleted."""
+    bucket, queue = notified_bucket(s3_server)
+    put(s3_server, bucket, KEYS[:2])
+    put(s3_server, bucket, KEYS[:1])  # written again: a second event for the same key
+    stream = ObjectStorageSource(s3_server.source_config(bucket, streams=[
+        stream_config("notified", queue)])).stream("notified")
+    poll = stream.partitions(None)
+    planned = stream.partitions(None)
+    assert planned == poll and len(planned) == 1
+    assert {k: len(v) for k, v in planned[0].params["messages"].items()} == {
+        KEYS[0]: 2, KEYS[1]: 1}
+    cursor = stream.cursor(None, incremental=True)
+    cursor.close_partition(planned[0])
+    stream.on_state_committed(cursor.state())
+    assert queued(s3_server, queue) == (0, 0)
+    assert stream.partitions(cursor.state()) == []
+
+
 def test_check_asks_the_queue(s3_server: S3Server) -> None:
     bucket, queue = notified_bucket(s3_server)
     ObjectStorageSource(s3_server.source_config(bucket, streams=[
