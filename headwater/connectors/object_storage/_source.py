@@ -19,7 +19,9 @@ Example connection snippet::
 Consecutive small objects share a partition, a larger one is a partition of its
 own, a large one several (byte ranges, row-group ranges);
 the cursor (:class:`._cursor.ObjectCursor`) keeps which objects and parts are
-committed.  Rows carry ``_source_key`` and ``_source_record``; a record that
+committed.  A stream finds new objects by listing, or, with ``discovery: {mode:
+notifications, queue_url: ...}``, from its bucket's S3 events on a queue
+(:mod:`._notifications`).  Rows carry ``_source_key`` and ``_source_record``; a record that
 cannot be read is kept as a row with null data columns and a note, and counted
 as rejected.
 """
@@ -139,7 +141,9 @@ class ObjectStream(Stream):
         """Partitions of every object the cursor says to read, in key order.
 
         The schema is sampled again (objects may have arrived with new columns
-        since the last plan, as in ``--watch``)."""
+        since the last plan, as in ``--watch``).  With notification discovery the
+        objects are the queue's new ones instead of the listing's (see
+        :mod:`._notifications`), planned by the same rules."""
         cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
         fs, root = self._fs()
         listing = iter_objects(fs, root, self._config.prefix, self._config.globs)
@@ -256,9 +260,8 @@ class ObjectStorageSource(Source):
         if len(set(names)) != len(names):
             raise SpecValidationError("stream names must be unique",
                                       [("source.config.streams", f"names: {names}")])
-        notified = [s.name for s in self._settings.streams
-                    if isinstance(s.discovery, NotificationDiscovery)]
-        if notified and not self._settings.url.startswith(("s3://", "s3a://")):
+        if any(isinstance(s.discovery, NotificationDiscovery) for s in self._settings.streams) \
+                and not self._settings.url.startswith(("s3://", "s3a://")):
             raise ConfigError("notification discovery reads S3 event notifications: the "
                               f"source url must be s3://, got {self._settings.url!r}",
                               field="source.config.streams.discovery")
