@@ -17,6 +17,8 @@ __all__ = [
     "AvroFormat",
     "CsvFormat",
     "JsonlFormat",
+    "ListingDiscovery",
+    "NotificationDiscovery",
     "ObjectStorageConfig",
     "ParquetFormat",
     "StreamConfig",
@@ -68,6 +70,41 @@ Format = Annotated[CsvFormat | JsonlFormat | ParquetFormat | AvroFormat,
                    Field(discriminator="type")]
 
 
+class ListingDiscovery(_Model):
+    """New objects are found by listing the prefix in key order (the default)."""
+
+    mode: Literal["listing"] = "listing"
+
+
+class NotificationDiscovery(_Model):
+    """New objects are found by the S3 event notifications of an SQS(-compatible) queue;
+    see :mod:`._notifications`.  Credentials are the source's ``aws_*`` ones."""
+
+    mode: Literal["notifications"]
+    queue_url: str = Field(
+        ..., min_length=1,
+        description="The SQS queue the bucket sends its s3:ObjectCreated:* events to (one "
+                    "queue per stream: messages of other buckets, keys or events are deleted).")
+    endpoint_url: str | None = Field(
+        None, description="The queue service's endpoint (default: the source's endpoint_url).")
+    region: str | None = Field(None, description="The queue's region (default: the source's).")
+    max_messages: int = Field(
+        1_000, ge=1,
+        description="Messages received, at most, to plan one run (their receipt handles, "
+                    "a few hundred bytes each on SQS, stay in the state until deleted).")
+    wait_seconds: int = Field(
+        1, ge=0, le=20, description="Long-poll wait of each receive; planning stops at the "
+                                    "first receive that returns nothing.")
+    visibility_timeout: int | None = Field(
+        None, ge=0, le=43_200,
+        description="Seconds a received message stays hidden (default: the queue's). A "
+                    "message not deleted by then comes back and is skipped if its object "
+                    "was read.")
+
+
+Discovery = Annotated[ListingDiscovery | NotificationDiscovery, Field(discriminator="mode")]
+
+
 class StreamConfig(_Model):
     """One stream: the objects under ``prefix`` whose key matches one of ``globs``."""
 
@@ -99,6 +136,10 @@ class StreamConfig(_Model):
         description="An object already read that changed since (same key, new etag or "
                     "size/mtime): 'reread' reads it again as a whole and appends its records, "
                     "'ignore' leaves it.")
+    discovery: Discovery = Field(
+        default_factory=ListingDiscovery,
+        description="How new objects are found: by listing (mode: listing) or from an S3 "
+                    "event queue (mode: notifications, queue_url: ...).")
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

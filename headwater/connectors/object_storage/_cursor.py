@@ -28,6 +28,12 @@ object) and, when known, the records committed (Parquet row groups know their
 row count; byte ranges do not).  A sync that failed half way through a large
 object therefore resumes with exactly the ranges not yet committed; a killed
 sync resumes its persisted plan, which skips committed checkpoints.
+
+``acks`` (notification discovery only, see :mod:`._notifications`): the receipt
+handles of the queue messages whose objects this cursor saw complete, for the
+stream to delete once the state holding them is saved.  A cursor loaded from
+state starts with none: those were deleted after that save, or, after a crash
+in between, come back from the queue and are skipped as already read.
 """
 
 from __future__ import annotations
@@ -103,6 +109,7 @@ class ObjectCursor(Cursor):
         # not a sort of all recent keys, when a million objects close one by one.
         self._lowest: list[str] = []
         self._in_flight: dict[str, dict[str, Any]] = {}
+        self._acks: list[str] = []
         if state:
             self._load(state)
 
@@ -174,9 +181,10 @@ class ObjectCursor(Cursor):
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"partition is not an object partition: {exc}",
                              stream=partition.stream, partition=partition.id) from exc
+        messages = params.get("messages") or {}
         with self._lock:
             if start <= 0 and end >= total:
-                self._complete(key, identity)
+                self._complete(key, identity, messages)
                 return
             flight = self._in_flight.get(key)
             if flight is None or flight["identity"] != identity or flight["unit"] != unit:
@@ -187,7 +195,7 @@ class ObjectCursor(Cursor):
             if params.get("records") is not None:
                 flight["records"] = int(flight["records"] or 0) + int(params["records"])
             if not _gaps(flight["done"], total):
-                self._complete(key, identity)
+                self._complete(key, identity, messages)
 
     def _close_group(self, partition: Partition) -> None:
         """Every object of a ``unit: objects`` partition is done, each under its key."""
@@ -197,11 +205,15 @@ class ObjectCursor(Cursor):
         except (KeyError, TypeError, ValueError) as exc:
             raise StateError(f"partition is not an object group partition: {exc}",
                              stream=partition.stream, partition=partition.id) from exc
+        messages = partition.params.get("messages") or {}
         with self._lock:
             for key, identity in members:
-                self._complete(key, identity)
+                self._complete(key, identity, messages)
 
-    def _complete(self, key: str, identity: str) -> None:
+    def _complete(self, key: str, identity: str, messages: Mapping[str, Any]) -> None:
+        """``key`` is read whole; the handles of the messages that announced it (a
+        partition's ``messages``, by key) may be deleted once this state is saved."""
+        self._acks.extend(str(handle) for handle in messages.get(key) or ())
         self._in_flight.pop(key, None)
         if key not in self._recent:
             heapq.heappush(self._lowest, key)
@@ -215,10 +227,13 @@ class ObjectCursor(Cursor):
 
     def state(self) -> dict[str, Any]:
         with self._lock:
-            return {
+            state: dict[str, Any] = {
                 "state_type": STATE_TYPE,
                 "floor": self._floor,
                 "recent": dict(sorted(self._recent.items())),
                 "in_flight": {k: {**v, "done": [list(r) for r in v["done"]]}
                               for k, v in sorted(self._in_flight.items())},
             }
+            if self._acks:
+                state["acks"] = list(self._acks)
+            return state

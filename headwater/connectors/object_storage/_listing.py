@@ -25,7 +25,7 @@ import asyncio
 import collections
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from functools import cache
 from typing import Any, NamedTuple
@@ -37,7 +37,8 @@ from fsspec.utils import glob_translate
 
 from headwater.errors import ConfigError, ConnectorError
 
-__all__ = ["ObjectInfo", "iter_objects", "open_filesystem", "root_path"]
+__all__ = ["ObjectInfo", "identity_of", "iter_objects", "open_filesystem", "root_path",
+           "wanted_keys"]
 
 
 class ObjectInfo(NamedTuple):
@@ -106,7 +107,13 @@ def _any_pattern(globs: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{_pattern(g).pattern})" for g in globs))
 
 
-def _identity(info: dict[str, Any]) -> str:
+def wanted_keys(globs: tuple[str, ...]) -> Callable[[str], Any]:
+    """A test of a key against ``globs`` (true when one of them matches it whole)."""
+    return _any_pattern(globs).fullmatch
+
+
+def identity_of(info: dict[str, Any]) -> str:
+    """An object's identity from its listing or HEAD entry (see :class:`ObjectInfo`)."""
     for name in ("ETag", "etag", "md5Hash", "generation"):
         value = info.get(name)
         if value:
@@ -127,7 +134,7 @@ def iter_objects(fs: fsspec.AbstractFileSystem, root: str, prefix: str,
     open a folder whose keys all sort below it, other stores drop them as they
     come.  The cursor's floor key goes here (:meth:`._cursor.ObjectCursor.skip_below`).
     """
-    wanted = _any_pattern(tuple(globs)).fullmatch  # a bad glob fails before the store is asked
+    wanted = wanted_keys(tuple(globs))  # a bad glob fails before the store is asked
     fs.invalidate_cache()
     where = root_path(root, prefix)
     start = len(root) + 1 if root else 0
@@ -159,7 +166,7 @@ def _local_files(where: str, after: str | None = None) -> Listed:
     if not os.path.isdir(where):
         if os.path.lexists(where) and (after is None or where > after):
             stat = os.stat(where)
-            yield where, stat.st_size, _identity({"size": stat.st_size, "mtime": stat.st_mtime})
+            yield where, stat.st_size, identity_of({"size": stat.st_size, "mtime": stat.st_mtime})
         return
     with os.scandir(where) as found:
         entries = sorted(((e.name + "/" if e.is_dir(follow_symlinks=False) else e.name), e)
@@ -179,7 +186,7 @@ def _local_files(where: str, after: str | None = None) -> Listed:
             size = entry.stat().st_size if entry.is_symlink() else stat.st_size
         except FileNotFoundError:
             continue  # deleted since the folder was read
-        # _identity's "size:mtime", without a dict per object
+        # identity_of's "size:mtime", without a dict per object
         yield entry.path, size, f"{size}:{stat.st_mtime or None}"
 
 
@@ -243,7 +250,7 @@ def _s3_entry(bucket: str, entry: Any) -> Listed:
     for item in items:
         key = item["Key"]
         if not key.endswith("/"):  # a folder marker, not an object
-            yield f"{bucket}/{key}", int(item.get("Size") or 0), _identity(item)
+            yield f"{bucket}/{key}", int(item.get("Size") or 0), identity_of(item)
 
 
 def _s3_first_level(fs: Any, bucket: str, base: str) -> Iterator[tuple[str, Any]]:
@@ -309,4 +316,4 @@ def _found_files(fs: fsspec.AbstractFileSystem, where: str, after: str | None = 
     for path in sorted(found):
         info = found[path]
         if info.get("type") != "directory" and (after is None or path > after):
-            yield path, int(info.get("size") or 0), _identity(info)
+            yield path, int(info.get("size") or 0), identity_of(info)

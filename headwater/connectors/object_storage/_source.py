@@ -19,7 +19,9 @@ Example connection snippet::
 Consecutive small objects share a partition, a larger one is a partition of its
 own, a large one several (byte ranges, row-group ranges);
 the cursor (:class:`._cursor.ObjectCursor`) keeps which objects and parts are
-committed.  Rows carry ``_source_key`` and ``_source_record``; a record that
+committed.  A stream finds new objects by listing, or, with ``discovery: {mode:
+notifications, queue_url: ...}``, from its bucket's S3 events on a queue
+(:mod:`._notifications`).  Rows carry ``_source_key`` and ``_source_record``; a record that
 cannot be read is kept as a row with null data columns and a note, and counted
 as rejected.
 """
@@ -36,7 +38,11 @@ import fsspec
 import pyarrow as pa
 from pydantic import ValidationError
 
-from headwater.connectors.object_storage._config import ObjectStorageConfig, StreamConfig
+from headwater.connectors.object_storage._config import (
+    NotificationDiscovery,
+    ObjectStorageConfig,
+    StreamConfig,
+)
 from headwater.connectors.object_storage._cursor import ObjectCursor
 from headwater.connectors.object_storage._formats import (
     KEY_COLUMN,
@@ -60,8 +66,9 @@ from headwater.connectors.object_storage._listing import (
     open_filesystem,
     root_path,
 )
+from headwater.connectors.object_storage._notifications import Inbox, with_messages
 from headwater.connectors.object_storage._splitting import group_members, plan
-from headwater.errors import AuthenticationError, ConnectorError, SpecValidationError
+from headwater.errors import AuthenticationError, ConfigError, ConnectorError, SpecValidationError
 from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
 from headwater.table_schema import arrow_schema_for
 
@@ -80,6 +87,7 @@ class ObjectStream(Stream):
         self._settings = settings
         self._config = config
         self._schema: dict[str, Any] | None = None
+        self._inbox: Inbox | None = None  # notification discovery, on the driver
 
     @property
     def stream_name(self) -> str:
@@ -116,6 +124,10 @@ class ObjectStream(Stream):
 
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
         if not incremental:
+            if isinstance(self._config.discovery, NotificationDiscovery):
+                raise ConfigError("notification discovery reads only new objects: the stream "
+                                  "must be incremental (use discovery mode listing for a "
+                                  "full refresh)", stream=self.stream_name)
             return FinalStateCursor()
         return ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
 
@@ -123,13 +135,15 @@ class ObjectStream(Stream):
         # Infer on the driver, once, before the stream travels to executors: every
         # task then reads with the same schema and none lists the store again.
         self.json_schema()
-        return dict(self.__dict__)
+        return {**self.__dict__, "_inbox": None}  # the queue's client stays on the driver
 
     def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
         """Partitions of every object the cursor says to read, in key order.
 
         The schema is sampled again (objects may have arrived with new columns
-        since the last plan, as in ``--watch``)."""
+        since the last plan, as in ``--watch``).  With notification discovery the
+        objects are the queue's new ones instead of the listing's (see
+        :mod:`._notifications`), planned by the same rules."""
         cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
         fs, root = self._fs()
         listing = iter_objects(fs, root, self._config.prefix, self._config.globs)
@@ -141,7 +155,28 @@ class ObjectStream(Stream):
             listing = iter_objects(fs, root, self._config.prefix, self._config.globs, floor)
         else:
             self._schema, listing = self._sample(fs, listing)
-        return list(plan(fs, self.stream_name, root, listing, self._config, cursor.decide))
+        inbox = self._notified()
+        if inbox is None:
+            return list(plan(fs, self.stream_name, root, listing, self._config, cursor.decide))
+        # notification discovery: the listing gave only the sample (its first page)
+        inbox.release(state)
+        objects, handles = inbox.new_objects(fs, root, self._config, cursor.decide)
+        return list(with_messages(plan(fs, self.stream_name, root, objects, self._config,
+                                       cursor.decide), handles))
+
+    def _notified(self) -> Inbox | None:
+        """The queue of a stream with notification discovery (``None``: listing)."""
+        discovery = self._config.discovery
+        if self._inbox is None and isinstance(discovery, NotificationDiscovery):
+            self._inbox = Inbox(self._settings, discovery)
+        return self._inbox
+
+    def on_state_committed(self, state: Mapping[str, Any] | None) -> None:
+        """Notification discovery: the messages of the objects this state records as
+        read are deleted now that it is saved (see :mod:`._notifications`)."""
+        inbox = self._notified()
+        if inbox is not None:
+            inbox.release(state)
 
     # ------------------------------------------------------------------ reading
 
@@ -225,6 +260,11 @@ class ObjectStorageSource(Source):
         if len(set(names)) != len(names):
             raise SpecValidationError("stream names must be unique",
                                       [("source.config.streams", f"names: {names}")])
+        if any(isinstance(s.discovery, NotificationDiscovery) for s in self._settings.streams) \
+                and not self._settings.url.startswith(("s3://", "s3a://")):
+            raise ConfigError("notification discovery reads S3 event notifications: the "
+                              f"source url must be s3://, got {self._settings.url!r}",
+                              field="source.config.streams.discovery")
         # One stream object per stream for the source's life, so the schema a plan
         # sampled is the one its tasks read with.
         self._streams = [ObjectStream(self._settings, c) for c in self._settings.streams]
@@ -240,7 +280,12 @@ class ObjectStorageSource(Source):
         return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
 
     def check(self) -> None:
-        """Lists the url once: wrong credentials and missing buckets show here."""
+        """Lists the url once: wrong credentials and missing buckets show here; and asks
+        each notification queue for its attributes."""
+        for stream in self._streams:
+            inbox = stream._notified()
+            if inbox is not None:
+                inbox.check()
         fs, root = open_filesystem(self._settings.url, self._settings.storage_options())
         where = fs.unstrip_protocol(root)
         try:

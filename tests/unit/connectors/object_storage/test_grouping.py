@@ -89,13 +89,13 @@ def test_the_local_walk_lists_in_key_order_as_fsspec_find_does(tmp_path: Path) -
     (tmp_path / "link.jsonl").symlink_to(tmp_path / "a0.jsonl")
     from fsspec.implementations.local import LocalFileSystem
 
-    from headwater.connectors.object_storage._listing import _identity, iter_objects
+    from headwater.connectors.object_storage._listing import identity_of, iter_objects
 
     fs = LocalFileSystem()
     listed = [(o.key, o.path, o.size, o.identity)
               for o in iter_objects(fs, str(tmp_path), "", ["**"])]
     found = fs.find(str(tmp_path), detail=True, withdirs=False)
-    expected = sorted((p[len(str(tmp_path)) + 1:], p, int(i["size"]), _identity(i))
+    expected = sorted((p[len(str(tmp_path)) + 1:], p, int(i["size"]), identity_of(i))
                       for p, i in found.items())
     assert listed == expected
     assert [k for k, *_ in listed][:4] == ["Z.jsonl", "a-c.jsonl", "a/b.jsonl", "a/b0.jsonl"]
