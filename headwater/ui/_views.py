@@ -243,7 +243,7 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
         summary["bytes"] = sum(s["bytes"] or 0 for s in streams)
         summary["rejected"] = sum(s["rejected"] or 0 for s in streams)
         summary["rows_per_s"] = _rate(summary["records"], summary["duration_s"])
-    if run.error and not errors:
+    if run.error and not errors and run.status != "stopped":  # a stop's reason is no error
         errors.append({"stream": None, "partition_id": None, "message": run.error})
     return {
         **summary,

@@ -92,6 +92,19 @@ def test_a_failed_checkpoint_names_its_partitions_in_the_errors(tmp_path: Path) 
     assert detail["progress"]["live"] is False
 
 
+def test_a_stopped_runs_reason_is_said_but_is_no_error(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    run_id = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.start_attempt(run_id, pid=1, host="h")
+    store.stop_run(run_id, stats={"streams": []}, state_after={},
+                   error="stopped from the web page; the next sync resumes it")
+    run = store.get_run(run_id)
+    assert run is not None
+    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", NOW)
+    assert detail["status"] == "stopped" and detail["errors"] == []
+    assert detail["error"].startswith("stopped from the web page")
+
+
 def test_run_summaries_page_back_newest_first(tmp_path: Path) -> None:
     store = _store(tmp_path)
     ids = [store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
