@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -352,6 +353,9 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("progress-partitions")).to_have_text("3 / 3")
     expect(page.get_by_test_id("attempts-table-row")).to_have_count(2)
     expect(page.get_by_test_id("run-stopped")).to_have_count(0)
+    # Its log lines: the stopped attempt's checkpoint, then the resuming attempt's two.
+    expect(page.get_by_test_id("log-line").filter(has_text=re.compile(
+        r"checkpoint \d+: 100 rows"))).to_have_count(3)
     walk.shot("13-sync-resumed")
 
     # A sync that fails (its lake is under a file): the page says so, and why.
