@@ -7,7 +7,9 @@ variable holds the capture in the thread that runs it, and the engine's thread
 pools carry it to their threads (:func:`submit_in_run`).  So the runs of several
 connections under one ``serve`` process each keep their own lines.  The capture
 starts before the run has an id (its planning logs too); :func:`name_run_logs`
-gives it the id once the run is recorded, and nothing is stored before that.
+gives it the id once the run is recorded, and nothing is stored before that.  A run
+resumed by a later sync (stopped or killed) adds its new attempt's lines after those its
+earlier attempts stored.
 
 What is kept is what the process logs at its configured level (``headwater
 sync`` logs warnings and errors, ``-v`` adds INFO; ``serve`` and ``ui`` log
@@ -27,6 +29,7 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -108,16 +111,29 @@ class RunLogCapture(logging.Handler):
                 log.debug("could not store %d log lines of run %s", len(lines), run_id,
                           exc_info=True)
 
+    def belong_to(self, run_id: str) -> None:
+        """The lines belong to ``run_id`` from now on, numbered after those it has stored
+        already: a resumed run (stopped or killed, then resumed by a later sync) keeps its
+        earlier attempts' lines, and numbering from 1 again would collide with them."""
+        try:
+            stored = self.store.last_run_log_seq(run_id)
+        except Exception:  # the lines are not worth failing a run for
+            log.debug("could not read the log lines stored for run %s", run_id, exc_info=True)
+            stored = 0
+        self.acquire()
+        try:
+            self.run_id = run_id
+            self._pending = [replace(line, seq=line.seq + stored) for line in self._pending]
+            self._seq += stored
+        finally:
+            self.release()
+
 
 def name_run_logs(run_id: str) -> None:
     """The capture of this thread's run (if any) belongs to ``run_id`` from now on."""
     capture = _RUN.get()
     if capture is not None:
-        capture.acquire()
-        try:
-            capture.run_id = run_id
-        finally:
-            capture.release()
+        capture.belong_to(run_id)
 
 
 @contextmanager

@@ -647,6 +647,13 @@ class MetadataStore:
 
         self._db.write(append)
 
+    def last_run_log_seq(self, run_id: str) -> int:
+        """The highest sequence number of the run's stored log lines (0: none): where the
+        lines of a resumed attempt go on."""
+        g = t.run_logs
+        query = sa.select(sa.func.max(g.c.seq)).where(g.c.run_id == run_id)
+        return int(self._db.read(lambda conn: conn.execute(query).scalar()) or 0)
+
     def run_logs(self, run_id: str, *, after: int = 0,
                  limit: int = 1000) -> tuple[list[RunLogLine], int]:
         """The run's stored log lines with ``seq > after`` (at most ``limit``, oldest

@@ -185,6 +185,19 @@ class Actions:
                                    f"{holder.pid} on {holder.host} (run {holder.run_id}); "
                                    "wait for it to end")
 
+    def _refuse_if_unfinished(self, connection: ConnectionFile, kind: str) -> None:
+        """409 before anything starts when the connection has a run to finish first (a
+        stopped or killed one): ``headwater replay`` / ``backfill`` refuse it too, but only
+        on the job's thread, after the page was told the job started."""
+        self._refuse_if_busy(connection.name)  # this process's own job, or another
+        self._refuse_if_locked(connection)  # process's sync, says more
+        unfinished = self.folder.store_for(connection).find_unfinished_run(connection.name)
+        if unfinished is not None:
+            how = "stopped" if unfinished.status == "stopped" else "unfinished"
+            raise ActionError(409, f"connection {connection.name} has a {how} run "
+                                   f"{unfinished.run_id} (a {unfinished.kind}): a {kind} "
+                                   "waits until a sync finishes it (Sync now resumes it)")
+
     def _engine(self, job: Job, config: ConnectionConfig) -> tuple[SyncEngine, MetadataStore]:
         """An engine as ``headwater replay``/``backfill`` build one, watched by ``job``."""
         from headwater.engine import SyncEngine, SyncOptions
@@ -216,6 +229,7 @@ class Actions:
         run, _ = self.find_run(run_id)
         connection, config = self.connection(run.connection)
         streams = _string_list(body.get("streams"), "streams")
+        self._refuse_if_unfinished(connection, "replay")
 
         def work(job: Job) -> None:
             engine, store = self._engine(job, config)
@@ -253,6 +267,7 @@ class Actions:
 
         self.backfill_plan(name, body)  # refuses what the command would refuse, before 202
         connection, config = self.connection(name)
+        self._refuse_if_unfinished(connection, "backfill")
         stream, start, end = _window(body)
 
         def work(job: Job) -> None:

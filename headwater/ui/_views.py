@@ -202,18 +202,23 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
     names: list[str] = list(dict.fromkeys([*planned, *(str(n) for n in recorded),
                                            *(c.stream for c in checkpoints)]))
     streams, errors = [], []
+    # A resumed run's record holds its last attempt's figures only (the checkpoints an
+    # earlier attempt committed are skipped, not counted again); its checkpoints hold them all.
+    resumed = len(run.attempts) > 1
     for name in names:
         mine = [c for c in checkpoints if c.stream == name]
         done = [c for c in mine if c.status in ("committed", "released")]
         row = recorded.get(name) or {}
-        records = sum(int(c.stats.get("records_written") or 0) for c in done)
+        figures = {key: sum(int(c.stats.get(key) or 0) for c in done)
+                   for key in ("records_written", "records_rejected", "bytes")}
+        if not resumed:
+            figures = {key: row.get(key, value) for key, value in figures.items()}
         streams.append({
             "name": name,
             "status": row.get("status") or ("running" if run.status == "running" else None),
-            "records": row.get("records_written", records),
-            "rejected": row.get("records_rejected",
-                                sum(int(c.stats.get("records_rejected") or 0) for c in done)),
-            "bytes": row.get("bytes", sum(int(c.stats.get("bytes") or 0) for c in done)),
+            "records": figures["records_written"],
+            "rejected": figures["records_rejected"],
+            "bytes": figures["bytes"],
             "partitions_done": sum(len(c.stats.get("partitions") or []) for c in done),
             "partitions_planned": planned.get(name, 0),
             "error": row.get("error"),
@@ -238,12 +243,12 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
                             "message": c.stats.get("error") or "checkpoint failed"}
                            for pid in ids]
     summary = run_summary(run, now)
-    if summary["records"] is None:  # running: what is committed so far
+    if summary["records"] is None or resumed:  # running, resumed: what is committed
         summary["records"] = sum(s["records"] or 0 for s in streams)
         summary["bytes"] = sum(s["bytes"] or 0 for s in streams)
         summary["rejected"] = sum(s["rejected"] or 0 for s in streams)
         summary["rows_per_s"] = _rate(summary["records"], summary["duration_s"])
-    if run.error and not errors:
+    if run.error and not errors and run.status != "stopped":  # a stop's reason is no error
         errors.append({"stream": None, "partition_id": None, "message": run.error})
     return {
         **summary,

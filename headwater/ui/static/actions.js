@@ -132,6 +132,9 @@ export function backfillDialog(connection) {
   });
 }
 
+/** Partition ids listed in a plan; the count says how many more there are. */
+const PLAN_IDS_SHOWN = 200;
+
 function drawPlan(plan) {
   const streams = plan.streams || [];
   return [
@@ -140,11 +143,21 @@ function drawPlan(plan) {
       { label: "Stream", key: "name", cell: (s) => s.name },
       { label: "Partitions", key: "partitions", num: true,
         cell: (s) => count(Array.isArray(s.partitions) ? s.partitions.length : s.partitions) },
-      { label: "Checkpoints", key: "checkpoints", num: true, cell: (s) => count(s.checkpoints) },
-      { label: "From", key: "from", cell: (s) => s.from ?? s.bounds?.start ?? "—" },
-      { label: "To", key: "to", cell: (s) => s.to ?? s.bounds?.end ?? "—" },
-      { label: "Estimated rows", key: "rows", num: true, cell: (s) => count(s.estimated_rows) },
+      { label: "From", key: "from", cell: (s) => s.from ?? "—" },
+      { label: "To", key: "to", cell: (s) => s.to ?? "—" },
     ], streams, { empty: "Nothing to read in this window." }),
+    streams.map((s) => {
+      const ids = (s.partition_list || []).map((p) => p.id);
+      if (!ids.length) return null;
+      return h("div", {},
+        h("p", { class: "muted" }, `The partitions of ${s.name} it reads:`),
+        h("ol", { class: "plan-partitions", "data-testid": "plan-partitions" },
+          ids.slice(0, PLAN_IDS_SHOWN).map((id) => h("li", { "data-testid": "plan-partition" },
+            h("code", {}, id)))),
+        ids.length > PLAN_IDS_SHOWN
+          ? h("p", { class: "muted" }, `… and ${count(ids.length - PLAN_IDS_SHOWN)} more.`)
+          : null);
+    }),
     plan.moves_state === false
       ? h("p", { class: "muted" }, "The stream's state stays where it is.") : null,
   ];

@@ -39,13 +39,14 @@ export function fill(node, ...children) {
   return node;
 }
 
-/** A table that scrolls sideways on a narrow screen; `align` marks numeric columns. */
+/** A table that scrolls sideways on a narrow screen; `num` marks numeric columns, a
+ * column's `title` says on hover what its figures are. */
 export function table(testid, columns, rows, { empty = "Nothing yet." } = {}) {
   if (!rows.length) return h("p", { class: "empty", "data-testid": `${testid}-empty` }, empty);
   return h("div", { class: "table-wrap" },
     h("table", { "data-testid": testid },
       h("thead", {}, h("tr", {}, columns.map((c) =>
-        h("th", { scope: "col", class: c.num ? "num" : null }, c.label)))),
+        h("th", { scope: "col", class: c.num ? "num" : null, title: c.title }, c.label)))),
       h("tbody", {}, rows.map((row) => h("tr", { "data-testid": `${testid}-row` },
         columns.map((c) => h("td", { class: c.num ? "num" : null, "data-col": c.key },
           c.cell(row))))))));

@@ -25,14 +25,20 @@ export function bytes(value) {
   return `${unit ? decimal.format(n) : integer.format(n)} ${UNITS[unit]}`;
 }
 
-/** 0.4 -> "0.4 s", 95 -> "1 min 35 s", 7300 -> "2 h 1 min". */
+/** 0.004 -> "4 ms", 0.4 -> "400 ms", 2.5 -> "2.5 s", 95 -> "1 min 35 s", 7300 -> "2 h 1 min". */
 export function duration(seconds) {
   if (seconds === null || seconds === undefined) return "—";
+  if (seconds < 1) return `${integer.format(seconds * 1000)} ms`;
   if (seconds < 60) return `${decimal.format(seconds)} s`;
   const s = Math.round(seconds);
   if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s`;
   if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
   return `${Math.floor(s / 86400)} d ${Math.floor((s % 86400) / 3600)} h`;
+}
+
+/** A time recorded to the millisecond (a partition's source time): 0 is "< 1 ms", not 0. */
+export function milliseconds(seconds) {
+  return seconds === 0 ? "< 1 ms" : duration(seconds);
 }
 
 /** How long ago (or, for a time to come, how soon), in words: "3 min ago", "in 2 h". */

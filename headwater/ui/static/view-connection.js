@@ -6,11 +6,17 @@ import { backfillDialog, resetDialog, syncNow } from "./actions.js";
 import { bars } from "./charts.js";
 import { baseName, fact, fill, h, table } from "./dom.js";
 import { badge, count, duration, freshness, rate, when } from "./format.js";
+import { notify } from "./notices.js";
+
+/** Runs per answer: the newest page, then each "Older runs" page. */
+const PAGE = 50;
 
 export async function renderConnection(ctx, name) {
   document.title = `${name} · Headwater`;
   const path = `/api/connections/${seg(name)}`;
-  const state = { connection: null, older: [], expecting: 0 };
+  // `older`: the runs paged in by "Older runs", newest first, each older than every run of
+  // the newest page; a run that a new one pushes off that page joins them, so none drops out.
+  const state = { connection: null, older: [], noMore: false, expecting: 0 };
   const head = h("div", { class: "page-head" });
   const facts = h("div");
   const streams = h("section", { "aria-labelledby": "streams-title" });
@@ -21,8 +27,13 @@ export async function renderConnection(ctx, name) {
     head, facts, streams, history);
 
   const refresh = async () => {
-    const connection = await get(path);
+    const connection = await get(`${path}?limit=${PAGE}`);
     if (ctx.stopped) return null;
+    if (state.older.length) {
+      const ids = new Set((connection.runs || []).map((r) => r.run_id));
+      const dropped = (state.connection?.runs || []).filter((r) => !ids.has(r.run_id));
+      state.older.unshift(...dropped);
+    }
     state.connection = connection;
     const running = Boolean(connection.busy)
       || (connection.runs || []).some((r) => r.status === "running");
@@ -41,21 +52,34 @@ export async function renderConnection(ctx, name) {
     backfill: () => backfillDialog(state.connection),
     reset: (stream) => resetDialog(state.connection, stream, refresh),
     older: async (button) => {
-      const runs = [...(state.connection.runs || []), ...state.older];
+      const runs = shown();
       if (!runs.length) return;
       button.disabled = true;
-      const page = await get(`${path}?before=${seg(runs[runs.length - 1].run_id)}`);
+      let page;
+      try {
+        page = await get(`${path}?limit=${PAGE}&before=${seg(runs[runs.length - 1].run_id)}`);
+      } catch (error) {
+        notify(error.message, "error");
+        button.disabled = false;
+        return;
+      }
+      if (ctx.stopped) return;
       state.older.push(...page.runs);
-      state.noMore = page.runs.length === 0;
+      state.noMore = page.runs.length < PAGE;  // a short page is the oldest one
       draw();
     },
   };
 
+  /** The newest page, then the older pages, each run once. */
+  function shown() {
+    const latest = state.connection.runs || [];
+    const ids = new Set(latest.map((r) => r.run_id));
+    return [...latest, ...state.older.filter((r) => !ids.has(r.run_id))];
+  }
+
   function draw() {
     const c = state.connection;
-    const latest = c.runs || [];
-    const ids = new Set(latest.map((r) => r.run_id));
-    const runs = [...latest, ...state.older.filter((r) => !ids.has(r.run_id))];
+    const runs = shown();
     fill(head, drawHead(c, actions));
     fill(facts, drawFacts(c));
     fill(streams, drawStreams(c, actions));
@@ -125,7 +149,7 @@ function drawStreams(c, actions) {
 }
 
 function drawHistory(runs, actions, noMore) {
-  const oldestFirst = runs.slice(0, 50).reverse();
+  const oldestFirst = runs.slice(0, PAGE).reverse();
   const tip = (r, words) => `${r.run_id} (${r.status}): ${words}`;
   return [
     h("h2", { id: "runs-title" }, "Runs"),
@@ -149,7 +173,7 @@ function drawHistory(runs, actions, noMore) {
       { label: "Rows/s", key: "rows_per_s", num: true, cell: (r) => rate(r.rows_per_s) },
       { label: "Kind", key: "kind", cell: (r) => r.kind ?? "sync" },
     ], runs, { empty: "No runs yet: press “Sync now” to start the first." }),
-    runs.length >= 50 && !noMore ? h("button", { type: "button", "data-testid": "older-runs",
+    runs.length >= PAGE && !noMore ? h("button", { type: "button", "data-testid": "older-runs",
       onclick: (e) => actions.older(e.currentTarget) }, "Older runs") : null,
   ];
 }

@@ -6,9 +6,21 @@
 import { get, seg } from "./api.js";
 import { replayRun, stopRun } from "./actions.js";
 import { fact, fill, h, table } from "./dom.js";
-import { badge, bytes, count, duration, rate, when } from "./format.js";
+import { badge, bytes, count, duration, milliseconds, rate, when } from "./format.js";
 
 const MAX_PARTITION_ROWS = 500;
+// What the engine records (headwater/engine/_partition_stats.py, the destinations' commit
+// figures): a run's, stream's and checkpoint's bytes are the files its commits added to the
+// table; a partition's are the in-memory (Arrow) size of the rows its task handed to Spark,
+// before encoding and compression, so larger; its time is the source's own.
+const FILE_BYTES = "Size of the files the commits added to the table (encoded and "
+  + "compressed, as stored)";
+const MEMORY_BYTES = "In-memory (Arrow) size of the rows the source handed to Spark, before "
+  + "they were encoded and compressed: larger than the files the checkpoint wrote";
+const SOURCE_TIME = "Time the source spent producing this partition's rows, counted on the "
+  + "executor to the millisecond (Spark's own work and the commit are not counted)";
+const CHECKPOINT_TIME = "The checkpoint's Spark job (reading and writing its partitions) "
+  + "and its commit";
 const LOG_PAGE = 500;
 
 export async function renderRun(ctx, runId) {
@@ -80,7 +92,8 @@ function drawHead(run) {
     h("div", { class: "actions" },
       running ? h("button", { type: "button", class: "danger", "data-testid": "stop",
         onclick: (e) => stopRun(run.run_id, e.currentTarget) }, "Stop") : null,
-      running ? null : h("button", { type: "button", "data-testid": "replay",
+      running || run.status === "stopped" ? null : h("button", { type: "button",
+        "data-testid": "replay",
         title: "Re-read this run's partitions and replace its rows",
         onclick: (e) => replayRun(run, e.currentTarget) }, "Replay")),
   ];
@@ -103,11 +116,19 @@ function drawBody(run) {
     h("dl", { class: "facts" },
       fact("Started", when(run.started_at)),
       fact("Ended", run.ended_at ? when(run.ended_at) : (run.status === "running" ? "running" : "—")),
-      fact("Bytes", bytes(run.bytes)),
+      fact("File bytes", h("span", { title: FILE_BYTES }, bytes(run.bytes))),
       fact("Rejected", count(run.rejected)),
       fact("Attempts", count((run.attempts || []).length || null))),
-    run.error ? h("div", { class: "panel panel-error", role: "alert" },
-      h("h2", {}, "Error"), h("pre", { "data-testid": "run-error" }, run.error)) : null,
+    run.status === "stopped" ? h("div", { class: "panel panel-stopped", role: "status",
+      "data-testid": "run-stopped" },
+    h("h2", {}, "Stopped"),
+    h("p", {}, "This run ended on request after its commits in flight; it is not finished. "
+      + "The next sync of ", h("a", { href: `#/connections/${seg(run.connection)}` },
+      run.connection), " (Sync now, its schedule or headwater sync) resumes it where it "
+      + "stopped; until then a replay or backfill of the connection is refused."),
+    run.error ? h("pre", { "data-testid": "stop-reason" }, run.error) : null)
+      : run.error ? h("div", { class: "panel panel-error", role: "alert" },
+        h("h2", {}, "Error"), h("pre", { "data-testid": "run-error" }, run.error)) : null,
     (run.errors || []).length ? h("section", {}, h("h2", {}, "Errors by stream and partition"),
       table("errors-table", [
         { label: "Stream", key: "stream", cell: (e) => e.stream ?? "—" },
@@ -120,7 +141,8 @@ function drawBody(run) {
       { label: "Status", key: "status", cell: (s) => badge(s.status, "stream-status") },
       { label: "Records", key: "records", num: true, cell: (s) => count(s.records) },
       { label: "Rejected", key: "rejected", num: true, cell: (s) => count(s.rejected) },
-      { label: "Bytes", key: "bytes", num: true, cell: (s) => bytes(s.bytes) },
+      { label: "File bytes", key: "bytes", num: true, title: FILE_BYTES,
+        cell: (s) => bytes(s.bytes) },
       { label: "Partitions", key: "partitions", num: true,
         cell: (s) => `${count(s.partitions_done)} / ${count(s.partitions_planned)}` },
     ], run.streams || [], { empty: "No stream figures recorded yet." }),
@@ -159,20 +181,27 @@ function drawStreamDetail(s) {
     { label: "Checkpoint", key: "checkpoint_id", cell: (c) => h("code", {}, c.checkpoint_id ?? "—") },
     { label: "Status", key: "status", cell: (c) => badge(c.status, "checkpoint-status") },
     { label: "Records", key: "records", num: true, cell: (c) => count(c.records) },
-    { label: "Bytes", key: "bytes", num: true, cell: (c) => bytes(c.bytes) },
-    { label: "Duration", key: "duration", num: true, cell: (c) => duration(c.duration_s) },
+    { label: "File bytes", key: "bytes", num: true, title: FILE_BYTES,
+      cell: (c) => bytes(c.bytes) },
+    { label: "Duration", key: "duration", num: true, title: CHECKPOINT_TIME,
+      cell: (c) => duration(c.duration_s) },
     { label: "Commit", key: "commit", cell: (c) => h("code", { "data-testid": "commit-id" },
       c.commit === null || c.commit === undefined ? "—" : String(c.commit)) },
     { label: "Error", key: "error", cell: (c) => c.error
       ? h("span", { class: "error wrap" }, c.error) : "" },
   ], s.checkpoints || [], { empty: "No checkpoint recorded yet." }),
   h("h3", {}, "Partitions"),
+  h("p", { class: "muted", "data-testid": "partition-figures-note" }, "Counted on the "
+    + "executors: in-memory bytes are the rows' size before they are written (larger than "
+    + "the checkpoint's file bytes); source time is the source's own, without Spark's."),
   table("partitions-table", [
     { label: "Checkpoint", key: "checkpoint", num: true, cell: (p) => count(p.checkpoint_index) },
     { label: "Partition", key: "partition_id", cell: (p) => h("code", {}, p.partition_id) },
     { label: "Records", key: "records", num: true, cell: (p) => count(p.records) },
-    { label: "Bytes", key: "bytes", num: true, cell: (p) => bytes(p.bytes) },
-    { label: "Duration", key: "duration", num: true, cell: (p) => duration(p.duration_s) },
+    { label: "In-memory bytes", key: "bytes", num: true, title: MEMORY_BYTES,
+      cell: (p) => bytes(p.bytes) },
+    { label: "Source time", key: "duration", num: true, title: SOURCE_TIME,
+      cell: (p) => milliseconds(p.duration_s) },
     { label: "Error", key: "error", cell: (p) => p.error
       ? h("span", { class: "error wrap" }, p.error) : "" },
   ], partitions.slice(0, MAX_PARTITION_ROWS), { empty: "No partition finished yet." }),

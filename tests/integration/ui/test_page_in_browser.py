@@ -6,22 +6,26 @@ server (:func:`headwater.ui.create_app`) on 127.0.0.1 over a folder with a
 ``sample`` connection writing a temp Delta folder, its SQLite store, and one file
 that does not validate.  Syncs run in this process on the shared Spark session.
 
-The walk: the connections list, the invalid file's problems, the connection,
-"Sync now", the run seen ``running`` and then ``succeeded`` without a reload, the
-run's figures, Replay and its result followed live on the replay's page, the
-backfill's plan (shown, not run), a reset confirmed by typing the stream's name,
-a failed sync's error, and the same pages on a phone-sized screen.  A sync is held after its first
-checkpoint's release (a listener on the driver's ``after-release`` moment waits on
-a gate the test opens) so the page is seen running whatever the machine's speed;
-nothing is timed.  Each step saves a screenshot under ``test-artifacts/ui/`` (kept by CI)
-and checks what it shows through the DOM.  Throughout: no console error, no
-request to any host but the server, and the connection's secret in no page.
+The walk: the connections list, the invalid file's problems, the connection, "Sync now",
+the run seen ``running`` and then ``succeeded`` without a reload, the run's figures,
+Replay and its result followed live on the replay's page, the backfill's plan and then
+the backfill run from the form to its end, a reset confirmed by typing the stream's
+name, Stop pressed while the next sync runs (it ends ``stopped`` live) and Sync now
+resuming it to ``succeeded``, a failed sync's error, "Older runs" paging back through a
+history longer than a page, and the same pages on a phone-sized screen. A sync is held
+after its first checkpoint's release (a listener on the driver's ``after-release``
+moment waits on a gate the test opens) so the page is seen running whatever the
+machine's speed; nothing is timed. Each step saves a screenshot under
+``test-artifacts/ui/`` (kept by CI) and checks what it shows through the DOM.
+Throughout: no console error, no request to any host but the server, and the
+connection's secret in no page.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -110,6 +114,24 @@ def write_folder(tmp_path: Path) -> Path:
     return folder
 
 
+def seed_runs(store_file: Path, connection: str, count: int) -> None:
+    """Record ``count`` finished runs of ``connection`` (cheap: no Spark), as a sync
+    records its own: created ``running`` with a plan, then finished with its figures."""
+    from headwater.metadata_store import MetadataStore
+
+    store = MetadataStore(f"sqlite:///{store_file}")
+    try:
+        for number in range(count):
+            run_id = store.create_run(connection, plan={"streams": []}, state_before={},
+                                      config_redacted={})
+            store.finish_run(run_id, status="succeeded", state_after={}, error=None,
+                             stats={"streams": [{"name": "users", "status": "succeeded",
+                                                 "records_written": number,
+                                                 "records_rejected": 0, "bytes": 0}]})
+    finally:
+        store.close()
+
+
 @pytest.fixture
 def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iterator[Any]:
     """The real server on 127.0.0.1, any free port, from its own thread.
@@ -162,7 +184,7 @@ def browser() -> Iterator[Any]:
 
 
 def test_a_person_syncs_watches_and_replays_in_the_page(
-        server: Any, browser: Any, gate: Gate) -> None:
+        server: Any, browser: Any, gate: Gate, tmp_path: Path) -> None:
     from headwater.ui._app import ACTIONS
 
     base = server.url
@@ -252,7 +274,8 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("replay")).to_be_visible()
     walk.shot("08-replay-succeeded")
 
-    # Backfill shows its plan first and runs nothing until asked (here: cancelled).
+    # Backfill shows its plan first and runs nothing until asked; Run opens the new run,
+    # followed live to its end.
     page.get_by_role("link", name="shop", exact=True).click()
     page.get_by_test_id("backfill-open").click()
     dialog = page.get_by_test_id("backfill-dialog")
@@ -264,9 +287,20 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(plan_row).to_have_count(1)
     expect(plan_row).to_contain_text("users")
     expect(dialog.get_by_test_id("backfill-run")).to_be_enabled()
+    planned = plan_row.locator("[data-col=partitions]").inner_text()
+    expect(dialog.get_by_test_id("plan-partition")).to_have_count(int(planned))
+    expect(dialog.get_by_test_id("plan-partition").first).to_contain_text("users:2024-01-01")
     walk.shot("09-backfill-plan")
-    dialog.get_by_test_id("dialog-cancel").click()
-    expect(page.get_by_test_id("runs-table-row")).to_have_count(2)
+    dialog.get_by_test_id("backfill-run").click()
+    expect(page.get_by_test_id("run-kind")).to_have_text("backfill", timeout=SLOW_MS)
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded", timeout=SLOW_MS)
+    expect(page.get_by_test_id("progress-partitions")).to_have_text(f"{planned} / {planned}")
+    expect(page.get_by_test_id("progress-records")).not_to_have_text("0")
+    walk.shot("10-backfill-succeeded")
+    page.get_by_role("link", name="shop", exact=True).click()
+    expect(page.get_by_test_id("runs-table-row")).to_have_count(3)
+    expect(page.get_by_test_id("runs-table-row").first.locator("[data-col=kind]")
+           ).to_have_text("backfill")
 
     # Reset says what it does and waits for the stream's name to be typed.
     page.get_by_test_id("reset-open").click()
@@ -276,16 +310,59 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     dialog.get_by_test_id("reset-confirm").fill("user")
     expect(dialog.get_by_test_id("reset-run")).to_be_disabled()
     dialog.get_by_test_id("reset-confirm").fill("users")
-    walk.shot("10-reset-confirm")
+    walk.shot("11-reset-confirm")
     dialog.get_by_test_id("reset-run").click()
     expect(page.get_by_test_id("stream-state")).to_contain_text("no state yet")
+
+    # Stop, as Ctrl-C: the sync that reads the stream again, held after its first of three
+    # checkpoints, ends after that commit, `stopped`, shown live (the page is not reloaded).
+    gate.close()
+    page.get_by_test_id("sync-now").click()
+    first = page.get_by_test_id("runs-table-row").first
+    expect(first.get_by_test_id("run-status")).to_have_text("running", timeout=SLOW_MS)
+    first.get_by_test_id("run-link").click()
+    expect(page.get_by_test_id("progress-partitions")).to_have_text("1 / 3", timeout=SLOW_MS)
+    stopped_id = page.get_by_test_id("run-id").inner_text()
+    page.get_by_test_id("stop").click()
+    expect(page.get_by_test_id("notice-info").filter(has_text="Stopping")).to_be_visible()
+    gate.open()
+    expect(page.get_by_test_id("run-status")).to_have_text("stopped", timeout=SLOW_MS)
+    expect(page.get_by_test_id("stop")).to_have_count(0)
+    expect(page.get_by_test_id("replay")).to_have_count(0)  # refused until it is finished
+    expect(page.get_by_test_id("progress-partitions")).to_have_text("1 / 3")
+    expect(page.get_by_test_id("progress-records")).to_have_text("100")
+    expect(page.get_by_test_id("run-stopped")).to_contain_text("resumes it")
+    expect(page.get_by_test_id("errors-table")).to_have_count(0)
+    assert page.evaluate("window.__notReloaded") is True
+    walk.shot("12-sync-stopped")
+
+    # The next Sync now resumes it (the same run, a second attempt) to its end, then syncs
+    # what is new in a run of its own (nothing here).
+    page.get_by_test_id("run-stopped").get_by_role("link", name="shop").click()
+    stopped_row = page.get_by_test_id("runs-table-row").filter(has_text=stopped_id)
+    expect(stopped_row.get_by_test_id("run-status")).to_have_text("stopped")
+    page.get_by_test_id("sync-now").click()
+    expect(stopped_row.get_by_test_id("run-status")).to_have_text("succeeded", timeout=SLOW_MS)
+    expect(page.get_by_test_id("runs-table-row")).to_have_count(5, timeout=SLOW_MS)
+    expect(page.get_by_test_id("sync-now")).to_be_enabled(timeout=SLOW_MS)
+    expect(page.get_by_test_id("stream-state")).to_contain_text("up to 2024-01-01 00:05")
+    stopped_row.get_by_test_id("run-link").click()
+    expect(page.get_by_test_id("run-id")).to_have_text(stopped_id)
+    expect(page.get_by_test_id("run-status")).to_have_text("succeeded")
+    expect(page.get_by_test_id("progress-records")).to_have_text("300")
+    expect(page.get_by_test_id("progress-partitions")).to_have_text("3 / 3")
+    expect(page.get_by_test_id("attempts-table-row")).to_have_count(2)
+    expect(page.get_by_test_id("run-stopped")).to_have_count(0)
+    # Its log lines: the stopped attempt's checkpoint, then the resuming attempt's two.
+    expect(page.get_by_test_id("log-line").filter(has_text=re.compile(
+        r"checkpoint \d+: 100 rows"))).to_have_count(3)
+    walk.shot("13-sync-resumed")
 
     # A sync that fails (its lake is under a file): the page says so, and why.
     page.get_by_role("link", name="Connections", exact=True).first.click()
     expect(row.get_by_test_id("last-run-status")).to_have_text("succeeded")
-    expect(row.get_by_test_id("records-chart")).to_have_attribute("data-points", "2")
-    expect(row.locator("[data-col=records]")).to_have_text("300")
-    walk.shot("11-connections-after")
+    expect(row.get_by_test_id("records-chart")).to_have_attribute("data-points", "5")
+    walk.shot("14-connections-after")
     page.get_by_test_id("connection-link").filter(has_text="stuck").click()
     page.get_by_test_id("sync-now").click()
     failed = page.get_by_test_id("runs-table-row").first
@@ -294,22 +371,37 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("run-status")).to_have_text("failed")
     expect(page.get_by_test_id("run-error")).to_contain_text("not-a-folder")
     expect(page.get_by_test_id("errors-table-row").first).to_be_visible()
-    walk.shot("12-failed-run")
+    walk.shot("15-failed-run")
+
+    # "Older runs" pages back through a history longer than a page (runs recorded through
+    # the store's API, as a sync records them: newer than the failed one).
+    seed_runs(tmp_path / "connections" / "meta.db", "stuck", 55)
+    page.get_by_role("link", name="stuck", exact=True).click()
+    runs = page.get_by_test_id("runs-table-row")
+    expect(runs).to_have_count(50)
+    expect(page.get_by_test_id("older-runs")).to_be_visible()
+    page.get_by_test_id("older-runs").click()
+    expect(runs).to_have_count(56)
+    expect(page.get_by_test_id("older-runs")).to_have_count(0)
+    expect(runs.last.get_by_test_id("run-status")).to_have_text("failed")
+    ids = runs.get_by_test_id("run-link").all_inner_texts()
+    assert len(set(ids)) == 56, "a run is listed twice"
+    walk.shot("16-older-runs")
     walk.close()
 
     # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
     phone = Walk(browser, base, {"width": 390, "height": 844})
     phone.page.goto(base + "/#/connections/shop")
-    expect(phone.page.get_by_test_id("runs-table-row")).to_have_count(2)
+    expect(phone.page.get_by_test_id("runs-table-row")).to_have_count(5)
     assert phone.page.evaluate(
         "document.documentElement.scrollWidth <= window.innerWidth"), "the page is too wide"
     assert phone.page.evaluate(
         "[...document.querySelectorAll('.table-wrap')].some(w => w.scrollWidth > w.clientWidth)")
-    phone.shot("13-phone-connection")
+    phone.shot("17-phone-connection")
     phone.page.get_by_test_id("run-link").first.click()
     expect(phone.page.get_by_test_id("run-status")).to_have_text("succeeded")
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
-    phone.shot("14-phone-run")
+    phone.shot("18-phone-run")
     phone.close()
 
 
@@ -337,7 +429,7 @@ def test_the_page_asks_for_the_token_once_and_takes_it_from_the_address(
     dialog = page.get_by_test_id("token-dialog")
     expect(dialog).to_be_visible()
     dialog.get_by_test_id("token-input").fill(TOKEN)
-    walk.shot("15-token-asked")
+    walk.shot("19-token-asked")
     dialog.get_by_test_id("token-submit").click()
     expect(page.get_by_test_id("connection-link")).to_have_text(["shop", "stuck"])
     assert page.evaluate("sessionStorage.getItem('headwater.token')") == TOKEN

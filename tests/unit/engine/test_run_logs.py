@@ -56,3 +56,26 @@ def test_a_run_keeps_its_own_lines_masked_and_no_other_threads(tmp_path: Path) -
     assert lines[0].logger == "headwater.test_run_logs" and omitted == 0
     assert not any(isinstance(h, logging.Handler) and type(h).__name__ == "RunLogCapture"
                    for h in logging.getLogger().handlers)
+
+
+def test_a_resumed_attempt_adds_its_lines_after_the_earlier_attempts(tmp_path: Path) -> None:
+    """A stopped or killed run resumed by a later sync: the new capture numbers its lines
+    after those stored, rather than from 1 again (which the store refused: lost lines)."""
+    store = MetadataStore(MetadataStore.default_url(tmp_path))
+    run_id = store.create_run("c", plan={"connection": "c", "streams": []}, state_before={},
+                              config_redacted={})
+    log.setLevel(logging.INFO)
+    with capture_run_logs(store, every_s=60):
+        name_run_logs(run_id)
+        log.info("attempt 1: checkpoint 1 committed")
+        log.warning("attempt 1: stopped")
+    with capture_run_logs(store, every_s=60):
+        log.info("attempt 2: planning, before the run is named")
+        name_run_logs(run_id)
+        log.info("attempt 2: checkpoint 2 committed")
+    lines, omitted = store.run_logs(run_id)
+    assert [(line.seq, line.message) for line in lines] == [
+        (1, "attempt 1: checkpoint 1 committed"), (2, "attempt 1: stopped"),
+        (3, "attempt 2: planning, before the run is named"),
+        (4, "attempt 2: checkpoint 2 committed")]
+    assert omitted == 0

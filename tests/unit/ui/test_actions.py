@@ -71,3 +71,22 @@ def test_bad_requests_say_what_is_wrong(folder: Path) -> None:
     assert status == 400
     status, body = call(create_app(folder), "GET", "/api/no-such-route")
     assert status == 404 and "error" in body
+
+
+def test_a_replay_or_backfill_waits_for_a_stopped_run_to_be_finished(folder: Path) -> None:
+    """Refused before the job starts (409), not on its thread after a 202: the page would
+    wait for a run that never comes."""
+    store = MetadataStore(f"sqlite:///{folder.parent / 'meta.db'}")
+    done = store.create_run("shop", plan={"connection": "shop", "streams": []},
+                            state_before={}, config_redacted={})
+    store.finish_run(done, status="succeeded", stats={}, state_after={}, error=None)
+    stopped = store.create_run("shop", plan={"connection": "shop", "streams": []},
+                               state_before={}, config_redacted={}, kind="replay")
+    store.stop_run(stopped, stats={}, state_after={}, error="stopped from the web page")
+    status, body = _post(folder, f"/api/runs/{done}/replay")
+    assert status == 409
+    assert f"stopped run {stopped} (a replay)" in body["error"] and "Sync now" in body["error"]
+    status, body = _post(folder, "/api/connections/shop/backfill",
+                         {"stream": "users", "from": "2024-01-01T00:00:00Z",
+                          "to": "2024-01-01T00:01:00Z"})
+    assert status == 409 and f"stopped run {stopped}" in body["error"]

@@ -92,6 +92,44 @@ def test_a_failed_checkpoint_names_its_partitions_in_the_errors(tmp_path: Path) 
     assert detail["progress"]["live"] is False
 
 
+def test_a_stopped_runs_reason_is_said_but_is_no_error(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    run_id = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.start_attempt(run_id, pid=1, host="h")
+    store.stop_run(run_id, stats={"streams": []}, state_after={},
+                   error="stopped from the web page; the next sync resumes it")
+    run = store.get_run(run_id)
+    assert run is not None
+    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", NOW)
+    assert detail["status"] == "stopped" and detail["errors"] == []
+    assert detail["error"].startswith("stopped from the web page")
+
+
+def test_a_resumed_run_counts_what_every_attempt_committed(tmp_path: Path) -> None:
+    """Its record holds the last attempt's figures (the engine skips, and so does not
+    count, what an earlier attempt committed); the run page shows what the run landed."""
+    store = _store(tmp_path)
+    run_id = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.start_attempt(run_id, pid=1, host="h")
+    store.record_checkpoint(run_id, "users", 1, "a", status="released", stats={
+        "records_written": 10, "records_rejected": 1, "bytes": 100, "partitions": ["p1", "p2"]})
+    store.stop_run(run_id, stats={}, state_after={}, error="stopped")
+    store.start_attempt(run_id, pid=2, host="h")
+    store.record_checkpoint(run_id, "users", 2, "b", status="released", stats={
+        "records_written": 5, "records_rejected": 0, "bytes": 40, "partitions": ["p3"]})
+    store.finish_run(run_id, status="succeeded", error=None, state_after={}, stats={
+        "streams": [{"name": "users", "status": "succeeded", "records_written": 5,
+                     "records_rejected": 0, "bytes": 40}]})
+    run = store.get_run(run_id)
+    assert run is not None and len(run.attempts) == 2
+    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", NOW)
+    [stream] = detail["streams"]
+    assert (stream["records"], stream["rejected"], stream["bytes"]) == (15, 1, 140)
+    assert (detail["records"], detail["rejected"], detail["bytes"]) == (15, 1, 140)
+    assert detail["progress"]["records"] == 15
+    assert detail["progress"]["partitions_done"] == detail["progress"]["partitions_planned"] == 3
+
+
 def test_run_summaries_page_back_newest_first(tmp_path: Path) -> None:
     store = _store(tmp_path)
     ids = [store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
