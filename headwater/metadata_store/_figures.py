@@ -32,10 +32,10 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from headwater.metadata_store import _schema as t
-from headwater.metadata_store._models import FINISHED_STATUSES
+from headwater.metadata_store._models import DURABLE_CHECKPOINT_STATUSES, FINISHED_STATUSES
 
 #: Checkpoint statuses whose records are durable in the destination.
-_DURABLE = ("committed", "released")
+_DURABLE = sorted(DURABLE_CHECKPOINT_STATUSES)
 
 #: The numeric checkpoint stats that are summed per stream (keys of ``CheckpointRecord.stats``).
 _SUMMED = ("records_written", "records_rejected", "bytes")
