@@ -148,8 +148,9 @@ def metrics_server(address: str | None, store_url: str | None,
     if address is None:
         yield
         return
+    from headwater._listen import listen_address
     from headwater.cli import _common as cli
-    from headwater.observability.metrics import HeadwaterCollector, MetricsServer, listen_address
+    from headwater.observability.metrics import HeadwaterCollector, MetricsServer
 
     try:
         host, port = listen_address(address)
