@@ -20,16 +20,6 @@ DATE_RANGE = {"state_type": "date-range", "cursor_field": "updated_at",
               "slices": [{"start": "2026-11-01T00:00:00Z", "end": "2026-11-20T13:00:00Z"}]}
 
 
-@pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    return MetadataStore.default_url(tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> MetadataStore:
-    return MetadataStore(store_url)
-
-
 class Clock:
     """The store's ``utcnow``, moved by the test."""
 
