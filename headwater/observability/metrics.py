@@ -111,7 +111,8 @@ def store_metrics(figures: StoreFigures, now: float) -> Iterator[Metric]:
 
     durations = HistogramMetricFamily(
         "headwater_run_duration_seconds",
-        "Wall time of the ended runs (succeeded, failed or stopped) of each connection.",
+        "Wall time of the finished runs (succeeded or failed) of each connection; a resumed "
+        "run's from its first attempt's start to its end.",
         labels=["connection"])
     for histogram in figures.durations:
         buckets = [(floatToGoString(b), n) for b, n in histogram.buckets]

@@ -27,6 +27,7 @@ from tests._postgres import PostgresServer
 from tests.unit.metadata_store.test_metadata_store_figures import (  # noqa: F401
     clock,
     test_a_connection_whose_only_run_is_running_has_no_last_run,
+    test_a_stopped_then_resumed_run_enters_the_durations_once_finished,
     test_figures_of_an_empty_store_are_empty,
     test_run_counts_durations_and_last_runs,
     test_states_are_the_current_ones,
