@@ -123,7 +123,7 @@ class StreamRunner:
         durable checkpoints hold, as the run page and ``/metrics`` count them.
 
         A resumed attempt skips the checkpoints an earlier one released (they
-        are not run again, so not counted above), and an earlier attempt may
+        are not run again, so :meth:`_committed` never counts them), and an earlier attempt may
         have committed a checkpoint this one never reached (stopped or failed
         before it).  The checkpoint records hold each checkpoint's figures once,
         whichever attempt recorded it last.  If the store cannot be read, the
