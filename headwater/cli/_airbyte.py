@@ -106,9 +106,10 @@ def state_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
 ) -> None:
     """Import an Airbyte connection's state (STREAM or GLOBAL) into a connection."""
-    from headwater.cli._common import emit_json, handled, open_store, out, store_url
+    from headwater.cli._common import emit_json, handled, out
     from headwater.config import load_connection
     from headwater.interop import parse_airbyte_state
+    from headwater.operations import open_store, store_url
 
     with handled(as_json):
         config = load_connection(connection)
@@ -132,9 +133,10 @@ def state_export(
     file: Annotated[Path | None, typer.Argument(help="Where to write (default: stdout).")] = None,
 ) -> None:
     """Export a connection's state as Airbyte STATE messages (a JSON list)."""
-    from headwater.cli._common import handled, open_store, out, store_url
+    from headwater.cli._common import handled, out
     from headwater.config import load_connection
     from headwater.interop import export_state
+    from headwater.operations import open_store, store_url
 
     with handled(False):
         config = load_connection(connection)

@@ -22,17 +22,6 @@ from rich.logging import RichHandler
 from headwater.config import install_log_masking, mask, mask_obj
 from headwater.errors import ExitCode, HeadwaterError
 
-# Shared with `serve` and the web page (re-exported: the commands use them from here).
-from headwater.operations._settings import (  # noqa: F401
-    HOME_ENV,
-    STORE_ENV,
-    home,
-    open_store,
-    spark_conf,
-    spark_settings,
-    store_url,
-)
-
 # Wide enough for the summary table when output is piped (rich assumes 80 columns).
 out = Console(width=None if sys.stdout.isatty() else 160)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)

@@ -8,6 +8,7 @@ import typer
 
 from headwater.cli import _common as opt
 from headwater.config import load_connection, mask_obj
+from headwater.operations import open_store, store_url
 
 if TYPE_CHECKING:
     from headwater.engine import SyncEngine
@@ -82,7 +83,7 @@ def plan(
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        engine = SyncEngine(config, cli.open_store(cli.store_url(config)))
+        engine = SyncEngine(config, open_store(store_url(config)))
         document = describe_plan(engine, parallelism)
         if as_json:
             cli.emit_json(document)

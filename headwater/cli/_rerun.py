@@ -22,6 +22,7 @@ from headwater.cli import _common as opt
 from headwater.cli._common import ConfOpt, MasterOpt, RemoteOpt
 from headwater.config import ConnectionConfig, load_connection, mask
 from headwater.errors import ConfigError
+from headwater.operations import open_store, spark_settings, store_url
 
 if TYPE_CHECKING:
     from headwater.engine import SyncEngine, SyncResult
@@ -35,7 +36,7 @@ def _engine(config: ConnectionConfig, store: MetadataStore, master: str | None,
             remote: str | None, conf: list[str] | None) -> SyncEngine:
     from headwater.engine import SyncEngine, SyncObserver, SyncOptions
 
-    options = SyncOptions(spark=opt.spark_settings(config, master, remote, conf))
+    options = SyncOptions(spark=spark_settings(config, master, remote, conf))
     return SyncEngine(config, store, options, SyncObserver())
 
 
@@ -102,13 +103,12 @@ def replay(
 def _replayed_connection(run_id: str, connection: Path | None,
                          store: str | None) -> tuple[ConnectionConfig, MetadataStore]:
     """The connection RUN_ID belongs to, and the store that holds the run."""
-    from headwater.cli import _common as cli
 
     if connection is not None:
         config = load_connection(connection)
-        return config, cli.open_store(cli.store_url(config, explicit=store))
-    url = cli.store_url(explicit=store)
-    run_store = cli.open_store(url)
+        return config, open_store(store_url(config, explicit=store))
+    url = store_url(explicit=store)
+    run_store = open_store(url)
     run = run_store.get_run(run_id)
     if run is None:
         raise ConfigError(f"no run {run_id!r} in the metadata store {mask(url)}; pass "
@@ -145,7 +145,7 @@ def backfill(
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        engine = _engine(config, cli.open_store(cli.store_url(config)), master, remote, conf)
+        engine = _engine(config, open_store(store_url(config)), master, remote, conf)
         result = _run_stoppable(engine, lambda e: backfill_run(e, stream, start, end))
         _report(result, config, as_json)
 

@@ -39,6 +39,7 @@ from typing import Annotated
 
 import typer
 
+from headwater import operations
 from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
 from headwater.cli._ui import HostOpt, PortOpt, TokenOpt, start_page
@@ -148,14 +149,15 @@ def metrics_server(address: str | None, store_url: str | None,
     if address is None:
         yield
         return
+    from headwater._listen import listen_address
     from headwater.cli import _common as cli
-    from headwater.observability.metrics import HeadwaterCollector, MetricsServer, listen_address
+    from headwater.observability.metrics import HeadwaterCollector, MetricsServer
 
     try:
         host, port = listen_address(address)
     except ValueError as exc:
         raise ConfigError(str(exc), field="--metrics") from exc
-    store = cli.open_store(cli.store_url(explicit=store_url))
+    store = operations.open_store(operations.store_url(explicit=store_url))
     try:
         try:
             server = MetricsServer(host, port, HeadwaterCollector(store, scheduler))

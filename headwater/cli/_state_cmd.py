@@ -11,13 +11,14 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
 from headwater.config import load_connection, mask_obj
 from headwater.errors import ExitCode
+from headwater.operations import open_store, spark_settings, store_url
 
 
 def state_show(connection: ConnectionArg, as_json: JsonOpt = False) -> None:
     """Show the stored state of every stream of a connection."""
     with cli.handled(as_json):
         config = load_connection(connection)
-        states = cli.open_store(cli.store_url(config)).get_states(config.name)
+        states = open_store(store_url(config)).get_states(config.name)
         if as_json:
             cli.emit_json({"connection": config.name, "streams": states})
             return
@@ -41,7 +42,7 @@ def state_reset(
         if not yes and not as_json and not typer.confirm(
                 f"Reset the state of {which} of {config.name}?"):
             raise typer.Exit(ExitCode.FAILED)
-        reset = cli.open_store(cli.store_url(config)).reset_state(config.name, stream or None)
+        reset = open_store(store_url(config)).reset_state(config.name, stream or None)
         if as_json:
             cli.emit_json({"connection": config.name, "reset": reset})
         else:
@@ -72,12 +73,12 @@ def state_realign(
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        store = cli.open_store(cli.store_url(config))
+        store = open_store(store_url(config))
         streams = [(s.name, s.destination_sync_mode)
                    for s in resolve_streams(build_source(config), config)]
         destination = build_destination(config.destination.type, config.destination.config)
         with store.lock(config.name):
-            spark = get_spark(cli.spark_settings(config))
+            spark = get_spark(spark_settings(config))
             found = realign(spark, config, store, destination, streams, apply=False)
             changes = any(f.behind or (drop_unknown_runs and f.unknown_runs and f.mode == "append")
                           for f in found)

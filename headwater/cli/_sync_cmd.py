@@ -12,6 +12,7 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConfOpt, ConnectionArg, JsonOpt, MasterOpt, RemoteOpt, VerboseOpt
 from headwater.config import load_connection
 from headwater.errors import ConfigError
+from headwater.operations import open_store, spark_settings, store_url
 
 
 def sync(
@@ -52,8 +53,8 @@ def sync(
             raise ConfigError("--one-run and --watch: --watch runs one run per round "
                               "already; choose one", field="--one-run")
         config = load_connection(connection)
-        settings = cli.spark_settings(config, master, remote, conf)
-        store = cli.open_store(cli.store_url(config))
+        settings = spark_settings(config, master, remote, conf)
+        store = open_store(store_url(config))
         if watch:
             from headwater.cli._watch import watch_sync
 

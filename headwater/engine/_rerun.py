@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from headwater.engine._shared_dir import without_shared_dir
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
-from headwater.metadata_store import UNFINISHED_STATUSES
+from headwater.metadata_store import DURABLE_CHECKPOINT_STATUSES, UNFINISHED_STATUSES
 from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import Partition
 from headwater.sync_modes import DestinationSyncMode
@@ -49,7 +49,7 @@ def replay(engine: SyncEngine, run_id: str, streams: Sequence[str] | None = None
     # A staged overwrite checkpoint put rows in the table only if its run published.
     published = {c.stream for c in checkpoints if "published" in c.stats}
     committed = {(c.stream, c.index) for c in checkpoints
-                 if c.status in ("committed", "released")
+                 if c.status in DURABLE_CHECKPOINT_STATUSES
                  and (not c.stats.get("staged") or c.stream in published)}
     original = RunPlan.from_dict(run.plan)
     replay_of = original.replay_of or run.run_id

@@ -19,7 +19,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class StreamStats:
-    """Per-stream figures of one run, as shown in the summary and in ``--json``."""
+    """Per-stream figures of one run, as shown in the summary and in ``--json``.
+
+    The records, rejected records and bytes are the whole run's: those of a
+    resumed run include what its earlier attempts committed (each checkpoint
+    once), so the run's record, ``headwater runs``, the web page and
+    ``/metrics`` all say the same.  ``checkpoints_done`` is the run's too;
+    ``duration_s`` is the time this attempt spent on the stream.
+    """
 
     name: str
     mode: str

@@ -28,6 +28,7 @@ from headwater.engine._spark import default_parallelism
 from headwater.engine._task import TaskContext, interleaved, make_task, stream_slots, task_count
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.errors import AuthenticationError
+from headwater.metadata_store import DURABLE_CHECKPOINT_STATUSES
 from headwater.plan import CheckpointPlan, RunPlan, StreamPlan
 from headwater.sdk import Cursor, Stream
 from headwater.sync_modes import DestinationSyncMode
@@ -111,9 +112,39 @@ class StreamRunner:
             self.stats.status = "succeeded"
         if self.stats.status == "failed" and self.stats.error is None:
             self.stats.error = "a checkpoint failed (see the log)"
+        if self.attempt > 1:
+            self._count_whole_run()
         self.stats.duration_s = time.monotonic() - started
         self.engine.observer.stream_finished(self.stats)
         return self.stats
+
+    def _count_whole_run(self) -> None:
+        """Make the stream's figures the run's, not this attempt's: what every attempt's
+        durable checkpoints hold, as the run page and ``/metrics`` count them.
+
+        A resumed attempt skips the checkpoints an earlier one released (they
+        are not run again, so :meth:`_committed` never counts them), and an earlier attempt may
+        have committed a checkpoint this one never reached (stopped or failed
+        before it).  The checkpoint records hold each checkpoint's figures once,
+        whichever attempt recorded it last.  If the store cannot be read, the
+        figures stay this attempt's: they are a report, the data and state are
+        already where they belong.
+        """
+        try:
+            durable = [c.stats for c in self.store.list_checkpoints(self.run_id)
+                       if c.stream == self.name and c.status in DURABLE_CHECKPOINT_STATUSES]
+        except Exception as exc:
+            log.warning("stream %s: the figures of run %s's earlier attempts could not be "
+                        "read (%s); its figures are this attempt's only", self.name,
+                        self.run_id, describe_error(exc))
+            return
+        with self._lock:
+            self.stats.records_read = sum(int(s.get("records_read") or 0) for s in durable)
+            self.stats.records_written = sum(int(s.get("records_written") or 0)
+                                             for s in durable)
+            self.stats.records_rejected = sum(int(s.get("records_rejected") or 0)
+                                              for s in durable)
+            self.stats.bytes = sum(int(s.get("bytes") or 0) for s in durable)
 
     def _run(self) -> None:
         stream = self.engine.source.stream(self.name)

@@ -16,6 +16,7 @@ from headwater.metadata_store._figures import (
 )
 from headwater.metadata_store._lock import LockHandle
 from headwater.metadata_store._models import (
+    DURABLE_CHECKPOINT_STATUSES,
     UNFINISHED_STATUSES,
     AttemptRecord,
     AttemptStatus,
@@ -32,6 +33,7 @@ from headwater.metadata_store._schema import SCHEMA_VERSION
 from headwater.metadata_store._store import FIRST_CHECKPOINT_INDEX, MetadataStore
 
 __all__ = [
+    "DURABLE_CHECKPOINT_STATUSES",
     "FIRST_CHECKPOINT_INDEX",
     "SCHEMA_VERSION",
     "UNFINISHED_STATUSES",

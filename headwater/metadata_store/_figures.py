@@ -32,10 +32,10 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from headwater.metadata_store import _schema as t
-from headwater.metadata_store._models import FINISHED_STATUSES
+from headwater.metadata_store._models import DURABLE_CHECKPOINT_STATUSES, FINISHED_STATUSES
 
 #: Checkpoint statuses whose records are durable in the destination.
-_DURABLE = ("committed", "released")
+_DURABLE = sorted(DURABLE_CHECKPOINT_STATUSES)
 
 #: The numeric checkpoint stats that are summed per stream (keys of ``CheckpointRecord.stats``).
 _SUMMED = ("records_written", "records_rejected", "bytes")
@@ -53,7 +53,7 @@ class RunCount:
 
 @dataclass(frozen=True)
 class DurationHistogram:
-    """Durations of a connection's ended runs, bucketed by the database.
+    """Durations of a connection's finished runs, bucketed by the database.
 
     ``buckets`` pairs each upper bound (seconds) with the count of runs that
     took at most that long (cumulative, as Prometheus histograms count);
@@ -141,11 +141,19 @@ def _seconds_between(conn: Connection, start: Any, end: Any) -> ColumnElement[An
 
 
 def run_durations(conn: Connection, buckets: Sequence[float]) -> list[DurationHistogram]:
-    """Per connection, its ended runs (``succeeded``, ``failed``, ``stopped``) bucketed."""
+    """Per connection, its finished runs (``succeeded``, ``failed``) bucketed.
+
+    Not its ``stopped`` runs: a stopped run is resumed by the next sync (it is
+    ``running`` again, with no end) and finishes later with a longer duration,
+    so counted while stopped it would leave the histogram when resumed, and
+    Prometheus reads a histogram's counts going down as a counter reset.  A
+    finished run never changes: the counts only grow, and a run of several
+    attempts counts once, from its first attempt's start to its last one's end.
+    """
     r = t.runs
     ended = (sa.select(r.c.connection,
                        _seconds_between(conn, r.c.started_at, r.c.ended_at).label("d"))
-             .where(r.c.ended_at.is_not(None)).subquery())
+             .where(r.c.status.in_(sorted(FINISHED_STATUSES))).subquery())
     bounds = sorted(float(b) for b in buckets)
     columns = [sa.func.sum(sa.case((ended.c.d <= bound, 1), else_=0)) for bound in bounds]
     query = (sa.select(ended.c.connection, sa.func.count(), sa.func.sum(ended.c.d), *columns)

@@ -29,6 +29,8 @@ FINISHED_STATUSES: frozenset[str] = RUN_STATUSES - UNFINISHED_STATUSES
 #: How an attempt may end: a stopped attempt leaves its run ``stopped``.
 ATTEMPT_END_STATUSES: frozenset[str] = FINISHED_STATUSES | {"stopped"}
 CHECKPOINT_STATUSES: frozenset[str] = frozenset({"committed", "released", "failed"})
+#: Checkpoints whose records are durable in the destination: what a run's figures sum.
+DURABLE_CHECKPOINT_STATUSES: frozenset[str] = frozenset({"committed", "released"})
 
 
 @dataclass(frozen=True)

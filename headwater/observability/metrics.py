@@ -43,6 +43,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from headwater._listen import http_url
 from headwater.config import mask
 from headwater.errors import HeadwaterError
 
@@ -110,7 +111,8 @@ def store_metrics(figures: StoreFigures, now: float) -> Iterator[Metric]:
 
     durations = HistogramMetricFamily(
         "headwater_run_duration_seconds",
-        "Wall time of the ended runs (succeeded, failed or stopped) of each connection.",
+        "Wall time of the finished runs (succeeded or failed) of each connection; a resumed "
+        "run's from its first attempt's start to its end.",
         labels=["connection"])
     for histogram in figures.durations:
         buckets = [(floatToGoString(b), n) for b, n in histogram.buckets]
@@ -272,18 +274,6 @@ def render_metrics(store: MetadataStore | None, scheduler: Scheduler | None = No
     return generate_latest(registry_with(HeadwaterCollector(store, scheduler)))
 
 
-def listen_address(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (or ``[v6]:PORT``) as ``(host, port)``; a bare ``PORT`` is on 127.0.0.1.
-
-    Loopback unless asked otherwise: the figures name every connection and stream.
-    """
-    host, colon, port = text.rpartition(":")
-    host = host.strip("[]") if colon else "127.0.0.1"
-    if not port.isdigit() or not 0 < int(port) < 65536 or (colon and not host):
-        raise ValueError(f"expected HOST:PORT or PORT, got {text!r}")
-    return host, int(port)
-
-
 class MetricsServer:
     """``/metrics`` over HTTP on a daemon thread, from prometheus_client's own server.
 
@@ -300,8 +290,7 @@ class MetricsServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/metrics"
+        return http_url(self.host, self.port, "/metrics")
 
     def close(self) -> None:
         self._server.shutdown()
@@ -315,7 +304,6 @@ __all__ = [
     "HeadwaterCollector",
     "MetricsServer",
     "cursor_time",
-    "listen_address",
     "registry_with",
     "render_metrics",
     "scheduler_metrics",

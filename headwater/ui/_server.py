@@ -13,6 +13,7 @@ import threading
 
 from aiohttp import web
 
+from headwater._listen import LOOPBACK, http_url
 from headwater.errors import HeadwaterError
 from headwater.ui._app import ACTIONS
 
@@ -23,7 +24,7 @@ DEFAULT_PORT = 8321
 class UiServer:
     """Serves ``app`` on ``host:port`` (port 0: any free one) from a background thread."""
 
-    def __init__(self, app: web.Application, host: str = "127.0.0.1",
+    def __init__(self, app: web.Application, host: str = LOOPBACK,
                  port: int = DEFAULT_PORT) -> None:
         self.app = app
         self.host = host
@@ -36,8 +37,7 @@ class UiServer:
 
     @property
     def url(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return http_url(self.host, self.port)
 
     def start(self) -> None:
         """Listen; returns once the socket is bound (raises if it cannot be)."""

@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from headwater.metadata_store import CheckpointRecord, RunLogLine, RunRecord, RunSummary
+from headwater.metadata_store import (
+    DURABLE_CHECKPOINT_STATUSES,
+    CheckpointRecord,
+    RunLogLine,
+    RunRecord,
+    RunSummary,
+)
 from headwater.operations import partition_rows, stream_rows
 
 #: The key under which the full-refresh cursor marks a completed sync.
@@ -29,7 +35,10 @@ def run_summary(run: RunSummary | RunRecord, now: datetime) -> dict[str, Any]:
     """``RunSummary`` of the contract: figures summed over the run's streams.
 
     A run still ``running`` has no figures in its record yet (``None``); its
-    duration is counted to ``now``.
+    duration is counted to ``now``.  A run of several attempts (stopped or
+    killed, then resumed) lasts from its first attempt's start to its last
+    one's end, the time between attempts included, as ``/metrics`` counts it;
+    its figures are every attempt's (the engine records them so).
     """
     streams = (run.stats or {}).get("streams")
     end = run.ended_at or (now if run.status == "running" else None)
@@ -202,12 +211,12 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
     names: list[str] = list(dict.fromkeys([*planned, *(str(n) for n in recorded),
                                            *(c.stream for c in checkpoints)]))
     streams, errors = [], []
-    # A resumed run's record holds its last attempt's figures only (the checkpoints an
-    # earlier attempt committed are skipped, not counted again); its checkpoints hold them all.
+    # A resumed run's figures, from its checkpoints: the engine records the run's totals
+    # over its attempts, but runs recorded before it did hold their last attempt's only.
     resumed = len(run.attempts) > 1
     for name in names:
         mine = [c for c in checkpoints if c.stream == name]
-        done = [c for c in mine if c.status in ("committed", "released")]
+        done = [c for c in mine if c.status in DURABLE_CHECKPOINT_STATUSES]
         row = recorded.get(name) or {}
         figures = {key: sum(int(c.stats.get(key) or 0) for c in done)
                    for key in ("records_written", "records_rejected", "bytes")}

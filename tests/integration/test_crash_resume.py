@@ -195,6 +195,8 @@ def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: 
     assert resumed["attempt"] == attempt
     assert (new["status"], new["resumed"], new["attempt"]) == ("succeeded", False, 1)
     again = expected_rows(conn.source(generation), STREAM).num_rows
+    # The run's figures, every attempt's: the killed run planned the whole source.
+    assert resumed["streams"][0]["records_written"] == again
     assert new["run_id"] != run_id
     assert new["streams"][0]["records_written"] == (again if conn.mode == "overwrite" else 0)
     assert store(conn.tmp_path).find_unfinished_run(NAME) is None

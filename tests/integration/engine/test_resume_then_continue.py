@@ -125,6 +125,27 @@ def test_sync_finishes_the_killed_run_then_syncs_what_arrived_since(
     assert (after.resumed, after.status, written(after)) == (False, "succeeded", 0)
 
 
+def test_a_killed_and_resumed_runs_figures_are_every_attempts(
+        spark: Any, tmp_path: Path) -> None:
+    """Killed after its second commit (the first released its state, the second not yet):
+    the resumed attempt skips the first, finds the second committed and runs the third;
+    the run's figures, in its result and its record, count all three once."""
+    conn = Connection(tmp_path)
+    with pytest.raises(Killed):
+        conn.engine(Faulty({"path": str(conn.lake)}, die_at=2)).run()
+    killed = conn.store.find_unfinished_run("continued")
+    assert killed is not None
+    assert [c.status for c in conn.store.list_checkpoints(killed.run_id)].count("released") >= 1
+
+    resumed = conn.engine().run()
+    assert (resumed.run_id, resumed.attempt, resumed.status) == (killed.run_id, 2, "succeeded")
+    assert written(resumed) == resumed.streams[0].records_read == SOURCE["users"]
+    record = conn.store.get_run(killed.run_id)
+    assert record is not None
+    assert [s["records_written"] for s in record.stats["streams"]] == [SOURCE["users"]]
+    conn.assert_table_is_the_world(0)
+
+
 def test_a_failed_resume_starts_no_new_run(spark: Any, tmp_path: Path) -> None:
     conn = Connection(tmp_path)
     killed = conn.kill_after_first_commit()
@@ -146,8 +167,9 @@ def test_a_stop_during_the_resumed_run_starts_no_new_run(spark: Any, tmp_path: P
     [stopped] = conn.engine(observer=StopAtStart(nth=1)).sync()
     assert (stopped.run_id, stopped.resumed, stopped.status) == (first.run_id, True, "stopped")
     [finished] = conn.engine(observer=StopAtStart(nth=1)).sync()
+    # The run's figures: its three attempts committed one checkpoint of 100 rows each.
     assert (finished.run_id, finished.status, written(finished)) == (
-        first.run_id, "succeeded", 100)
+        first.run_id, "succeeded", 300)
     assert [r.run_id for r in conn.store.list_runs("continued")] == [first.run_id]
 
     # The new rows were left for the next sync.

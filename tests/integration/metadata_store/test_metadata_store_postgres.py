@@ -2,7 +2,8 @@
 
 The unit tests run against SQLite; the test functions imported below run
 again here, against PostgreSQL: pytest resolves fixtures where a test is
-collected, so this module's ``store`` (a fresh database) replaces theirs.
+collected, so this module's ``store_url`` (a fresh database) replaces theirs, and
+``store`` (``tests/_stores.py``, theirs too) opens it.
 The cases that need two stores or two processes on one server follow.
 """
 
@@ -19,12 +20,14 @@ import pytest
 
 from headwater.errors import ConnectionLockedError, MetadataStoreError
 from headwater.metadata_store import MetadataStore
+from tests import _stores
 from tests._postgres import PostgresServer
 
 # Imported to be collected again, on PostgreSQL (see the module docstring).
 from tests.unit.metadata_store.test_metadata_store_figures import (  # noqa: F401
     clock,
     test_a_connection_whose_only_run_is_running_has_no_last_run,
+    test_a_stopped_then_resumed_run_enters_the_durations_once_finished,
     test_figures_of_an_empty_store_are_empty,
     test_run_counts_durations_and_last_runs,
     test_states_are_the_current_ones,
@@ -67,11 +70,8 @@ def store_url(postgres_server: PostgresServer) -> Iterator[str]:
         yield postgres_server.database_url(name)
 
 
-@pytest.fixture
-def store(store_url: str) -> Iterator[MetadataStore]:
-    store = MetadataStore(store_url)
-    yield store
-    store.close()
+#: The unit tests' ``store`` fixture, opening this module's ``store_url``.
+store = _stores.store
 
 
 def test_the_store_is_on_postgres_and_hides_the_password(store: MetadataStore) -> None:

@@ -31,11 +31,6 @@ with store.lock("orders_to_lake", run_id="run-in-child"):
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> MetadataStore:
-    return MetadataStore(MetadataStore.default_url(tmp_path))
-
-
-@pytest.fixture
 def child_holding_lock(store: MetadataStore, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     env = {
         **os.environ,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,11 +22,6 @@ PLAN: dict[str, Any] = {
         }
     }
 }
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> MetadataStore:
-    return MetadataStore(MetadataStore.default_url(tmp_path))
 
 
 def new_run(store: MetadataStore, connection: str = "orders_to_lake") -> str:

@@ -14,16 +14,6 @@ from headwater.errors import MetadataStoreError
 from headwater.metadata_store import FIRST_CHECKPOINT_INDEX, SCHEMA_VERSION, MetadataStore
 
 
-@pytest.fixture
-def store_url(tmp_path: Path) -> str:
-    return MetadataStore.default_url(tmp_path)
-
-
-@pytest.fixture
-def store(store_url: str) -> MetadataStore:
-    return MetadataStore(store_url)
-
-
 def test_all_matches_public_names() -> None:
     public = {
         name

@@ -19,7 +19,6 @@ from headwater.observability.metrics import (
     HeadwaterCollector,
     MetricsServer,
     cursor_time,
-    listen_address,
     registry_with,
     render_metrics,
 )
@@ -212,19 +211,6 @@ def test_metrics_server_serves_the_collector_over_http(store: MetadataStore,
     _, samples = scrape(body)
     assert value(samples, "headwater_records_written_total", connection="orders_to_lake",
                  stream="users") == 105
-
-
-@pytest.mark.parametrize(("text", "address"), [
-    ("9108", ("127.0.0.1", 9108)), ("0.0.0.0:9108", ("0.0.0.0", 9108)),
-    ("[::1]:9108", ("::1", 9108)), ("metrics.local:80", ("metrics.local", 80))])
-def test_listen_address(text: str, address: tuple[str, int]) -> None:
-    assert listen_address(text) == address
-
-
-@pytest.mark.parametrize("text", ["", "host:", ":9108", "host:port", "70000", "0"])
-def test_listen_address_refuses(text: str) -> None:
-    with pytest.raises(ValueError, match="HOST:PORT"):
-        listen_address(text)
 
 
 def test_cursor_time_reads_time_cursors_only() -> None:
