@@ -1,4 +1,4 @@
-"""An S3-compatible server (moto) for the Delta destination's S3 tests, and a proxy in front of it.
+"""The Delta destination's S3 tests' helpers: tables on the run's S3 server, and a proxy.
 
 The proxy forwards every request to the server and records it with its
 headers, so a test sees what delta-rs sends (``If-None-Match: *`` on a commit);
@@ -10,74 +10,44 @@ from __future__ import annotations
 
 import http.server
 import re
-import socket
-import subprocess
-import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from headwater.destinations.delta._store import S3Access, TableFolder
-
-ACCESS_KEY = "hw-delta-test-access-key"
-SECRET_KEY = "hw-delta-test-secret-key-do-not-print"
-REGION = "us-east-1"
+from tests.integration._s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
 #: A commit file of the log, as a request path names it: its version.
 COMMIT_PATH = re.compile(r"/_delta_log/(\d{20})\.json$")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def new_bucket(server: S3Server) -> str:
+    """A bucket of its own for one test."""
+    return server.bucket(f"hw-delta-{uuid.uuid4().hex[:12]}")
 
 
-@dataclass(frozen=True)
-class S3Server:
-    """moto's S3 server on 127.0.0.1."""
+def access(server: S3Server, endpoint: str | None = None) -> S3Access:
+    """The server's access (through ``endpoint``, a proxy, when given)."""
+    return S3Access(endpoint=endpoint or server.endpoint, region=REGION,
+                    access_key=ACCESS_KEY, secret_key=SECRET_KEY, path_style=True)
 
-    endpoint: str
 
-    def client(self) -> Any:
-        import boto3
+def s3_table(server: S3Server, bucket: str, key: str = "lake/t",
+          endpoint: str | None = None) -> TableFolder:
+    return TableFolder.on_s3(f"s3a://{bucket}/{key}", access(server, endpoint))
 
-        return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
-                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
 
-    def new_bucket(self) -> str:
-        bucket = f"hw-delta-{uuid.uuid4().hex[:12]}"
-        self.client().create_bucket(Bucket=bucket)
-        return bucket
-
-    def access(self, endpoint: str | None = None) -> S3Access:
-        return S3Access(endpoint=endpoint or self.endpoint, region=REGION,
-                        access_key=ACCESS_KEY, secret_key=SECRET_KEY, path_style=True)
-
-    def table(self, bucket: str, key: str = "lake/t", endpoint: str | None = None,
-              ) -> TableFolder:
-        return TableFolder.on_s3(f"s3a://{bucket}/{key}", self.access(endpoint))
-
-    def hadoop_settings(self, bucket: str) -> dict[str, str]:
-        """S3A's per-bucket settings for ``bucket`` on this server (no other bucket changes)."""
-        prefix = f"fs.s3a.bucket.{bucket}."
-        return {f"{prefix}endpoint": self.endpoint, f"{prefix}access.key": ACCESS_KEY,
-                f"{prefix}secret.key": SECRET_KEY, f"{prefix}path.style.access": "true",
-                f"{prefix}endpoint.region": REGION,
-                f"{prefix}connection.ssl.enabled": "false"}
-
-    def read(self, bucket: str, key: str) -> bytes | None:
-        try:
-            return bytes(self.client().get_object(Bucket=bucket, Key=key)["Body"].read())
-        except Exception as exc:
-            if "NoSuchKey" in str(exc):
-                return None
-            raise
+def read(server: S3Server, bucket: str, key: str) -> bytes | None:
+    """The object's bytes, or None when there is none."""
+    client = server.client()
+    try:
+        return bytes(client.get_object(Bucket=bucket, Key=key)["Body"].read())
+    except client.exceptions.NoSuchKey:
+        return None
 
 
 @dataclass
@@ -158,32 +128,3 @@ def start_proxy(upstream: str) -> tuple[Proxy, Callable[[], None]]:
         server.server_close()
 
     return proxy, stop
-
-
-def moto_server() -> Iterator[S3Server]:
-    """moto's S3 server in its own process on 127.0.0.1, stopped when done.
-
-    Not in a thread of the test process: delta-rs 1.6.6's ``DeltaTable.history``
-    holds the GIL while it waits for the store, so a server sharing the
-    interpreter never answers it (the call times out after 180 s).
-    """
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                httpx.get(endpoint + "/moto-api/", timeout=1)
-                break
-            except httpx.TransportError:
-                if server.poll() is not None:
-                    raise RuntimeError("moto's server exited at start") from None
-                time.sleep(0.1)
-        else:
-            raise RuntimeError("moto's server did not start within 30 s")
-        yield S3Server(endpoint=endpoint)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

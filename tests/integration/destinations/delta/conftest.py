@@ -1,4 +1,4 @@
-"""Fixtures of the Delta destination's integration tests: an S3-compatible server."""
+"""Fixtures of the Delta destination's integration tests: a recording proxy to S3."""
 
 from __future__ import annotations
 
@@ -6,19 +6,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.destinations.delta._s3 import Proxy, S3Server, moto_server, start_proxy
-
-
-@pytest.fixture(scope="session")
-def delta_s3() -> Iterator[S3Server]:
-    """moto's S3 server on 127.0.0.1 for the whole session."""
-    yield from moto_server()
+from tests.integration._s3 import S3Server
+from tests.integration.destinations.delta._s3 import Proxy, start_proxy
 
 
 @pytest.fixture
-def s3_proxy(delta_s3: S3Server) -> Iterator[Proxy]:
-    """A recording proxy in front of the session's S3 server, for one test."""
-    proxy, stop = start_proxy(delta_s3.endpoint)
+def s3_proxy(s3_server: S3Server) -> Iterator[Proxy]:
+    """A recording proxy in front of the run's S3 server, for one test."""
+    proxy, stop = start_proxy(s3_server.endpoint)
     try:
         yield proxy
     finally:

@@ -22,7 +22,15 @@ from deltalake import DeltaTable
 from headwater.destinations.delta import _delta_rs, _staging
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 from headwater.destinations.delta._store import TableFolder
-from tests.integration.destinations.delta._s3 import COMMIT_PATH, Proxy, Recorded, S3Server
+from tests.integration._s3 import S3Server
+from tests.integration.destinations.delta._s3 import (
+    COMMIT_PATH,
+    Proxy,
+    Recorded,
+    new_bucket,
+    read,
+    s3_table,
+)
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 
@@ -47,7 +55,7 @@ def log_entries(server: S3Server, bucket: str,
     for item in listed.get("Contents", []):
         match = COMMIT_PATH.search("/" + item["Key"])
         if match:
-            text = server.read(bucket, item["Key"]) or b""
+            text = read(server, bucket, item["Key"]) or b""
             found[int(match.group(1))] = [json.loads(line) for line in text.splitlines()]
     return found
 
@@ -57,13 +65,13 @@ def txns(entries: dict[int, list[dict[str, Any]]]) -> list[tuple[str, int]]:
             for a in actions if "txn" in a]
 
 
-def test_files_land_on_s3_and_commit_once(delta_s3: S3Server) -> None:
-    bucket = delta_s3.new_bucket()
-    table = delta_s3.table(bucket)
+def test_files_land_on_s3_and_commit_once(s3_server: S3Server) -> None:
+    bucket = new_bucket(s3_server)
+    table = s3_table(s3_server, bucket)
     _delta_rs.create_table(table, SCHEMA, {})
     written = write(table, [1, 2, 3])
     assert written[0].size > 0 and written[0].rows == 3
-    assert delta_s3.read(bucket, f"lake/t/{written[0].path}") is not None
+    assert read(s3_server, bucket, f"lake/t/{written[0].path}") is not None
     first = _delta_rs.commit_files(table, written, mode="append", app_id="a", version=1, tag="{}")
     again = _delta_rs.commit_files(table, written, mode="append", app_id="a", version=1, tag="{}")
     assert (first.made, first.version) == (True, 1)
@@ -88,13 +96,13 @@ def rival_takes_version_1(server: S3Server, proxy: Proxy, bucket: str, app_id: s
 
 
 def test_a_commit_is_a_conditional_put_and_a_rival_that_took_its_version_stays(
-        delta_s3: S3Server, s3_proxy: Proxy) -> None:
+        s3_server: S3Server, s3_proxy: Proxy) -> None:
     """Another writer's commit lands on version 1 between delta-rs's read and its put."""
-    bucket = delta_s3.new_bucket()
-    table = delta_s3.table(bucket, endpoint=s3_proxy.endpoint)
+    bucket = new_bucket(s3_server)
+    table = s3_table(s3_server, bucket, endpoint=s3_proxy.endpoint)
     _delta_rs.create_table(table, SCHEMA, {})
-    direct = delta_s3.table(bucket)  # the proxy is for the log's requests
-    rival_takes_version_1(delta_s3, s3_proxy, bucket, "other-app", 7, write(direct, [10])[0])
+    direct = s3_table(s3_server, bucket)  # the proxy is for the log's requests
+    rival_takes_version_1(s3_server, s3_proxy, bucket, "other-app", 7, write(direct, [10])[0])
     committed = _delta_rs.commit_files(table, write(direct, [20]), mode="append",
                                        app_id="ours", version=1, tag="{}")
     assert (committed.made, committed.version) == (True, 2)
@@ -103,24 +111,24 @@ def test_a_commit_is_a_conditional_put_and_a_rival_that_took_its_version_stays(
                                                         f"{2:020d}.json"]
     assert all(r.header("If-None-Match") == "*" for r in puts)
     assert [r.status for r in puts] == [200, 412, 200]
-    entries = log_entries(delta_s3, bucket)
+    entries = log_entries(s3_server, bucket)
     assert entries[1][0]["commitInfo"]["userMetadata"] == "rival"  # not overwritten
     assert rows(direct) == [10, 20]
 
 
 def test_a_rival_commit_of_the_same_checkpoint_makes_the_commit_fail_not_double(
-        delta_s3: S3Server, s3_proxy: Proxy) -> None:
-    bucket = delta_s3.new_bucket()
-    table = delta_s3.table(bucket, endpoint=s3_proxy.endpoint)
+        s3_server: S3Server, s3_proxy: Proxy) -> None:
+    bucket = new_bucket(s3_server)
+    table = s3_table(s3_server, bucket, endpoint=s3_proxy.endpoint)
     _delta_rs.create_table(table, SCHEMA, {})
-    direct = delta_s3.table(bucket)
-    rival_takes_version_1(delta_s3, s3_proxy, bucket, "app", 1, write(direct, [1, 2])[0])
+    direct = s3_table(s3_server, bucket)
+    rival_takes_version_1(s3_server, s3_proxy, bucket, "app", 1, write(direct, [1, 2])[0])
     with pytest.raises(Exception, match=r"(?i)concurrent"):
         _delta_rs.commit_files(table, write(direct, [1, 2]), mode="append", app_id="app",
                                version=1, tag="{}")
-    assert sorted(log_entries(delta_s3, bucket)) == [0, 1]
+    assert sorted(log_entries(s3_server, bucket)) == [0, 1]
     assert rows(direct) == [1, 2]
-    assert txns(log_entries(delta_s3, bucket)) == [("app", 1)]
+    assert txns(log_entries(s3_server, bucket)) == [("app", 1)]
 
 
 def _commit_text(tag: str, app_id: str, version: int, added: WrittenFile) -> str:
@@ -136,7 +144,7 @@ def _commit_text(tag: str, app_id: str, version: int, added: WrittenFile) -> str
 
 @pytest.mark.parametrize("rounds", [3])
 def test_committers_racing_on_one_table_lose_no_commit_and_double_no_checkpoint(
-        delta_s3: S3Server, rounds: int) -> None:
+        s3_server: S3Server, rounds: int) -> None:
     """Six threads, each its own ``DeltaTable``: three lanes, each checkpoint committed by two.
 
     Lanes ``lane-0..2`` commit checkpoints 1..rounds; every checkpoint is
@@ -145,8 +153,8 @@ def test_committers_racing_on_one_table_lose_no_commit_and_double_no_checkpoint(
     exactly once, the versions run 0..n without a gap, and the rows are each
     checkpoint's once.
     """
-    bucket = delta_s3.new_bucket()
-    table = delta_s3.table(bucket)
+    bucket = new_bucket(s3_server)
+    table = s3_table(s3_server, bucket)
     _delta_rs.create_table(table, SCHEMA, {})
     lanes = 3
     files = {(lane, index): write(table, [lane * 1000 + index * 10 + k for k in range(3)])
@@ -171,7 +179,7 @@ def test_committers_racing_on_one_table_lose_no_commit_and_double_no_checkpoint(
         thread.start()
     for thread in threads:
         thread.join()
-    entries = log_entries(delta_s3, bucket)
+    entries = log_entries(s3_server, bucket)
     assert sorted(entries) == list(range(len(entries)))  # no gap, no overwritten version
     committed = Counter(txns(entries))
     expected = {(f"lane-{lane}", index) for lane in range(lanes) for index in range(1, rounds + 1)}
@@ -188,16 +196,16 @@ def _ids(written: WrittenFile) -> list[int]:
     return list(range(low, high + 1))
 
 
-def test_a_manifest_is_staged_on_s3_and_its_files_checked(delta_s3: S3Server) -> None:
-    bucket = delta_s3.new_bucket()
-    table = delta_s3.table(bucket)
+def test_a_manifest_is_staged_on_s3_and_its_files_checked(s3_server: S3Server) -> None:
+    bucket = new_bucket(s3_server)
+    table = s3_table(s3_server, bucket)
     written = write(table, [1, 2])
     manifest = _staging.Manifest(run_id="r1", stream="t", checkpoint=4, files=tuple(written))
     _staging.write_manifest(table, manifest)
     assert _staging.read_manifest(table, "r1", 4) == manifest
     assert _staging.read_manifest(table, "r1", 5) is None
     assert _staging.missing_files(table, [manifest]) == []
-    delta_s3.client().delete_object(Bucket=bucket, Key=f"lake/t/{written[0].path}")
+    s3_server.client().delete_object(Bucket=bucket, Key=f"lake/t/{written[0].path}")
     assert _staging.missing_files(table, [manifest]) == [written[0].path]
     assert table.has_folder("_headwater_staging/r1")
     _staging._remove_in(table.child("_headwater_staging"), run_id=None, keep_run_id="r2")
