@@ -23,14 +23,8 @@ from headwater.destinations.delta import _delta_rs, _staging
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 from headwater.destinations.delta._store import TableFolder
 from tests.integration._s3 import S3Server
-from tests.integration.destinations.delta._s3 import (
-    COMMIT_PATH,
-    Proxy,
-    Recorded,
-    new_bucket,
-    read,
-    s3_table,
-)
+from tests.integration.destinations.delta._s3 import new_bucket, read, s3_table
+from tests.integration.destinations.delta._s3_proxy import COMMIT_PATH, Proxy
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
 
@@ -81,18 +75,10 @@ def test_files_land_on_s3_and_commit_once(s3_server: S3Server) -> None:
     assert [c["version"] for c in _delta_rs.history(table) or []] == [1, 0]
 
 
-def rival_takes_version_1(server: S3Server, proxy: Proxy, bucket: str, app_id: str,
-                          txn_version: int, added: WrittenFile) -> None:
+def rival_takes_version_1(proxy: Proxy, app_id: str, txn_version: int,
+                          added: WrittenFile) -> None:
     """Before the proxy forwards the first put of commit 1, a rival's commit 1 lands."""
-    client = server.client()
-
-    def rival_first(request: Recorded) -> None:
-        if request.method == "PUT" and request.path.endswith(f"{1:020d}.json"):
-            proxy.before = None
-            client.put_object(Bucket=bucket, Key=f"lake/t/_delta_log/{1:020d}.json",
-                              Body=_commit_text("rival", app_id, txn_version, added))
-
-    proxy.before = rival_first
+    proxy.rival(f"/_delta_log/{1:020d}.json", _commit_text("rival", app_id, txn_version, added))
 
 
 def test_a_commit_is_a_conditional_put_and_a_rival_that_took_its_version_stays(
@@ -102,15 +88,16 @@ def test_a_commit_is_a_conditional_put_and_a_rival_that_took_its_version_stays(
     table = s3_table(s3_server, bucket, endpoint=s3_proxy.endpoint)
     _delta_rs.create_table(table, SCHEMA, {})
     direct = s3_table(s3_server, bucket)  # the proxy is for the log's requests
-    rival_takes_version_1(s3_server, s3_proxy, bucket, "other-app", 7, write(direct, [10])[0])
+    rival_takes_version_1(s3_proxy, "other-app", 7, write(direct, [10])[0])
     committed = _delta_rs.commit_files(table, write(direct, [20]), mode="append",
                                        app_id="ours", version=1, tag="{}")
     assert (committed.made, committed.version) == (True, 2)
     puts = s3_proxy.puts_of_commits()
-    assert [r.path.rsplit("/", 1)[1] for r in puts] == [f"{0:020d}.json", f"{1:020d}.json",
-                                                        f"{2:020d}.json"]
-    assert all(r.header("If-None-Match") == "*" for r in puts)
-    assert [r.status for r in puts] == [200, 412, 200]
+    assert [r["path"].rsplit("/", 1)[1] for r in puts] == [
+        f"{0:020d}.json", f"{1:020d}.json", f"{2:020d}.json"]
+    assert all({k.lower(): v for k, v in r["headers"].items()}.get("if-none-match") == "*"
+               for r in puts)
+    assert [r["status"] for r in puts] == [200, 412, 200]
     entries = log_entries(s3_server, bucket)
     assert entries[1][0]["commitInfo"]["userMetadata"] == "rival"  # not overwritten
     assert rows(direct) == [10, 20]
@@ -122,7 +109,7 @@ def test_a_rival_commit_of_the_same_checkpoint_makes_the_commit_fail_not_double(
     table = s3_table(s3_server, bucket, endpoint=s3_proxy.endpoint)
     _delta_rs.create_table(table, SCHEMA, {})
     direct = s3_table(s3_server, bucket)
-    rival_takes_version_1(s3_server, s3_proxy, bucket, "app", 1, write(direct, [1, 2])[0])
+    rival_takes_version_1(s3_proxy, "app", 1, write(direct, [1, 2])[0])
     with pytest.raises(Exception, match=r"(?i)concurrent"):
         _delta_rs.commit_files(table, write(direct, [1, 2]), mode="append", app_id="app",
                                version=1, tag="{}")
