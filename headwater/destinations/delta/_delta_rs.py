@@ -107,10 +107,13 @@ def create_table(folder: str | TableFolder, schema: pa.Schema,
         return _state_of(DeltaTable.create(place.uri, schema=nullable, mode="ignore",
                                            configuration=configuration,
                                            storage_options=place.storage_options()))
-    except Exception:
-        created = _load(place)
+    except Exception as exc:
+        try:
+            created = _load(place)
+        except Exception:
+            created = None
         if created is None:
-            raise
+            raise exc from None
         return _state_of(created)
 
 
