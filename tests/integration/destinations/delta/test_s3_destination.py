@@ -37,7 +37,7 @@ from headwater.engine import SyncEngine, SyncResult
 from headwater.metadata_store import MetadataStore
 from tests.integration._connections import connection_file
 from tests.integration._s3 import SECRET_KEY, S3Server
-from tests.integration.destinations.delta._s3 import s3_table
+from tests.integration.destinations.delta._s3 import access, s3_table
 from tests.integration.destinations.delta._s3_proxy import Proxy
 
 pytestmark = pytest.mark.spark
@@ -229,3 +229,20 @@ def test_the_destination_s_commits_raced_on_one_table_lose_nothing_and_double_no
     ids = sorted(r["id"] for r in spark.read.format("delta").load(
         f"s3a://{s3_bucket}/lake/users").collect())
     assert ids == sorted(index * 10 + k for _, index in files for k in range(4))
+
+
+def test_who_writes_which_store(spark: Any, s3_server: S3Server, s3_bucket: str) -> None:
+    """S3 gets the task path with the session's S3A settings for the bucket; a store said
+    to lack conditional writes, GCS and Azure get Spark's writer."""
+    def choice(path: str, **config: Any) -> Any:
+        return DeltaDestination({"path": path, **config})._files_folder(spark, plan_of())
+
+    on_s3 = choice(f"s3a://{s3_bucket}/lake")
+    assert on_s3.folder is not None and on_s3.folder.uri == f"s3://{s3_bucket}/lake/users"
+    assert on_s3.folder.s3 == access(s3_server)  # from fs.s3a.bucket.<bucket>.* alone
+    assert SECRET_KEY not in repr(on_s3)
+    refused = choice(f"s3a://{s3_bucket}/lake", s3_conditional_writes=False)
+    assert refused.folder is None and "s3_conditional_writes: false" in refused.reason
+    for other in ("gs://bucket/lake", "abfss://c@account.dfs.core.windows.net/lake"):
+        elsewhere = choice(other)
+        assert elsewhere.folder is None and "other than S3" in elsewhere.reason
