@@ -276,6 +276,10 @@ class DeltaDestination(Destination):
         if on_s3 and not self.config.get("s3_conditional_writes", True):
             return _Choice(None, "s3_conditional_writes: false (a commit through delta-rs "
                                  "needs the store's conditional writes)")
+        untranslated = _untranslated_providers(spark, location) if on_s3 else []
+        if untranslated:
+            return _Choice(None, f"fs.s3a.aws.credentials.provider names "
+                                 f"{', '.join(untranslated)}, which only S3A follows")
         folder = _driver_folder(spark, location)
         if folder is None:
             return _Choice(None, "Spark Connect (the driver's filesystem is the server's)")
@@ -1119,9 +1123,10 @@ def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
 
     A local folder, or an S3 location reached with the ``fs.s3a.*`` settings of
     the session's Hadoop configuration (:meth:`S3Access.from_hadoop`; its secret
-    values are registered with the masker here).  Under Spark Connect the driver
-    (its filesystem and its settings) is the server's, so even a plain path is
-    only reachable through Spark.
+    values are registered with the masker here), unless S3A is set to get its
+    credentials some way pyarrow and delta-rs cannot follow: then Spark reaches
+    it.  Under Spark Connect the driver (its filesystem and its settings) is the
+    server's, so even a plain path is only reachable through Spark.
     """
     try:
         context = spark.sparkContext
@@ -1134,9 +1139,24 @@ def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
     if parts is None:
         return None
     hadoop = context._jsc.hadoopConfiguration()
+    if S3Access.untranslated_providers(hadoop.get, parts[0]):
+        return None  # credentials only S3A can get: the table is Spark's to read and write
     access = S3Access.from_hadoop(hadoop.get, parts[0])
     register_secrets(access.secrets)
     return TableFolder.on_s3(location, access)
+
+
+def _untranslated_providers(spark: SparkSession, location: str) -> list[str]:
+    """:meth:`S3Access.untranslated_providers` of an S3 ``location`` in the session's
+    settings (none under Spark Connect, where nothing reaches them)."""
+    parts = s3_bucket_and_key(location)
+    try:
+        context = spark.sparkContext
+    except Exception:
+        return []
+    if parts is None:
+        return []
+    return S3Access.untranslated_providers(context._jsc.hadoopConfiguration().get, parts[0])
 
 
 def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker, any_run: bool = False,

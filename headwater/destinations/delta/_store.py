@@ -45,6 +45,20 @@ _FILE_SCHEME = "file://"
 _S3A_KEYS = ("endpoint", "endpoint.region", "access.key", "secret.key", "session.token",
              "path.style.access", "connection.ssl.enabled")
 
+#: S3A credential providers whose credentials pyarrow and delta-rs get too: the keys in
+#: the settings (read into :class:`S3Access`), or the default AWS chain's sources
+#: (environment, profile, container and instance roles), which all three libraries read.
+TRANSLATED_PROVIDERS = frozenset({
+    "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
+    "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider",
+    "org.apache.hadoop.fs.s3a.auth.IAMInstanceCredentialsProvider",
+    "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider",
+    "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider",
+    "software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider",
+    "com.amazonaws.auth.EnvironmentVariableCredentialsProvider",
+    "com.amazonaws.auth.DefaultAWSCredentialsProviderChain",
+})
+
 
 @dataclass(frozen=True)
 class S3Access:
@@ -87,6 +101,16 @@ class S3Access:
                    region=values["endpoint.region"], access_key=values["access.key"],
                    secret_key=values["secret.key"], session_token=values["session.token"],
                    path_style=None if path_style is None else path_style.lower() == "true")
+
+    @staticmethod
+    def untranslated_providers(get: Callable[[str], str | None], bucket: str) -> list[str]:
+        """The credential providers S3A is set to use for ``bucket`` that the task path
+        cannot follow (an assumed role, anonymous access, a custom class): empty when
+        pyarrow and delta-rs reach the bucket with the credentials S3A would use."""
+        listed = (get(f"fs.s3a.bucket.{bucket}.aws.credentials.provider")
+                  or get("fs.s3a.aws.credentials.provider") or "")
+        names = [name.strip() for name in listed.replace("\n", ",").split(",")]
+        return [name for name in names if name and name not in TRANSLATED_PROVIDERS]
 
     @property
     def secrets(self) -> list[str]:

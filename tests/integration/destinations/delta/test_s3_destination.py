@@ -248,6 +248,14 @@ def test_who_writes_which_store(spark: Any, s3_server: S3Server, s3_bucket: str)
     assert SECRET_KEY not in repr(on_s3)
     refused = choice(f"s3a://{s3_bucket}/lake", s3_conditional_writes=False)
     assert refused.folder is None and "s3_conditional_writes: false" in refused.reason
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    provider = f"fs.s3a.bucket.{s3_bucket}.aws.credentials.provider"
+    hadoop.set(provider, "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider")
+    try:
+        assumed = choice(f"s3a://{s3_bucket}/lake")
+    finally:
+        hadoop.unset(provider)
+    assert assumed.folder is None and "AssumedRoleCredentialProvider" in assumed.reason
     for other in ("gs://bucket/lake", "abfss://c@account.dfs.core.windows.net/lake"):
         elsewhere = choice(other)
         assert elsewhere.folder is None and "other than S3" in elsewhere.reason

@@ -71,3 +71,16 @@ def test_s3_locations_in_either_scheme() -> None:
     assert s3_bucket_and_key("/data/lake") is None
     assert TableFolder.on_s3("s3://lake", S3Access()).child("_staging/r1").uri == (
         "s3://lake/_staging/r1")
+
+
+def test_credentials_only_s3a_can_get_are_named() -> None:
+    assumed = "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider"
+    settings = {
+        "fs.s3a.aws.credentials.provider":
+            "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider,\n"
+            " software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider",
+        "fs.s3a.bucket.roles.aws.credentials.provider": assumed,
+    }
+    assert S3Access.untranslated_providers(settings.get, "lake") == []
+    assert S3Access.untranslated_providers(settings.get, "roles") == [assumed]
+    assert S3Access.untranslated_providers({}.get, "lake") == []
