@@ -21,7 +21,14 @@ import sys
 from pathlib import Path
 
 from headwater.engine import _class_archive
-from headwater.engine._spark import SparkSettings, fetched_jars_dir, get_spark, maven_jars_dir
+from headwater.engine._spark import (
+    SparkSettings,
+    _cached_jars,
+    fetched_jars_dir,
+    get_spark,
+    maven_jars_dir,
+    resolved_jars_file,
+)
 
 
 def fetch_with_maven(artifacts: tuple[str, ...], target: Path) -> None:
@@ -31,6 +38,16 @@ def fetch_with_maven(artifacts: tuple[str, ...], target: Path) -> None:
     for artifact in artifacts:
         subprocess.run(["mvn", "-q", "dependency:copy", f"-Dartifact={artifact}",
                         f"-DoutputDirectory={target}"], check=True)
+
+
+def missing_artifacts(artifacts: tuple[str, ...], folder: Path) -> tuple[str, ...]:
+    """The ``group:artifact:version`` coordinates whose jar (``artifact-version.jar``,
+    as ``mvn dependency:copy`` names it) is not in ``folder``."""
+    def jar_name(artifact: str) -> str:
+        _, name, version = artifact.split(":")[:3]
+        return f"{name}-{version}.jar"
+
+    return tuple(a for a in artifacts if not (folder / jar_name(a)).is_file())
 
 
 def main() -> None:
@@ -58,7 +75,15 @@ def fetch_jars() -> None:
         return
     fetched = fetched_jars_dir(needs)
     if fetched is not None:
+        # A folder filled before the S3 connector was needed lacks its jars: add them.
+        missing = missing_artifacts(needs.maven_artifacts, fetched)
+        if missing:
+            fetch_with_maven(missing, fetched)
         print(f"jars: {fetched} (fetched earlier with Maven)")
+        return
+    if _cached_jars(needs) is not None:
+        print(f"jars: {', '.join(needs.packages)} resolved by Ivy earlier "
+              f"({resolved_jars_file(needs)})")
         return
     try:
         spark = get_spark(settings)

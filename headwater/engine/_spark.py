@@ -67,11 +67,15 @@ class SparkSettings:
     requirements: SparkRequirements | None = None
 
     def needs(self) -> SparkRequirements:
+        """The destination's needs plus the S3 connector's (:mod:`~headwater.engine._s3a`):
+        any table or source may live on ``s3a://``, and its jars are small."""
+        from headwater.engine._s3a import S3A_NEEDS
+
         if self.requirements is not None:
-            return self.requirements
+            return self.requirements.merged(S3A_NEEDS)
         from headwater.destinations import spark_requirements
 
-        return spark_requirements()
+        return spark_requirements().merged(S3A_NEEDS)
 
 
 def maven_jars_dir() -> Path:

@@ -1,57 +1,23 @@
-"""Real object stores on 127.0.0.1, each for the whole session: an S3-compatible server
-(moto in server mode), a GCS emulator (gcp-storage-emulator) and Azurite."""
+"""Real object stores on 127.0.0.1, each for the whole session: a GCS emulator
+(gcp-storage-emulator) and Azurite; the S3-compatible server (moto) is shared by every
+integration test folder (tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
 import base64
 import os
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from tests.integration._s3 import ACCESS_KEY, SECRET_KEY, S3Server, free_port
 from tests.integration.connectors.object_storage._azurite import azurite
 
-ACCESS_KEY = "hw-test-access-key"
-SECRET_KEY = "hw-test-secret-key-do-not-print"
-
-
-@dataclass(frozen=True)
-class S3Server:
-    endpoint: str
-
-    def client(self) -> Any:
-        import boto3
-
-        return boto3.client("s3", endpoint_url=self.endpoint, region_name="us-east-1",
-                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
-
-    def source_config(self, bucket: str, **extra: Any) -> dict[str, Any]:
-        return {"url": f"s3://{bucket}", "endpoint_url": self.endpoint, "region": "us-east-1",
-                "aws_access_key_id": ACCESS_KEY, "aws_secret_access_key": SECRET_KEY, **extra}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """moto's S3 server in a thread of the test process; subprocesses reach it over HTTP."""
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    try:
-        yield S3Server(endpoint=f"http://127.0.0.1:{port}")
-    finally:
-        server.stop()
-
+# The S3 server itself is the whole run's (``s3_server`` in tests/integration/conftest.py);
+# its names stay importable from here.
+__all__ = ["ACCESS_KEY", "SECRET_KEY", "S3Server"]
 
 #: gcsfs sends a raw OAuth token as a bearer token; by default it first asks Google's
 #: tokeninfo endpoint for the token's expiry, which a test on loopback cannot reach.
@@ -100,7 +66,7 @@ def gcs_server() -> Iterator[GcsServer]:
     """gcp-storage-emulator in a thread of the test process, in memory."""
     from gcp_storage_emulator.server import create_server
 
-    port = _free_port()
+    port = free_port()
     server = create_server("127.0.0.1", port, in_memory=True)
     server.start()
     try:
@@ -113,7 +79,7 @@ def gcs_server() -> Iterator[GcsServer]:
 def azure_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzureServer]:
     """Azurite (installed by scripts/setup-tests) in a process of its own."""
     folder = tmp_path_factory.mktemp("azurite")
-    with azurite(AZURE_ACCOUNT, AZURE_KEY, _free_port(), folder) as endpoint:
+    with azurite(AZURE_ACCOUNT, AZURE_KEY, free_port(), folder) as endpoint:
         yield AzureServer(connection_string=(
             f"DefaultEndpointsProtocol=http;AccountName={AZURE_ACCOUNT};"
             f"AccountKey={AZURE_KEY};BlobEndpoint={endpoint};"))
