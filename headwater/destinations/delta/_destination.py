@@ -910,8 +910,11 @@ def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
         found = None
     if found is None:
         raise _failed(f"{what} failed", exc, marker.stream) from exc
-    log.warning("%s raised after the commit landed (version %s), so it counts as committed: "
-                "%s", what, found[0], _error_line(exc))
+    # The tagged commit may be this writer's (its answer was lost) or a racing
+    # writer's of the same checkpoint (this one's commit was then refused): the
+    # checkpoint is in the table once either way, which is all that is claimed.
+    log.warning("%s raised, and the table's history holds this checkpoint's commit (version "
+                "%s), so it counts as committed: %s", what, found[0], _error_line(exc))
     return _landed(found, already_committed=False)
 
 
