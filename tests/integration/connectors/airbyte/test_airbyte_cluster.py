@@ -10,7 +10,6 @@ must hold the unpacked venv.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +17,13 @@ import pytest
 
 from headwater.connectors.airbyte import ConnectorEnv, envs_root
 from tests.integration._cli import sync, table_location
-from tests.integration._cluster import StandaloneCluster, standalone_cluster
+from tests.integration._cluster import StandaloneCluster
 from tests.integration._connections import connection_file
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 FAKER = {"package": "airbyte-source-faker", "version": "7.2.1"}
 USERS = 120
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[StandaloneCluster]:
-    with standalone_cluster(tmp_path, cores=1) as running:
-        yield running
 
 
 def test_faker_runs_on_an_executor_from_the_shipped_venv(
