@@ -11,15 +11,15 @@ Spark reads the table, and MERGE, replays and schema changes still go through
 Spark.  Checked here: a table delta-spark 4.4 creates is protocol (1, 2), which
 delta-rs writes; a table delta-rs creates is read by Spark as its own.
 
-Only for tables on a filesystem every executor shares with the driver (a local
-folder): object stores need delta-rs's own credentials and a commit
-coordination story for S3, which Spark's writer already has.
+For tables in a local folder every executor shares with the driver, and on S3
+(and S3-compatible stores), where delta-rs commits with the store's conditional
+write (``_store.py`` says why that is safe, and what a store without it gets).
+Every function takes a :class:`TableFolder` (or a local path).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,15 +28,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from headwater.destinations.delta._files import WrittenFile
+from headwater.destinations.delta._store import TableFolder
 from headwater.destinations.delta._table_features import TableProtocol
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
-
-#: The URI scheme of a local path.  A connection file may name its lakehouse
-#: ``file:///...`` as well as by a plain path, and both are folders this
-#: process can hand to delta-rs; any other scheme (``s3a://``...) is not.
-_FILE_SCHEME = "file://"
 
 #: Commits between two log checkpoints, set on every table delta-rs creates.
 #: Delta's own default, which Spark applies to tables it creates; without it,
@@ -45,13 +41,6 @@ _FILE_SCHEME = "file://"
 #: the property when it commits (its post-commit hook writes the checkpoint).
 CHECKPOINT_INTERVAL = 10
 CHECKPOINT_INTERVAL_PROPERTY = "delta.checkpointInterval"
-
-
-def local_folder(location: str) -> str | None:
-    """The local path of ``location``, or None when it is not on the local filesystem."""
-    if location.startswith(_FILE_SCHEME):
-        return location[len(_FILE_SCHEME):]
-    return None if "://" in location else location
 
 
 @dataclass(frozen=True)
@@ -65,18 +54,19 @@ class TableState:
     protocol: TableProtocol
 
 
-def _load(folder: str) -> DeltaTable | None:
+def _load(folder: str | TableFolder) -> DeltaTable | None:
     """The Delta table at ``folder`` at its latest version, or None when there is none."""
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
+    place = TableFolder.of(folder)
     try:
-        return DeltaTable(folder)
+        return DeltaTable(place.uri, storage_options=place.storage_options())
     except TableNotFoundError:
         return None
 
 
-def table_state(folder: str) -> TableState | None:
+def table_state(folder: str | TableFolder) -> TableState | None:
     """The Delta table at ``folder``, or None when there is none."""
     table = _load(folder)
     return None if table is None else _state_of(table)
@@ -99,19 +89,32 @@ def _state_of(table: DeltaTable) -> TableState:
     return TableState(schema_json=schema_json, properties=properties, protocol=protocol)
 
 
-def create_table(folder: str, schema: pa.Schema, properties: Mapping[str, str]) -> TableState:
+def create_table(folder: str | TableFolder, schema: pa.Schema,
+                 properties: Mapping[str, str]) -> TableState:
     """Create an empty table (every column nullable, as Spark's writer makes them).
 
     Its log is checkpointed every :data:`CHECKPOINT_INTERVAL` commits unless
     ``properties`` say otherwise.  Returns the state of the table now in the
-    folder (another process's, when one created it first).
+    folder (another process's, when one created it first: on S3 the loser of
+    that race has its conditional put of version 0 refused, and reads the winner's).
     """
     from deltalake import DeltaTable
 
+    place = TableFolder.of(folder)
     nullable = pa.schema([field.with_nullable(True) for field in schema])
     configuration = {CHECKPOINT_INTERVAL_PROPERTY: str(CHECKPOINT_INTERVAL), **properties}
-    return _state_of(DeltaTable.create(folder, schema=nullable, mode="ignore",
-                                       configuration=configuration))
+    try:
+        return _state_of(DeltaTable.create(place.uri, schema=nullable, mode="ignore",
+                                           configuration=configuration,
+                                           storage_options=place.storage_options()))
+    except Exception as exc:
+        try:
+            created = _load(place)
+        except Exception:
+            created = None
+        if created is None:
+            raise exc from None
+        return _state_of(created)
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,8 @@ class Committed:
     held: int | None = None
 
 
-def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id: str,
-                 version: int, tag: str) -> Committed:
+def commit_files(folder: str | TableFolder, files: Sequence[WrittenFile], *, mode: str,
+                 app_id: str, version: int, tag: str) -> Committed:
     """Add ``files`` in one commit (``mode`` "overwrite" removes the rest).
 
     As Spark's writer does with ``txnAppId``/``txnVersion``, nothing is committed
@@ -157,13 +160,14 @@ def commit_files(folder: str, files: Sequence[WrittenFile], *, mode: str, app_id
     return Committed(made=True, version=_version_of(folder, read_version, app_id, version))
 
 
-def transaction_version(folder: str, app_id: str) -> int | None:
+def transaction_version(folder: str | TableFolder, app_id: str) -> int | None:
     """The latest ``txnVersion`` the table at ``folder`` holds for ``app_id`` (None: none)."""
     table = _load(folder)
     return None if table is None else table.transaction_version(app_id)
 
 
-def _version_of(folder: str, read_version: int, app_id: str, txn_version: int) -> int | None:
+def _version_of(folder: str | TableFolder, read_version: int, app_id: str,
+                txn_version: int) -> int | None:
     """The version of the commit, made after ``read_version``, of ``app_id``'s ``txn_version``.
 
     delta-rs 1.6.6's ``create_write_transaction`` drops the version its commit
@@ -173,28 +177,30 @@ def _version_of(folder: str, read_version: int, app_id: str, txn_version: int) -
     ``txn`` action is this one.  Without a concurrent commit that is one small
     file, the one just written; no table state is loaded again.
     """
+    place = TableFolder.of(folder)
     candidate = read_version + 1
     while True:
-        try:
-            with open(_commit_file(folder, candidate), encoding="utf-8") as commit:
-                for line in commit:  # one action per line
-                    if '"txn"' not in line:
-                        continue
-                    txn = json.loads(line).get("txn")
-                    if (isinstance(txn, dict) and txn.get("appId") == app_id
-                            and txn.get("version") == txn_version):
-                        return candidate
-        except FileNotFoundError:
+        commit = place.read_text(_commit_file(candidate))
+        if commit is None:
             return None  # past the newest commit: not found (the log was changed under us)
+        for line in commit.splitlines():  # one action per line
+            if '"txn"' not in line:
+                continue
+            txn = json.loads(line).get("txn")
+            if (isinstance(txn, dict) and txn.get("appId") == app_id
+                    and txn.get("version") == txn_version):
+                return candidate
         candidate += 1
 
 
-def _commit_file(folder: str, version: int) -> str:
-    """The log file of the commit of ``version`` (Delta names it by the zero-padded version)."""
-    return os.path.join(folder, "_delta_log", f"{version:020d}.json")
+def _commit_file(version: int) -> str:
+    """The log file of the commit of ``version``, relative to the table's folder
+    (Delta names it by the zero-padded version)."""
+    return f"_delta_log/{version:020d}.json"
 
 
-def history(folder: str, latest: int | None = None) -> list[dict[str, Any]] | None:
+def history(folder: str | TableFolder, latest: int | None = None,
+            ) -> list[dict[str, Any]] | None:
     """The table's commits, newest first, each with ``version``, ``userMetadata``, metrics.
 
     None when ``folder`` holds no Delta table.  delta-rs 1.6.6 reads the commits
@@ -202,10 +208,11 @@ def history(folder: str, latest: int | None = None) -> list[dict[str, Any]] | No
     a commit another lane makes between the two would shift every ``version`` by
     one: the history is read again until no commit came after the loaded version.
     """
+    place = TableFolder.of(folder)
     while True:
-        table = _load(folder)
+        table = _load(place)
         if table is None:
             return None
         commits = table.history(latest)
-        if not os.path.exists(_commit_file(folder, table.version() + 1)):
+        if not place.exists(_commit_file(table.version() + 1)):
             return commits

@@ -22,7 +22,8 @@ Sync modes:
 Two ways to write (``writer`` in the config):
 
 * ``auto`` (the default): on classic Spark, ``append`` and ``overwrite`` tables in a
-  local folder are written by the tasks themselves (pyarrow, ``_files.py``) and
+  local folder or on S3 (and S3-compatible stores with conditional writes,
+  ``_store.py``) are written by the tasks themselves (pyarrow, ``_files.py``) and
   committed through delta-rs (``_delta_rs.py``), with the same ``txn`` pair and
   tag, provided the table's protocol and metadata are on the task path's
   allowlist (``_table_features.py``: no column mapping, constraints, generated
@@ -46,7 +47,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from headwater._events import commit_landed
+from headwater.config import register_secrets
 from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
@@ -70,7 +71,6 @@ from headwater.destinations._base import (
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
 from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
-from headwater.destinations.delta._delta_rs import local_folder
 from headwater.destinations.delta._files import ParquetFiles
 from headwater.destinations.delta._session import SPARK_NEEDS
 from headwater.destinations.delta._sql import (
@@ -86,6 +86,12 @@ from headwater.destinations.delta._stats import (
     listed_columns,
     stats_columns,
     with_columns,
+)
+from headwater.destinations.delta._store import (
+    S3Access,
+    TableFolder,
+    local_folder,
+    s3_bucket_and_key,
 )
 from headwater.destinations.delta._table_features import task_path_refusal
 from headwater.destinations.delta._variant import (
@@ -129,7 +135,7 @@ WRITER_SPARK = "spark"
 class _Choice:
     """Who writes a stream's table: the tasks (into ``folder``) or, when None, Spark; and why."""
 
-    folder: str | None
+    folder: TableFolder | None
     reason: str
 
 
@@ -165,8 +171,16 @@ class DeltaDestination(Destination):
                     "enum": ["auto", "spark"],
                     "default": "auto",
                     "description": "auto: tasks write Parquet themselves where the table is in "
-                    "a local folder and the mode is append or overwrite (several times faster); "
-                    "spark: always Spark's Delta writer.",
+                    "a local folder or on S3 and the mode is append or overwrite (several times "
+                    "faster); spark: always Spark's Delta writer.",
+                },
+                "s3_conditional_writes": {
+                    "type": "boolean",
+                    "default": True,
+                    "description": "Whether the S3 (or S3-compatible) store refuses a put "
+                    "with If-None-Match: * of an object that exists, as AWS S3 and MinIO do. "
+                    "The task path commits to S3 only through such writes; false: Spark's "
+                    "Delta writer (and its LogStore) commits every table of an s3a:// path.",
                 },
                 "database": {
                     "type": "string",
@@ -255,18 +269,24 @@ class DeltaDestination(Destination):
         if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
             return _Choice(None, "append_dedup commits through MERGE")
         location = self.table_location(plan.stream.name)
-        if local_folder(location) is None:
-            return _Choice(None, "object store path (the task path writes local folders only)")
+        on_s3 = s3_bucket_and_key(location) is not None
+        if local_folder(location) is None and not on_s3:
+            return _Choice(None, "object store path other than S3 (the task path writes "
+                                 "local folders and S3 only)")
+        if on_s3 and not self.config.get("s3_conditional_writes", True):
+            return _Choice(None, "s3_conditional_writes: false (a commit through delta-rs "
+                                 "needs the store's conditional writes)")
         folder = _driver_folder(spark, location)
         if folder is None:
             return _Choice(None, "Spark Connect (the driver's filesystem is the server's)")
         return _Choice(folder, "")
 
-    def _choose(self, plan: StreamPlan, folder: str, state: _delta_rs.TableState | None,
-                ) -> _Choice:
+    def _choose(self, plan: StreamPlan, folder: TableFolder,
+                state: _delta_rs.TableState | None) -> _Choice:
         """The writer of the table in ``folder`` as ``state`` describes it; remembered."""
         refusal = None if state is None else task_path_refusal(state.protocol)
-        choice = (_Choice(folder, f"local folder, {plan.stream.destination_sync_mode}, table "
+        where = "local folder" if folder.is_local else "S3 with conditional writes"
+        choice = (_Choice(folder, f"{where}, {plan.stream.destination_sync_mode}, table "
                                   f"protocol {state.protocol.versions if state else '(new)'} "
                                   "on the task path's allowlist")
                   if refusal is None else _Choice(None, refusal))
@@ -281,7 +301,7 @@ class DeltaDestination(Destination):
         folder = choice.folder
         if folder is None:
             return None
-        listed = self._prepared_stats_columns.pop(folder, None)
+        listed = self._prepared_stats_columns.pop(folder.uri, None)
         if listed is None:  # prepare did not run here, or changed the table through Spark
             try:
                 state = _delta_rs.table_state(folder)
@@ -291,7 +311,8 @@ class DeltaDestination(Destination):
             if self._choose(plan, folder, state).folder is None:
                 return None
             listed = listed_columns(state.properties.get(STATS_PROPERTY) if state else None)
-        return ParquetFiles(folder=folder, stats_columns=listed or list(STATS_META_COLUMNS))
+        return ParquetFiles(folder=folder.uri, s3=folder.s3,
+                            stats_columns=listed or list(STATS_META_COLUMNS))
 
     # ----------------------------------------------------------------- preparing
 
@@ -337,7 +358,7 @@ class DeltaDestination(Destination):
         try:
             state = None
             if folder is not None:
-                self._prepared_stats_columns.pop(folder, None)
+                self._prepared_stats_columns.pop(folder.uri, None)
                 try:
                     state = _delta_rs.table_state(folder)
                 except Exception as exc:  # a log delta-rs cannot read is Spark's to write
@@ -354,7 +375,7 @@ class DeltaDestination(Destination):
                 created = _delta_rs.create_table(folder, wanted, {STATS_PROPERTY: listed})
                 # Read from the table, not assumed: the one now in the folder must qualify.
                 if self._choose(plan, folder, created).folder is not None:
-                    self._prepared_stats_columns[folder] = listed_columns(listed)
+                    self._prepared_stats_columns[folder.uri] = listed_columns(listed)
                 return data_schema
             # A table the stream lays out (partitions, clustering, properties) is created
             # by Spark (below), which sets the protocol features they need; who writes it
@@ -370,7 +391,7 @@ class DeltaDestination(Destination):
                     # On the allowlist, so neither partitioned nor clustered.
                     _report_layout(plan, location, _sql.TableDetail(
                         state.properties, tuple(state.protocol.partition_columns)))
-                    self._prepared_stats_columns[folder] = listed_columns(
+                    self._prepared_stats_columns[folder.uri] = listed_columns(
                         state.properties.get(STATS_PROPERTY))
                     return _table_types(data_schema, existing)
             # Spark commits these without txn options of their own: a MERGE's session
@@ -434,9 +455,10 @@ class DeltaDestination(Destination):
                      files: DataFrame, marker: CommitMarker) -> CommitResult:
         """Run the tasks (they write the files), then add the files in one delta-rs commit."""
         location = self.table_location(plan.stream.name)
-        folder = local_folder(location)
+        folder = _driver_folder(spark, location)
         if folder is None:
-            raise DestinationError(f"{location} is not a local folder", stream=marker.stream)
+            raise DestinationError(f"{location} is not a folder the driver reaches",
+                                   stream=marker.stream)
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         overwrite = plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
         mode = "overwrite" if overwrite and first_of_run else "append"
@@ -575,9 +597,10 @@ class DeltaDestination(Destination):
                     files: DataFrame, marker: CommitMarker) -> CommitResult:
         """Run the tasks (they write the files), then write the checkpoint's manifest."""
         location = self.table_location(plan.stream.name)
-        folder = local_folder(location)
+        folder = _driver_folder(spark, location)
         if folder is None:
-            raise DestinationError(f"{location} is not a local folder", stream=marker.stream)
+            raise DestinationError(f"{location} is not a folder the driver reaches",
+                                   stream=marker.stream)
         written = _written_files(files, location, marker)
         manifest = _staging.Manifest(run_id=marker.run_id, stream=marker.stream,
                                      checkpoint=marker.checkpoint_index, files=tuple(written))
@@ -609,7 +632,7 @@ class DeltaDestination(Destination):
         return replace(result, version=None, writer=WRITER_SPARK,
                        writer_reason=self._spark_reason(plan))
 
-    def _staging_folder(self, spark: SparkSession, plan: StreamPlan) -> str | None:
+    def _staging_folder(self, spark: SparkSession, plan: StreamPlan) -> TableFolder | None:
         """The folder the stream's tasks stage files in (its writer choice), or None: Spark."""
         choice = self._choices.get(plan.stream.name) or self._files_folder(spark, plan)
         return choice.folder
@@ -662,15 +685,16 @@ class DeltaDestination(Destination):
             result = self._publish_files(spark, folder, location, marker)
         else:
             result = self._publish_staging_table(spark, plan, location, marker)
-        _staging.remove(spark, location, run_id=marker.run_id)
+        _staging.remove(spark, location, run_id=marker.run_id, table=folder)
         if folder is not None:
             return replace(result, writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
         return replace(result, writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
 
     def clear_staging(self, spark: SparkSession, plan: StreamPlan, *, keep_run_id: str) -> None:
-        _staging.remove(spark, self.table_location(plan.stream.name), keep_run_id=keep_run_id)
+        _staging.remove(spark, self.table_location(plan.stream.name), keep_run_id=keep_run_id,
+                        table=self._staging_folder(spark, plan))
 
-    def _publish_files(self, spark: SparkSession, folder: str, location: str,
+    def _publish_files(self, spark: SparkSession, folder: TableFolder, location: str,
                        marker: PublishMarker) -> CommitResult:
         manifests = [_staging.read_manifest(folder, marker.run_id, index)
                      for index in marker.checkpoints]
@@ -1042,7 +1066,7 @@ def _staging_table_exists(spark: SparkSession, staging: str) -> bool:
 
     folder = _driver_folder(spark, staging)
     if folder is not None:
-        return os.path.isdir(os.path.join(folder, "_delta_log"))
+        return folder.has_folder("_delta_log")
     try:
         return is_delta_table(spark, staging)
     except AnalysisException as exc:
@@ -1090,17 +1114,29 @@ def _check_writable(folder: str) -> None:
                 break
 
 
-def _driver_folder(spark: SparkSession, location: str) -> str | None:
-    """``location`` as a folder this process shares with Spark's driver, or None.
+def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
+    """``location`` as a folder this process reaches as Spark's driver does, or None.
 
-    Under Spark Connect the driver (and its filesystem) is the server's, so even a
-    plain path is only reachable through Spark.
+    A local folder, or an S3 location reached with the ``fs.s3a.*`` settings of
+    the session's Hadoop configuration (:meth:`S3Access.from_hadoop`; its secret
+    values are registered with the masker here).  Under Spark Connect the driver
+    (its filesystem and its settings) is the server's, so even a plain path is
+    only reachable through Spark.
     """
     try:
-        spark.sparkContext  # noqa: B018 - raises under Spark Connect
+        context = spark.sparkContext
     except Exception:
         return None
-    return local_folder(location)
+    local = local_folder(location)
+    if local is not None:
+        return TableFolder(local)
+    parts = s3_bucket_and_key(location)
+    if parts is None:
+        return None
+    hadoop = context._jsc.hadoopConfiguration()
+    access = S3Access.from_hadoop(hadoop.get, parts[0])
+    register_secrets(access.secrets)
+    return TableFolder.on_s3(location, access)
 
 
 def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker, any_run: bool = False,

@@ -13,6 +13,9 @@ This module is what runs on the executors, so it holds only plain values and is
 pickled with the task.  A file is written under the table's folder with a
 unique name: a task that fails or is retried leaves at most an uncommitted
 file, which no reader sees and ``VACUUM`` removes, as with Spark's own writer.
+The folder is local, or on S3 (``_store.TableFolder``): there each executor
+uploads its files straight to the table's prefix with pyarrow's S3 filesystem,
+and an object is seen only once its upload completes.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from typing import Any, get_type_hints
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from headwater.destinations.delta._store import S3Access, TableFolder
 
 
 @dataclass(frozen=True)
@@ -143,18 +148,21 @@ def _has_bounds(type_: pa.DataType) -> bool:
 
 @dataclass
 class ParquetFiles:
-    """Writes a task's output batches into Parquet files under ``folder``.
+    """Writes a task's output batches into Parquet files under ``folder`` (local or S3).
 
     ``stats_columns`` are the table's statistics columns
     (``delta.dataSkippingStatsColumns``): each file's Delta statistics cover
     them, so readers skip files as they would for files Spark wrote.
     """
 
+    #: A local path, or ``s3://bucket/key`` with ``s3`` (``_store.TableFolder.uri``).
     folder: str
     stats_columns: Sequence[str]
     #: A file is closed and a new one started after this many rows.
     max_rows_per_file: int = 5_000_000
     compression: str = "snappy"
+    #: How the executors reach ``folder`` on S3 (None: a local folder).
+    s3: S3Access | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -176,7 +184,8 @@ class ParquetFiles:
                 if batch.num_rows == 0:
                     continue
                 if current is None:
-                    current = _File.open(self.folder, batch.schema, self.compression,
+                    current = _File.open(TableFolder(self.folder, self.s3), batch.schema,
+                                         self.compression,
                                          [c for c in self.stats_columns if c in batch.schema.names])
                 elif batch.schema != current.schema:
                     # One file has one schema; a batch that differs only in how it is
@@ -195,7 +204,7 @@ class ParquetFiles:
 
 
 class _File:
-    def __init__(self, folder: str, name: str, writer: pq.ParquetWriter,
+    def __init__(self, folder: TableFolder, name: str, writer: pq.ParquetWriter,
                  stats: dict[str, _ColumnStats]) -> None:
         self.folder, self.name, self.writer, self.stats = folder, name, writer, stats
         self.schema: pa.Schema = writer.schema
@@ -206,14 +215,20 @@ class _File:
         self.rejected = 0
 
     @classmethod
-    def open(cls, folder: str, schema: pa.Schema, compression: str,
+    def open(cls, table: str | TableFolder, schema: pa.Schema, compression: str,
              stats_columns: Sequence[str]) -> _File:
+        folder = TableFolder.of(table)
         # Spark's naming, so the table's folder looks the same whoever wrote a file.
         name = f"part-{uuid.uuid4()}-c000.{compression}.parquet"
         plain = _float_leaves(schema)
         others = [path for path in _leaf_paths(schema) if path not in plain]
+        if folder.is_local:
+            where, filesystem = folder.local_path(name), None
+        else:
+            filesystem, base = folder.filesystem()
+            where = f"{base}/{name}"
         writer = pq.ParquetWriter(
-            os.path.join(folder, name), schema, compression=compression,
+            where, schema, filesystem=filesystem, compression=compression,
             # No row-group statistics and no dictionary on float and double columns,
             # nested ones included, so Spark never skips a row group by them (issue 16).
             # Arrow leaves NaN out of a column's min/max (as the Parquet format advises),
@@ -256,20 +271,32 @@ class _File:
     def close(self) -> pa.RecordBatch:
         self._flush()
         self.writer.close()
-        path = os.path.join(self.folder, self.name)
-        described = os.stat(path)
+        size, modified_ms = self._described()
         written = WrittenFile(
-            path=self.name, size=described.st_size,
-            modified_ms=int(described.st_mtime * 1000) or int(time.time() * 1000),
+            path=self.name, size=size, modified_ms=modified_ms or int(time.time() * 1000),
             rows=self.rows, rejected=self.rejected, stats=self._stats_json())
         return pa.RecordBatch.from_pylist([asdict(written)], schema=FILE_SCHEMA)
+
+    def _described(self) -> tuple[int, int]:
+        """The written file's size and modification time (ms), as its filesystem has them."""
+        if self.folder.is_local:
+            described = os.stat(self.folder.local_path(self.name))
+            return described.st_size, int(described.st_mtime * 1000)
+        filesystem, base = self.folder.filesystem()
+        info = filesystem.get_file_info(f"{base}/{self.name}")
+        mtime = info.mtime
+        return int(info.size or 0), int(mtime.timestamp() * 1000) if mtime else 0
 
     def abandon(self) -> None:
         try:
             self.writer.close()
         finally:
             with contextlib.suppress(OSError):
-                os.remove(os.path.join(self.folder, self.name))
+                if self.folder.is_local:
+                    os.remove(self.folder.local_path(self.name))
+                else:
+                    filesystem, base = self.folder.filesystem()
+                    filesystem.delete_file(f"{base}/{self.name}")
 
     def _stats_json(self) -> str:
         low: dict[str, Any] = {}

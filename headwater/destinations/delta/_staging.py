@@ -8,8 +8,9 @@ it so).  Each checkpoint is staged under the table's folder, in
 * files the tasks wrote (``_files.py``) are already in the table's folder, where
   readers do not see them until a commit adds them; staging one checkpoint is
   writing the list of its files, a *manifest* ``<checkpoint index>.json``, durably
-  (a temporary file, fsync, rename), and the publish adds every manifest's files
-  in one delta-rs commit that removes the table's current files;
+  (in a local folder: a temporary file, fsync, rename; on S3: one put, which is
+  whole or absent), and the publish adds every manifest's files in one delta-rs
+  commit that removes the table's current files;
 * Spark's writer cannot leave files out of a commit, so it appends each
   checkpoint, with its usual ``txn`` pair and tag, to a *staging Delta table* at
   that place, and the publish writes that table over the target.
@@ -40,6 +41,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from headwater.destinations.delta._files import WrittenFile
+from headwater.destinations.delta._store import TableFolder, local_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,21 +79,28 @@ class Manifest:
         return sum(f.size for f in self.files)
 
 
-def _manifest_path(folder: str, run_id: str, checkpoint: int) -> str:
-    return os.path.join(staging_location(folder, run_id), f"{checkpoint}.json")
+def _manifest_path(run_id: str, checkpoint: int) -> str:
+    """The manifest's path relative to the table's folder."""
+    return f"{STAGING_FOLDER}/{run_id}/{checkpoint}.json"
 
 
-def write_manifest(folder: str, manifest: Manifest) -> None:
+def write_manifest(folder: str | TableFolder, manifest: Manifest) -> None:
     """Stage ``manifest`` in the table at ``folder``: once this returns, it survives a crash.
 
-    Written to a temporary name, synced, then renamed, so a reader finds the
-    whole manifest or none; the folder is synced too, so the name is durable.
+    In a local folder: written to a temporary name, synced, then renamed, so a
+    reader finds the whole manifest or none; the folder is synced too, so the
+    name is durable.  On S3 one put is all or nothing, and durable once answered.
     """
-    run_folder = staging_location(folder, manifest.run_id)
-    os.makedirs(run_folder, exist_ok=True)
+    place = TableFolder.of(folder)
     document = {"run_id": manifest.run_id, "stream": manifest.stream,
                 "checkpoint": manifest.checkpoint, "files": [asdict(f) for f in manifest.files]}
-    target = _manifest_path(folder, manifest.run_id, manifest.checkpoint)
+    relative = _manifest_path(manifest.run_id, manifest.checkpoint)
+    if not place.is_local:
+        place.put_text(relative, json.dumps(document, separators=(",", ":")))
+        return
+    run_folder = place.local_path(f"{STAGING_FOLDER}/{manifest.run_id}")
+    os.makedirs(run_folder, exist_ok=True)
+    target = place.local_path(relative)
     temporary = f"{target}.{uuid.uuid4().hex}.tmp"
     with open(temporary, "w", encoding="utf-8") as out:
         json.dump(document, out, separators=(",", ":"))
@@ -102,35 +111,37 @@ def write_manifest(folder: str, manifest: Manifest) -> None:
         _fsync_folder(synced)
 
 
-def read_manifest(folder: str, run_id: str, checkpoint: int) -> Manifest | None:
+def read_manifest(folder: str | TableFolder, run_id: str, checkpoint: int) -> Manifest | None:
     """The staged checkpoint ``checkpoint`` of run ``run_id``, or None when it is not staged."""
-    try:
-        with open(_manifest_path(folder, run_id, checkpoint), encoding="utf-8") as found:
-            document = json.load(found)
-    except FileNotFoundError:
+    text = TableFolder.of(folder).read_text(_manifest_path(run_id, checkpoint))
+    if text is None:
         return None
+    document = json.loads(text)
     return Manifest(run_id=document["run_id"], stream=document["stream"],
                     checkpoint=int(document["checkpoint"]),
                     files=tuple(WrittenFile(**f) for f in document["files"]))
 
 
-def missing_files(folder: str, manifests: Sequence[Manifest]) -> list[str]:
+def missing_files(folder: str | TableFolder, manifests: Sequence[Manifest]) -> list[str]:
     """Files the manifests list that are no longer in the table's folder (a ``VACUUM``)."""
-    return [f.path for m in manifests for f in m.files
-            if not os.path.exists(os.path.join(folder, f.path))]
+    place = TableFolder.of(folder)
+    return [f.path for m in manifests for f in m.files if not place.exists(f.path)]
 
 
 def remove(spark: SparkSession, location: str, *, run_id: str | None = None,
-           keep_run_id: str | None = None) -> None:
+           keep_run_id: str | None = None, table: TableFolder | None = None) -> None:
     """Remove run ``run_id``'s staging, or every run's but ``keep_run_id``'s.
 
+    ``table``: the table's folder on an object store the driver reaches itself
+    (the task path's S3 tables): removed through pyarrow, not Spark's JVM.
     Best effort: staging left behind costs space, never correctness (the next
     overwrite of the stream removes it), so a failure is logged, not raised.
     """
     root = f"{location.rstrip('/')}/{STAGING_FOLDER}"
     try:
-        from headwater.destinations.delta._delta_rs import local_folder
-
+        if table is not None and not table.is_local:
+            _remove_in(table.child(STAGING_FOLDER), run_id=run_id, keep_run_id=keep_run_id)
+            return
         folder = local_folder(root) if _classic(spark) else None
         if folder is not None:
             names = [run_id] if run_id is not None else (
@@ -147,6 +158,23 @@ def remove(spark: SparkSession, location: str, *, run_id: str | None = None,
         _remove_through_hadoop(spark, root, run_id=run_id, keep_run_id=keep_run_id)
     except Exception as exc:  # see the docstring: never raised
         log.warning("could not remove the staging at %s: %s: %s", root, type(exc).__name__, exc)
+
+
+def _remove_in(staging: TableFolder, *, run_id: str | None, keep_run_id: str | None) -> None:
+    """:func:`remove` through pyarrow's filesystem of ``staging`` (the staging root)."""
+    from pyarrow import fs as pafs
+
+    filesystem, base = staging.filesystem()
+    if run_id is not None:
+        staging.delete_folder(run_id)
+        return
+    try:
+        found = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
+    except FileNotFoundError:
+        return
+    for info in found:
+        if info.type == pafs.FileType.Directory and info.base_name != keep_run_id:
+            staging.delete_folder(info.base_name)
 
 
 def _remove_through_hadoop(spark: SparkSession, root: str, *, run_id: str | None,

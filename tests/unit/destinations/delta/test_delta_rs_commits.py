@@ -11,7 +11,7 @@ import pytest
 from deltalake import DeltaTable
 
 from headwater.destinations._base import CommitMarker, tagged_counts
-from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta import _delta_rs, _store
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("_hw_run_id", pa.string())])
@@ -72,9 +72,9 @@ def test_overwrite_replaces_the_files_and_an_empty_commit_still_counts(tmp_path:
 
 
 def test_only_local_folders_are_committed_by_delta_rs() -> None:
-    assert _delta_rs.local_folder("/data/lake/users") == "/data/lake/users"
-    assert _delta_rs.local_folder("file:///data/lake/users") == "/data/lake/users"
-    assert _delta_rs.local_folder("s3a://bucket/lake/users") is None
+    assert _store.local_folder("/data/lake/users") == "/data/lake/users"
+    assert _store.local_folder("file:///data/lake/users") == "/data/lake/users"
+    assert _store.local_folder("s3a://bucket/lake/users") is None
     assert _delta_rs.table_state("/nonexistent/headwater/table") is None
     assert _delta_rs.history("/nonexistent/headwater/table") is None
 

@@ -1,0 +1,77 @@
+"""SIGKILL a sync writing Delta on S3 through the task path; one more sync lands every row once.
+
+The crash tests' guarantee (``tests/integration/test_crash_resume.py``) on a
+table in a bucket of the run's S3-compatible server: the CLI, in a process of
+its own with the store's settings in the connection's ``spark.conf`` only, is
+killed after a checkpoint's commit and before its state is saved, or inside
+the destination once the commit is durable; the next ``sync`` resumes the run,
+finds on S3 what the killed attempt committed, and the table then holds the
+source exactly, each checkpoint committed once.  The secret key never shows in
+the CLI's output or the run history.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration._cli import (
+    FAULT,
+    assert_each_checkpoint_committed_once,
+    assert_table_equals_source,
+    store,
+    sync,
+    sync_runs,
+)
+from tests.integration._connections import connection_file
+from tests.integration._s3 import SECRET_KEY, S3Server
+from tests.integration.destinations.delta._s3 import hadoop_settings
+
+pytestmark = [pytest.mark.crash, pytest.mark.spark]
+
+NAME, STREAM = "s3crash", "users"
+SOURCE = {"seed": 3, "users": 4_000, "orders": 0, "rows_per_partition": 500}
+STREAMS = {
+    "append": {"name": STREAM, "sync_mode": "incremental", "destination_sync_mode": "append",
+               "cursor_field": "updated_at"},
+    "overwrite": {"name": STREAM, "sync_mode": "full_refresh",
+                  "destination_sync_mode": "overwrite"},
+}
+
+
+@pytest.mark.parametrize(("mode", "fault"), [("append", "after-commit:3"),
+                                             ("append", "commit-landed:2"),
+                                             ("overwrite", "after-commit:2")])
+def test_a_sync_killed_on_s3_is_resumed_by_the_next_one_and_lands_every_row_once(
+        spark: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path, mode: str,
+        fault: str) -> None:
+    conf = {f"spark.hadoop.{k}": v for k, v in hadoop_settings(s3_server, s3_bucket).items()}
+    connection = connection_file(
+        tmp_path, name=NAME, source=SOURCE, streams=[STREAMS[mode]],
+        lake=f"s3a://{s3_bucket}/lake", store_file=None,
+        checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
+        spark={"conf": conf})
+    killed = sync(tmp_path, connection, env={FAULT: fault})
+    assert killed.exit_code == -signal.SIGKILL, killed.describe()
+    run = store(tmp_path).find_unfinished_run(NAME)
+    assert run is not None
+
+    result = sync(tmp_path, connection)
+    assert result.exit_code == 0, result.describe()
+    resumed = sync_runs(result)[0]
+    assert (resumed["run_id"], resumed["status"], resumed["attempt"]) == (
+        run.run_id, "succeeded", 2)
+    location = f"s3a://{s3_bucket}/lake/{STREAM}"
+    assert_table_equals_source(spark, location, SOURCE, STREAM)
+    assert_each_checkpoint_committed_once(spark, location, tmp_path, run.run_id, STREAM)
+    checkpoints = store(tmp_path).list_checkpoints(run.run_id)
+    assert {c.stats.get("writer") for c in checkpoints} == {"tasks+delta-rs"}, [
+        c.stats for c in checkpoints]
+    history = json.dumps(asdict(store(tmp_path).get_run(run.run_id)), default=str)  # type: ignore[arg-type]
+    for text in (killed.stdout, killed.stderr, result.stdout, result.stderr, history):
+        assert SECRET_KEY not in text
