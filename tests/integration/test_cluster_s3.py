@@ -8,8 +8,12 @@ driver commits.  Nothing of the table is on this machine's disk.  The checks
 are the crash tests' (``test_crash_resume``): the table equals the source,
 every planned checkpoint committed once, on the same connections but with the
 tables in a bucket.  Each checkpoint's record says which writer committed it
-and why (``writer``, ``writer_reason``): the reference path, Spark's Delta
-writer, is asserted where it is the one chosen.
+and why (``writer``, ``writer_reason``), and each test asserts it: the task
+path (executors upload the Parquet files to the table's prefix, the driver
+commits through delta-rs with the store's conditional writes) for ``append``
+and ``overwrite``, and the reference path, Spark's Delta writer, for
+``append_dedup`` (MERGE) and for a connection that asks for it
+(``writer: spark``), side by side with a task-path sync.
 
 The source is small (4,000 rows, 8 partitions, 4 checkpoints in 2 lanes): a
 sync's cost here is three JVMs and Spark's per-job overhead, not rows.
@@ -26,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from headwater.destinations.delta._destination import WRITER_SPARK, WRITER_TASKS
 from tests.integration._cli import (
     READING_PAUSE,
     CliResult,
@@ -58,8 +63,10 @@ SOURCE_CHANGES = {"users": 4_000, "rows_per_partition": 500}
 CHECKPOINT = {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2}
 #: The driver of a CLI sync binds to loopback, as the workers do.
 DRIVER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
-#: Spark's Delta writer: the reference path, the one object stores get until tasks may write there.
-WRITER_SPARK = "spark"
+#: Why the task path writes a table on S3, and why Spark does (``writer_reason``).
+TASKS_ON_S3 = "S3 with conditional writes"
+MERGE = "MERGE"
+ASKED_FOR_SPARK = "writer: spark"
 
 
 @pytest.fixture(scope="module")
@@ -127,13 +134,12 @@ def committed_writers(tmp_path: Path, run_id: str, stream: str) -> set[tuple[str
             and not c.stats.get("already_committed")}
 
 
-def assert_reference_path(tmp_path: Path, run_id: str, stream: str, mode: str) -> None:
-    """Spark's Delta writer committed every checkpoint: MERGE for ``append_dedup``, and for
-    the other modes because the table is on an object store."""
+def assert_writer(tmp_path: Path, run_id: str, stream: str, writer: str, why: str) -> None:
+    """``writer`` committed every checkpoint of ``stream`` the run committed, for a reason
+    that says ``why``."""
     writers = committed_writers(tmp_path, run_id, stream)
-    assert writers, f"run {run_id} committed no checkpoint itself"
-    why = "MERGE" if mode == "append_dedup" else "object store"
-    assert {w for w, _ in writers} == {WRITER_SPARK}, writers
+    assert writers, f"run {run_id} committed no checkpoint of {stream} itself"
+    assert {w for w, _ in writers} == {writer}, writers
     assert all(why in reason for _, reason in writers), writers
 
 
@@ -173,12 +179,13 @@ def test_every_mode_lands_on_s3_from_the_cluster(
         if generation:
             assert written["users"] == source["updates_per_generation"] + source[
                 "new_per_generation"]
-        for stream, mode in (("users", "append_dedup"), ("orders", "overwrite")):
+        for stream, writer, why in (("users", WRITER_SPARK, MERGE),
+                                    ("orders", WRITER_TASKS, TASKS_ON_S3)):
             location = f"s3a://{BUCKET}/{conn.folder}/{stream}"
             assert_table_equals_source(spark, location, source, stream)
             assert_each_checkpoint_committed_once(spark, location, tmp_path, document["run_id"],
                                                   stream)
-            assert_reference_path(tmp_path, document["run_id"], stream, mode)
+            assert_writer(tmp_path, document["run_id"], stream, writer, why)
     # Nothing of the tables is on this machine: the bucket holds their logs and files.
     keys = [o["Key"] for o in s3_server.client().list_objects_v2(
         Bucket=lake, Prefix=f"{conn.folder}/")["Contents"]]
@@ -199,7 +206,7 @@ def test_killed_after_a_commit_then_resumed_on_s3(
     assert len(in_delta) >= 3 and known < in_delta, (in_delta, known)
 
     resume(spark, conn, run_id, attempt=2)
-    assert_reference_path(tmp_path, run_id, STREAM, "append")
+    assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
 
 
 def test_an_overwrite_killed_while_reading_then_resumed_on_s3(
@@ -213,6 +220,7 @@ def test_an_overwrite_killed_while_reading_then_resumed_on_s3(
     run_id = crashed_run(conn, result)
 
     resume(spark, conn, run_id, attempt=2)
+    assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
 
 
 def test_two_connections_commit_to_one_store_at_the_same_time(
@@ -220,12 +228,13 @@ def test_two_connections_commit_to_one_store_at_the_same_time(
         s3_server: S3Server) -> None:
     """Two syncs of different connections (one project, one metadata store), each with
     one of the two workers' cores, write and commit to tables in the same bucket side by
-    side; both land exactly their source."""
+    side, one through the task path, one through Spark's Delta writer (asked for); both
+    land exactly their source."""
     one_core = {"spark.cores.max": "1"}
     left = on_cluster(tmp_path, "append", cluster, s3_server, name="s3-left",
                       folder=f"{tmp_path.name}-left", conf=one_core)
     right = on_cluster(tmp_path, "overwrite", cluster, s3_server, name="s3-right",
-                       folder=f"{tmp_path.name}-right", conf=one_core)
+                       folder=f"{tmp_path.name}-right", conf=one_core, writer="spark")
     # Each task waits 1 s per partition: both are still reading when the other starts.
     started = [(conn, start_cli(tmp_path, "sync", str(conn.write()), "--json",
                                 *conn._master(), env={**DRIVER_ENV, **READING_PAUSE}))
@@ -238,6 +247,9 @@ def test_two_connections_commit_to_one_store_at_the_same_time(
         assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
         assert_each_checkpoint_committed_once(spark, conn.location, tmp_path,
                                               result.document["run_id"], STREAM)
+        writer, why = ((WRITER_SPARK, ASKED_FOR_SPARK) if conn.writer == "spark"
+                       else (WRITER_TASKS, TASKS_ON_S3))
+        assert_writer(tmp_path, result.document["run_id"], STREAM, writer, why)
     # Side by side: each application was running while the other was.
     apps = {a["name"]: a for a in cluster.status().get("completedapps", [])
             if a["name"] in ("headwater-s3-left", "headwater-s3-right")}
