@@ -56,6 +56,15 @@ class StandaloneCluster:
             document: dict[str, Any] = json.load(response)
         return document
 
+    def executor_dirs(self, app_name: str) -> list[Path]:
+        """The work-dir folder of every executor the workers launched for the applications
+        named ``app_name`` (``headwater-<connection>``): the cluster is the test run's, so
+        other tests' applications are in the same work dir."""
+        status = self.status()
+        applications = status.get("completedapps", []) + status.get("activeapps", [])
+        ids = [app["id"] for app in applications if app["name"] == app_name]
+        return [d for app_id in ids for d in (self.work_dir / app_id).glob("*") if d.is_dir()]
+
 
 def free_port() -> int:
     """A TCP port free on loopback right now (the OS picks it)."""

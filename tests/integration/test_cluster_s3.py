@@ -145,13 +145,10 @@ def assert_writer(tmp_path: Path, run_id: str, stream: str, writer: str, why: st
 
 def assert_ran_on_the_cluster(cluster: StandaloneCluster, name: str) -> None:
     """The connection's application ran on the cluster, in executors the workers launched."""
-    status = cluster.status()
-    apps = [a for a in status.get("completedapps", []) + status.get("activeapps", [])
-            if a["name"] == f"headwater-{name}"]
-    assert apps, f"headwater-{name} did not run on {cluster.master_url}"
+    executors = cluster.executor_dirs(f"headwater-{name}")
+    assert executors, f"headwater-{name} did not run on {cluster.master_url}"
     # Every executor folder holds the S3 connector the driver shipped it.
-    executors = [d for a in apps for d in (cluster.work_dir / a["id"]).glob("*") if d.is_dir()]
-    assert executors and all(any(d.glob("*hadoop-aws-*.jar")) for d in executors), executors
+    assert all(any(d.glob("*hadoop-aws-*.jar")) for d in executors), executors
 
 
 # --------------------------------------------------------------------------- tests
@@ -207,6 +204,7 @@ def test_killed_after_a_commit_then_resumed_on_s3(
 
     resume(spark, conn, run_id, attempt=2)
     assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
+    assert_ran_on_the_cluster(cluster, NAME)
 
 
 def test_an_overwrite_killed_while_reading_then_resumed_on_s3(

@@ -64,11 +64,9 @@ PYTHON_TASK_STARTED = re.compile(r"MapInBatchEvaluator.*Starting Python task exe
 
 def executor_logs(cluster: StandaloneCluster, app_name: str) -> list[Path]:
     """The stderr of every executor the worker launched for the application ``app_name``."""
-    status = cluster.status()
-    applications = status.get("completedapps", []) + status.get("activeapps", [])
-    ids = [app["id"] for app in applications if app["name"] == app_name]
-    assert ids, f"{app_name} did not run on {cluster.master_url}: {applications}"
-    return [log for app_id in ids for log in cluster.work_dir.glob(f"{app_id}/*/stderr")]
+    executors = cluster.executor_dirs(app_name)
+    assert executors, f"{app_name} did not run on {cluster.master_url}"
+    return [d / "stderr" for d in executors if (d / "stderr").is_file()]
 
 
 def python_tasks_started(logs: list[Path]) -> int:

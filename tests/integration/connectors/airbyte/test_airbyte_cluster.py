@@ -46,7 +46,7 @@ def test_faker_runs_on_an_executor_from_the_shipped_venv(
     rows = spark.read.format("delta").load(table_location(tmp_path, "users"))
     assert rows.count() == USERS
     assert rows.select("id").distinct().count() == USERS
-    executors = [log.parent for log in cluster.work_dir.glob("app-*/*/stderr")]
+    executors = cluster.executor_dirs("headwater-ab-cluster")
     assert executors, f"no executor ran in the worker's work dir {cluster.work_dir}"
     unpacked = [d / env.alias for d in executors if (d / env.alias / ".headwater-ready").exists()]
     assert unpacked, f"no executor unpacked {env.alias}: {[list(d.iterdir()) for d in executors]}"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.api_server import ApiData, ApiServer, running
 from tests.integration._cli import sync as cli_sync
@@ -44,7 +45,7 @@ def test_redis_budget_holds_across_two_executors(spark: Any, tmp_path: Path,
         responses = Counter(r["id"] for rows in api.data.responses.values() for r in rows)
         assert table_ids(spark, tmp_path, "survey_responses") == responses
     # Two executors of the application did the reading.
-    executors = [d for d in cluster.work_dir.glob("app-*/*") if d.is_dir()]
+    executors = cluster.executor_dirs(f"headwater-{yaml.safe_load(path.read_text())['name']}")
     assert len(executors) >= 2, executors
 
 
