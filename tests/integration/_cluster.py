@@ -1,13 +1,18 @@
 """A real Spark standalone cluster on 127.0.0.1, from the pip package alone.
 
-One master and one worker, each its own JVM started with ``spark-class``
-(the pip package has no ``sbin/start-*.sh``).  Executors the worker launches
-are separate JVMs with their own Python workers, so a sync that passes here
-has had its partitions and readers pickled, shipped and run in processes
-that share nothing with the driver but the file system.
+One master and two workers (by default), each its own JVM started with
+``spark-class`` (the pip package has no ``sbin/start-*.sh``).  Executors the
+workers launch are separate JVMs with their own Python workers, so a sync that
+passes here has had its partitions and readers pickled, shipped and run in
+processes that share nothing with the driver but the file system (or the
+object store).  With two workers an application's tasks run in two executors
+at once, and two applications can run side by side (``spark.cores.max=1``
+each).  Each worker is small (1 core, 1 GiB): the machine running the suite has
+2 cores.
 
-Everything listens on loopback only, on free ports; logs and the worker's
-work dir go into a folder the caller gives (a test's ``tmp_path``).
+Everything listens on loopback only, on free ports; logs and the workers' one
+work dir (executor folders are ``<app id>/<executor id>``, unique across
+workers) go into a folder the caller gives.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ STOP_TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class StandaloneCluster:
-    """A running master and worker: where to submit, where to look afterwards."""
+    """A running master and its workers: where to submit, where to look afterwards."""
 
     master_url: str
     web_ui_url: str
@@ -50,6 +55,15 @@ class StandaloneCluster:
         with urllib.request.urlopen(f"{self.web_ui_url}/json/", timeout=5) as response:
             document: dict[str, Any] = json.load(response)
         return document
+
+    def executor_dirs(self, app_name: str) -> list[Path]:
+        """The work-dir folder of every executor the workers launched for the applications
+        named ``app_name`` (``headwater-<connection>``): the cluster is the test run's, so
+        other tests' applications are in the same work dir."""
+        status = self.status()
+        applications = status.get("completedapps", []) + status.get("activeapps", [])
+        ids = [app["id"] for app in applications if app["name"] == app_name]
+        return [d for app_id in ids for d in (self.work_dir / app_id).glob("*") if d.is_dir()]
 
 
 def free_port() -> int:
@@ -84,37 +98,38 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def _wait_for_worker(
-    cluster: StandaloneCluster, master: subprocess.Popen[bytes], worker: subprocess.Popen[bytes]
+def _wait_for_workers(
+    cluster: StandaloneCluster, processes: dict[str, subprocess.Popen[bytes]], workers: int
 ) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
-        for name, process in (("master", master), ("worker", worker)):
+        for name, process in processes.items():
             if process.poll() is not None:
                 log = (cluster.log_dir / f"{name}.log").read_text()[-4000:]
                 raise RuntimeError(f"the Spark {name} exited with {process.returncode}:\n{log}")
         try:
-            if cluster.status().get("aliveworkers", 0) >= 1:
+            if cluster.status().get("aliveworkers", 0) >= workers:
                 return
         except (urllib.error.URLError, OSError, ValueError):
             pass  # the master's web UI is not up yet
         time.sleep(0.5)
     raise RuntimeError(
-        f"no worker registered with {cluster.master_url} in "
+        f"fewer than {workers} workers registered with {cluster.master_url} in "
         f"{START_TIMEOUT_S:.0f} s; see {cluster.log_dir}"
     )
 
 
 @contextlib.contextmanager
 def standalone_cluster(
-    folder: Path, *, cores: int = 2, memory: str = "2g"
+    folder: Path, *, workers: int = 2, cores: int = 1, memory: str = "1g"
 ) -> Iterator[StandaloneCluster]:
-    """Run a master and one worker for the ``with`` block; both are stopped on the way out.
+    """Run a master and ``workers`` workers (``cores`` and ``memory`` each) for the
+    ``with`` block; all are stopped on the way out.
 
-    Yields once the worker has registered, so an application submitted at
+    Yields once every worker has registered, so an application submitted at
     once gets executors.
     """
-    port, ui_port, worker_ui_port = free_port(), free_port(), free_port()
+    port, ui_port = free_port(), free_port()
     log_dir = folder / "cluster-logs"
     work_dir = folder / "cluster-work"
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -131,39 +146,38 @@ def standalone_cluster(
         "SPARK_LOCAL_HOSTNAME": HOST,
         "PYSPARK_PYTHON": sys.executable,
     }
-    started: list[subprocess.Popen[bytes]] = []
-    with (
-        (log_dir / "master.log").open("w") as master_log,
-        (log_dir / "worker.log").open("w") as worker_log,
-    ):
+    started: dict[str, subprocess.Popen[bytes]] = {}
+    with contextlib.ExitStack() as logs:
+        def log(name: str) -> TextIO:
+            return logs.enter_context((log_dir / f"{name}.log").open("w"))
+
         try:
-            master = _start(
+            started["master"] = _start(
                 [MASTER_CLASS, "--host", HOST, "--port", str(port), "--webui-port", str(ui_port)],
-                master_log,
+                log("master"),
                 env,
             )
-            started.append(master)
-            worker = _start(
-                [
-                    WORKER_CLASS,
-                    cluster.master_url,
-                    "--host",
-                    HOST,
-                    "--cores",
-                    str(cores),
-                    "--memory",
-                    memory,
-                    "--webui-port",
-                    str(worker_ui_port),
-                    "--work-dir",
-                    str(work_dir),
-                ],
-                worker_log,
-                env,
-            )
-            started.append(worker)
-            _wait_for_worker(cluster, master, worker)
+            for number in range(1, workers + 1):
+                started[f"worker-{number}"] = _start(
+                    [
+                        WORKER_CLASS,
+                        cluster.master_url,
+                        "--host",
+                        HOST,
+                        "--cores",
+                        str(cores),
+                        "--memory",
+                        memory,
+                        "--webui-port",
+                        str(free_port()),
+                        "--work-dir",
+                        str(work_dir),
+                    ],
+                    log(f"worker-{number}"),
+                    env,
+                )
+            _wait_for_workers(cluster, started, workers)
             yield cluster
         finally:
-            for process in reversed(started):
+            for process in reversed(started.values()):
                 _stop(process)

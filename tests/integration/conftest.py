@@ -1,5 +1,5 @@
 """Fixtures every integration test folder may use, one of each per test run: an
-S3-compatible server."""
+S3-compatible server and a Spark standalone cluster (master and two workers)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.integration._cluster import StandaloneCluster, standalone_cluster
 from tests.integration._s3 import S3Server, moto_server
 
 
@@ -15,3 +16,11 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """moto's S3 (and SQS) server in a process of its own (see ``_s3``), for the whole run."""
     with moto_server(tmp_path_factory.mktemp("moto") / "moto.log") as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
+    """One master and two workers for the whole run (three JVMs are slow to start);
+    tests tell their applications apart by name (``headwater-<connection>``)."""
+    with standalone_cluster(tmp_path_factory.mktemp("cluster")) as running:
+        yield running

@@ -7,7 +7,7 @@ processes, and the executors fetch Delta's jars from the driver.  The tables
 must equal the source, and the worker's work dir must show that the
 executors, not the driver, did the reading.
 
-Both destinations run here, on one cluster the module's tests share (each
+Both destinations run here, on the cluster the whole test run shares (``cluster``) (each
 test's application is told apart by its name): Delta, and Iceberg, whose
 tasks write the table's Parquet files on the executors into the warehouse
 folder (an absolute path, shared because the worker runs on this machine)
@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,7 @@ from tests.integration._cli import (
     table_location,
     write_connection,
 )
-from tests.integration._cluster import StandaloneCluster, standalone_cluster
+from tests.integration._cluster import StandaloneCluster
 from tests.integration._connections import connection_file
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
@@ -63,20 +62,11 @@ STREAMS: list[dict[str, Any]] = [
 PYTHON_TASK_STARTED = re.compile(r"MapInBatchEvaluator.*Starting Python task execution")
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneCluster]:
-    """One master and worker for this module's tests (two JVMs are slow to start)."""
-    with standalone_cluster(tmp_path_factory.mktemp("cluster")) as running:
-        yield running
-
-
 def executor_logs(cluster: StandaloneCluster, app_name: str) -> list[Path]:
     """The stderr of every executor the worker launched for the application ``app_name``."""
-    status = cluster.status()
-    applications = status.get("completedapps", []) + status.get("activeapps", [])
-    ids = [app["id"] for app in applications if app["name"] == app_name]
-    assert ids, f"{app_name} did not run on {cluster.master_url}: {applications}"
-    return [log for app_id in ids for log in cluster.work_dir.glob(f"{app_id}/*/stderr")]
+    executors = cluster.executor_dirs(app_name)
+    assert executors, f"{app_name} did not run on {cluster.master_url}"
+    return [d / "stderr" for d in executors if (d / "stderr").is_file()]
 
 
 def python_tasks_started(logs: list[Path]) -> int:

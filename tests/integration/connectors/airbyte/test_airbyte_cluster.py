@@ -10,7 +10,6 @@ must hold the unpacked venv.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,19 +17,13 @@ import pytest
 
 from headwater.connectors.airbyte import ConnectorEnv, envs_root
 from tests.integration._cli import sync, table_location
-from tests.integration._cluster import StandaloneCluster, standalone_cluster
+from tests.integration._cluster import StandaloneCluster
 from tests.integration._connections import connection_file
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 FAKER = {"package": "airbyte-source-faker", "version": "7.2.1"}
 USERS = 120
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[StandaloneCluster]:
-    with standalone_cluster(tmp_path, cores=1) as running:
-        yield running
 
 
 def test_faker_runs_on_an_executor_from_the_shipped_venv(
@@ -53,7 +46,7 @@ def test_faker_runs_on_an_executor_from_the_shipped_venv(
     rows = spark.read.format("delta").load(table_location(tmp_path, "users"))
     assert rows.count() == USERS
     assert rows.select("id").distinct().count() == USERS
-    executors = [log.parent for log in cluster.work_dir.glob("app-*/*/stderr")]
+    executors = cluster.executor_dirs("headwater-ab-cluster")
     assert executors, f"no executor ran in the worker's work dir {cluster.work_dir}"
     unpacked = [d / env.alias for d in executors if (d / env.alias / ".headwater-ready").exists()]
     assert unpacked, f"no executor unpacked {env.alias}: {[list(d.iterdir()) for d in executors]}"

@@ -9,15 +9,15 @@ all against one budget kept in a real redis-server.  The API counts every call.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.api_server import ApiData, ApiServer, running
 from tests.integration._cli import sync as cli_sync
-from tests.integration._cluster import StandaloneCluster, standalone_cluster
+from tests.integration._cluster import StandaloneCluster
 from tests.integration.connectors.rest._rest import END_2, connection, surveys_until, table_ids
 from tests.redis_server import redis_server
 
@@ -25,12 +25,6 @@ pytestmark = [pytest.mark.cluster, pytest.mark.spark]
 
 #: The whole sync's budget (and the API's own limit): 8 calls per moving second.
 CALLS, PERIOD_S = 8, 1.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[StandaloneCluster]:
-    with standalone_cluster(tmp_path, cores=2) as running_cluster:
-        yield running_cluster
 
 
 def test_redis_budget_holds_across_two_executors(spark: Any, tmp_path: Path,
@@ -51,7 +45,7 @@ def test_redis_budget_holds_across_two_executors(spark: Any, tmp_path: Path,
         responses = Counter(r["id"] for rows in api.data.responses.values() for r in rows)
         assert table_ids(spark, tmp_path, "survey_responses") == responses
     # Two executors of the application did the reading.
-    executors = [d for d in cluster.work_dir.glob("app-*/*") if d.is_dir()]
+    executors = cluster.executor_dirs(f"headwater-{yaml.safe_load(path.read_text())['name']}")
     assert len(executors) >= 2, executors
 
 

@@ -1,0 +1,258 @@
+"""A standalone cluster (master, two workers) syncing into Delta tables on an S3-compatible
+server: every append/overwrite mode, killed syncs resumed, and two connections at once.
+
+The CLI runs the driver (``--master spark://...``); executors on the two workers
+read the source and write the tables' files to ``s3a://`` on the run's moto
+server (``s3_server``), reached over HTTP as any S3 store would be; the
+driver commits.  Nothing of the table is on this machine's disk.  The checks
+are the crash tests' (``test_crash_resume``): the table equals the source,
+every planned checkpoint committed once, on the same connections but with the
+tables in a bucket.  Each checkpoint's record says which writer committed it
+and why (``writer``, ``writer_reason``), and each test asserts it: the task
+path (executors upload the Parquet files to the table's prefix, the driver
+commits through delta-rs with the store's conditional writes) for ``append``
+and ``overwrite``, and the reference path, Spark's Delta writer, for
+``append_dedup`` (MERGE) and for a connection that asks for it
+(``writer: spark``), side by side with a task-path sync.
+
+The source is small (4,000 rows, 8 partitions, 4 checkpoints in 2 lanes): a
+sync's cost here is three JVMs and Spark's per-job overhead, not rows.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from headwater.destinations.delta._destination import WRITER_SPARK, WRITER_TASKS
+from tests.integration._cli import (
+    READING_PAUSE,
+    CliResult,
+    assert_each_checkpoint_committed_once,
+    assert_table_equals_source,
+    finish_cli,
+    start_cli,
+    store,
+    sync,
+    tagged_commits,
+)
+from tests.integration._cluster import StandaloneCluster
+from tests.integration._connections import connection_file
+from tests.integration._s3 import SECRET_KEY, S3Server
+from tests.integration.test_crash_resume import (
+    NAME,
+    STREAM,
+    STREAMS,
+    Connection,
+    crashed_run,
+    kill_while_reading,
+    landed_checkpoints,
+    resume,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark]
+
+BUCKET = "cluster-lake"
+SOURCE_CHANGES = {"users": 4_000, "rows_per_partition": 500}
+CHECKPOINT = {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2}
+#: The driver of a CLI sync binds to loopback, as the workers do.
+DRIVER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+#: Why the task path writes a table on S3, and why Spark does (``writer_reason``).
+TASKS_ON_S3 = "S3 with conditional writes"
+MERGE = "MERGE"
+ASKED_FOR_SPARK = "writer: spark"
+
+
+@pytest.fixture(scope="module")
+def lake(spark: Any, s3_server: S3Server) -> Iterator[str]:
+    """The bucket every test's tables go to (a folder each); the test process's own Spark
+    session reads them back through the same ``s3a`` settings the syncs use."""
+    configuration = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in s3_server.spark_conf().items():
+        configuration.set(key.removeprefix("spark.hadoop."), value)
+    yield s3_server.bucket(BUCKET)
+
+
+@dataclass
+class OnCluster(Connection):
+    """A crash-test connection whose tables are on S3 and whose syncs run on the cluster."""
+
+    cluster: StandaloneCluster | None = None
+    s3: S3Server | None = None
+    folder: str = ""
+    #: More Spark settings of the connection (``spark.cores.max`` for syncs side by side).
+    conf: Mapping[str, str] | None = None
+    name: str = NAME
+
+    def write(self, generation: int = 0,
+              streams: list[Mapping[str, Any]] | None = None) -> Path:
+        assert self.s3 is not None
+        return connection_file(
+            self.tmp_path, name=self.name, source=self.source(generation),
+            streams=streams or [STREAMS[self.mode]], lake=f"s3a://{BUCKET}/{self.folder}",
+            store_file=None,
+            checkpoint=CHECKPOINT, writer=self.writer,
+            spark={"conf": {**self.s3.spark_conf(), **(self.conf or {})}})
+
+    def sync(self, generation: int = 0, fault: str | None = None) -> CliResult:
+        env = {**DRIVER_ENV, **({"HEADWATER_FAULT": fault} if fault else {})}
+        return sync(self.tmp_path, self.write(generation), *self._master(), env=env)
+
+    def start(self, generation: int = 0) -> Any:
+        return start_cli(self.tmp_path, "sync", str(self.write(generation)), "--json",
+                         *self._master(), env={**DRIVER_ENV, **READING_PAUSE})
+
+    def _master(self) -> list[str]:
+        assert self.cluster is not None
+        return ["--master", self.cluster.master_url]
+
+    @property
+    def location(self) -> str:  # type: ignore[override]
+        return f"s3a://{BUCKET}/{self.folder}/{STREAM}"
+
+
+def on_cluster(tmp_path: Path, mode: str, cluster: StandaloneCluster, s3: S3Server,
+               **extra: Any) -> OnCluster:
+    """A connection of ``mode`` in ``tmp_path``, its tables under a folder of its own."""
+    folder = extra.pop("folder", tmp_path.name)
+    changes = extra.pop("changes", SOURCE_CHANGES)
+    return OnCluster(tmp_path, mode, changes=dict(changes), cluster=cluster, s3=s3,
+                     folder=folder, **extra)
+
+
+def committed_writers(tmp_path: Path, run_id: str, stream: str) -> set[tuple[str, str]]:
+    """``(writer, writer_reason)`` of every checkpoint of ``stream`` the run committed itself."""
+    return {(c.stats["writer"], c.stats["writer_reason"])
+            for c in store(tmp_path).list_checkpoints(run_id)
+            if c.stream == stream and c.status in ("committed", "released")
+            and not c.stats.get("already_committed")}
+
+
+def assert_writer(tmp_path: Path, run_id: str, stream: str, writer: str, why: str) -> None:
+    """``writer`` committed every checkpoint of ``stream`` the run committed, for a reason
+    that says ``why``."""
+    writers = committed_writers(tmp_path, run_id, stream)
+    assert writers, f"run {run_id} committed no checkpoint of {stream} itself"
+    assert {w for w, _ in writers} == {writer}, writers
+    assert all(why in reason for _, reason in writers), writers
+
+
+def assert_ran_on_the_cluster(cluster: StandaloneCluster, name: str) -> None:
+    """The connection's application ran on the cluster, in executors the workers launched."""
+    executors = cluster.executor_dirs(f"headwater-{name}")
+    assert executors, f"headwater-{name} did not run on {cluster.master_url}"
+    # Every executor folder holds the S3 connector the driver shipped it.
+    assert all(any(d.glob("*hadoop-aws-*.jar")) for d in executors), executors
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_every_mode_lands_on_s3_from_the_cluster(
+        spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
+        s3_server: S3Server) -> None:
+    """Two generations of a connection with an ``append_dedup`` stream and an ``overwrite``
+    one: the first sync lands the source, the next exactly what changed.  (``append``, the
+    strictest, is the killed sync's below and the side-by-side syncs'.)"""
+    conn = on_cluster(tmp_path, "append_dedup", cluster, s3_server,
+                      changes={**SOURCE_CHANGES, "orders": 2_000})
+    streams = [STREAMS["append_dedup"], {"name": "orders", "sync_mode": "full_refresh",
+                                         "destination_sync_mode": "overwrite"}]
+    for generation in (0, 1):
+        result = sync(tmp_path, conn.write(generation, streams=streams), *conn._master(),
+                      env=DRIVER_ENV)
+        assert result.exit_code == 0, result.describe()
+        document = result.document
+        assert document is not None and document["status"] == "succeeded", result.describe()
+        assert SECRET_KEY not in result.stdout + result.stderr
+        written = {s["name"]: s["records_written"] for s in document["streams"]}
+        source = conn.source(generation)
+        if generation:
+            assert written["users"] == source["updates_per_generation"] + source[
+                "new_per_generation"]
+        for stream, writer, why in (("users", WRITER_SPARK, MERGE),
+                                    ("orders", WRITER_TASKS, TASKS_ON_S3)):
+            location = f"s3a://{BUCKET}/{conn.folder}/{stream}"
+            assert_table_equals_source(spark, location, source, stream)
+            assert_each_checkpoint_committed_once(spark, location, tmp_path, document["run_id"],
+                                                  stream)
+            assert_writer(tmp_path, document["run_id"], stream, writer, why)
+    # Nothing of the tables is on this machine: the bucket holds their logs and files.
+    keys = [o["Key"] for o in s3_server.client().list_objects_v2(
+        Bucket=lake, Prefix=f"{conn.folder}/")["Contents"]]
+    assert any("/_delta_log/" in k for k in keys) and any(k.endswith(".parquet") for k in keys)
+    assert not (tmp_path / "lakehouse").exists()
+    assert_ran_on_the_cluster(cluster, NAME)
+
+
+def test_killed_after_a_commit_then_resumed_on_s3(
+        spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
+        s3_server: S3Server) -> None:
+    """The third checkpoint's commit is in the table on S3, the store does not know it:
+    the resumed run skips it (its tag is in the log), and lands the rest once."""
+    conn = on_cluster(tmp_path, "append", cluster, s3_server)
+    run_id = crashed_run(conn, conn.sync(fault="after-commit:3"))
+    in_delta = set(tagged_commits(spark, conn.location, run_id, STREAM))
+    known = set(landed_checkpoints(conn, run_id))
+    assert len(in_delta) >= 3 and known < in_delta, (in_delta, known)
+
+    resume(spark, conn, run_id, attempt=2)
+    assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
+    assert_ran_on_the_cluster(cluster, NAME)
+
+
+def test_an_overwrite_killed_while_reading_then_resumed_on_s3(
+        spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
+        s3_server: S3Server) -> None:
+    """Killed from outside at an arbitrary moment after the first commit, the driver's whole
+    process group with it; the executors on the workers die with their application."""
+    conn = on_cluster(tmp_path, "overwrite", cluster, s3_server)
+    delay_s = random.Random("cluster-s3-overwrite").uniform(0.0, 2.0)
+    result = kill_while_reading(conn, conn.start(), after=1, delay_s=delay_s, whole_group=True)
+    run_id = crashed_run(conn, result)
+
+    resume(spark, conn, run_id, attempt=2)
+    assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
+
+
+def test_two_connections_commit_to_one_store_at_the_same_time(
+        spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
+        s3_server: S3Server) -> None:
+    """Two syncs of different connections (one project, one metadata store), each with
+    one of the two workers' cores, write and commit to tables in the same bucket side by
+    side, one through the task path, one through Spark's Delta writer (asked for); both
+    land exactly their source."""
+    one_core = {"spark.cores.max": "1"}
+    left = on_cluster(tmp_path, "append", cluster, s3_server, name="s3-left",
+                      folder=f"{tmp_path.name}-left", conf=one_core)
+    right = on_cluster(tmp_path, "overwrite", cluster, s3_server, name="s3-right",
+                       folder=f"{tmp_path.name}-right", conf=one_core, writer="spark")
+    # Each task waits 1 s per partition: both are still reading when the other starts.
+    started = [(conn, start_cli(tmp_path, "sync", str(conn.write()), "--json",
+                                *conn._master(), env={**DRIVER_ENV, **READING_PAUSE}))
+               for conn in (left, right)]
+    results = [(conn, finish_cli(process)) for conn, process in started]
+
+    for conn, result in results:
+        assert result.exit_code == 0, result.describe()
+        assert result.document is not None and result.document["status"] == "succeeded"
+        assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
+        assert_each_checkpoint_committed_once(spark, conn.location, tmp_path,
+                                              result.document["run_id"], STREAM)
+        writer, why = ((WRITER_SPARK, ASKED_FOR_SPARK) if conn.writer == "spark"
+                       else (WRITER_TASKS, TASKS_ON_S3))
+        assert_writer(tmp_path, result.document["run_id"], STREAM, writer, why)
+    # Side by side: each application was running while the other was.
+    apps = {a["name"]: a for a in cluster.status().get("completedapps", [])
+            if a["name"] in ("headwater-s3-left", "headwater-s3-right")}
+    assert set(apps) == {"headwater-s3-left", "headwater-s3-right"}, apps
+    spans = sorted((a["starttime"], a["starttime"] + a["duration"]) for a in apps.values())
+    assert spans[1][0] < spans[0][1], f"the two applications ran one after the other: {spans}"
+    for _, result in results:  # the store's secret key is never shown
+        assert SECRET_KEY not in result.stdout + result.stderr + json.dumps(result.document)
