@@ -41,6 +41,7 @@ def _check_destination(config: ConnectionConfig) -> str | None:
     from headwater.destinations import build_destination
 
     destination = build_destination(config.destination.type, config.destination.config)
+    destination.use_spark_conf(config.spark.conf)
     skipped = destination.check_skipped()
     if skipped is None:
         destination.check()

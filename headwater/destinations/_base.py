@@ -275,6 +275,14 @@ class Destination(ABC):
         """
         return None
 
+    def use_spark_conf(self, conf: Mapping[str, str]) -> None:
+        """Take the connection's ``spark.conf`` before :meth:`check` (which starts no Spark).
+
+        For a check that reaches the store as a sync's Spark session would (Delta
+        on ``s3a://``: the ``spark.hadoop.fs.s3a.*`` settings).  The default ignores it.
+        """
+        return None
+
     def check_skipped(self) -> str | None:
         """Why :meth:`check` proves nothing for this config, or None when it checks.
 

@@ -15,6 +15,7 @@ notification-discovery tests from the same process.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import subprocess
 import sys
@@ -89,14 +90,17 @@ def _wait_until_up(endpoint: str, process: subprocess.Popen[bytes]) -> None:
 
 
 @contextlib.contextmanager
-def moto_server(log_path: Path | None = None) -> Iterator[S3Server]:
-    """Run ``moto_server`` on a free loopback port for the ``with`` block."""
+def moto_server(log_path: Path | None = None, env: dict[str, str] | None = None,
+                ) -> Iterator[S3Server]:
+    """Run ``moto_server`` on a free loopback port for the ``with`` block (with ``env``
+    added to its environment: moto's settings, e.g. ``INITIAL_NO_AUTH_ACTION_COUNT``)."""
     port = free_port()
     endpoint = f"http://{HOST}:{port}"
     with contextlib.ExitStack() as stack:
         log = stack.enter_context(log_path.open("wb")) if log_path else subprocess.DEVNULL
         process = subprocess.Popen([MOTO_SERVER, "-H", HOST, "-p", str(port)], stdout=log,
-                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                   stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env={**os.environ, **(env or {})})
         try:
             _wait_until_up(endpoint, process)
             yield S3Server(endpoint=endpoint)

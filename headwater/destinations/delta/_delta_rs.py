@@ -30,6 +30,7 @@ import pyarrow as pa
 from headwater.destinations.delta._files import WrittenFile
 from headwater.destinations.delta._store import TableFolder
 from headwater.destinations.delta._table_features import TableProtocol
+from headwater.errors import DestinationError
 
 if TYPE_CHECKING:
     from deltalake import DeltaTable
@@ -95,18 +96,24 @@ def create_table(folder: str | TableFolder, schema: pa.Schema,
 
     Its log is checkpointed every :data:`CHECKPOINT_INTERVAL` commits unless
     ``properties`` say otherwise.  Returns the state of the table now in the
-    folder (another process's, when one created it first: on S3 the loser of
-    that race has its conditional put of version 0 refused, and reads the winner's).
+    folder.  Of two processes creating one new table at once, one table results:
+    version 0 is committed without retries (the loser's conditional put of it on
+    S3, or its rename in a local folder, is refused), and the loser adopts the
+    winner's table when its schema is the one wanted (:func:`_adopt`).  delta-rs's
+    own retry would instead commit the create again as version 1: a second table
+    id in the log, which readers that track the table (streaming, CDF) take for a
+    replaced table.
     """
-    from deltalake import DeltaTable
+    from deltalake import CommitProperties, DeltaTable
 
     place = TableFolder.of(folder)
     nullable = pa.schema([field.with_nullable(True) for field in schema])
     configuration = {CHECKPOINT_INTERVAL_PROPERTY: str(CHECKPOINT_INTERVAL), **properties}
     try:
-        return _state_of(DeltaTable.create(place.uri, schema=nullable, mode="ignore",
-                                           configuration=configuration,
-                                           storage_options=place.storage_options()))
+        return _state_of(DeltaTable.create(
+            place.uri, schema=nullable, mode="error", configuration=configuration,
+            storage_options=place.storage_options(),
+            commit_properties=CommitProperties(max_commit_retries=0)))
     except Exception as exc:
         try:
             created = _load(place)
@@ -114,7 +121,22 @@ def create_table(folder: str | TableFolder, schema: pa.Schema,
             created = None
         if created is None:
             raise exc from None
-        return _state_of(created)
+        return _adopt(place, _state_of(created), nullable)
+
+
+def _adopt(place: TableFolder, state: TableState, wanted: pa.Schema) -> TableState:
+    """The table another process created first, when its schema is ``wanted``."""
+    from deltalake import Schema
+
+    wanted_json = json.loads(Schema.from_arrow(wanted).to_json())
+    if state.schema_json == wanted_json:
+        return state
+    found = [f.get("name") for f in state.schema_json.get("fields", [])]
+    raise DestinationError(
+        f"another writer created the Delta table at {place.uri} at the same time with a "
+        f"different schema (columns {found}; this sync's: "
+        f"{[f.name for f in wanted]}, or the same columns with other types); run the sync "
+        "again to evolve that table, or remove it if it is not wanted")
 
 
 @dataclass(frozen=True)

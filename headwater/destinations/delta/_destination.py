@@ -93,6 +93,7 @@ from headwater.destinations.delta._store import (
     local_folder,
     s3_bucket_and_key,
 )
+from headwater.destinations.delta._store_check import check_s3
 from headwater.destinations.delta._table_features import task_path_refusal
 from headwater.destinations.delta._variant import (
     spark_schema,
@@ -206,6 +207,9 @@ class DeltaDestination(Destination):
         if "://" not in root:
             root = str(Path(root).resolve())
         self.root = root.rstrip("/")
+        #: The connection's ``spark.conf`` (:meth:`use_spark_conf`): a check of an S3
+        #: path reaches it with these ``spark.hadoop.fs.s3a.*`` settings.
+        self._spark_conf: dict[str, str] = {}
         #: The statistics columns ``prepare`` found or set, per table folder, for the
         #: ``file_writer`` call that follows it to take (once) instead of loading the
         #: table's log again.  Each stream's thread reads and writes only its own folder.
@@ -230,27 +234,55 @@ class DeltaDestination(Destination):
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
 
+    def use_spark_conf(self, conf: Mapping[str, str]) -> None:
+        self._spark_conf = dict(conf)
+
+    def _hadoop_setting(self, key: str) -> str | None:
+        """A Hadoop setting (``fs.s3a.endpoint``) as the connection's ``spark.conf`` sets it."""
+        return self._spark_conf.get(f"spark.hadoop.{key}")
+
     def check(self) -> None:
         """The tables' folder exists or can be created, and is writable.
 
-        For a local folder only (``file://`` or a plain path): a scratch file
+        For a local folder (``file://`` or a plain path): a scratch file
         (``.headwater-check-<uuid>``) is created in it and removed, and folders this
-        check had to create are removed again.  Any other URI (``s3a://``, ``abfss://``,
-        ``gs://``...) is reachable only through Spark, which a check does not start:
-        nothing is checked (:meth:`check_skipped` says so).  Neither is ``database``
+        check had to create are removed again.  For ``s3a://`` (or ``s3://``): a probe
+        object is put under the path and deleted with the ``spark.hadoop.fs.s3a.*``
+        settings of the connection's ``spark.conf`` (:meth:`use_spark_conf`; what they
+        leave unset, the default AWS credential chain gives), and with
+        ``s3_conditional_writes`` the store must refuse a second ``If-None-Match: *``
+        put of it (``_store_check``).  Any other URI (``abfss://``, ``gs://``...) is
+        reachable only through Spark, which a check does not start: nothing is
+        checked (:meth:`check_skipped` says so).  Neither is ``database``
         (registering tables by name needs the Spark session's catalog).
         """
         folder = local_folder(self.root)
-        if folder is None:
-            log.info("%s", self.check_skipped())
+        if folder is not None:
+            _check_writable(folder)
             return
-        _check_writable(folder)
+        skipped = self.check_skipped()
+        parts = s3_bucket_and_key(self.root)
+        if skipped or parts is None:
+            log.info("%s", skipped)
+            return
+        access = S3Access.from_hadoop(self._hadoop_setting, parts[0])
+        register_secrets(access.secrets)
+        check_s3(self.root, access,
+                 conditional_writes=bool(self.config.get("s3_conditional_writes", True)))
 
     def check_skipped(self) -> str | None:
         if local_folder(self.root) is not None:
             return None
-        return (f"{self.root} is not a local folder: it is reachable only through Spark, "
-                "which a check does not start, so nothing was checked")
+        parts = s3_bucket_and_key(self.root)
+        if parts is None:
+            return (f"{self.root} is not a local folder nor on S3: it is reachable only "
+                    "through Spark, which a check does not start, so nothing was checked")
+        untranslated = S3Access.untranslated_providers(self._hadoop_setting, parts[0])
+        if untranslated:
+            return (f"fs.s3a.aws.credentials.provider names {', '.join(untranslated)}, which "
+                    f"only Spark's S3A follows: {self.root} was not checked (a check starts "
+                    "no Spark)")
+        return None
 
     def table_name(self, stream: str) -> str | None:
         """``<database>.<table_prefix><stream>`` when ``database`` is set, else None."""

@@ -77,12 +77,13 @@ def test_a_refused_source_keeps_its_exit_code_and_the_destination_is_still_check
 
 
 def test_an_object_store_path_is_reported_as_not_checked(tmp_path: Path) -> None:
-    path = _connection(tmp_path, "{type: delta, config: {path: 's3a://bucket/lake'}}")
+    """An S3 path is checked (integration ``test_s3_check``); the other stores are not."""
+    path = _connection(tmp_path, "{type: delta, config: {path: 'gs://bucket/lake'}}")
     result = CliRunner().invoke(app, ["check", str(path), "--json"])
     assert result.exit_code == 0, result.output
     destination = json.loads(result.stdout)["destination"]
     assert destination["status"] == "skipped"
-    assert "s3a://bucket/lake is not a local folder" in destination["message"]
+    assert "gs://bucket/lake is not a local folder nor on S3" in destination["message"]
 
 
 def test_secrets_stay_masked_in_the_destinations_failure(

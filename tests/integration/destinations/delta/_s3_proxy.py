@@ -7,7 +7,10 @@ told (through ``/__proxy__/...`` requests) to bend one request:
 * ``rival``: just before it forwards the first put of a key ending in
   ``suffix``, put ``body`` there itself (another writer's commit landing first);
 * ``lose``: answer ``500`` to the first put of a log commit the server accepted
-  (the commit is durable, the committer hears of an error).
+  (the commit is durable, the committer hears of an error);
+* ``conditional``: from now on ``ignore`` (drop ``If-None-Match`` before
+  forwarding: a store that ignores the header) or ``refuse`` (answer ``501
+  NotImplemented`` to a put that carries it: a store without conditional writes).
 
 A process, not a thread of the test process: delta-rs 1.6.6's
 ``DeltaTable.history`` holds the GIL while it waits for the store, so a proxy
@@ -46,6 +49,7 @@ class _State:
         self.requests: list[dict[str, Any]] = []
         self.rival: dict[str, str] | None = None
         self.lose = False
+        self.conditional: str | None = None
 
 
 def _handler(state: _State) -> type[http.server.BaseHTTPRequestHandler]:
@@ -74,6 +78,9 @@ def _handler(state: _State) -> type[http.server.BaseHTTPRequestHandler]:
                     content = json.dumps(state.requests).encode()
                 elif order == "rival":
                     state.rival = json.loads(body)
+                    content = b"{}"
+                elif order == "conditional":
+                    state.conditional = json.loads(body)["mode"]
                     content = b"{}"
                 elif order == "lose":
                     state.lose = True
@@ -105,6 +112,15 @@ def _handler(state: _State) -> type[http.server.BaseHTTPRequestHandler]:
                           content=rival["body"].encode())
             headers = {k: v for k, v in recorded["headers"].items()
                        if k.lower() not in _SKIPPED_HEADERS}
+            conditional = "if-none-match" in {k.lower() for k in headers}
+            if conditional and state.conditional == "refuse" and self.command == "PUT":
+                recorded["answered"] = 501
+                self._answer(501, b"<Error><Code>NotImplemented</Code><Message>A header you "
+                             b"provided implies functionality that is not implemented</Message>"
+                             b"</Error>", {"content-type": "application/xml"})
+                return
+            if conditional and state.conditional == "ignore":
+                headers = {k: v for k, v in headers.items() if k.lower() != "if-none-match"}
             answer = httpx.request(self.command, state.upstream + self.path, headers=headers,
                                    content=body)
             recorded["status"] = recorded["answered"] = answer.status_code
@@ -137,6 +153,10 @@ class Proxy:
 
     def rival(self, suffix: str, body: str) -> None:
         httpx.post(f"{self.endpoint}{CONTROL}rival", json={"suffix": suffix, "body": body})
+
+    def conditional_puts(self, mode: str) -> None:
+        """``ignore`` or ``refuse`` ``If-None-Match`` from now on (see the module)."""
+        httpx.post(f"{self.endpoint}{CONTROL}conditional", json={"mode": mode})
 
     def lose_next_commit_answer(self) -> None:
         httpx.post(f"{self.endpoint}{CONTROL}lose")

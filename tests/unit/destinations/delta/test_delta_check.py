@@ -63,8 +63,17 @@ def test_a_scratch_file_that_cannot_be_written_fails_with_the_os_error(
         DeltaDestination({"path": str(tmp_path)}).check()
 
 
-@pytest.mark.parametrize("path", ["s3a://bucket/lake", "abfss://c@account.dfs.core.windows.net/x",
-                                  "gs://bucket/lake"])
+def test_an_s3_path_is_checked_unless_only_s3a_can_get_its_credentials() -> None:
+    """The probe itself is tested against an S3 server (integration ``test_s3_check``)."""
+    destination = build_destination("delta", {"path": "s3a://bucket/lake"})
+    assert destination.check_skipped() is None
+    destination.use_spark_conf({"spark.hadoop.fs.s3a.bucket.bucket.aws.credentials.provider":
+                                "org.apache.hadoop.fs.s3a.AnonymousAWSCredentialsProvider"})
+    reason = destination.check_skipped()
+    assert reason is not None and "AnonymousAWSCredentialsProvider" in reason
+
+
+@pytest.mark.parametrize("path", ["abfss://c@account.dfs.core.windows.net/x", "gs://bucket/lake"])
 def test_an_object_store_path_is_not_checked_without_spark(path: str) -> None:
     destination = build_destination("delta", {"path": path})
     reason = destination.check_skipped()

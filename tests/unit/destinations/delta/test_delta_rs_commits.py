@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ from deltalake import DeltaTable
 from headwater.destinations._base import CommitMarker, tagged_counts
 from headwater.destinations.delta import _delta_rs, _store
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
+from headwater.errors import DestinationError
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("_hw_run_id", pa.string())])
 
@@ -129,3 +132,31 @@ def test_history_numbers_commits_right_when_one_lands_while_it_is_read(
     assert landed == [True]
     assert [(c["version"], c.get("userMetadata")) for c in commits] == [
         (2, "second"), (1, "first")]
+
+
+def test_creators_racing_on_one_local_table_get_it_from_one_create_commit(
+        tmp_path: Path) -> None:
+    """The losers of version 0 adopt the winner's table (``test_s3_commits`` on S3)."""
+    start = threading.Barrier(4)
+
+    def create(_: int) -> _delta_rs.TableState:
+        start.wait()
+        return _delta_rs.create_table(str(tmp_path), SCHEMA, {})
+
+    with ThreadPoolExecutor(4) as pool:
+        states = list(pool.map(create, range(4)))
+    assert all(state == states[0] for state in states)
+    assert sorted(p.name for p in (tmp_path / "_delta_log").glob("*.json")) == [
+        f"{0:020d}.json"]
+    # A create that finds the table already there adopts it too.
+    assert _delta_rs.create_table(str(tmp_path), SCHEMA, {}) == states[0]
+
+
+def test_a_table_created_first_with_another_schema_is_not_adopted(tmp_path: Path) -> None:
+    _delta_rs.create_table(str(tmp_path), SCHEMA, {})
+    other = pa.schema([pa.field("id", pa.string()), pa.field("_hw_run_id", pa.string())])
+    with pytest.raises(DestinationError, match=r"another writer created the Delta table at "
+                       rf"{tmp_path} at the same time with a different schema \(columns "
+                       r"\['id', '_hw_run_id'\]"):
+        _delta_rs.create_table(str(tmp_path), other, {})
+    assert len(list((tmp_path / "_delta_log").glob("*.json"))) == 1
