@@ -33,6 +33,7 @@ from headwater.config._secrets import (
     mask_obj,
     redact,
     register_secrets,
+    register_spark_conf_secrets,
     secret_paths,
     secret_values,
 )
@@ -59,6 +60,7 @@ __all__ = [
     "mask_obj",
     "redact",
     "register_secrets",
+    "register_spark_conf_secrets",
     "secret_paths",
     "secret_values",
     "validate_config",

@@ -47,6 +47,7 @@ from pydantic import (
 
 from headwater.config._lineage import LineageConfig
 from headwater.config._paths import line_of
+from headwater.config._secrets import register_spark_conf_secrets
 from headwater.errors import ConfigError
 from headwater.partition_terms import parse_term
 from headwater.sync_modes import DestinationSyncMode, SyncMode
@@ -261,6 +262,7 @@ class SparkConfig(BaseModel):
 
     @model_validator(mode="after")
     def _one_way_to_connect(self) -> SparkConfig:
+        register_spark_conf_secrets(self.conf)
         if self.master and self.remote:
             raise ValueError(
                 "master and remote are mutually exclusive: set master to run Spark here or on "

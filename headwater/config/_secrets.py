@@ -192,6 +192,23 @@ def register_secrets(values: Iterable[str]) -> None:
     _registry.add(values)
 
 
+#: Spark's own default ``spark.redaction.regex``: the conf keys whose values Spark hides
+#: in its UI and logs.  Headwater hides the same values everywhere it prints.
+SPARK_SECRET_KEYS = re.compile(r"(?i)secret|password|token|access[.]?key")
+
+
+def register_spark_conf_secrets(conf: Mapping[str, str]) -> None:
+    """Register the values of ``conf`` keys Spark itself treats as secret.
+
+    Why: a connection's ``spark.conf`` (or ``--conf``) is where Spark users put
+    ``spark.hadoop.fs.s3a.secret.key`` and friends; once Headwater reads those
+    values for its own S3 access, an error quoting a request or a setting must
+    not print them.
+    """
+    register_secrets(value for key, value in conf.items()
+                     if isinstance(value, str) and SPARK_SECRET_KEYS.search(key))
+
+
 def mask(text: str) -> str:
     """``text`` with every registered secret replaced by REDACTED."""
     return _registry.mask(text)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from headwater.config import ConnectionConfig
+from headwater.config import ConnectionConfig, register_spark_conf_secrets
 from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ def spark_conf(pairs: list[str] | None) -> dict[str, str]:
         if not sep:
             raise ConfigError(f"--conf expects KEY=VALUE, got {pair!r}", field="--conf")
         conf[key.strip()] = value
+    register_spark_conf_secrets(conf)
     return conf
 
 

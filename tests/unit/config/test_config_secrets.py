@@ -210,3 +210,24 @@ def test_registry_is_safe_under_concurrent_registration() -> None:
         thread.join()
     text = " ".join(f"secret-{n:05d}" for n in range(800))
     assert mask(text) == " ".join([REDACTED] * 800)
+
+
+def test_spark_conf_values_spark_redacts_are_masked_once_a_connection_is_read() -> None:
+    from headwater.config import SparkConfig
+
+    SparkConfig(conf={
+        "spark.hadoop.fs.s3a.secret.key": "wJalrXUtnFEMI/K7MDENG",
+        "spark.hadoop.fs.s3a.access.key": "AKIAIOSFODNN7EXAMPLE",
+        "spark.hadoop.fs.s3a.bucket.logs.session.token": "FwoGZXIvYXdzEJr-token",
+        "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9000",
+    })
+    line = mask("GET http://127.0.0.1:9000 with wJalrXUtnFEMI/K7MDENG, AKIAIOSFODNN7EXAMPLE "
+                "and FwoGZXIvYXdzEJr-token")
+    assert line == f"GET http://127.0.0.1:9000 with {REDACTED}, {REDACTED} and {REDACTED}"
+
+
+def test_conf_pairs_from_the_command_line_are_masked_too() -> None:
+    from headwater.operations import spark_conf
+
+    spark_conf(["spark.hadoop.fs.s3a.secret.key=cli-secret-value-123", "spark.ui.port=4041"])
+    assert mask("cli-secret-value-123 on 4041") == f"{REDACTED} on 4041"
