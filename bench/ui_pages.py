@@ -19,8 +19,9 @@ one request at a time), reporting the median and p95 in milliseconds:
 * ``/api/connections/NAME?before=RUN`` (a page back in the history);
 * ``/api/runs/RUN`` (a run with its 10 checkpoints and 100 partitions);
 * ``/api/runs/RUN/logs``;
-* ``/metrics`` (the store's figures; its first scrape in a process sums every
-  finished run's checkpoints once and is timed apart, as "cold").
+* ``/metrics`` (the store's figures; its first scrape in a process reads every
+  finished run and sums its checkpoints once, and is timed apart, as "cold"; later
+  ones read only the runs finished since and the unfinished ones).
 
 Each route's line ends with the 1-minute load average when it finished: the
 machine is shared, and the figures mean little without it.
@@ -122,7 +123,8 @@ def seed(store_url: str, names: list[str], runs: int, partitions: int,
                                        "checkpoints": len(checkpoints),
                                        "checkpoints_done": len(checkpoints),
                                        "duration_s": 30.0, "error": None}]},
-                "error": None, "config_redacted": {"source": {"type": "sample"}}})
+                "error": None, "config_redacted": {"source": {"type": "sample"}},
+                "finished_seq": i + 1})  # finished in this order (_schema.next_finished_seq)
             attempt_rows.append({"run_id": run_id, "number": 1, "status": "succeeded",
                                  "pid": 1, "host": "bench", "started_at": started,
                                  "ended_at": started + timedelta(seconds=30), "error": None})
@@ -151,6 +153,8 @@ def seed(store_url: str, names: list[str], runs: int, partitions: int,
                 conn.execute(sa.insert(t.run_logs), log_rows)
         print(f"  seeded {len(run_ids):,} runs", file=sys.stderr, flush=True)
     with engine.begin() as conn:
+        conn.execute(sa.update(t.meta).where(t.meta.c.key == t.FINISHED_SEQ_KEY)
+                     .values(value=str(runs)))
         for name in names:
             conn.execute(sa.insert(t.states), {
                 "connection": name, "stream": "users", "run_id": run_ids[-1],
