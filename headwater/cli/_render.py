@@ -66,6 +66,15 @@ class ProgressObserver(SyncObserver):
                 completed=0 if stream.partition_count else 1,
                 stream=stream.stream.name, rows=0, status="")
 
+    def stream_resumed(self, stream: str, partitions: int, rows: int) -> None:
+        # A resumed run's bar starts at what earlier attempts released, so it ends full
+        # and its rows agree with the summary (the run's, over every attempt).
+        with self._lock:
+            task = self.tasks.get(stream)
+            if task is not None:
+                self.progress.update(task, advance=partitions,
+                                     rows=self.progress.tasks[task].fields["rows"] + rows)
+
     def checkpoint_committed(self, stream: str, partitions: int, result: CommitResult) -> None:
         with self._lock:
             task = self.tasks[stream]

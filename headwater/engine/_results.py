@@ -127,6 +127,12 @@ class SyncObserver:
     def run_started(self, run_id: str, plan: RunPlan, resumed: bool) -> None:
         """The plan is persisted and reading starts."""
 
+    def stream_resumed(self, stream: str, partitions: int, rows: int) -> None:
+        """A resumed run's stream starts: earlier attempts released checkpoints of
+        ``partitions`` planned partitions holding ``rows`` rows, which are not run again
+        (so :meth:`checkpoint_committed` never reports them).  Not called for a stream
+        with none."""
+
     def checkpoint_started(self, stream: str, index: int) -> None:
         """A lane starts checkpoint ``index``: a stop requested from now on lets it commit."""
 

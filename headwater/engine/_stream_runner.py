@@ -151,6 +151,8 @@ class StreamRunner:
         released = self.store.released_indices(self.run_id, self.name)
         todo = [c for c in self.plan.checkpoints if c.index not in released]
         self.stats.checkpoints_done = len(self.plan.checkpoints) - len(todo)
+        if released:
+            self._report_resumed(released)
         incremental = self.plan.stream.incremental
         state = self.store.get_state(self.connection, self.name) if incremental else None
         self.cursor: Cursor = stream.cursor(state, incremental)
@@ -209,6 +211,15 @@ class StreamRunner:
                     self.store.save_state(self.connection, self.name, state_after,
                                           run_id=self.run_id, checkpoint_index=None)
             stream.on_state_committed(state_after)
+
+    def _report_resumed(self, released: set[int]) -> None:
+        """Tell the observer what earlier attempts released (a progress bar starts there)."""
+        done = [c for c in self.plan.checkpoints if c.index in released]
+        rows = sum(int(c.stats.get("records_written") or 0)
+                   for c in self.store.list_checkpoints(self.run_id)
+                   if c.stream == self.name and c.index in released)
+        self.engine.observer.stream_resumed(self.name, sum(len(c.partitions) for c in done),
+                                            rows)
 
     def _run_checkpoints(self, stream: Stream, checkpoints: Sequence[CheckpointPlan]) -> None:
         for checkpoint in checkpoints:

@@ -1,28 +1,35 @@
-"""Totals over the whole store, computed by the database: what metrics and overviews read.
+"""Totals over the whole store: what metrics and overviews read.
 
-Every figure here is one aggregate query, so a scrape costs the same on a store
-with ten runs as on one with ten thousand (no run's plan or stats is loaded
-into Python).  What each query touches:
+Why it is incremental: Prometheus scrapes every 15 s for as long as the
+platform runs, so a scrape must cost what changed since the last one, not the
+whole history.  A finished run (``succeeded``, ``failed``) never changes, nor
+do its checkpoints (:meth:`MetadataStore.finish_run`,
+:meth:`MetadataStore.record_checkpoint`), and the transaction that finishes it
+gives it the next ``runs.finished_seq`` (see
+:func:`~headwater.metadata_store._schema.next_finished_seq`: every snapshot
+holds a prefix of those numbers).  So :class:`FiguresCache` keeps the finished
+runs' share of every figure, and each call reads, by index:
 
-* run counts, durations and last runs: the ``runs`` table's narrow columns
-  (``connection``, ``kind``, ``status``, ``started_at``, ``ended_at``), which
-  SQLite keeps ahead of the JSON columns in each row;
-* stream totals: JSON values of each durable checkpoint row (``json_extract``
-  on SQLite, ``->>`` on PostgreSQL).  This is the one figure that reads JSON:
-  its cost grows with the number of checkpoint rows, so the finished runs'
-  share is kept between calls (see :class:`StreamTotalsCache`);
-* current states: one row per stream.
+* the runs finished since the call before (``finished_seq`` above the highest
+  it has seen): folded into the kept share, their checkpoints summed once;
+* the unfinished runs (``finished_seq`` null: ``running`` and ``stopped``,
+  a few), and their checkpoints, afresh (a stopped run is resumed later,
+  a running one commits more);
+* the current states (one row per stream).
 
-All of them are read in one snapshot transaction (:meth:`MetadataStore.figures`),
-so they describe one moment: a run never counts as finished in one figure and
-running in another.
+Runs of every process sharing the store count (``serve``, a ``headwater sync``
+by hand, another host): they are rows of the store, numbered when they finish.
+All of it is read in one snapshot transaction (:meth:`MetadataStore.figures`),
+so the figures describe one moment: a run never counts as finished in one
+figure and running in another.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -113,80 +120,183 @@ class StoreFigures:
 
 
 def read_figures(conn: Connection, duration_buckets: Sequence[float],
-                 totals: StreamTotalsCache | None = None) -> StoreFigures:
-    """Every figure of the store, inside the caller's (snapshot) transaction."""
-    return StoreFigures(
-        run_counts=run_counts(conn),
-        durations=run_durations(conn, duration_buckets),
-        last_runs=last_runs(conn),
-        stream_totals=(totals or StreamTotalsCache()).totals(conn),
-        states=current_states(conn),
-    )
+                 cache: FiguresCache | None = None) -> StoreFigures:
+    """Every figure of the store, inside the caller's (snapshot) transaction.
 
-
-def run_counts(conn: Connection) -> list[RunCount]:
-    r = t.runs
-    query = (sa.select(r.c.connection, r.c.kind, r.c.status, sa.func.count())
-             .group_by(r.c.connection, r.c.kind, r.c.status)
-             .order_by(r.c.connection, r.c.kind, r.c.status))
-    return [RunCount(*row) for row in conn.execute(query)]
-
-
-def _seconds_between(conn: Connection, start: Any, end: Any) -> ColumnElement[Any]:
-    """``end - start`` in seconds, on either database (SQLite keeps times as text)."""
-    if conn.dialect.name == "sqlite":
-        return (sa.func.julianday(end) - sa.func.julianday(start)) * 86400.0
-    return sa.extract("epoch", sa.type_coerce(end, sa.DateTime(timezone=True))
-                      - sa.type_coerce(start, sa.DateTime(timezone=True)))
-
-
-def run_durations(conn: Connection, buckets: Sequence[float]) -> list[DurationHistogram]:
-    """Per connection, its finished runs (``succeeded``, ``failed``) bucketed.
-
-    Not its ``stopped`` runs: a stopped run is resumed by the next sync (it is
-    ``running`` again, with no end) and finishes later with a longer duration,
-    so counted while stopped it would leave the histogram when resumed, and
-    Prometheus reads a histogram's counts going down as a counter reset.  A
-    finished run never changes: the counts only grow, and a run of several
-    attempts counts once, from its first attempt's start to its last one's end.
+    ``cache`` keeps the finished runs' share between calls (a new one: every
+    run is read, as on a first scrape).  Calls sharing a cache must not run
+    at once: :meth:`MetadataStore.figures` holds :attr:`FiguresCache.lock`
+    from before its transaction begins, so each call's snapshot is at least
+    as new as the one the cache was last brought to.
     """
-    r = t.runs
-    ended = (sa.select(r.c.connection,
-                       _seconds_between(conn, r.c.started_at, r.c.ended_at).label("d"))
-             .where(r.c.status.in_(sorted(FINISHED_STATUSES))).subquery())
-    bounds = sorted(float(b) for b in buckets)
-    columns = [sa.func.sum(sa.case((ended.c.d <= bound, 1), else_=0)) for bound in bounds]
-    query = (sa.select(ended.c.connection, sa.func.count(), sa.func.sum(ended.c.d), *columns)
-             .group_by(ended.c.connection).order_by(ended.c.connection))
-    return [DurationHistogram(connection=row[0], count=int(row[1]), sum_s=float(row[2] or 0),
-                              buckets=tuple(zip(bounds, (int(n or 0) for n in row[3:]),
-                                                strict=True)))
-            for row in conn.execute(query)]
+    cache = cache if cache is not None else FiguresCache()
+    finished = cache.brought_up_to_date(conn, duration_buckets)
+    fresh = _Share(tuple(sorted(float(b) for b in duration_buckets)))
+    unfinished = conn.execute(_RUN_COLUMNS.where(t.runs.c.finished_seq.is_(None))).all()
+    fresh.add_runs(unfinished)
+    fresh.add_sums(_sum_checkpoints(conn, [row.run_id for row in unfinished]))
+    return finished.merged(fresh).figures(current_states(conn))
 
 
-def last_runs(conn: Connection) -> list[LastRun]:
-    """Per connection with runs: its newest ended run, and when its last good sync ended."""
-    r = t.runs
-    ranked = (sa.select(r.c.connection, r.c.kind, r.c.status, r.c.started_at, r.c.ended_at,
-                        sa.func.row_number().over(
-                            partition_by=r.c.connection,
-                            order_by=(r.c.started_at.desc(), r.c.run_id.desc())).label("n"))
-              .where(r.c.ended_at.is_not(None)).subquery())
-    newest = {row.connection: row for row in
-              conn.execute(sa.select(ranked).where(ranked.c.n == 1))}
-    success = dict(conn.execute(
-        sa.select(r.c.connection, sa.func.max(r.c.ended_at))
-        .where(r.c.status == "succeeded", r.c.kind == "sync").group_by(r.c.connection)).all())
-    names = sorted(set(conn.execute(sa.select(r.c.connection).distinct()).scalars()))
-    found = []
-    for name in names:
-        row = newest.get(name)
-        found.append(LastRun(connection=name,
-                             kind=row.kind if row else None, status=row.status if row else None,
-                             started_at=row.started_at if row else None,
-                             ended_at=row.ended_at if row else None,
-                             last_success_at=success.get(name)))
-    return found
+#: The columns of ``runs`` every figure reads (never the JSON ones).
+_RUN_COLUMNS = sa.select(t.runs.c.run_id, t.runs.c.connection, t.runs.c.kind, t.runs.c.status,
+                         t.runs.c.started_at, t.runs.c.ended_at, t.runs.c.finished_seq)
+
+_Key = tuple[str, str]
+
+
+@dataclass
+class _Histogram:
+    """One connection's finished run durations: per-bound counts (cumulative), count, sum."""
+
+    bounds: tuple[float, ...]
+    le: list[int]
+    count: int = 0
+    sum_s: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.count += 1
+        self.sum_s += seconds
+        for i, bound in enumerate(self.bounds):
+            if seconds <= bound:
+                self.le[i] += 1
+
+    def merged(self, other: _Histogram) -> _Histogram:
+        return _Histogram(self.bounds, [a + b for a, b in zip(self.le, other.le, strict=True)],
+                          self.count + other.count, self.sum_s + other.sum_s)
+
+
+#: The newest ended run of a connection, compared by (started_at, run_id) as ``runs`` lists.
+_Newest = tuple[datetime, str, str, str, datetime]
+
+
+@dataclass
+class _Share:
+    """Every figure of a set of runs, kept as sums, counts and maxima: so the share of
+    the finished runs and that of the unfinished ones add up to the store's."""
+
+    bounds: tuple[float, ...]
+    counts: Counter[tuple[str, str, str]] = field(default_factory=Counter)
+    durations: dict[str, _Histogram] = field(default_factory=dict)
+    newest: dict[str, _Newest] = field(default_factory=dict)
+    last_success: dict[str, datetime] = field(default_factory=dict)
+    #: Per (connection, stream): checkpoints, then each of ``_SUMMED``.
+    sums: dict[_Key, list[int]] = field(default_factory=dict)
+
+    def add_runs(self, rows: Iterable[Any]) -> None:
+        for row in rows:
+            self.counts[row.connection, row.kind, row.status] += 1
+            if row.ended_at is None:
+                continue  # running: no duration, not "last"
+            newest = (row.started_at, row.run_id, row.kind, row.status, row.ended_at)
+            if row.connection not in self.newest or newest[:2] > self.newest[row.connection][:2]:
+                self.newest[row.connection] = newest
+            if row.status not in FINISHED_STATUSES:
+                # A stopped run is resumed later and finishes with a longer duration:
+                # counted now, it would leave the histogram then (counts going down).
+                continue
+            seconds = (row.ended_at - row.started_at).total_seconds()
+            self.durations.setdefault(
+                row.connection, _Histogram(self.bounds, [0] * len(self.bounds))).add(seconds)
+            if row.status == "succeeded" and row.kind == "sync":
+                best = self.last_success.get(row.connection)
+                self.last_success[row.connection] = max(row.ended_at, best or row.ended_at)
+
+    def add_sums(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        for connection, stream, *figures in rows:
+            total = self.sums.setdefault((connection, stream), [0] * (1 + len(_SUMMED)))
+            for i, figure in enumerate(figures):
+                total[i] += int(figure)
+
+    def merged(self, other: _Share) -> _Share:
+        """Both shares together (neither is changed)."""
+        both = _Share(self.bounds, counts=self.counts + other.counts,
+                      durations=dict(self.durations), newest=dict(self.newest),
+                      last_success=dict(self.last_success),
+                      sums={key: list(values) for key, values in self.sums.items()})
+        for name, histogram in other.durations.items():
+            mine = both.durations.get(name)
+            both.durations[name] = histogram if mine is None else mine.merged(histogram)
+        for name, newest in other.newest.items():
+            if name not in both.newest or newest[:2] > both.newest[name][:2]:
+                both.newest[name] = newest
+        for name, at in other.last_success.items():
+            both.last_success[name] = max(at, both.last_success.get(name, at))
+        both.add_sums((*key, *values) for key, values in other.sums.items())
+        return both
+
+    def figures(self, states: list[StreamState]) -> StoreFigures:
+        names = sorted({connection for connection, _, _ in self.counts})
+        last_runs = []
+        for name in names:
+            newest = self.newest.get(name)
+            last_runs.append(LastRun(
+                connection=name, kind=newest[2] if newest else None,
+                status=newest[3] if newest else None,
+                started_at=newest[0] if newest else None,
+                ended_at=newest[4] if newest else None,
+                last_success_at=self.last_success.get(name)))
+        return StoreFigures(
+            run_counts=[RunCount(*key, count) for key, count in sorted(self.counts.items())
+                        if count],
+            durations=[DurationHistogram(connection=name, count=h.count, sum_s=h.sum_s,
+                                         buckets=tuple(zip(h.bounds, h.le, strict=True)))
+                       for name, h in sorted(self.durations.items())],
+            last_runs=last_runs,
+            stream_totals=[StreamTotals(connection, stream, *values)
+                           for (connection, stream), values in sorted(self.sums.items())],
+            states=states,
+        )
+
+
+class FiguresCache:
+    """The finished runs' share of every figure, kept between calls of
+    :func:`read_figures` (one per :class:`MetadataStore`, so per process).
+
+    Why it is exact: see the module docstring; in short, rows with a
+    ``finished_seq`` never change, and a run that finishes after a call gets a
+    number above every one that call saw.  Why it is needed: the stream totals
+    parse each durable checkpoint's ``stats`` JSON (which also holds its
+    partition list): 1.7 to 3 s over 100,000 checkpoints on SQLite, and the
+    run figures read every run row.  The first call pays that; later ones read
+    only what changed.
+
+    It is thrown away and built again when the store no longer holds the run
+    it last counted with the number it had (a store restored from an older
+    copy, or another database at the same URL), and when the histogram's
+    bounds change.
+    """
+
+    #: Runs whose checkpoints are summed per query (bound parameters of one ``IN``).
+    CHUNK = 500
+
+    def __init__(self) -> None:
+        #: Held by a call from before its snapshot begins to its end (see :func:`read_figures`).
+        self.lock = threading.Lock()
+        self._share: _Share | None = None
+        self._seen: tuple[int, str] | None = None  # the highest finished_seq counted, its run
+
+    def brought_up_to_date(self, conn: Connection,
+                           duration_buckets: Sequence[float]) -> _Share:
+        """The finished runs' share as of ``conn``'s snapshot (read only what is new)."""
+        bounds = tuple(sorted(float(b) for b in duration_buckets))
+        r = t.runs
+        if (self._share is None or self._share.bounds != bounds
+                or (self._seen is not None and conn.execute(
+                    sa.select(r.c.run_id).where(r.c.run_id == self._seen[1],
+                                                r.c.finished_seq == self._seen[0])
+                ).first() is None)):
+            self._share, self._seen = _Share(bounds), None
+        after = -1 if self._seen is None else self._seen[0]
+        new = conn.execute(_RUN_COLUMNS.where(r.c.finished_seq > after)
+                           .order_by(r.c.finished_seq)).all()
+        if new:
+            # Built aside: a call that fails half way leaves the cache as it was.
+            share = self._share.merged(_Share(bounds))
+            share.add_runs(new)
+            share.add_sums(_sum_checkpoints(conn, [row.run_id for row in new]))
+            self._share, self._seen = share, (new[-1].finished_seq, new[-1].run_id)
+        return self._share
 
 
 def _stat(conn: Connection, key: str) -> ColumnElement[int]:
@@ -200,104 +310,19 @@ def _stat(conn: Connection, key: str) -> ColumnElement[int]:
     return sa.func.coalesce(sa.func.sum(value), 0)
 
 
-_Key = tuple[str, str]
-#: Per (connection, stream): checkpoints, then each of ``_SUMMED``.
-_Sums = dict[_Key, list[int]]
-
-
-def _sum_checkpoints(conn: Connection, where: ColumnElement[bool],
-                     *, by_run: bool = False) -> list[tuple[Any, ...]]:
-    """``(run_id?, connection, stream, checkpoints, *_SUMMED)`` over durable checkpoints."""
+def _sum_checkpoints(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+    """``(connection, stream, checkpoints, *_SUMMED)`` over the durable checkpoints of
+    ``run_ids``, a few hundred runs per query (selected by run id, so the database
+    reads only these runs' checkpoints: their primary key starts with it)."""
     c, r = t.checkpoints, t.runs
-    keys = [c.c.run_id] if by_run else []
-    query = (sa.select(*keys, r.c.connection, c.c.stream, sa.func.count(),
-                       *(_stat(conn, key) for key in _SUMMED))
-             .select_from(c.join(r, c.c.run_id == r.c.run_id))
-             .where(c.c.status.in_(_DURABLE), where)
-             .group_by(*keys, r.c.connection, c.c.stream))
-    return [tuple(row) for row in conn.execute(query)]
-
-
-def _add(sums: _Sums, rows: list[tuple[Any, ...]]) -> None:
-    for connection, stream, *figures in rows:
-        total = sums.setdefault((connection, stream), [0] * (1 + len(_SUMMED)))
-        for i, figure in enumerate(figures):
-            total[i] += int(figure)
-
-
-class StreamTotalsCache:
-    """Per (connection, stream): durable checkpoints and the records and bytes they
-    hold, with the finished runs' share kept between calls.
-
-    Each checkpoint row counts once however many attempts recorded it (the row
-    is keyed by run, stream and index), so the totals only grow as runs commit.
-
-    Why it is right to keep: a finished run (``succeeded`` or ``failed``)
-    never changes, nor do its checkpoints, so what they hold is summed once
-    per process; each call sums only the runs finished since, and the
-    unfinished runs' checkpoints (few) afresh.  A store that lost a run
-    this cache counted (restored from an older copy) is summed again from
-    scratch.  Call :meth:`totals` inside a snapshot transaction (see
-    :meth:`Database.read`), so a run that finishes meanwhile is counted once.
-
-    Why it is needed: the sums parse each durable checkpoint's ``stats`` JSON,
-    which also holds its partition list and per-partition figures.  Measured
-    on SQLite with 100,000 checkpoint rows (10,000 runs, 1,000,000
-    partitions) on a busy two-core machine: 1.7 to 3 s over every run, where
-    every other figure here takes under 0.5 s together.  With this cache only
-    the first call pays that; later ones take about 50 ms (every run's id and
-    status, then the new and unfinished runs' checkpoints by primary key).
-    SQLite 3.40 (Debian 12's) cannot answer the sums from an index on the
-    ``json_extract`` expressions (3.41+ can use such an index as covering).
-    What would make even the first call one row per stream: a
-    ``stream_totals`` table that ``record_checkpoint`` / ``release_checkpoint``
-    bump by the difference a checkpoint's status change makes, in the same
-    transaction (a schema version bump, so older Headwater refuses a store it
-    would not keep in step).
-
-    Thread-safe: one call at a time updates it.
-    """
-
-    #: Finished runs summed per query (bound parameters of one ``IN``).
-    CHUNK = 500
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._runs: set[str] = set()
-        self._sums: _Sums = {}
-
-    def totals(self, conn: Connection) -> list[StreamTotals]:
-        finished: set[str] = set()
-        unfinished: list[str] = []
-        for run_id, status in conn.execute(sa.select(t.runs.c.run_id, t.runs.c.status)):
-            if status in FINISHED_STATUSES:
-                finished.add(run_id)
-            else:
-                unfinished.append(run_id)
-        with self._lock:
-            if not self._runs <= finished:
-                self._runs, self._sums = set(), {}
-            new = sorted(finished - self._runs)
-            for chunk in _chunks(new, self.CHUNK):
-                _add(self._sums, [row[1:] for row in self._sum(conn, chunk, by_run=True)])
-            self._runs |= set(new)
-            sums = {key: list(values) for key, values in self._sums.items()}
-        for chunk in _chunks(sorted(unfinished), self.CHUNK):
-            _add(sums, self._sum(conn, chunk))
-        return [StreamTotals(connection, stream, *values)
-                for (connection, stream), values in sorted(sums.items())]
-
-    @staticmethod
-    def _sum(conn: Connection, run_ids: list[str],
-             *, by_run: bool = False) -> list[tuple[Any, ...]]:
-        # Selected by run id, so the database reads only these runs' checkpoints
-        # (the checkpoints' primary key starts with it).
-        return _sum_checkpoints(conn, t.checkpoints.c.run_id.in_(run_ids), by_run=by_run)
-
-
-def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+    for i in range(0, len(run_ids), FiguresCache.CHUNK):
+        query = (sa.select(r.c.connection, c.c.stream, sa.func.count(),
+                           *(_stat(conn, key) for key in _SUMMED))
+                 .select_from(c.join(r, c.c.run_id == r.c.run_id))
+                 .where(c.c.status.in_(_DURABLE),
+                        c.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK]))
+                 .group_by(r.c.connection, c.c.stream))
+        yield from (tuple(row) for row in conn.execute(query))
 
 
 def current_states(conn: Connection) -> list[StreamState]:

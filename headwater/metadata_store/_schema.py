@@ -15,7 +15,8 @@ inside one transaction.  SQLite gets three things on every connection:
 
 ``SCHEMA_VERSION`` is stored in the ``meta`` table when the store is created;
 a later release that changes a table bumps it and migrates older stores when it
-opens them (:data:`MIGRATIONS`): version 2 added ``run_logs``.  A store newer
+opens them (:data:`MIGRATIONS`): version 2 added ``run_logs``, version 3
+``runs.finished_seq`` (see :func:`next_finished_seq`).  A store newer
 than this code is refused, so an older Headwater never writes a layout it does
 not know.
 """
@@ -36,16 +37,13 @@ from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.engine.url import URL
 
 from headwater.errors import HeadwaterError, MetadataStoreError
+from headwater.metadata_store._models import FINISHED_STATUSES
 
 #: Version of the table layout below; stored in ``meta`` under ``schema_version``.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
-#: What opening a store of an older version does to bring it to each newer one, in
-#: order.  New tables need no step of their own: ``create_all`` adds every missing
-#: table first; a step here would alter existing tables.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {
-    2: lambda conn: None,  # run_logs (a new table)
-}
+#: The ``meta`` key of the last ``runs.finished_seq`` handed out (see :func:`next_finished_seq`).
+FINISHED_SEQ_KEY = "finished_seq"
 
 #: How long a SQLite write waits for another process's write to finish.
 SQLITE_BUSY_TIMEOUT_S = 30.0
@@ -168,9 +166,14 @@ runs = sa.Table(
     sa.Column("stats", JSONText, nullable=True),
     sa.Column("error", sa.Text, nullable=True),
     sa.Column("config_redacted", JSONText, nullable=False),
+    # Set once, in the transaction that finishes the run (see next_finished_seq).
+    sa.Column("finished_seq", sa.BigInteger, nullable=True),
     sa.Index("ix_runs_connection_started", "connection", "started_at"),
     sa.Index("ix_runs_connection_status", "connection", "status"),
 )
+
+#: The finished runs after a given one, and the unfinished ones (``IS NULL``), by index.
+ix_runs_finished_seq = sa.Index("ix_runs_finished_seq", runs.c.finished_seq)
 
 attempts = sa.Table(
     "attempts",
@@ -243,6 +246,45 @@ locks = sa.Table(
 def utcnow() -> datetime:
     """The current time, aware, in UTC: the only clock the store uses."""
     return datetime.now(UTC)
+
+
+def next_finished_seq(conn: Connection) -> int:
+    """The ``finished_seq`` of a run finishing in ``conn``'s write transaction.
+
+    Why: a finished run never changes, so whoever aggregates runs (the
+    ``/metrics`` figures) can keep the finished runs' share and, on each
+    call, read only the runs finished since (``finished_seq`` above the
+    highest it has seen) plus the unfinished ones (``finished_seq`` null).
+    That is exact only if every reader's snapshot holds a *prefix* of the
+    numbers: the counter is a row of ``meta`` that this ``UPDATE`` locks
+    until the transaction commits (SQLite: the whole file, from ``BEGIN
+    IMMEDIATE``), so number ``n`` is committed before any writer can take
+    ``n + 1``.  A database sequence would not do: it hands numbers out in
+    the order transactions ask, not the order they commit.
+    """
+    key = meta.c.key == FINISHED_SEQ_KEY
+    conn.execute(sa.update(meta).where(key).values(
+        value=sa.cast(sa.cast(meta.c.value, sa.BigInteger) + 1, sa.Text)))
+    return int(conn.execute(sa.select(meta.c.value).where(key)).scalar_one())
+
+
+def _add_finished_seq(conn: Connection) -> None:
+    """Version 3: ``runs.finished_seq``, 0 for the runs already finished (they come
+    before any run finished from now on), its index, and its counter."""
+    conn.execute(sa.text("ALTER TABLE runs ADD COLUMN finished_seq BIGINT"))
+    conn.execute(sa.update(runs).where(runs.c.status.in_(sorted(FINISHED_STATUSES)))
+                 .values(finished_seq=0))
+    ix_runs_finished_seq.create(conn)
+    conn.execute(sa.insert(meta).values(key=FINISHED_SEQ_KEY, value="0"))
+
+
+#: What opening a store of an older version does to bring it to each newer one, in
+#: order.  New tables need no step of their own: ``create_all`` adds every missing
+#: table first; a step here alters existing tables.
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {
+    2: lambda conn: None,  # run_logs (a new table)
+    3: _add_finished_seq,
+}
 
 
 class WriteConflict(Exception):
@@ -389,6 +431,7 @@ class Database:
                     "schema_version": str(SCHEMA_VERSION),
                     "store_id": str(uuid.uuid4()),
                     "created_at": utcnow().isoformat(),
+                    FINISHED_SEQ_KEY: "0",
                 }
                 conn.execute(sa.insert(meta), [{"key": k, "value": v} for k, v in rows.items()])
             version = int(rows["schema_version"])

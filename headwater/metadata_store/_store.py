@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection
 
 from headwater.errors import MetadataStoreError
 from headwater.metadata_store import _schema as t
-from headwater.metadata_store._figures import StoreFigures, StreamTotalsCache, read_figures
+from headwater.metadata_store._figures import FiguresCache, StoreFigures, read_figures
 from headwater.metadata_store._lock import LockHandle, hold_lock, read_holder
 from headwater.metadata_store._models import (
     ATTEMPT_END_STATUSES,
@@ -80,7 +80,7 @@ class MetadataStore:
     def __init__(self, url: str) -> None:
         self._db = t.Database(url)
         self._store_id = self._db.create_schema()
-        self._totals = StreamTotalsCache()  # for figures(): finished runs are summed once
+        self._figures = FiguresCache()  # for figures(): finished runs are read once
 
     @staticmethod
     def default_url(workdir: Path) -> str:
@@ -369,7 +369,9 @@ class MetadataStore:
         state_after: dict[str, Any],
         error: str | None,
     ) -> None:
-        """Close a ``running`` run; a run is finished once, then never changes."""
+        """Close a ``running`` run; a run is finished once, then never changes (nor do
+        its checkpoints: :meth:`record_checkpoint` refuses), and it gets the next
+        ``finished_seq`` (see :func:`~headwater.metadata_store._schema.next_finished_seq`)."""
         _check_status(status, FINISHED_STATUSES, "run")
 
         def finish(conn: Connection) -> None:
@@ -383,6 +385,7 @@ class MetadataStore:
                     stats=stats,
                     state_after=state_after,
                     error=error,
+                    finished_seq=t.next_finished_seq(conn),
                 )
             )
 
@@ -515,11 +518,15 @@ class MetadataStore:
         status: CheckpointStatus,
         stats: dict[str, Any],
     ) -> None:
-        """Record (or update) what happened to checkpoint ``index`` of a run's stream."""
+        """Record (or update) what happened to checkpoint ``index`` of a run's stream.
+
+        Refused once the run is finished: what a finished run committed is final
+        (the ``/metrics`` totals keep it, summed once).
+        """
         _check_status(status, CHECKPOINT_STATUSES, "checkpoint")
 
         def record(conn: Connection) -> None:
-            _require_run(conn, run_id)
+            _require_unfinished_run(conn, run_id)
             _record_checkpoint(
                 conn, run_id, stream, index, checkpoint_id, status=status, stats=stats
             )
@@ -544,7 +551,7 @@ class MetadataStore:
         """
 
         def release(conn: Connection) -> None:
-            connection = _require_run(conn, run_id)[0]
+            connection = _require_unfinished_run(conn, run_id)
             _save_state(conn, connection, stream, state, run_id=run_id, checkpoint_index=index)
             _record_checkpoint(
                 conn, run_id, stream, index, checkpoint_id, status="released", stats=stats
@@ -574,12 +581,14 @@ class MetadataStore:
         """Run counts, run durations bucketed by ``duration_buckets`` (seconds), last
         runs, per-stream totals and current states, all from one transaction.
 
-        Aggregated by the database (see :mod:`headwater.metadata_store._figures`),
-        so it stays cheap on a store with a long history; the finished runs'
-        share of the stream totals is summed once per instance.
+        Incremental (see :mod:`headwater.metadata_store._figures`): the finished
+        runs' share is read once per instance, then each call reads the runs
+        finished since and the unfinished ones, so it stays cheap however long
+        the history.  Calls on one instance take turns.
         """
-        return self._db.read(lambda conn: read_figures(conn, duration_buckets, self._totals),
-                             snapshot=True)
+        with self._figures.lock:  # before the snapshot begins: see read_figures
+            return self._db.read(
+                lambda conn: read_figures(conn, duration_buckets, self._figures), snapshot=True)
 
     # -- a connector's own state, staged before its checkpoint commits -------
 
@@ -705,6 +714,16 @@ def _require_run(conn: Connection, run_id: str) -> tuple[str, str]:
     if row is None:
         raise MetadataStoreError(f"the metadata store has no run {run_id}", run_id=run_id)
     return row.connection, row.status
+
+
+def _require_unfinished_run(conn: Connection, run_id: str) -> str:
+    """The run's connection; raises if it has no such run or the run is finished."""
+    connection, status = _require_run(conn, run_id)
+    if status in FINISHED_STATUSES:
+        raise MetadataStoreError(
+            f"run {run_id} already finished with status {status}: its checkpoints are final",
+            run_id=run_id)
+    return connection
 
 
 def _require_running_run(conn: Connection, run_id: str) -> None:

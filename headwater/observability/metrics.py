@@ -5,10 +5,12 @@ sync of a connection records its runs and checkpoints in the metadata store,
 whichever process ran it (``serve``, a ``headwater sync`` by hand, another
 host sharing the store).  Reading the store when Prometheus scrapes makes the
 figures right after a restart and across processes, and nothing is counted
-twice.  The store aggregates in SQL (:meth:`MetadataStore.figures`), so a scrape
-stays cheap with a long history.  Under ``headwater serve`` the scheduler's live
-health (its loop, runs in progress, next firings, files that fail to load) is
-added from :meth:`Scheduler.snapshot`.
+twice.  The store keeps the finished runs' share of the figures per process and
+reads only the runs finished since the last scrape and the unfinished ones
+(:meth:`MetadataStore.figures`), so a scrape costs what changed, not the whole
+history; keep one store (and one collector) per process.  Under ``headwater
+serve`` the scheduler's live health (its loop, runs in progress, next firings,
+files that fail to load) is added from :meth:`Scheduler.snapshot`.
 
 Label values are connection, stream, kind and status names, masked with the
 process's registered secrets like every other output; no error message, URL or

@@ -80,6 +80,9 @@ def _watch_runs(engine: SyncEngine, job: Job) -> None:
             job.run_started.set()
             inner.run_started(run_id, plan, resumed)
 
+        def stream_resumed(self, stream: str, partitions: int, rows: int) -> None:
+            inner.stream_resumed(stream, partitions, rows)
+
         def checkpoint_started(self, stream: str, index: int) -> None:
             inner.checkpoint_started(stream, index)
 

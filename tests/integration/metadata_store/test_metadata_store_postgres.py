@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 
@@ -33,6 +34,14 @@ from tests.unit.metadata_store.test_metadata_store_figures import (  # noqa: F40
     test_states_are_the_current_ones,
     test_stream_totals_stay_right_as_runs_finish_between_calls,
     test_stream_totals_sum_durable_checkpoints_once_each,
+)
+from tests.unit.metadata_store.test_metadata_store_figures_incremental import (  # noqa: F401
+    BUCKETS,
+    exact,
+    from_scratch,
+    test_a_schema_2_store_is_numbered_when_opened_and_counts_the_same,
+    test_a_stopped_run_resumed_by_another_process_counts_once_it_finishes,
+    test_each_call_equals_the_figures_from_scratch_as_the_history_grows,
 )
 from tests.unit.metadata_store.test_metadata_store_lock import (  # noqa: F401
     HOLD_LOCK,
@@ -108,3 +117,46 @@ def test_lock_of_a_killed_process_is_taken_over(store: MetadataStore, store_url:
     finally:
         child.kill()
         child.wait()
+
+
+def test_runs_finished_at_once_by_several_processes_are_each_counted_once(
+        store: MetadataStore, store_url: str) -> None:
+    """``finished_seq`` follows the commits: writers finishing runs at the same time,
+    each on its own connection, while the serving store reads its figures over and
+    over, leave it with the figures a new process computes from scratch."""
+    writers = [MetadataStore(store_url) for _ in range(3)]
+    runs = [[w.create_run(f"c{n}", plan={}, state_before={}, config_redacted={})
+             for _ in range(12)] for n, w in enumerate(writers)]
+    for writer, run_ids in zip(writers, runs, strict=True):
+        for run_id in run_ids:
+            writer.start_attempt(run_id, pid=1, host="h")
+            writer.record_checkpoint(run_id, "s", 1, "cp", status="committed",
+                                     stats={"records_written": 1})
+    go = threading.Barrier(len(writers) + 1)
+
+    def finish(writer: MetadataStore, run_ids: list[str]) -> None:
+        go.wait()
+        for run_id in run_ids:
+            writer.finish_run(run_id, status="succeeded", stats={}, state_after={},
+                              error=None)
+
+    threads = [threading.Thread(target=finish, args=pair) for pair in zip(writers, runs,
+                                                                        strict=True)]
+    try:
+        for thread in threads:
+            thread.start()
+        go.wait()
+        while any(thread.is_alive() for thread in threads):
+            store.figures(BUCKETS)
+        for thread in threads:
+            thread.join()
+        figures = store.figures(BUCKETS)
+        assert exact(figures) == exact(from_scratch(store))
+        assert sum(c.count for c in figures.run_counts if c.status == "succeeded") == 36
+        assert sum(t.records_written for t in figures.stream_totals) == 36
+        with store._db.engine.connect() as db:
+            numbers = db.exec_driver_sql("SELECT finished_seq FROM runs").scalars().all()
+        assert sorted(numbers) == list(range(1, 37))
+    finally:
+        for writer in writers:
+            writer.close()

@@ -6,11 +6,13 @@ starts (that checkpoint commits, the third never starts); the next sync resumes
 the run and commits the third.  The run landed 300 rows: the sync's result, the
 run's record, ``headwater runs --json``, the page's connections list, connection
 page and run page, and ``/metrics`` must all say 300 (and the same bytes), not the
-100 the resuming attempt committed itself.
+100 the resuming attempt committed itself; and the CLI's progress bar of the resuming
+sync starts at the two partitions already committed and ends full (3/3, 300 rows).
 """
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -18,8 +20,10 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
+from rich.console import Console
 from typer.testing import CliRunner
 
+from headwater.cli._render import ProgressObserver
 from headwater.cli.app import app as cli_app
 from headwater.config import load_connection
 from headwater.engine import SyncEngine, SyncObserver, SyncResult
@@ -75,8 +79,13 @@ def test_every_view_counts_every_attempt_of_a_resumed_run(spark: Any, tmp_path: 
     stopped = run(path, StopAtSecond())
     assert stopped.status == "stopped", stopped.to_dict()
     assert stopped.streams[0].records_written == 200
-    resumed = run(path)
+    terminal = io.StringIO()
+    with ProgressObserver(Console(file=terminal, width=160, color_system=None)) as progress:
+        resumed = run(path, progress)
     assert (resumed.run_id, resumed.attempt, resumed.status) == (stopped.run_id, 2, "succeeded")
+    [bar] = progress.progress.tasks
+    assert (bar.completed, bar.total, bar.fields["rows"]) == (3, 3, 300)
+    assert "3/3 partitions" in terminal.getvalue(), terminal.getvalue()
     run_id = resumed.run_id
 
     # The engine's result and the run's record: the run's figures, not the attempt's 100.

@@ -123,18 +123,19 @@ def test_a_connection_whose_only_run_is_running_has_no_last_run(
 
 def test_stream_totals_sum_durable_checkpoints_once_each(
         store: MetadataStore, clock: Clock) -> None:
-    first = run(store, clock, "orders", seconds=1, checkpoints={
+    first = run(store, clock, "orders", seconds=1, status="running", checkpoints={
         "users": [{"records_written": 100, "records_rejected": 2, "bytes": 4000},
                   {"records_written": 50, "records_rejected": 0, "bytes": 2500}],
         "orders": [{"records_written": 7, "bytes": 300},
                    {"status": "failed", "error": "boom"}]})
-    run(store, clock, "orders", seconds=1, checkpoints={
-        "users": [{"records_written": 10, "records_rejected": 1, "bytes": 400}]})
-    run(store, clock, "other", seconds=1, checkpoints={"users": [{"records_written": 1}]})
     # Released later with the same figures (as the engine does): still counted once.
     store.release_checkpoint(first, "users", 1, "cp1", state=DATE_RANGE,
                              stats={"records_written": 100, "records_rejected": 2,
                                     "bytes": 4000})
+    store.finish_run(first, status="succeeded", stats={}, state_after={}, error=None)
+    run(store, clock, "orders", seconds=1, checkpoints={
+        "users": [{"records_written": 10, "records_rejected": 1, "bytes": 400}]})
+    run(store, clock, "other", seconds=1, checkpoints={"users": [{"records_written": 1}]})
 
     totals = {(t.connection, t.stream): t for t in store.figures([1]).stream_totals}
 

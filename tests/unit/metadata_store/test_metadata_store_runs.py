@@ -102,8 +102,14 @@ def test_a_finished_run_cannot_change(store: MetadataStore) -> None:
         store.finish_run(run_id, status="failed", stats={}, state_after={}, error="late")
     with pytest.raises(MetadataStoreError, match="already finished"):
         store.start_attempt(run_id, pid=1, host="h")
+    # Nor its checkpoints: what a finished run committed is final (/metrics keeps it).
+    with pytest.raises(MetadataStoreError, match=r"already finished.*checkpoints are final"):
+        store.record_checkpoint(run_id, "s", 1, "p", status="committed", stats={})
+    with pytest.raises(MetadataStoreError, match="already finished"):
+        store.release_checkpoint(run_id, "s", 1, "p", state={"cursor": 1}, stats={})
     run = store.get_run(run_id)
     assert run is not None and run.status == "succeeded"
+    assert store.list_checkpoints(run_id) == [] and store.get_state("orders_to_lake", "s") is None
 
 
 def test_unknown_runs_attempts_and_statuses_are_refused(store: MetadataStore) -> None:
