@@ -42,7 +42,9 @@ def run_summary(run: RunSummary | RunRecord, now: datetime) -> dict[str, Any]:
     """
     streams = (run.stats or {}).get("streams")
     end = run.ended_at or (now if run.status == "running" else None)
-    duration = (end - run.started_at).total_seconds() if end is not None else None
+    # Rounded once, and the rate taken from the rounded figure: every view that
+    # recomputes the rate from ``duration_s`` (the run page of a resumed run) agrees.
+    duration = round((end - run.started_at).total_seconds(), 3) if end is not None else None
     records = _total(streams, "records_written")
     return {
         "run_id": run.run_id,
@@ -51,7 +53,7 @@ def run_summary(run: RunSummary | RunRecord, now: datetime) -> dict[str, Any]:
         "status": run.status,
         "started_at": iso(run.started_at),
         "ended_at": iso(run.ended_at),
-        "duration_s": round(duration, 3) if duration is not None else None,
+        "duration_s": duration,
         "records": records,
         "bytes": _total(streams, "bytes"),
         "rejected": _total(streams, "records_rejected"),

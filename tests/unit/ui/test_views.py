@@ -147,3 +147,16 @@ def test_run_summaries_page_back_newest_first(tmp_path: Path) -> None:
     recent = store.recent_run_summaries(["c", "d", "e"], 2)
     assert [s.run_id for s in recent["c"]] == found and recent["e"] == []
     assert recent["d"][0].stats == {"streams": [{"name": "users", "records_written": 3}]}
+
+
+def test_a_short_run_s_rate_is_its_records_over_the_duration_shown() -> None:
+    """The run page recomputes a resumed run's rate from ``duration_s``; the lists must agree."""
+    from headwater.metadata_store import RunSummary
+
+    started = NOW - timedelta(seconds=1)
+    run = RunSummary(run_id="r", connection="c", kind="sync", status="succeeded",
+                     started_at=started, ended_at=started + timedelta(seconds=0.55745),
+                     stats={"streams": [{"records_written": 300}]}, error=None)
+    summary = views.run_summary(run, NOW)
+    assert summary["duration_s"] == 0.557
+    assert summary["rows_per_s"] == round(300 / 0.557, 1) == 538.6
