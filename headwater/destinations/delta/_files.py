@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-import os
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -222,11 +221,7 @@ class _File:
         name = f"part-{uuid.uuid4()}-c000.{compression}.parquet"
         plain = _float_leaves(schema)
         others = [path for path in _leaf_paths(schema) if path not in plain]
-        if folder.is_local:
-            where, filesystem = folder.local_path(name), None
-        else:
-            filesystem, base = folder.filesystem()
-            where = f"{base}/{name}"
+        where, filesystem = folder.write_target(name)
         writer = pq.ParquetWriter(
             where, schema, filesystem=filesystem, compression=compression,
             # No row-group statistics and no dictionary on float and double columns,
@@ -271,32 +266,18 @@ class _File:
     def close(self) -> pa.RecordBatch:
         self._flush()
         self.writer.close()
-        size, modified_ms = self._described()
+        size, modified_ms = self.folder.size_and_mtime_ms(self.name)
         written = WrittenFile(
             path=self.name, size=size, modified_ms=modified_ms or int(time.time() * 1000),
             rows=self.rows, rejected=self.rejected, stats=self._stats_json())
         return pa.RecordBatch.from_pylist([asdict(written)], schema=FILE_SCHEMA)
-
-    def _described(self) -> tuple[int, int]:
-        """The written file's size and modification time (ms), as its filesystem has them."""
-        if self.folder.is_local:
-            described = os.stat(self.folder.local_path(self.name))
-            return described.st_size, int(described.st_mtime * 1000)
-        filesystem, base = self.folder.filesystem()
-        info = filesystem.get_file_info(f"{base}/{self.name}")
-        mtime = info.mtime
-        return int(info.size or 0), int(mtime.timestamp() * 1000) if mtime else 0
 
     def abandon(self) -> None:
         try:
             self.writer.close()
         finally:
             with contextlib.suppress(OSError):
-                if self.folder.is_local:
-                    os.remove(self.folder.local_path(self.name))
-                else:
-                    filesystem, base = self.folder.filesystem()
-                    filesystem.delete_file(f"{base}/{self.name}")
+                self.folder.delete_file(self.name)
 
     def _stats_json(self) -> str:
         low: dict[str, Any] = {}

@@ -164,10 +164,10 @@ def _remove_in(staging: TableFolder, *, run_id: str | None, keep_run_id: str | N
     """:func:`remove` through pyarrow's filesystem of ``staging`` (the staging root)."""
     from pyarrow import fs as pafs
 
-    filesystem, base = staging.filesystem()
     if run_id is not None:
         staging.delete_folder(run_id)
         return
+    filesystem, base = staging.filesystem()
     try:
         found = filesystem.get_file_info(pafs.FileSelector(base, allow_not_found=True))
     except FileNotFoundError:

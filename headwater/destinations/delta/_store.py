@@ -242,6 +242,32 @@ class TableFolder:
         fs, base = self.filesystem()
         return fs, f"{base}/{relative}"
 
+    def write_target(self, relative: str) -> tuple[str, pafs.FileSystem | None]:
+        """Where a writer (``pq.ParquetWriter``) puts ``relative``: a path, and the
+        filesystem to open it in (None: the local one)."""
+        if self.s3 is None:
+            return self.local_path(relative), None
+        fs, path = self._path(relative)
+        return path, fs
+
+    def size_and_mtime_ms(self, relative: str) -> tuple[int, int]:
+        """The size of the file at ``relative`` and its modification time (ms; 0 unknown)."""
+        if self.s3 is None:
+            described = os.stat(self.local_path(relative))
+            return described.st_size, int(described.st_mtime * 1000)
+        fs, path = self._path(relative)
+        info = fs.get_file_info(path)
+        mtime = info.mtime
+        return int(info.size or 0), int(mtime.timestamp() * 1000) if mtime else 0
+
+    def delete_file(self, relative: str) -> None:
+        """Remove the file at ``relative`` (raises ``OSError`` as the filesystem does)."""
+        if self.s3 is None:
+            os.remove(self.local_path(relative))
+            return
+        fs, path = self._path(relative)
+        fs.delete_file(path)
+
     def read_text(self, relative: str) -> str | None:
         """The text of the file at ``relative``, or None when there is none."""
         if self.s3 is None:
