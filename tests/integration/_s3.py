@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -35,6 +36,16 @@ ACCESS_KEY = "hw-test-access-key"
 SECRET_KEY = "hw-test-secret-key-do-not-print"
 MOTO_SERVER = str(Path(sys.executable).with_name("moto_server"))
 START_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class ServerTls:
+    """The PEM files of a server speaking HTTPS: its certificate and key, and the CA
+    that signed the certificate (what a client must trust)."""
+
+    certificate: Path
+    key: Path
+    authority: Path
 
 
 @dataclass(frozen=True)
@@ -74,13 +85,14 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _wait_until_up(endpoint: str, process: subprocess.Popen[bytes]) -> None:
+def _wait_until_up(endpoint: str, process: subprocess.Popen[bytes],
+                   context: ssl.SSLContext | None = None) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"moto_server exited with {process.returncode}")
         try:
-            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2):
+            with urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2, context=context):
                 return
         except urllib.error.HTTPError:
             return  # it answers
@@ -91,18 +103,24 @@ def _wait_until_up(endpoint: str, process: subprocess.Popen[bytes]) -> None:
 
 @contextlib.contextmanager
 def moto_server(log_path: Path | None = None, env: dict[str, str] | None = None,
-                ) -> Iterator[S3Server]:
+                tls: ServerTls | None = None) -> Iterator[S3Server]:
     """Run ``moto_server`` on a free loopback port for the ``with`` block (with ``env``
-    added to its environment: moto's settings, e.g. ``INITIAL_NO_AUTH_ACTION_COUNT``)."""
+    added to its environment: moto's settings, e.g. ``INITIAL_NO_AUTH_ACTION_COUNT``),
+    over HTTPS with ``tls``'s certificate when given."""
     port = free_port()
-    endpoint = f"http://{HOST}:{port}"
+    endpoint = f"{'https' if tls else 'http'}://{HOST}:{port}"
+    command = [MOTO_SERVER, "-H", HOST, "-p", str(port)]
+    context = None
+    if tls is not None:
+        command += ["-c", str(tls.certificate), "-k", str(tls.key)]
+        context = ssl.create_default_context(cafile=str(tls.authority))
     with contextlib.ExitStack() as stack:
         log = stack.enter_context(log_path.open("wb")) if log_path else subprocess.DEVNULL
-        process = subprocess.Popen([MOTO_SERVER, "-H", HOST, "-p", str(port)], stdout=log,
+        process = subprocess.Popen(command, stdout=log,
                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env={**os.environ, **(env or {})})
         try:
-            _wait_until_up(endpoint, process)
+            _wait_until_up(endpoint, process, context)
             yield S3Server(endpoint=endpoint)
         finally:
             process.terminate()

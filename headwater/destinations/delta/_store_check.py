@@ -19,6 +19,7 @@ ignores it accepts it, which would let a second commit replace the first.
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -126,6 +127,7 @@ def _failure(exc: Exception, location: str, where: str, bucket: str) -> Exceptio
         ConnectionError,
         NoCredentialsError,
         PartialCredentialsError,
+        SSLError,
     )
 
     if isinstance(exc, NoCredentialsError | PartialCredentialsError):
@@ -133,6 +135,13 @@ def _failure(exc: Exception, location: str, where: str, bucket: str) -> Exceptio
             f"no S3 credentials for {location} (auth failure: {type(exc).__name__}); set "
             "spark.hadoop.fs.s3a.access.key and spark.hadoop.fs.s3a.secret.key in the "
             "connection's spark.conf, or give this machine AWS credentials")
+    if isinstance(exc, SSLError):
+        return DestinationError(
+            f"the TLS certificate of the S3 endpoint {where} is not trusted for {location} "
+            f"({_tls_reason(exc)}); if the store's certificate comes from a private CA, set "
+            "SSL_CERT_FILE to a PEM bundle holding that CA (Headwater's check, pyarrow and "
+            "delta-rs read it) and give the JVM a trust store holding it "
+            "(-Djavax.net.ssl.trustStore in spark.driver.extraJavaOptions)")
     if isinstance(exc, ConnectionError):
         return DestinationError(
             f"the S3 endpoint {where} is unreachable for {location} ({type(exc).__name__}); "
@@ -153,6 +162,21 @@ def _failure(exc: Exception, location: str, where: str, bucket: str) -> Exceptio
         return DestinationError(f"the S3 store at {where} refused a put or delete under "
                                 f"{location} ({code}, HTTP {status})")
     return DestinationError(f"reaching {location} at {where} failed ({type(exc).__name__})")
+
+
+def _tls_reason(exc: Exception) -> str:
+    """The verifier's own words (``certificate verify failed: ...``), else the error's type."""
+    text = str(exc)
+    start = text.find("certificate verify failed")
+    return text[start:].split(" (_ssl")[0] if start >= 0 else type(exc).__name__
+
+
+def _ca_bundle() -> str | None:
+    """The PEM bundle to verify the store's certificate with: ``SSL_CERT_FILE``, which
+    the sync's own clients (pyarrow's in the tasks, delta-rs's on the driver) read, so
+    the check trusts what the sync will; else botocore's ``AWS_CA_BUNDLE``, which those
+    clients ignore; None for botocore's default."""
+    return os.environ.get("SSL_CERT_FILE") or os.environ.get("AWS_CA_BUNDLE") or None
 
 
 def _code(exc: Any) -> str:
@@ -177,7 +201,7 @@ def _client(access: S3Access) -> BaseClient:
     return botocore.session.get_session().create_client(
         "s3", endpoint_url=access.endpoint, region_name=region,
         aws_access_key_id=access.access_key, aws_secret_access_key=access.secret_key,
-        aws_session_token=access.session_token, config=config)
+        aws_session_token=access.session_token, config=config, verify=_ca_bundle())
 
 
 __all__ = ["check_s3"]
