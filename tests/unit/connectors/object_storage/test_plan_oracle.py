@@ -120,23 +120,57 @@ def test_the_batched_plan_is_the_per_object_plan_on_a_first_sync(tmp_path: Path,
     assert len(planned) > 5
 
 
-def test_the_batched_plan_is_the_per_object_plan_above_a_cursor_floor(tmp_path: Path) -> None:
-    _landing(tmp_path)
-    stream = source(str(tmp_path), **SETTINGS).streams()[0]
-    first = _same(stream, None)  # type: ignore[arg-type]
-    # a previous sync committed the first half and one range of big.jsonl
+def _first_half(first: list[Partition]) -> list[Partition]:
+    """The first half and one range of big.jsonl: the floor inside many/, an object in
+    flight below it (so the listing starts from the top)."""
     big = next(p for p in first if p.params.get("key") == "big.jsonl")
-    done = [p for p in first[:len(first) // 2] if p.params.get("key") != "big.jsonl"]
-    state = _closed(None, [*done, big])
+    return [*(p for p in first[:len(first) // 2] if p.params.get("key") != "big.jsonl"), big]
+
+
+def _spread(first: list[Partition]) -> list[Partition]:
+    """Groups in a/ and many/ and one range of mid.jsonl: the floor in a/, remembered keys
+    and an object in flight in pages above it (so the listing starts after the floor,
+    and those pages are not all new: one for its remembered keys, one for the object
+    in flight alone)."""
+    return [first[0], next(p for p in first if p.id.startswith("many/m04.jsonl")),
+            next(p for p in first if p.params.get("key") == "mid.jsonl")]
+
+
+@pytest.mark.parametrize("closed", [_first_half, _spread])
+@pytest.mark.parametrize("changed", ["reread", "ignore"])
+def test_the_batched_plan_is_the_per_object_plan_above_a_cursor_floor(
+        tmp_path: Path, closed: Any, changed: str) -> None:
+    _landing(tmp_path)
+    stream = source(str(tmp_path), changed_objects=changed, **SETTINGS).streams()[0]
+    first = _same(stream, None)  # type: ignore[arg-type]
+    state = _closed(None, closed(first))
     assert state["floor"] and state["recent"] and state["in_flight"]
-    # since: a remembered object changed, new objects above and below the floor, in folders
-    write(tmp_path, next(iter(state["recent"])), b'{"n": 1000}\n' * 2)
-    write(tmp_path, "a/aa.jsonl", b'{"n": 8}\n')          # below the floor: not seen
+    # since: a remembered object and the one in flight changed, new objects above and
+    # below the floor, in folders
+    write(tmp_path, max(state["recent"]), b'{"n": 1000}\n' * 2)
+    write(tmp_path, next(iter(state["in_flight"])), b'{"n": 1001}\n')  # small now
+    write(tmp_path, "a/aa.jsonl", b'{"n": 8}\n')
     write(tmp_path, "many/m24b.jsonl", b'{"n": 9}\n')
     write(tmp_path, "many/z/new/n.jsonl", b'{"n": 10}\n')
-    write(tmp_path, "zz.jsonl", b'{"n": 11}\n' * 11)
+    write(tmp_path, "many/z/new/o.jsonl", b'{"n": 11}\n' * 11)  # over split_bytes
+    write(tmp_path, "zz.jsonl", b'{"n": 12}\n')
     planned = _same(stream, state)  # type: ignore[arg-type]
-    assert {"many/m24b.jsonl", "zz.jsonl"} <= {
+    assert {"many/m24b.jsonl", "many/z/new/o.jsonl", "zz.jsonl"} <= {
         m[0] for p in planned for m in p.params.get("objects", [[p.params.get("key")]])}
-    ignoring = source(str(tmp_path), changed_objects="ignore", **SETTINGS).streams()[0]
-    _same(ignoring, state)  # type: ignore[arg-type]
+
+
+def test_a_link_lists_with_its_targets_size_and_a_dangling_link_not_at_all(
+        tmp_path: Path) -> None:
+    from fsspec.implementations.local import LocalFileSystem
+
+    from headwater.connectors.object_storage._listing import iter_objects
+
+    write(tmp_path, "b.jsonl", b'{"n": 1}\n' * 3)
+    (tmp_path / "a.jsonl").symlink_to(tmp_path / "b.jsonl")
+    (tmp_path / "c.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    write(tmp_path, "d.jsonl", b"")
+    listed = list(iter_objects(LocalFileSystem(), str(tmp_path), "", ["*"]))
+    assert [(o.key, o.size) for o in listed] == [("a.jsonl", 27), ("b.jsonl", 27),
+                                                 ("d.jsonl", 0)]
+    link = (tmp_path / "a.jsonl").lstat()  # the link's own mtime, as fsspec's find gives
+    assert listed[0].identity == f"27:{link.st_mtime}"
