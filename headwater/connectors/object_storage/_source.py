@@ -69,7 +69,7 @@ from headwater.connectors.object_storage._listing import (
     root_path,
 )
 from headwater.connectors.object_storage._notifications import Inbox, with_messages
-from headwater.connectors.object_storage._splitting import group_members, plan
+from headwater.connectors.object_storage._splitting import collector_paused, group_members, plan
 from headwater.errors import AuthenticationError, ConfigError, ConnectorError, SpecValidationError
 from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
 from headwater.table_schema import arrow_schema_for
@@ -159,7 +159,8 @@ class ObjectStream(Stream):
             self._schema, listing = self._sample_pages(fs, listing)
         inbox = self._notified()
         if inbox is None:
-            return list(plan(fs, self.stream_name, root, listing, self._config, cursor))
+            with collector_paused():
+                return list(plan(fs, self.stream_name, root, listing, self._config, cursor))
         # notification discovery: the listing gave only the sample (its first page)
         inbox.release(state)
         objects, handles = inbox.new_objects(fs, root, self._config, cursor.decide)
