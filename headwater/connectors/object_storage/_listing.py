@@ -2,18 +2,19 @@
 
 Keys are the object paths relative to the source's ``url`` ("2024/01/a.csv"),
 compared as Python strings (code point order), which is the order S3 lists in
-(UTF-8 bytes sort as code points).  Listing streams: objects come one by one,
-in key order, filtered by the globs as they come, so a prefix of a million
-objects is never held whole by the listing (the planner keeps only what it
-plans).  How each store is walked:
+(UTF-8 bytes sort as code points).  Listing streams: objects come a page at a
+time (:class:`Page`), in key order, filtered by the globs as they come, so a
+prefix of a million objects is never held whole by the listing (the planner
+keeps only what it plans).  How each store is walked:
 
 * a local folder: ``os.scandir``, one folder at a time, entries sorted so that
-  the walk yields keys in code point order (a folder ``a`` sorts as ``a/``);
+  the walk yields keys in code point order (a folder ``a`` sorts as ``a/``),
+  a page for each run of files between subfolders;
 * S3: s3fs's own paged ``ListObjectsV2`` (each page retried like any s3fs
   request), one page of up to 1,000 keys at a time, which S3 returns in order;
 * GCS, Azure and any other fsspec store: ``fs.find`` (their fsspec
   implementations have no paged listing to reuse), one dict of the prefix,
-  walked in key order.
+  walked in key order, ``FOUND_PAGE`` objects a page.
 
 The listing cache is dropped before every listing so a watching sync sees
 objects that arrived since the last poll.

@@ -174,3 +174,23 @@ def test_a_link_lists_with_its_targets_size_and_a_dangling_link_not_at_all(
                                                  ("d.jsonl", 0)]
     link = (tmp_path / "a.jsonl").lstat()  # the link's own mtime, as fsspec's find gives
     assert listed[0].identity == f"27:{link.st_mtime}"
+
+
+def test_a_store_without_paged_listing_plans_the_same_in_pages_of_its_find(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import fsspec
+
+    from headwater.connectors.object_storage import _listing
+
+    monkeypatch.setattr(_listing, "FOUND_PAGE", 7)  # many pages of fs.find's listing
+    _landing(tmp_path)
+    memory = fsspec.filesystem("memory")
+    for path in sorted(tmp_path.rglob("*")):
+        if path.is_file():
+            memory.pipe(f"/oracle/{path.relative_to(tmp_path)}", path.read_bytes())
+    try:
+        stream = source("memory://oracle", **SETTINGS).streams()[0]
+        first = _same(stream, None)  # type: ignore[arg-type]
+        _same(stream, _closed(None, _spread(first)))  # type: ignore[arg-type]
+    finally:
+        memory.rm("/oracle", recursive=True)
