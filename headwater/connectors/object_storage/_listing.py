@@ -188,6 +188,8 @@ def iter_pages(fs: fsspec.AbstractFileSystem, root: str, prefix: str,
         for paths, sizes, identities in listed:
             keys = [path[start:] for path in paths] if under_root else \
                 [path[start:] if path.startswith(root) else path for path in paths]
+            if not keys:
+                continue  # an S3 page of folder markers only
             if all(map(wanted, keys)):
                 yield Page(keys, paths, sizes, identities)
                 continue
