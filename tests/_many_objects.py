@@ -79,7 +79,7 @@ def measure_plan(config: dict[str, Any], trace: bool = False,
                  close_all: bool = False) -> dict[str, Any]:
     """Plan the first stream of an object storage ``config`` with no state; what it cost.
 
-    Returns seconds, partitions, objects planned, the plan's partitions as JSON
+    Returns seconds (wall and CPU), partitions, objects planned, the plan's partitions as JSON
     (bytes), the driver's RSS high-water and, with ``trace``, tracemalloc's
     peak of Python allocations (tracing slows allocation: time it without).
     With ``close_all`` every partition is then closed on a cursor, as the
@@ -92,15 +92,16 @@ def measure_plan(config: dict[str, Any], trace: bool = False,
     stream = source.streams()[0]
     if trace:
         tracemalloc.start()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     partitions = stream.partitions(None)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     plan_bytes = len(json.dumps([p.to_dict() for p in partitions]))
     peak = tracemalloc.get_traced_memory()[1] if trace else None
     if trace:
         tracemalloc.stop()
     objects = sum(len(p.params.get("objects") or ()) or 1 for p in partitions)
-    result: dict[str, Any] = {"seconds": seconds, "partitions": len(partitions),
+    result: dict[str, Any] = {"seconds": seconds, "cpu_seconds": cpu,
+                              "partitions": len(partitions),
                               "objects": objects, "plan_bytes": plan_bytes,
                               "rss_high_water": rss_high_water_bytes(), "traced_peak": peak}
     if close_all:

@@ -62,12 +62,14 @@ from headwater.connectors.object_storage._inference import (
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import (
     ObjectInfo,
+    Page,
     iter_objects,
+    iter_pages,
     open_filesystem,
     root_path,
 )
 from headwater.connectors.object_storage._notifications import Inbox, with_messages
-from headwater.connectors.object_storage._splitting import group_members, plan
+from headwater.connectors.object_storage._splitting import collector_paused, group_members, plan
 from headwater.errors import AuthenticationError, ConfigError, ConnectorError, SpecValidationError
 from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
 from headwater.table_schema import arrow_schema_for
@@ -146,23 +148,38 @@ class ObjectStream(Stream):
         :mod:`._notifications`), planned by the same rules."""
         cursor = ObjectCursor(state, self._settings.recent_keys, self._config.changed_objects)
         fs, root = self._fs()
-        listing = iter_objects(fs, root, self._config.prefix, self._config.globs)
+        listing = iter_pages(fs, root, self._config.prefix, self._config.globs)
         floor = cursor.skip_below()
         if floor is not None:
             # the sample still comes from the prefix's first objects (a page, a folder);
             # the plan lists from the floor on
-            self._schema, _ = self._sample(fs, listing)
-            listing = iter_objects(fs, root, self._config.prefix, self._config.globs, floor)
+            self._schema, _ = self._sample_pages(fs, listing)
+            listing = iter_pages(fs, root, self._config.prefix, self._config.globs, floor)
         else:
-            self._schema, listing = self._sample(fs, listing)
+            self._schema, listing = self._sample_pages(fs, listing)
         inbox = self._notified()
         if inbox is None:
-            return list(plan(fs, self.stream_name, root, listing, self._config, cursor.decide))
+            with collector_paused():
+                return list(plan(fs, self.stream_name, root, listing, self._config, cursor))
         # notification discovery: the listing gave only the sample (its first page)
         inbox.release(state)
         objects, handles = inbox.new_objects(fs, root, self._config, cursor.decide)
-        return list(with_messages(plan(fs, self.stream_name, root, objects, self._config,
-                                       cursor.decide), handles))
+        return list(with_messages(plan(fs, self.stream_name, root, [Page.of(objects)],
+                                       self._config, cursor), handles))
+
+    def _sample_pages(self, fs: fsspec.AbstractFileSystem, pages: Iterator[Page]
+                      ) -> tuple[dict[str, Any], Iterator[Page]]:
+        """:meth:`_sample` of a listing a page at a time (only the sampled pages are held)."""
+        first: list[Page] = []
+        while sum(len(page.keys) for page in first) < SAMPLE_OBJECTS:
+            page = next(pages, None)
+            if page is None:
+                break
+            first.append(page)
+        sample = list(itertools.islice(itertools.chain.from_iterable(
+            page.objects() for page in first), SAMPLE_OBJECTS))
+        schema, _ = self._sample(fs, iter(sample))
+        return schema, itertools.chain(first, pages)
 
     def _notified(self) -> Inbox | None:
         """The queue of a stream with notification discovery (``None``: listing)."""
