@@ -230,8 +230,9 @@ class HttpClient:
         return not self._in_flight.locked()
 
     def waiting(self) -> int:
-        """Requests waiting for one of the ``concurrency`` slots (on the loop's thread)."""
-        return self._in_flight.waiting()
+        """Requests not deferred waiting for one of the ``concurrency`` slots (on the
+        loop's thread); child calls queued behind them are not counted."""
+        return self._in_flight.waiting_first()
 
     def defer(self, coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
         """Start ``coroutine`` (on the loop's thread) as a task whose requests wait

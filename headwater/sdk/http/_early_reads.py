@@ -144,10 +144,12 @@ class EarlyReads:
         """Start ``calls`` on the client's loop, each once the queue needs it.
 
         A call is started while fewer than a round of requests (``concurrency``)
-        wait for a slot, so the slots never run dry for want of a started call,
-        and while fewer than :data:`OPEN_PER_SLOT` calls per slot are under way
-        (each may start many child calls later: the bound keeps what waits in
-        memory in proportion to ``concurrency``, not to the run).
+        that are not child calls wait for a slot, and while fewer than
+        :data:`OPEN_PER_SLOT` calls per slot are under way (each may start many
+        child calls: the bound keeps what waits in memory in proportion to
+        ``concurrency``, not to the run).  Child calls waiting do not hold the
+        next call back: its parent pages go before them (:mod:`._slots`), so
+        every open window's children are queued early.
         """
         open_at_most = OPEN_PER_SLOT * client.concurrency
         under_way: set[asyncio.Future[None]] = set()

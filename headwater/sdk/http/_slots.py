@@ -41,6 +41,7 @@ class Slots:
         self.size = size
         self._free = size
         self._waiting = 0
+        self._waiting_first = 0
         self._first: deque[asyncio.Future[None]] = deque()
         self._deferred: deque[asyncio.Future[None]] = deque()
         self._admission = asyncio.Semaphore(ADMITTED_PER_SLOT * size)
@@ -84,6 +85,10 @@ class Slots:
         """Calls waiting for a slot, deferred ones not yet admitted included."""
         return self._waiting + self._not_admitted
 
+    def waiting_first(self) -> int:
+        """Calls not deferred waiting for a slot."""
+        return self._waiting_first
+
     def held(self) -> int:
         """Slots taken now."""
         return self.size - self._free
@@ -93,8 +98,10 @@ class Slots:
             self._free -= 1
             return
         future = asyncio.get_running_loop().create_future()
-        (self._deferred if _DEFERRED.get() else self._first).append(future)
+        first = not _DEFERRED.get()
+        (self._first if first else self._deferred).append(future)
         self._waiting += 1
+        self._waiting_first += first
         try:
             await future
         except asyncio.CancelledError:
@@ -102,6 +109,7 @@ class Slots:
                 self.release()  # the slot was handed over just as we were cancelled
             else:
                 self._waiting -= 1  # left in its queue, done: release() passes it by
+                self._waiting_first -= first
             raise
 
     def release(self) -> None:
@@ -112,6 +120,7 @@ class Slots:
                 if not future.done():
                     future.set_result(None)  # the slot passes on, still taken
                     self._waiting -= 1
+                    self._waiting_first -= queue is self._first
                     return
         self._free += 1
 

@@ -22,7 +22,7 @@ def test_a_call_not_deferred_takes_the_next_slot_before_waiting_children() -> No
         await asyncio.sleep(0)
         parent = asyncio.ensure_future(_hold(slots, "parent page", order, go))
         await asyncio.sleep(0)
-        assert slots.waiting() == 4 and slots.held() == 1
+        assert slots.waiting() == 4 and slots.waiting_first() == 1 and slots.held() == 1
         go.set()
         await asyncio.gather(holder, parent, *children)
         return order
