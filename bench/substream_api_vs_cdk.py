@@ -50,7 +50,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -194,6 +194,14 @@ def timed(command: Sequence[str], cwd: Path, env: dict[str, str], stdout: Path,
     return seconds, began
 
 
+def _with_bytecode(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without ``PYTHONDONTWRITEBYTECODE``: an installed tool runs from its
+    compiled modules; with the variable set (some sandboxes set it), the driver and
+    every Spark worker compiled Headwater's modules from source on each run (py-spy:
+    seconds of the driver's time while it makes the calls)."""
+    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def cdk_rows(messages: Path, workload: Workload) -> dict[str, int]:
     """Records per stream in the CDK's output; fails when an id is missing or repeated."""
     ids: dict[str, Counter[int]] = {PARENT: Counter(), CHILD: Counter()}
@@ -240,7 +248,7 @@ def run_cdk(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
             since: int, latency: float, use_cache: bool) -> Run:
     folder.mkdir()
     config, catalog = cdk_files(folder, api.url, workload, concurrency, use_cache)
-    env = {**os.environ, "PYTHONPATH": ""}
+    env = {**_with_bytecode(os.environ), "PYTHONPATH": ""}
     messages = folder / "messages.jsonl"
     wall, began = timed([str(CDK_PYTHON), str(CDK_SOURCE), "read", "--config", str(config),
                          "--catalog", str(catalog)], folder, env, messages)
@@ -255,7 +263,8 @@ def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency
     folder.mkdir()
     connection = headwater_file(folder, api.url, workload, concurrency)
     python = sys.executable
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HEADWATER_HOME": str(folder / ".headwater"),
+    env = {**_with_bytecode(os.environ), "PYTHONPATH": str(REPO),
+           "HEADWATER_HOME": str(folder / ".headwater"),
            "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
     command = [python, "-m", "headwater", "sync", str(connection), "--json"]
     for pair in conf:
