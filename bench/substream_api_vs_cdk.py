@@ -33,7 +33,9 @@ ideal seconds / measured seconds.  Per tool the API's own log also gives the
 calls it saw (a parent read twice shows here), the reading window (first call
 to last answer), the most calls it answered at once and the mean (calls x
 latency / reading window), and per run when the parent's and the children's
-calls came (do the children start while the parent is still read?).
+calls came (do the children start while the parent is still read?) and how
+much of the reading window had at least 90 % of the concurrency in flight,
+and how much fewer than half (the dips below the ideal).
 
     bench/setup-alternatives airbyte-cdk
     .venv/bin/python bench/substream_api_vs_cdk.py [--repeat 3] [--parents 500]
@@ -48,7 +50,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,10 +85,37 @@ class Run:
     #: command's start: whether the children start while the parent is still read.
     parent_span: tuple[float, float] = (0.0, 0.0)
     children_span: tuple[float, float] = (0.0, 0.0)
+    #: Shares of the reading window with at least 90 % of ``concurrency`` calls in
+    #: flight, and with fewer than half (see :func:`in_flight_shares`).
+    full_share: float = 0.0
+    low_share: float = 0.0
 
     def timeline(self) -> str:
         (p0, p1), (c0, c1) = self.parent_span, self.children_span
-        return f"parent calls {p0:.1f}-{p1:.1f} s, children {c0:.1f}-{c1:.1f} s"
+        return (f"parent calls {p0:.1f}-{p1:.1f} s, children {c0:.1f}-{c1:.1f} s, "
+                f"in flight >= 90 % {self.full_share:.0%} / < 50 % {self.low_share:.0%} "
+                "of the reading window")
+
+
+def in_flight_shares(arrivals: Sequence[float], latency: float, concurrency: int,
+                     ) -> tuple[float, float]:
+    """Of the reading window, the shares with at least 90 % of ``concurrency`` calls in
+    flight and with fewer than half, each call counted from its arrival for ``latency``
+    (the API's own view): where a client falls short of the ideal, and for how long."""
+    if not arrivals:
+        return 0.0, 0.0
+    events = sorted([(t, 1) for t in arrivals] + [(t + latency, -1) for t in arrivals])
+    full = low = 0.0
+    level, at = 0, events[0][0]
+    for when, step in events:
+        span = when - at
+        if level >= 0.9 * concurrency:
+            full += span
+        elif level < 0.5 * concurrency:
+            low += span
+        level, at = level + step, when
+    window = events[-1][0] - events[0][0]
+    return full / window, low / window
 
 
 def cdk_files(folder: Path, url: str, workload: Workload, concurrency: int,
@@ -165,6 +194,14 @@ def timed(command: Sequence[str], cwd: Path, env: dict[str, str], stdout: Path,
     return seconds, began
 
 
+def _with_bytecode(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without ``PYTHONDONTWRITEBYTECODE``: an installed tool runs from its
+    compiled modules; with the variable set (some sandboxes set it), the driver and
+    every Spark worker compiled Headwater's modules from source on each run (py-spy:
+    seconds of the driver's time while it makes the calls)."""
+    return {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def cdk_rows(messages: Path, workload: Workload) -> dict[str, int]:
     """Records per stream in the CDK's output; fails when an id is missing or repeated."""
     ids: dict[str, Counter[int]] = {PARENT: Counter(), CHILD: Counter()}
@@ -190,7 +227,8 @@ def cdk_rows(messages: Path, workload: Workload) -> dict[str, int]:
     return {stream: sum(seen.values()) for stream, seen in ids.items()}
 
 
-def observe(api: ApiProcess, since: int, latency: float, began: float, run: Run) -> Run:
+def observe(api: ApiProcess, since: int, latency: float, began: float, run: Run,
+            concurrency: int) -> Run:
     """Fill ``run`` with what the API saw since its ``since``-th call: how many calls, the
     reading window, the peak in flight, and when the parent's and children's calls came."""
     calls = api.calls(since)
@@ -202,6 +240,7 @@ def observe(api: ApiProcess, since: int, latency: float, began: float, run: Run)
     children = [t - began for t, path in calls if path != "/v3/surveys"]
     run.parent_span = (min(parent, default=0.0), max(parent, default=0.0))
     run.children_span = (min(children, default=0.0), max(children, default=0.0))
+    run.full_share, run.low_share = in_flight_shares(arrivals, latency, concurrency)
     return run
 
 
@@ -209,11 +248,11 @@ def run_cdk(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
             since: int, latency: float, use_cache: bool) -> Run:
     folder.mkdir()
     config, catalog = cdk_files(folder, api.url, workload, concurrency, use_cache)
-    env = {**os.environ, "PYTHONPATH": ""}
+    env = {**_with_bytecode(os.environ), "PYTHONPATH": ""}
     messages = folder / "messages.jsonl"
     wall, began = timed([str(CDK_PYTHON), str(CDK_SOURCE), "read", "--config", str(config),
                          "--catalog", str(catalog)], folder, env, messages)
-    run = observe(api, since, latency, began, Run(wall, None, 0, 0.0, 0))
+    run = observe(api, since, latency, began, Run(wall, None, 0, 0.0, 0), concurrency)
     run.rows = cdk_rows(messages, workload)
     messages.unlink()
     return run
@@ -224,7 +263,8 @@ def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency
     folder.mkdir()
     connection = headwater_file(folder, api.url, workload, concurrency)
     python = sys.executable
-    env = {**os.environ, "PYTHONPATH": str(REPO), "HEADWATER_HOME": str(folder / ".headwater"),
+    env = {**_with_bytecode(os.environ), "PYTHONPATH": str(REPO),
+           "HEADWATER_HOME": str(folder / ".headwater"),
            "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
     command = [python, "-m", "headwater", "sync", str(connection), "--json"]
     for pair in conf:
@@ -237,7 +277,7 @@ def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency
     if result["status"] != "succeeded" or rows != expected:
         raise SystemExit(f"headwater sync landed {rows}, expected {expected}: {result}")
     return observe(api, since, latency, began,
-                   Run(wall, float(result["duration_s"]), 0, 0.0, 0, rows))
+                   Run(wall, float(result["duration_s"]), 0, 0.0, 0, rows), concurrency)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -25,13 +25,12 @@ It is a head start, never a different read:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import threading
-import time
 from collections.abc import AsyncIterator, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,8 +45,10 @@ __all__ = ["EarlyReads"]
 
 log = logging.getLogger(__name__)
 
-#: How often the driver looks for a free slot (seconds).
+#: How often the driver looks whether the queue needs another call (seconds).
 POLL_S = 0.003
+#: Calls under way at most per request in flight (see ``EarlyReads._feed``).
+OPEN_PER_SLOT = 2
 #: Pages the driver keeps ahead of the tasks at most; beyond, the tasks read the rest.
 SPOOL_LIMIT_BYTES = 1 << 30
 
@@ -81,9 +82,21 @@ class EarlyReads:
         self._stop.set()
         self._thread.join(timeout_s)
 
+    def wait(self, timeout_s: float | None = None) -> bool:
+        """Wait up to ``timeout_s`` for every call to end, without stopping any;
+        whether they have."""
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
     def _calls(self) -> list[tuple[HttpStream, dict[str, Any]]]:
         """Each stream's shared calls in plan order, the streams taking turns (they
-        are read side by side, each from its first checkpoint)."""
+        are read side by side, each from its first checkpoint).
+
+        A substream's call reads its parent's window itself (keeping the pages
+        for the parent's tasks) and starts each parent record's child calls as
+        that record's page arrives; the parent's own call for the same window is
+        then left out, or the children would wait for it to end.
+        """
         queues = []
         states: Mapping[str, Any] = self.context.synced_states
         for stream in self.streams:
@@ -91,6 +104,11 @@ class EarlyReads:
                      for partition in stream.plan(states.get(stream.name), self.context)
                      for unit in stream._units(partition) if unit.get("_shared")]
             queues.append([(stream, unit) for unit in units])
+        read_by_children = {_window(stream.parent.name, unit["parent_unit"])
+                            for queue in queues for stream, unit in queue
+                            if "parent_unit" in unit and stream.parent is not None}
+        queues = [[(stream, unit) for stream, unit in queue
+                   if _window(stream.name, unit) not in read_by_children] for queue in queues]
         turns: list[tuple[HttpStream, dict[str, Any]]] = []
         for at in range(max((len(q) for q in queues), default=0)):
             turns.extend(q[at] for q in queues if at < len(q))
@@ -116,23 +134,46 @@ class EarlyReads:
 
     def _read(self, calls: Sequence[tuple[HttpStream, dict[str, Any]]]) -> None:
         client = HttpClient(self.settings, tasks=1, name="early")
-        started: list[Future[None]] = []
         try:
-            for stream, unit in calls:
-                while not self._halted() and not client.has_free_slot():
-                    time.sleep(POLL_S)
-                if self._halted():
-                    break
-                started.append(client.submit(_drain(stream._read_unit(client, unit))))
-                self.calls_started += 1
-                time.sleep(POLL_S)  # let it take its slot before looking again
-            for future in started:
-                try:
-                    future.result()
-                except Exception as exc:  # the task makes the call again
-                    log.debug("an early call failed and is left to the tasks: %s", exc)
+            client.submit(self._feed(client, calls)).result()
         finally:
             client.close()
+
+    async def _feed(self, client: HttpClient,
+                    calls: Sequence[tuple[HttpStream, dict[str, Any]]]) -> None:
+        """Start ``calls`` on the client's loop, each once the queue needs it.
+
+        A call is started while fewer than a round of requests (``concurrency``)
+        that are not child calls wait for a slot, and while fewer than
+        :data:`OPEN_PER_SLOT` calls per slot are under way (each may start many
+        child calls: the bound keeps what waits in memory in proportion to
+        ``concurrency``, not to the run).  Child calls waiting do not hold the
+        next call back: its parent pages go before them (:mod:`._slots`), so
+        every open window's children are queued early.
+        """
+        open_at_most = OPEN_PER_SLOT * client.concurrency
+        under_way: set[asyncio.Future[None]] = set()
+        started: list[asyncio.Future[None]] = []
+        for stream, unit in calls:
+            while not self._halted() and (client.waiting() >= client.concurrency
+                                          or len(under_way) >= open_at_most):
+                await asyncio.sleep(POLL_S)
+            if self._halted():
+                break
+            call = asyncio.ensure_future(_drain(stream._read_unit(client, unit)))
+            under_way.add(call)
+            call.add_done_callback(under_way.discard)
+            started.append(call)
+            self.calls_started += 1
+            await asyncio.sleep(0)  # let it ask for its slot before looking again
+        for outcome in await asyncio.gather(*started, return_exceptions=True):
+            if isinstance(outcome, Exception):  # the task makes the call again
+                log.debug("an early call failed and is left to the tasks: %s", outcome)
+
+
+def _window(stream: str, unit: Mapping[str, Any]) -> tuple[str, Any, Any]:
+    """Which shared call ``unit`` of ``stream`` is (its stream and window)."""
+    return stream, unit.get("start"), unit.get("end")
 
 
 async def _drain(pages: AsyncIterator[Any]) -> None:

@@ -174,6 +174,8 @@ class CallGate:
     @staticmethod
     async def wait_pause(url: str) -> None:
         """Return once no pause holds ``url``'s host (:meth:`pause_for`)."""
+        if not _paused_until:
+            return  # nothing paused in this process: the common case, without parsing the URL
         host = _host(url)
         while True:
             with _registry_lock:

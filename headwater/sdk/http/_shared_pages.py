@@ -55,6 +55,11 @@ Page = list[dict[str, Any]]
 
 #: How often a waiting task looks for the pages (seconds): a fraction of one API call.
 POLL_S = 0.01
+#: How often a task waiting for the driver's pages looks for them (seconds).  Longer:
+#: dozens of calls wait at once in each task for the whole run, and their looks took
+#: CPU the driver, making the calls on the same cores, could use; a page found later
+#: delays only what the task writes, never a call.
+DRIVER_POLL_S = 0.05
 
 
 class SharedPages:
@@ -90,7 +95,7 @@ class SharedPages:
                     yield page
                 return
             if not driver and not claim.exists() and _driver_reading(self.folder):
-                await asyncio.sleep(POLL_S)  # the driver will make this call
+                await asyncio.sleep(DRIVER_POLL_S)  # the driver will make this call
                 continue
             if not keep and not claim.exists():
                 if done.exists():
@@ -145,15 +150,28 @@ def kept_bytes(folder: str) -> int:
     return _kept.get(Path(folder), 0)
 
 
+#: Per folder: when :func:`_driver_reading` last looked, and what it found.
+_driver_seen: dict[Path, tuple[float, bool]] = {}
+
+
 def _driver_reading(folder: Path) -> bool:
-    """Whether another process, alive, reads early into ``folder`` and is not done."""
+    """Whether another process, alive, reads early into ``folder`` and is not done.
+
+    Every call waiting in this process asks; one look per :data:`DRIVER_POLL_S`
+    answers them all, and a driver found done or gone stays so.
+    """
+    now = time.monotonic()
+    seen = _driver_seen.get(folder)
+    if seen is not None and (not seen[1] or now - seen[0] < DRIVER_POLL_S):
+        return seen[1]
     try:
         driver = int((folder / DRIVER_MARK).read_text())
     except (FileNotFoundError, ValueError):
-        return False
-    if driver == os.getpid() or (folder / DRIVER_DONE).exists():
-        return False
-    return _alive(driver)
+        return False  # no driver (yet): nothing to remember
+    reading = (driver != os.getpid() and not (folder / DRIVER_DONE).exists()
+               and _alive(driver))
+    _driver_seen[folder] = (now, reading)
+    return reading
 
 
 def _take(claim: Path) -> bool:

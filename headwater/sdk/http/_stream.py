@@ -507,9 +507,12 @@ class HttpStream(Stream):
 
         Each parent page's records start their child calls at once (as tasks on
         this loop), while the parent's next page is fetched: the client's
-        concurrency is the one budget both share.  Pages leave in a fixed order
-        (parent page, parent record, child page) whatever order the calls end
-        in, so a partition read again gives its rows in the same order.  A
+        concurrency is the one budget both share, and the parent's pages take
+        a free slot before any child call waiting (:mod:`._slots`), so every
+        parent record's calls are queued early and the queue does not run dry.
+        Pages leave in a fixed order (parent page, parent record, child page)
+        whatever order the calls end in, so a partition read again gives its
+        rows in the same order.  A
         parent record seen again within the call (its key fields equal, say on
         a page boundary that moved) is read once.  Leaving early (an error, a
         cancelled read-ahead) cancels the child calls still under way.
@@ -529,7 +532,7 @@ class HttpStream(Stream):
                     key = repr(tuple(values.values()))  # hashable, whatever the values
                     if key not in seen:
                         seen.add(key)
-                        started.append(asyncio.ensure_future(whole({"parent": values})))
+                        started.append(client.defer(whole({"parent": values})))
                 while started and started[0].done():
                     for child_page in started.popleft().result():
                         yield child_page
