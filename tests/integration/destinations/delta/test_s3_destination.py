@@ -131,7 +131,7 @@ def marker(lane: int, index: int, attempt: int = 1, run_id: str = "run-1") -> Co
 
 def upload(table: TableFolder, ids: list[int]) -> list[WrittenFile]:
     batch = pa.RecordBatch.from_pydict({"id": ids}, SCHEMA)
-    writer = ParquetFiles(folder=table.uri, s3=table.s3, stats_columns=["id"])
+    writer = ParquetFiles(folder=table.uri, store=table.store, stats_columns=["id"])
     return [WrittenFile(**row) for out in writer.write(iter([batch])) for row in out.to_pylist()]
 
 
@@ -244,7 +244,7 @@ def test_who_writes_which_store(spark: Any, s3_server: S3Server, s3_bucket: str)
 
     on_s3 = choice(f"s3a://{s3_bucket}/lake")
     assert on_s3.folder is not None and on_s3.folder.uri == f"s3://{s3_bucket}/lake/users"
-    assert on_s3.folder.s3 == access(s3_server)  # from fs.s3a.bucket.<bucket>.* alone
+    assert on_s3.folder.store == access(s3_server)  # from fs.s3a.bucket.<bucket>.* alone
     assert SECRET_KEY not in repr(on_s3)
     refused = choice(f"s3a://{s3_bucket}/lake", s3_conditional_writes=False)
     assert refused.folder is None and "s3_conditional_writes: false" in refused.reason
