@@ -13,9 +13,9 @@ This module is what runs on the executors, so it holds only plain values and is
 pickled with the task.  A file is written under the table's folder with a
 unique name: a task that fails or is retried leaves at most an uncommitted
 file, which no reader sees and ``VACUUM`` removes, as with Spark's own writer.
-The folder is local, or on S3, GCS or Azure (``_store.TableFolder``): there each
+The folder is local, or on S3 or Azure (``_store.TableFolder``): there each
 executor uploads its files straight to the table's prefix (pyarrow's S3 and Azure
-filesystems, gcsfs for GCS), and an object is seen only once its upload completes.
+filesystems), and an object is seen only once its upload completes.
 """
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ class ParquetFiles:
     #: A file is closed and a new one started after this many rows.
     max_rows_per_file: int = 5_000_000
     compression: str = "snappy"
-    #: How the executors reach ``folder`` on S3, GCS or Azure (None: a local folder).
+    #: How the executors reach ``folder`` on S3 or Azure (None: a local folder).
     store: StoreAccess | None = None
 
     @property

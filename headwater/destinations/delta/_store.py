@@ -1,5 +1,5 @@
-"""Where a table's files are: a local folder, or a prefix of an S3 (or S3-compatible),
-GCS or Azure bucket (GCS: ``_gcs.py``, Azure: ``_azure.py``, S3: here).
+"""Where a table's files are: a local folder, or a prefix of an S3 (or S3-compatible)
+bucket or an Azure container (Azure: ``_azure.py``, S3: here).
 
 One picklable value names the table for the two libraries of the task path:
 pyarrow, which writes the Parquet files on the executors, and delta-rs, which
@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from headwater.destinations.delta._azure import AzureAccess, AzureLocation
-from headwater.destinations.delta._gcs import GcsAccess, gcs_bucket_and_key
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -190,13 +189,13 @@ def local_folder(location: str) -> str | None:
 
 
 #: How the task path reaches an object store: one per kind of store.
-StoreAccess = S3Access | GcsAccess | AzureAccess
+StoreAccess = S3Access | AzureAccess
 
 
 @dataclass(frozen=True)
 class TableFolder:
     """A Delta table's folder: a local path, or ``<scheme>://bucket/key`` with the
-    :class:`StoreAccess` of its store (``s3://``, ``gs://``, ``az://container/key``).
+    :class:`StoreAccess` of its store (``s3://bucket/key``, ``az://container/key``).
 
     Picklable (the executors' tasks carry it).  Relative paths below are
     relative to the table's folder, ``/``-separated, as Delta's log names files.
@@ -214,21 +213,11 @@ class TableFolder:
     @classmethod
     def on_s3(cls, location: str, access: S3Access) -> TableFolder:
         """The table at an ``s3a://`` or ``s3://`` location."""
-        return cls._in_bucket(location, s3_bucket_and_key(location), access)
-
-    @classmethod
-    def on_gcs(cls, location: str, access: GcsAccess) -> TableFolder:
-        """The table at a ``gs://`` location."""
-        return cls._in_bucket(location, gcs_bucket_and_key(location), access)
-
-    @classmethod
-    def _in_bucket(cls, location: str, parts: tuple[str, str] | None,
-                   access: S3Access | GcsAccess) -> TableFolder:
+        parts = s3_bucket_and_key(location)
         if parts is None:
-            raise ValueError(f"{location} is not a {access.scheme}:// location")
+            raise ValueError(f"{location} is not an S3 location")
         bucket, key = parts
-        root = f"{access.scheme}://{bucket}"
-        return cls(f"{root}/{key}" if key else root, access)
+        return cls(f"s3://{bucket}/{key}" if key else f"s3://{bucket}", access)
 
     @classmethod
     def on_azure(cls, location: str, access: AzureAccess) -> TableFolder:
@@ -351,15 +340,6 @@ def store_refusal(location: str, get: Callable[[str], str | None]) -> str | None
         untranslated = S3Access.untranslated_providers(get, s3[0])
         return (f"fs.s3a.aws.credentials.provider names {', '.join(untranslated)}, which "
                 "only S3A follows") if untranslated else None
-    if gcs_bucket_and_key(location) is not None:
-        gcs_auth = GcsAccess.untranslated(get)
-        if gcs_auth is not None:
-            return f"fs.gs.auth.type {gcs_auth}, which only the GCS connector follows"
-        try:
-            GcsAccess.from_hadoop(get).with_key()
-        except (OSError, ValueError) as exc:
-            return f"the service-account key file cannot be read ({type(exc).__name__})"
-        return None
     where = AzureLocation.parse(location)
     if where is not None:
         return AzureAccess.untranslated(get, where)
@@ -367,13 +347,11 @@ def store_refusal(location: str, get: Callable[[str], str | None]) -> str | None
 
 
 def store_folder(location: str, get: Callable[[str], str | None]) -> TableFolder | None:
-    """The table folder at an S3, GCS or Azure ``location``, reached with the Hadoop
+    """The table folder at an S3 or Azure ``location``, reached with the Hadoop
     settings ``get`` reads (:func:`store_refusal` first); None for any other location."""
     s3 = s3_bucket_and_key(location)
     if s3 is not None:
         return TableFolder.on_s3(location, S3Access.from_hadoop(get, s3[0]))
-    if gcs_bucket_and_key(location) is not None:
-        return TableFolder.on_gcs(location, GcsAccess.from_hadoop(get).with_key())
     where = AzureLocation.parse(location)
     if where is not None:
         return TableFolder.on_azure(location, AzureAccess.from_hadoop(get, where))
@@ -381,16 +359,14 @@ def store_folder(location: str, get: Callable[[str], str | None]) -> TableFolder
 
 
 def on_object_store(location: str) -> bool:
-    """Whether ``location`` is on a store the task path writes (S3, GCS, Azure)."""
-    return (s3_bucket_and_key(location) is not None or gcs_bucket_and_key(location) is not None
-            or AzureLocation.parse(location) is not None)
+    """Whether ``location`` is on a store the task path writes (S3, Azure)."""
+    return s3_bucket_and_key(location) is not None or AzureLocation.parse(location) is not None
 
 
 #: How :meth:`DeltaDestination._choose` names each store in ``writer_reason``.
-STORE_NAMES = {"s3": "S3 with conditional writes", "gs": "GCS with conditional writes",
-               "az": "Azure with conditional writes"}
+STORE_NAMES = {"s3": "S3 with conditional writes", "az": "Azure with conditional writes"}
 
 
-__all__ = ["STORE_NAMES", "AzureAccess", "GcsAccess", "S3Access", "StoreAccess", "TableFolder",
+__all__ = ["STORE_NAMES", "AzureAccess", "S3Access", "StoreAccess", "TableFolder",
            "local_folder", "on_object_store", "s3_bucket_and_key", "store_folder",
            "store_refusal"]

@@ -238,7 +238,7 @@ def test_the_destination_s_commits_raced_on_one_table_lose_nothing_and_double_no
 
 def test_who_writes_which_store(spark: Any, s3_server: S3Server, s3_bucket: str) -> None:
     """S3 gets the task path with the session's S3A settings for the bucket; a store said
-    to lack conditional writes, GCS and Azure get Spark's writer."""
+    to lack conditional writes, GCS, and Azure without credentials get Spark's writer."""
     def choice(path: str, **config: Any) -> Any:
         return DeltaDestination({"path": path, **config})._files_folder(spark, plan_of())
 
@@ -256,6 +256,8 @@ def test_who_writes_which_store(spark: Any, s3_server: S3Server, s3_bucket: str)
     finally:
         hadoop.unset(provider)
     assert assumed.folder is None and "AssumedRoleCredentialProvider" in assumed.reason
-    for other in ("gs://bucket/lake", "abfss://c@account.dfs.core.windows.net/lake"):
-        elsewhere = choice(other)
-        assert elsewhere.folder is None and "other than S3" in elsewhere.reason
+    on_gcs = choice("gs://bucket/lake")
+    assert on_gcs.folder is None and "other than S3 and Azure" in on_gcs.reason
+    assert "no GCS emulator" in on_gcs.reason
+    no_key = choice("abfss://c@account.dfs.core.windows.net/lake")
+    assert no_key.folder is None and "no fs.azure.account.key.account.dfs" in no_key.reason

@@ -1,14 +1,10 @@
-"""GCS and Azure reached with the settings Spark's own connectors read (``fs.gs.*``,
-``fs.azure.*``), translated for delta-rs and pyarrow, secrets kept out of ``repr``."""
+"""Azure reached with the settings Spark's ABFS/WASB connectors read (``fs.azure.*``),
+translated for delta-rs and pyarrow, secrets kept out of ``repr``."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 from headwater.destinations.delta._azure import AzureAccess, AzureLocation
-from headwater.destinations.delta._gcs import GcsAccess
-from headwater.destinations.delta._store import TableFolder, store_folder, store_refusal
+from headwater.destinations.delta._store import TableFolder, store_folder
 
 KEY = "a2V5LWRvLW5vdC1wcmludA=="
 
@@ -49,29 +45,3 @@ def test_wasbs_sas_and_abfss_oauth_client_credentials() -> None:
                "org.apache.hadoop.fs.azurebfs.oauth2.MsiTokenProvider"}
     assert "MsiTokenProvider, which only hadoop-azure follows" in (
         AzureAccess.untranslated(managed.get, abfs) or "")
-
-
-def test_gcs_default_credentials_keyfile_and_an_emulator(tmp_path: Path) -> None:
-    assert GcsAccess.from_hadoop({}.get) == GcsAccess()
-    assert store_refusal("gs://b/lake", {}.get) is None
-    assert GcsAccess().delta_rs_options("b") == {}
-    keyfile = tmp_path / "key.json"
-    keyfile.write_text(json.dumps({"type": "service_account", "private_key": "PRIVATE",
-                                   "client_email": "a@b"}))
-    settings = {"fs.gs.auth.type": "SERVICE_ACCOUNT_JSON_KEYFILE",
-                "fs.gs.auth.service.account.json.keyfile": str(keyfile)}
-    assert GcsAccess.from_hadoop(settings.get).delta_rs_options("b") == {
-        "google_service_account": str(keyfile)}
-    emulated = store_folder("gs://b/lake", {**settings,
-                                            "fs.gs.storage.root.url": "http://127.0.0.1:1/"}.get)
-    assert emulated is not None and emulated.uri == "gs://b/lake"
-    assert isinstance(emulated.store, GcsAccess) and emulated.store.secrets == ["PRIVATE"]
-    options = emulated.storage_options() or {}
-    key = json.loads(options["google_service_account_key"])
-    assert key["gcs_base_url"] == "http://127.0.0.1:1" and key["private_key"] == "PRIVATE"
-    assert "PRIVATE" not in repr(emulated)
-    missing = {**settings, "fs.gs.auth.service.account.json.keyfile": str(tmp_path / "no"),
-               "fs.gs.storage.root.url": "http://127.0.0.1:1"}
-    assert "key file cannot be read" in (store_refusal("gs://b/lake", missing.get) or "")
-    anonymous = GcsAccess.from_hadoop({"fs.gs.auth.type": "UNAUTHENTICATED"}.get)
-    assert anonymous.delta_rs_options("b") == {"google_skip_signature": "true"}

@@ -74,12 +74,11 @@ def test_an_s3_path_is_checked_unless_only_s3a_can_get_its_credentials() -> None
 
 
 @pytest.mark.parametrize(("path", "conf", "named"), [
-    ("hdfs://namenode/lake", {}, "not a local folder nor on S3, GCS or Azure"),
+    ("hdfs://namenode/lake", {}, "not a local folder nor on S3 or Azure"),
+    ("gs://bucket/lake", {}, "not a local folder nor on S3 or Azure"),
     ("abfss://c@account.dfs.core.windows.net/x", {}, "no fs.azure.account.key.account.dfs"),
     ("abfss://c@account.dfs.core.windows.net/x",
      {"spark.hadoop.fs.azure.account.auth.type": "Custom"}, "only hadoop-azure follows"),
-    ("gs://bucket/lake", {"spark.hadoop.fs.gs.auth.type": "USER_CREDENTIALS"},
-     "fs.gs.auth.type USER_CREDENTIALS, which only the GCS connector follows"),
 ])
 def test_a_store_path_only_spark_reaches_is_not_checked_without_spark(
         path: str, conf: dict[str, str], named: str) -> None:

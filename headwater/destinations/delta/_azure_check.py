@@ -1,16 +1,14 @@
-"""``headwater check`` of Delta tables on GCS and Azure: reach the tables' prefix as a sync will.
+"""``headwater check`` of Delta tables on Azure: reach the tables' prefix as a sync will.
 
-As for S3 (``_store_check``), a check starts no Spark: :class:`GcsAccess` and
-:class:`AzureAccess` read the ``spark.hadoop.fs.gs.*``/``fs.azure.*`` settings of
-the connection's ``spark.conf``.  The probe is what a commit does: a uniquely
-named ``.headwater-check-<uuid>`` object is put under the tables' prefix with the
-store's conditional create (GCS ``ifGenerationMatch=0``, Azure
-``If-None-Match: *``), put again the same way, which the store must refuse (a
-store that accepted it would let a second commit of one table version replace
-the first), and deleted.  The stores' own SDKs (google-cloud-storage, brought by
-gcsfs; azure-storage-blob, brought by adlfs) are used because they tell the
-store's answers apart: refused credentials, a missing bucket, no answer.  No
-message carries a credential.
+As for S3 (``_store_check``), a check starts no Spark: :class:`AzureAccess` reads
+the ``spark.hadoop.fs.azure.*`` settings of the connection's ``spark.conf``.  The
+probe is what a commit does: a uniquely named ``.headwater-check-<uuid>`` blob is
+put under the tables' prefix with ``If-None-Match: *`` (Azure's conditional
+create), put again the same way, which the store must refuse (a store that
+accepted it would let a second commit of one table version replace the first),
+and deleted.  azure-storage-blob (brought by adlfs, the ``azure`` extra) is used
+because it tells the store's answers apart: refused credentials, a missing
+container, no answer.  No message carries a credential.
 """
 
 from __future__ import annotations
@@ -21,7 +19,6 @@ from collections.abc import Callable
 from typing import Any
 
 from headwater.destinations.delta._azure import AzureAccess, AzureLocation
-from headwater.destinations.delta._gcs import GcsAccess, gcs_bucket_and_key
 from headwater.errors import AuthenticationError, DestinationError
 
 _BODY = b"headwater check\n"
@@ -65,75 +62,6 @@ def _probe(put: Callable[[], None], refused: Callable[[Exception], bool],
         if not deleted:  # a failure after the put: leave nothing behind if the store lets us
             with contextlib.suppress(Exception):
                 delete()
-
-
-def check_gcs(location: str, access: GcsAccess) -> None:
-    """The probe under a ``gs://`` ``location``; an error a person can act on if not."""
-    from google.api_core import exceptions as gexc
-
-    parts = gcs_bucket_and_key(location)
-    if parts is None:
-        raise ValueError(f"{location} is not a GCS location")
-    bucket, prefix = parts
-    where = access.endpoint or "Google Cloud Storage"
-    try:
-        blob = _gcs_client(access).bucket(bucket).blob(_probe_name(prefix))
-    except Exception as exc:
-        raise _gcs_failure(exc, location, where, bucket) from None
-
-    def put() -> None:
-        blob.upload_from_string(_BODY, if_generation_match=0, retry=None, timeout=(5, 20))
-
-    _probe(put, lambda exc: isinstance(exc, gexc.PreconditionFailed),
-           lambda: blob.delete(retry=None, timeout=(5, 20)),
-           lambda exc: _gcs_failure(exc, location, where, bucket),
-           _ignored("GCS", location, "ifGenerationMatch=0"))
-
-
-def _gcs_client(access: GcsAccess) -> Any:
-    from google.cloud import storage
-
-    credentials: Any = None
-    if access.anonymous:
-        from google.auth.credentials import AnonymousCredentials
-
-        credentials = AnonymousCredentials()
-    elif access.keyfile is not None:
-        from google.oauth2 import service_account
-
-        credentials = service_account.Credentials.from_service_account_file(
-            access.keyfile,
-            scopes=["https://www.googleapis.com/auth/devstorage.read_write"])
-    options = {"api_endpoint": access.endpoint} if access.endpoint else None
-    return storage.Client(project=access.project or "headwater-check",
-                          credentials=credentials, client_options=options)
-
-
-def _gcs_failure(exc: Exception, location: str, where: str, bucket: str) -> Exception:
-    from google.api_core import exceptions as gexc
-    from google.auth import exceptions as auth_exc
-
-    advice = ("check spark.hadoop.fs.gs.auth.type and fs.gs.auth.service.account.json.keyfile "
-              "in the connection's spark.conf (or this machine's Google default credentials)")
-    if isinstance(exc, auth_exc.GoogleAuthError | FileNotFoundError | ValueError):
-        return AuthenticationError(
-            f"no usable GCS credentials for {location} (auth failure: {type(exc).__name__}); "
-            + advice)
-    if isinstance(exc, gexc.Unauthorized | gexc.Forbidden):
-        return AuthenticationError(
-            f"GCS at {where} refused the credentials for {location} (auth failure: HTTP "
-            f"{exc.code}); {advice}, and that they may create and delete objects in {bucket}")
-    if isinstance(exc, gexc.NotFound):
-        return DestinationError(
-            f"the bucket {bucket} of {location} does not exist at {where}; create it, or set "
-            "destination.config.path to a bucket that exists")
-    if isinstance(exc, gexc.GoogleAPICallError):
-        return DestinationError(f"GCS at {where} refused a put or delete under {location} "
-                                f"(HTTP {exc.code})")
-    return DestinationError(
-        f"GCS at {where} is unreachable for {location} ({type(exc).__name__}); check "
-        "spark.hadoop.fs.gs.storage.root.url in the connection's spark.conf, and that the "
-        "store is up")
 
 
 def check_azure(location: str, access: AzureAccess) -> None:
@@ -205,4 +133,4 @@ def _azure_failure(exc: Exception, location: str, where: str, container: str) ->
     return DestinationError(f"reaching {location} at {where} failed ({type(exc).__name__})")
 
 
-__all__ = ["check_azure", "check_gcs"]
+__all__ = ["check_azure"]

@@ -1,0 +1,101 @@
+"""The Delta destination on Azure: whole syncs through the task path give Spark's writer's rows.
+
+Each append/overwrite mode syncs twice (generation 0, then 1) into a table on
+Azurite (``abfss://``, reached with the ``fs.azure.account.key.*`` setting on the
+session, as a user sets it for Spark's ABFS) through the task path, and into a
+local folder through Spark's Delta writer.  Spark itself cannot read the Azurite
+table (ABFS speaks the Data Lake endpoint, which Azurite lacks, and hadoop-azure is
+not on the session's classpath), so the table is copied, log and files, to a local
+folder, and Spark reads that copy: every column of every row equals what Spark's
+own writer wrote, each row once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyarrow import fs as pafs
+
+from headwater.config import load_connection
+from headwater.connectors.sample import SampleSource
+from headwater.destinations.delta._destination import WRITER_TASKS
+from headwater.metadata_store import MetadataStore
+from tests.integration._stores import AZURE_KEY, AzureServer
+from tests.integration.destinations.delta._tables import (
+    azure_location,
+    azure_settings,
+    azure_table,
+    new_container,
+)
+from tests.integration.destinations.delta.test_s3_destination import (
+    MODES,
+    SOURCE,
+    sync,
+    table_rows,
+    writers_of,
+)
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def azure_container(spark: Any, azure_server: AzureServer) -> Iterator[str]:
+    """A new container the session's settings reach (unset afterwards)."""
+    container = new_container(azure_server)
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    settings = azure_settings(azure_server)
+    for key, value in settings.items():
+        conf.set(key, value)
+    try:
+        yield container
+    finally:
+        for key in settings:
+            conf.unset(key)
+
+
+def copy_to_local(azure_server: AzureServer, container: str, key: str, to: Path) -> Path:
+    """Every object under the table's prefix, copied to ``to`` (a table Spark can read)."""
+    table = azure_table(azure_server, container, key)
+    fs, base = table.filesystem()
+    pafs.copy_files(base, str(to), source_filesystem=fs,
+                    destination_filesystem=pafs.LocalFileSystem())
+    return to
+
+
+def run_writers(folder: Path) -> set[tuple[str, str]]:
+    """``(writer, writer_reason)`` of every checkpoint of the connection's latest run."""
+    config = load_connection(next(folder.glob("*.yaml")))
+    store = MetadataStore(config.metadata_store or "")
+    run = store.list_runs(config.name)[0]
+    return {(str(c.stats.get("writer")), str(c.stats.get("writer_reason")))
+            for c in store.list_checkpoints(run.run_id)}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_the_task_path_on_azure_gives_the_rows_spark_s_writer_gives(
+        spark: Any, azure_server: AzureServer, azure_container: str, tmp_path: Path,
+        mode: str, caplog: pytest.LogCaptureFixture) -> None:
+    lakes = {"auto": azure_location(azure_container, "lake"),
+             "spark": str(tmp_path / "spark-lake")}
+    results = {writer: [sync(tmp_path / writer, lake, mode, writer, generation=g)
+                        for g in (0, 1)] for writer, lake in lakes.items()}
+    assert {w for w, _ in run_writers(tmp_path / "auto")} == {WRITER_TASKS}
+    assert all("Azure with conditional writes" in reason
+               for _, reason in run_writers(tmp_path / "auto"))
+    copy = copy_to_local(azure_server, azure_container, "lake/users", tmp_path / "copy")
+    spark_table = f"{lakes['spark']}/users"
+    assert writers_of(spark, str(copy)) == {"delta-rs"}
+    tasks_rows = table_rows(spark, str(copy))
+    assert tasks_rows == table_rows(spark, spark_table)
+    assert set(tasks_rows.values()) == {1}  # every row once
+    if mode == "overwrite":
+        truth = SampleSource({**SOURCE, "generation": 1}).expected_rows("users")
+        ids = [r["id"] for r in spark.read.format("delta").load(str(copy)).collect()]
+        assert sorted(ids) == sorted(truth.column("id").to_pylist())
+    assert [r.streams[0].records_written for r in results["auto"]] == [
+        r.streams[0].records_written for r in results["spark"]]
+    assert not (copy / "_headwater_staging").exists()  # published, then removed
+    assert AZURE_KEY not in caplog.text
