@@ -12,7 +12,6 @@ own writer wrote, each row once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,7 @@ from headwater.connectors.sample import SampleSource
 from headwater.destinations.delta._destination import WRITER_TASKS
 from headwater.metadata_store import MetadataStore
 from tests.integration._stores import AZURE_KEY, AzureServer
-from tests.integration.destinations.delta._tables import (
-    azure_location,
-    azure_settings,
-    azure_table,
-    new_container,
-)
+from tests.integration.destinations.delta._tables import azure_location, azure_table
 from tests.integration.destinations.delta.test_s3_destination import (
     MODES,
     SOURCE,
@@ -39,21 +33,6 @@ from tests.integration.destinations.delta.test_s3_destination import (
 )
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture
-def azure_container(spark: Any, azure_server: AzureServer) -> Iterator[str]:
-    """A new container the session's settings reach (unset afterwards)."""
-    container = new_container(azure_server)
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    settings = azure_settings(azure_server)
-    for key, value in settings.items():
-        conf.set(key, value)
-    try:
-        yield container
-    finally:
-        for key in settings:
-            conf.unset(key)
 
 
 def copy_to_local(azure_server: AzureServer, container: str, key: str, to: Path) -> Path:
