@@ -45,3 +45,13 @@ def test_wasbs_sas_and_abfss_oauth_client_credentials() -> None:
                "org.apache.hadoop.fs.azurebfs.oauth2.MsiTokenProvider"}
     assert "MsiTokenProvider, which only hadoop-azure follows" in (
         AzureAccess.untranslated(managed.get, abfs) or "")
+
+
+def test_azure_keys_in_a_spark_conf_are_secrets_from_the_start() -> None:
+    from headwater.config import mask, register_spark_conf_secrets
+
+    register_spark_conf_secrets({
+        "spark.hadoop.fs.azure.account.key.acct.dfs.core.windows.net": "hw-az-key-1",
+        "spark.hadoop.fs.azure.sas.raw.acct.blob.core.windows.net": "sv=hw-az-sas-1",
+        "spark.hadoop.fs.azure.sas.fixed.token": "sv=hw-az-sas-2"})
+    assert mask("hw-az-key-1 sv=hw-az-sas-1 sv=hw-az-sas-2").count("hw-az") == 0
