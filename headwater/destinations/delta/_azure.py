@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, ClassVar
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-AZURE_SCHEMES = ("abfss://", "abfs://", "wasbs://", "wasb://")
 _LOCATION = re.compile(r"^(abfss?|wasbs?)://([^@/]+)@([^./]+)\.(dfs|blob)\.([^/]+?)(/.*)?$")
 _CLIENT_CREDS = "org.apache.hadoop.fs.azurebfs.oauth2.ClientCredsTokenProvider"
 _TENANT = re.compile(r"^https://[^/]+/([^/]+)/oauth2(/v2\.0)?/token/?$")
@@ -119,10 +118,11 @@ class AzureAccess:
         endpoint = (custom.strip().rstrip("/") if custom and custom.strip() else
                     f"{'https' if where.secure else 'http'}://{where.blob_host}")
         auth = (setting("fs.azure.account.auth.type") or "SharedKey").lower()
-        if auth == "sas" or (where.wasb and get(
-                f"fs.azure.sas.{where.container}.{where.hosts()[0]}")):
-            sas = (get(f"fs.azure.sas.{where.container}.{where.hosts()[0]}")
-                   or setting("fs.azure.sas.fixed.token"))
+        key = setting("fs.azure.account.key")
+        container_sas = get(f"fs.azure.sas.{where.container}.{where.hosts()[0]}")
+        # WASB takes a container's SAS only when the account has no key set.
+        if auth == "sas" or (where.wasb and container_sas and not key):
+            sas = container_sas or setting("fs.azure.sas.fixed.token")
             return cls(where.account, endpoint, sas_token=sas.strip().lstrip("?") if sas else None)
         if auth == "oauth":
             tenant = _TENANT.match(setting("fs.azure.account.oauth2.client.endpoint") or "")
@@ -130,7 +130,7 @@ class AzureAccess:
                        client_id=setting("fs.azure.account.oauth2.client.id"),
                        client_secret=setting("fs.azure.account.oauth2.client.secret"),
                        tenant_id=tenant.group(1) if tenant else None)
-        return cls(where.account, endpoint, account_key=setting("fs.azure.account.key"))
+        return cls(where.account, endpoint, account_key=key)
 
     @staticmethod
     def untranslated(get: Callable[[str], str | None], where: AzureLocation) -> str | None:
@@ -188,8 +188,14 @@ def _azure_filesystem(access: AzureAccess) -> pafs.FileSystem:
     scheme, rest = access.endpoint.split("://", 1)
     authority = rest.split("/", 1)[0]
     kwargs: dict[str, object] = {}
-    if authority != f"{access.account}.blob.core.windows.net":
-        # An emulator (Azurite: the account is the path's first segment) or another cloud.
+    if authority.startswith(f"{access.account}."):
+        # pyarrow puts the account before an authority that starts with a dot
+        # (``.blob.core.windows.net``, another cloud's suffix).
+        blob = authority[len(access.account):]
+        kwargs.update(blob_storage_authority=blob, blob_storage_scheme=scheme,
+                      dfs_storage_authority=blob.replace(".blob.", ".dfs.", 1),
+                      dfs_storage_scheme=scheme)
+    else:  # an emulator (Azurite): the account is the path's first segment
         kwargs.update(blob_storage_authority=authority, blob_storage_scheme=scheme,
                       dfs_storage_authority=authority, dfs_storage_scheme=scheme)
     if access.account_key:
@@ -202,4 +208,4 @@ def _azure_filesystem(access: AzureAccess) -> pafs.FileSystem:
     return pafs.AzureFileSystem(access.account, **kwargs)
 
 
-__all__ = ["AZURE_SCHEMES", "AzureAccess", "AzureLocation"]
+__all__ = ["AzureAccess", "AzureLocation"]
