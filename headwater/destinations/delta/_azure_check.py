@@ -111,7 +111,8 @@ def _azure_failure(exc: Exception, location: str, where: str, container: str) ->
         ServiceRequestError,
     )
 
-    code = getattr(exc, "error_code", None) or "no error code"
+    code = getattr(exc, "error_code", None)
+    code = str(getattr(code, "value", code) or "no error code")  # the SDK's enum, or text
     status = getattr(exc, "status_code", None)
     if isinstance(exc, ClientAuthenticationError) or status in (401, 403):
         return AuthenticationError(

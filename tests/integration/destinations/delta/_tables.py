@@ -4,11 +4,13 @@ what every store's tests check of a table (S3's too): its log, its rows, racing 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -123,3 +125,16 @@ def race(table: TableFolder, lanes: int = 3, rounds: int = 3) -> None:
     assert rows(table) == sorted(i for written in files.values() for f in written
                                  for i in range(json.loads(f.stats)["minValues"]["id"],
                                                 json.loads(f.stats)["maxValues"]["id"] + 1))
+
+
+@contextlib.contextmanager
+def session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
+    """``settings`` in the session's Hadoop configuration while the block runs."""
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in settings.items():
+        conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in settings:
+            conf.unset(key)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +11,11 @@ from tests.integration._s3 import S3Server, free_port
 from tests.integration._stores import AzureServer
 from tests.integration.destinations.delta._s3 import hadoop_settings, new_bucket
 from tests.integration.destinations.delta._s3_proxy import Proxy, proxy_process
-from tests.integration.destinations.delta._tables import azure_settings, new_container
+from tests.integration.destinations.delta._tables import (
+    azure_settings,
+    new_container,
+    session_settings,
+)
 
 
 @pytest.fixture
@@ -38,16 +41,3 @@ def azure_container(spark: Any, azure_server: AzureServer) -> Iterator[str]:
     container = new_container(azure_server)
     with session_settings(spark, azure_settings(azure_server)):
         yield container
-
-
-@contextlib.contextmanager
-def session_settings(spark: Any, settings: dict[str, str]) -> Iterator[None]:
-    """``settings`` in the session's Hadoop configuration while the block runs."""
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    for key, value in settings.items():
-        conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in settings:
-            conf.unset(key)

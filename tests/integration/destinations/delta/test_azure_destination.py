@@ -20,16 +20,30 @@ from pyarrow import fs as pafs
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
+from headwater.destinations.delta import DeltaDestination, _delta_rs
 from headwater.destinations.delta._destination import WRITER_TASKS
 from headwater.metadata_store import MetadataStore
+from tests.integration._s3 import free_port
 from tests.integration._stores import AZURE_KEY, AzureServer
-from tests.integration.destinations.delta._tables import azure_location, azure_table
+from tests.integration.destinations.delta._s3_proxy import proxy_process
+from tests.integration.destinations.delta._tables import (
+    azure_location,
+    azure_table,
+    session_settings,
+)
 from tests.integration.destinations.delta.test_s3_destination import (
     MODES,
     SOURCE,
+    commit,
+    found_on_resume,
+    marker,
     sync,
     table_rows,
+    upload,
     writers_of,
+)
+from tests.integration.destinations.delta.test_s3_destination import (
+    SCHEMA as ID_SCHEMA,
 )
 
 pytestmark = pytest.mark.spark
@@ -77,4 +91,30 @@ def test_the_task_path_on_azure_gives_the_rows_spark_s_writer_gives(
     assert [r.streams[0].records_written for r in results["auto"]] == [
         r.streams[0].records_written for r in results["spark"]]
     assert not (copy / "_headwater_staging").exists()  # published, then removed
+    assert AZURE_KEY not in caplog.text
+
+
+def test_a_commit_that_landed_and_lost_its_answer_counts_once_and_is_found_on_resume(
+        spark: Any, azure_server: AzureServer, azure_container: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The driver reaches Azurite through a proxy that answers 500 to the first commit put
+    the store accepted: the commit is durable, delta-rs hears an error (and its retry of
+    the put is refused: the blob exists).  The table decides: the commit counts once."""
+    direct = azure_table(azure_server, azure_container, "lake/users")
+    _delta_rs.create_table(direct, ID_SCHEMA, {})
+    written = upload(direct, [1, 2, 3])
+    upstream, account = azure_server.blob_endpoint.rsplit("/", 1)
+    with (proxy_process(upstream, free_port()) as proxy,
+          session_settings(spark, {f"headwater.azure.blob.endpoint.{account}":
+                                   f"{proxy.endpoint}/{account}"})):
+        proxy.lose_next_commit_answer()
+        destination = DeltaDestination({"path": azure_location(azure_container, "lake")})
+        first = commit(spark, destination, written, marker(0, 1))
+        assert (first.version, first.rows, first.writer) == (1, 3, WRITER_TASKS)
+        lost = [r["path"].rsplit("/", 1)[1] for r in proxy.puts_of_commits()
+                if r["answered"] == 500 and r["status"] == 201]
+        assert lost == [f"{1:020d}.json"]
+        assert all({k.lower(): v for k, v in r["headers"].items()}.get("if-none-match") == "*"
+                   for r in proxy.puts_of_commits())
+        found_on_resume(spark, destination, direct)
     assert AZURE_KEY not in caplog.text

@@ -179,15 +179,19 @@ def test_a_commit_that_landed_and_lost_its_answer_counts_once_and_is_found_on_re
     lost = [r["path"].rsplit("/", 1)[1] for r in s3_proxy.puts_of_commits()
             if r["answered"] == 500 and r["status"] == 200]
     assert lost == [f"{1:020d}.json"]
+    found_on_resume(spark, destination, direct)
+    assert SECRET_KEY not in caplog.text
+
+
+def found_on_resume(spark: Any, destination: DeltaDestination, direct: TableFolder) -> None:
+    """Checkpoint 1 of lane 0, committed once, is found by a resumed attempt (the first was
+    killed before the store recorded it), and committing it again writes nothing."""
     assert log_txns(direct) == Counter({(f"{LANE}/0", 1): 1})
-    # A resumed attempt (the first was killed before the store recorded it) finds it...
     found = destination.find_commit(spark, plan_of(), marker(0, 1, attempt=2))  # type: ignore[arg-type]
     assert found is not None and found.already_committed and found.version == 1
-    # ...and committing it again writes nothing.
     again = commit(spark, destination, upload(direct, [1, 2, 3]), marker(0, 1, attempt=2))
     assert again.already_committed and again.version == 1
     assert log_txns(direct) == Counter({(f"{LANE}/0", 1): 1})
-    assert SECRET_KEY not in caplog.text
 
 
 def test_the_destination_s_commits_raced_on_one_table_lose_nothing_and_double_nothing(
