@@ -192,9 +192,12 @@ def register_secrets(values: Iterable[str]) -> None:
     _registry.add(values)
 
 
-#: Spark's own default ``spark.redaction.regex``: the conf keys whose values Spark hides
-#: in its UI and logs.  Headwater hides the same values everywhere it prints.
-SPARK_SECRET_KEYS = re.compile(r"(?i)secret|password|token|access[.]?key")
+#: Spark's own default ``spark.redaction.regex`` (the conf keys whose values Spark hides
+#: in its UI and logs), plus hadoop-azure's account keys and SAS tokens
+#: (``fs.azure.account.key.<host>``, ``fs.azure.sas.<container>.<host>``), which it
+#: misses.  Headwater hides these values everywhere it prints.
+SPARK_SECRET_KEYS = re.compile(
+    r"(?i)secret|password|token|access[.]?key|account[.]key|azure[.]sas[.]")
 
 
 def register_spark_conf_secrets(conf: Mapping[str, str]) -> None:

@@ -1,5 +1,6 @@
 """Fixtures every integration test folder may use, one of each per test run: an
-S3-compatible server and a Spark standalone cluster (master and two workers)."""
+S3-compatible server, a GCS emulator, Azurite and a Spark standalone cluster (master
+and two workers)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration._cluster import StandaloneCluster, standalone_cluster
-from tests.integration._s3 import S3Server, moto_server
+from tests.integration._s3 import S3Server, free_port, moto_server
+from tests.integration._stores import AZURE_ACCOUNT, AZURE_KEY, AzureServer, GcsServer
+from tests.integration.connectors.object_storage._azurite import azurite
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +27,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
     tests tell their applications apart by name (``headwater-<connection>``)."""
     with standalone_cluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def gcs_server() -> Iterator[GcsServer]:
+    """gcp-storage-emulator in a thread of the test process, in memory."""
+    from gcp_storage_emulator.server import create_server
+
+    port = free_port()
+    server = create_server("127.0.0.1", port, in_memory=True)
+    server.start()
+    try:
+        yield GcsServer(endpoint=f"http://127.0.0.1:{port}")
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def azure_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzureServer]:
+    """Azurite (installed by scripts/setup-tests) in a process of its own."""
+    folder = tmp_path_factory.mktemp("azurite")
+    with azurite(AZURE_ACCOUNT, AZURE_KEY, free_port(), folder) as endpoint:
+        yield AzureServer(connection_string=(
+            f"DefaultEndpointsProtocol=http;AccountName={AZURE_ACCOUNT};"
+            f"AccountKey={AZURE_KEY};BlobEndpoint={endpoint};"))

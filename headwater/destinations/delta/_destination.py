@@ -22,8 +22,8 @@ Sync modes:
 Two ways to write (``writer`` in the config):
 
 * ``auto`` (the default): on classic Spark, ``append`` and ``overwrite`` tables in a
-  local folder or on S3 (and S3-compatible stores with conditional writes,
-  ``_store.py``) are written by the tasks themselves (pyarrow, ``_files.py``) and
+  local folder, on S3 (and S3-compatible stores with conditional writes) or on
+  Azure (``_store.py``) are written by the tasks themselves (pyarrow, ``_files.py``) and
   committed through delta-rs (``_delta_rs.py``), with the same ``txn`` pair and
   tag, provided the table's protocol and metadata are on the task path's
   allowlist (``_table_features.py``: no column mapping, constraints, generated
@@ -70,6 +70,7 @@ from headwater.destinations._base import (
 )
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
 from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
+from headwater.destinations.delta._azure_check import check_azure
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
 from headwater.destinations.delta._files import ParquetFiles
 from headwater.destinations.delta._session import SPARK_NEEDS
@@ -88,10 +89,14 @@ from headwater.destinations.delta._stats import (
     with_columns,
 )
 from headwater.destinations.delta._store import (
+    STORE_NAMES,
     S3Access,
     TableFolder,
     local_folder,
+    on_object_store,
     s3_bucket_and_key,
+    store_folder,
+    store_refusal,
 )
 from headwater.destinations.delta._store_check import check_s3
 from headwater.destinations.delta._table_features import task_path_refusal
@@ -130,6 +135,12 @@ _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 WRITER_TASKS = "tasks+delta-rs"
 #: ``CommitResult.writer`` of a commit Spark's Delta writer made (write, MERGE, replay).
 WRITER_SPARK = "spark"
+
+
+#: Why ``gs://`` tables stay on Spark's writer (``docs/destinations/delta.md``).
+_GCS_REASON = ("; on GCS, delta-rs commits through object_store's XML API "
+               "(x-goog-if-generation-match: 0), which no GCS emulator the tests run speaks, "
+               "so no test proves those commits safe yet")
 
 
 @dataclass(frozen=True)
@@ -251,37 +262,41 @@ class DeltaDestination(Destination):
         settings of the connection's ``spark.conf`` (:meth:`use_spark_conf`; what they
         leave unset, the default AWS credential chain gives), and with
         ``s3_conditional_writes`` the store must refuse a second ``If-None-Match: *``
-        put of it (``_store_check``).  Any other URI (``abfss://``, ``gs://``...) is
-        reachable only through Spark, which a check does not start: nothing is
-        checked (:meth:`check_skipped` says so).  Neither is ``database``
-        (registering tables by name needs the Spark session's catalog).
+        put of it (``_store_check``).  For ``abfss://`` and ``wasbs://`` the same with
+        the ``spark.hadoop.fs.azure.*`` settings and Azure's conditional create
+        (``_azure_check``).  Any other URI (``gs://``...) is reachable only
+        through Spark, which a check does not start: nothing is checked
+        (:meth:`check_skipped` says so).  Neither is ``database`` (registering tables
+        by name needs the Spark session's catalog).
         """
         folder = local_folder(self.root)
         if folder is not None:
             _check_writable(folder)
             return
         skipped = self.check_skipped()
-        parts = s3_bucket_and_key(self.root)
-        if skipped or parts is None:
+        if skipped:
             log.info("%s", skipped)
             return
-        access = S3Access.from_hadoop(self._hadoop_setting, parts[0])
-        register_secrets(access.secrets)
-        check_s3(self.root, access,
-                 conditional_writes=bool(self.config.get("s3_conditional_writes", True)))
+        reached = store_folder(self.root, self._hadoop_setting)
+        if reached is None or reached.store is None:
+            return
+        register_secrets(reached.store.secrets)
+        if isinstance(reached.store, S3Access):
+            check_s3(self.root, reached.store,
+                     conditional_writes=bool(self.config.get("s3_conditional_writes", True)))
+        else:
+            check_azure(self.root, reached.store)
 
     def check_skipped(self) -> str | None:
         if local_folder(self.root) is not None:
             return None
-        parts = s3_bucket_and_key(self.root)
-        if parts is None:
-            return (f"{self.root} is not a local folder nor on S3: it is reachable only "
-                    "through Spark, which a check does not start, so nothing was checked")
-        untranslated = S3Access.untranslated_providers(self._hadoop_setting, parts[0])
-        if untranslated:
-            return (f"fs.s3a.aws.credentials.provider names {', '.join(untranslated)}, which "
-                    f"only Spark's S3A follows: {self.root} was not checked (a check starts "
-                    "no Spark)")
+        if not on_object_store(self.root):
+            return (f"{self.root} is not a local folder nor on S3 or Azure: it is "
+                    "reachable only through Spark, which a check does not start, so nothing "
+                    "was checked")
+        refusal = store_refusal(self.root, self._hadoop_setting)
+        if refusal:
+            return f"{refusal}: {self.root} was not checked (a check starts no Spark)"
         return None
 
     def table_name(self, stream: str) -> str | None:
@@ -301,17 +316,18 @@ class DeltaDestination(Destination):
         if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
             return _Choice(None, "append_dedup commits through MERGE")
         location = self.table_location(plan.stream.name)
+        if local_folder(location) is None and not on_object_store(location):
+            return _Choice(None, "object store path other than S3 and Azure (abfss://, "
+                                 "wasbs://): the task path writes local folders and those "
+                                 "stores only" + (_GCS_REASON if location.startswith("gs://")
+                                                  else ""))
         on_s3 = s3_bucket_and_key(location) is not None
-        if local_folder(location) is None and not on_s3:
-            return _Choice(None, "object store path other than S3 (the task path writes "
-                                 "local folders and S3 only)")
         if on_s3 and not self.config.get("s3_conditional_writes", True):
             return _Choice(None, "s3_conditional_writes: false (a commit through delta-rs "
                                  "needs the store's conditional writes)")
-        untranslated = _untranslated_providers(spark, location) if on_s3 else []
-        if untranslated:
-            return _Choice(None, f"fs.s3a.aws.credentials.provider names "
-                                 f"{', '.join(untranslated)}, which only S3A follows")
+        refusal = _store_refusal(spark, location)
+        if refusal:
+            return _Choice(None, refusal)
         folder = _driver_folder(spark, location)
         if folder is None:
             return _Choice(None, "Spark Connect (the driver's filesystem is the server's)")
@@ -321,7 +337,8 @@ class DeltaDestination(Destination):
                 state: _delta_rs.TableState | None) -> _Choice:
         """The writer of the table in ``folder`` as ``state`` describes it; remembered."""
         refusal = None if state is None else task_path_refusal(state.protocol)
-        where = "local folder" if folder.is_local else "S3 with conditional writes"
+        where = ("local folder" if folder.is_local or folder.store is None
+                 else STORE_NAMES[folder.store.scheme])
         choice = (_Choice(folder, f"{where}, {plan.stream.destination_sync_mode}, table "
                                   f"protocol {state.protocol.versions if state else '(new)'} "
                                   "on the task path's allowlist")
@@ -347,7 +364,7 @@ class DeltaDestination(Destination):
             if self._choose(plan, folder, state).folder is None:
                 return None
             listed = listed_columns(state.properties.get(STATS_PROPERTY) if state else None)
-        return ParquetFiles(folder=folder.uri, s3=folder.s3,
+        return ParquetFiles(folder=folder.uri, store=folder.store,
                             stats_columns=listed or list(STATS_META_COLUMNS))
 
     # ----------------------------------------------------------------- preparing
@@ -1156,12 +1173,13 @@ def _check_writable(folder: str) -> None:
 def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
     """``location`` as a folder this process reaches as Spark's driver does, or None.
 
-    A local folder, or an S3 location reached with the ``fs.s3a.*`` settings of
-    the session's Hadoop configuration (:meth:`S3Access.from_hadoop`; its secret
-    values are registered with the masker here), unless S3A is set to get its
-    credentials some way pyarrow and delta-rs cannot follow: then Spark reaches
-    it.  Under Spark Connect the driver (its filesystem and its settings) is the
-    server's, so even a plain path is only reachable through Spark.
+    A local folder, or an S3 or Azure location reached with the ``fs.s3a.*`` or
+    ``fs.azure.*`` settings of the session's Hadoop configuration
+    (``_store.store_folder``; its secret values are registered with the masker
+    here), unless Spark's connector is set to get its credentials some way
+    pyarrow and delta-rs cannot follow: then Spark reaches it.  Under Spark
+    Connect the driver (its filesystem and its settings) is the server's, so even
+    a plain path is only reachable through Spark.
     """
     try:
         context = spark.sparkContext
@@ -1170,28 +1188,23 @@ def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
     local = local_folder(location)
     if local is not None:
         return TableFolder(local)
-    parts = s3_bucket_and_key(location)
-    if parts is None:
-        return None
     hadoop = context._jsc.hadoopConfiguration()
-    if S3Access.untranslated_providers(hadoop.get, parts[0]):
-        return None  # credentials only S3A can get: the table is Spark's to read and write
-    access = S3Access.from_hadoop(hadoop.get, parts[0])
-    register_secrets(access.secrets)
-    return TableFolder.on_s3(location, access)
+    if store_refusal(location, hadoop.get):
+        return None  # credentials only Spark's connector can get: the table is Spark's
+    folder = store_folder(location, hadoop.get)
+    if folder is not None and folder.store is not None:
+        register_secrets(folder.store.secrets)
+    return folder
 
 
-def _untranslated_providers(spark: SparkSession, location: str) -> list[str]:
-    """:meth:`S3Access.untranslated_providers` of an S3 ``location`` in the session's
-    settings (none under Spark Connect, where nothing reaches them)."""
-    parts = s3_bucket_and_key(location)
+def _store_refusal(spark: SparkSession, location: str) -> str | None:
+    """:func:`store_refusal` of an object-store ``location`` in the session's settings
+    (none under Spark Connect, where nothing reaches them)."""
     try:
         context = spark.sparkContext
     except Exception:
-        return []
-    if parts is None:
-        return []
-    return S3Access.untranslated_providers(context._jsc.hadoopConfiguration().get, parts[0])
+        return None
+    return store_refusal(location, context._jsc.hadoopConfiguration().get)
 
 
 def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker, any_run: bool = False,

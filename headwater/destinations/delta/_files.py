@@ -13,9 +13,9 @@ This module is what runs on the executors, so it holds only plain values and is
 pickled with the task.  A file is written under the table's folder with a
 unique name: a task that fails or is retried leaves at most an uncommitted
 file, which no reader sees and ``VACUUM`` removes, as with Spark's own writer.
-The folder is local, or on S3 (``_store.TableFolder``): there each executor
-uploads its files straight to the table's prefix with pyarrow's S3 filesystem,
-and an object is seen only once its upload completes.
+The folder is local, or on S3 or Azure (``_store.TableFolder``): there each
+executor uploads its files straight to the table's prefix (pyarrow's S3 and Azure
+filesystems), and an object is seen only once its upload completes.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from headwater.destinations.delta._store import S3Access, TableFolder
+from headwater.destinations.delta._store import StoreAccess, TableFolder
 
 
 @dataclass(frozen=True)
@@ -147,21 +147,21 @@ def _has_bounds(type_: pa.DataType) -> bool:
 
 @dataclass
 class ParquetFiles:
-    """Writes a task's output batches into Parquet files under ``folder`` (local or S3).
+    """Writes a task's output batches into Parquet files under ``folder`` (local or a store).
 
     ``stats_columns`` are the table's statistics columns
     (``delta.dataSkippingStatsColumns``): each file's Delta statistics cover
     them, so readers skip files as they would for files Spark wrote.
     """
 
-    #: A local path, or ``s3://bucket/key`` with ``s3`` (``_store.TableFolder.uri``).
+    #: A local path, or ``<scheme>://bucket/key`` with ``store`` (``_store.TableFolder.uri``).
     folder: str
     stats_columns: Sequence[str]
     #: A file is closed and a new one started after this many rows.
     max_rows_per_file: int = 5_000_000
     compression: str = "snappy"
-    #: How the executors reach ``folder`` on S3 (None: a local folder).
-    s3: S3Access | None = None
+    #: How the executors reach ``folder`` on S3 or Azure (None: a local folder).
+    store: StoreAccess | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -183,7 +183,7 @@ class ParquetFiles:
                 if batch.num_rows == 0:
                     continue
                 if current is None:
-                    current = _File.open(TableFolder(self.folder, self.s3), batch.schema,
+                    current = _File.open(TableFolder(self.folder, self.store), batch.schema,
                                          self.compression,
                                          [c for c in self.stats_columns if c in batch.schema.names])
                 elif batch.schema != current.schema:

@@ -1,4 +1,5 @@
-"""Where a table's files are: a local folder, or a prefix of an S3 (or S3-compatible) bucket.
+"""Where a table's files are: a local folder, or a prefix of an S3 (or S3-compatible)
+bucket or an Azure container (Azure: ``_azure.py``, S3: here).
 
 One picklable value names the table for the two libraries of the task path:
 pyarrow, which writes the Parquet files on the executors, and delta-rs, which
@@ -32,7 +33,9 @@ import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
+
+from headwater.destinations.delta._azure import AzureAccess, AzureLocation
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -67,6 +70,8 @@ class S3Access:
     The keys stay out of ``repr``; the destination registers the secret ones
     with the process's masker as soon as it reads them.
     """
+
+    scheme: ClassVar[str] = "s3"
 
     #: With its scheme (``https://...``); None: AWS's own endpoint for the region.
     endpoint: str | None = None
@@ -183,17 +188,22 @@ def local_folder(location: str) -> str | None:
     return None if "://" in location else location
 
 
+#: How the task path reaches an object store: one per kind of store.
+StoreAccess = S3Access | AzureAccess
+
+
 @dataclass(frozen=True)
 class TableFolder:
-    """A Delta table's folder: a local path, or ``s3://bucket/key`` with its :class:`S3Access`.
+    """A Delta table's folder: a local path, or ``<scheme>://bucket/key`` with the
+    :class:`StoreAccess` of its store (``s3://bucket/key``, ``az://container/key``).
 
     Picklable (the executors' tasks carry it).  Relative paths below are
     relative to the table's folder, ``/``-separated, as Delta's log names files.
     """
 
-    #: A local path, or ``s3://bucket/key`` (the form delta-rs and pyarrow take).
+    #: A local path, or ``<scheme>://bucket/key`` (the form delta-rs and pyarrow take).
     uri: str
-    s3: S3Access | None = None
+    store: StoreAccess | None = None
 
     @classmethod
     def of(cls, value: str | TableFolder) -> TableFolder:
@@ -209,34 +219,42 @@ class TableFolder:
         bucket, key = parts
         return cls(f"s3://{bucket}/{key}" if key else f"s3://{bucket}", access)
 
+    @classmethod
+    def on_azure(cls, location: str, access: AzureAccess) -> TableFolder:
+        """The table at an ``abfss://`` or ``wasbs://`` location (delta-rs's ``az://``)."""
+        where = AzureLocation.parse(location)
+        if where is None:
+            raise ValueError(f"{location} is not an Azure location")
+        return cls(where.delta_rs_uri, access)
+
     @property
     def is_local(self) -> bool:
-        return self.s3 is None
+        return self.store is None
 
     def child(self, relative: str) -> TableFolder:
         """The folder at ``relative`` below this one (a staging folder)."""
-        return TableFolder(f"{self.uri.rstrip('/')}/{relative.strip('/')}", self.s3)
+        return TableFolder(f"{self.uri.rstrip('/')}/{relative.strip('/')}", self.store)
 
     def storage_options(self) -> dict[str, str] | None:
         """delta-rs's ``storage_options`` for this folder (None for a local one)."""
-        if self.s3 is None:
+        if self.store is None:
             return None
-        bucket = self.uri[len("s3://"):].split("/", 1)[0]
-        return self.s3.delta_rs_options(bucket)
+        bucket = self.uri.split("://", 1)[1].split("/", 1)[0]
+        return self.store.delta_rs_options(bucket)
 
     def local_path(self, relative: str = "") -> str:
         """The local path of ``relative`` (a local folder only)."""
-        if self.s3 is not None:
+        if self.store is not None:
             raise ValueError(f"{self.uri} is not a local folder")
         return os.path.join(self.uri, *relative.split("/")) if relative else self.uri
 
     def filesystem(self) -> tuple[pafs.FileSystem, str]:
         """pyarrow's filesystem of this folder, and the folder's path in it."""
-        if self.s3 is None:
+        if self.store is None:
             from pyarrow import fs as pafs
 
             return pafs.LocalFileSystem(), os.path.abspath(self.uri)
-        return self.s3.filesystem(), self.uri[len("s3://"):].rstrip("/")
+        return self.store.filesystem(), self.uri.split("://", 1)[1].rstrip("/")
 
     def _path(self, relative: str) -> tuple[pafs.FileSystem, str]:
         fs, base = self.filesystem()
@@ -245,14 +263,14 @@ class TableFolder:
     def write_target(self, relative: str) -> tuple[str, pafs.FileSystem | None]:
         """Where a writer (``pq.ParquetWriter``) puts ``relative``: a path, and the
         filesystem to open it in (None: the local one)."""
-        if self.s3 is None:
+        if self.store is None:
             return self.local_path(relative), None
         fs, path = self._path(relative)
         return path, fs
 
     def size_and_mtime_ms(self, relative: str) -> tuple[int, int]:
         """The size of the file at ``relative`` and its modification time (ms; 0 unknown)."""
-        if self.s3 is None:
+        if self.store is None:
             described = os.stat(self.local_path(relative))
             return described.st_size, int(described.st_mtime * 1000)
         fs, path = self._path(relative)
@@ -262,7 +280,7 @@ class TableFolder:
 
     def delete_file(self, relative: str) -> None:
         """Remove the file at ``relative`` (raises ``OSError`` as the filesystem does)."""
-        if self.s3 is None:
+        if self.store is None:
             os.remove(self.local_path(relative))
             return
         fs, path = self._path(relative)
@@ -270,7 +288,7 @@ class TableFolder:
 
     def read_text(self, relative: str) -> str | None:
         """The text of the file at ``relative``, or None when there is none."""
-        if self.s3 is None:
+        if self.store is None:
             try:
                 with open(self.local_path(relative), encoding="utf-8") as found:
                     return found.read()
@@ -291,7 +309,7 @@ class TableFolder:
 
     def exists(self, relative: str) -> bool:
         """Whether a file is at ``relative``."""
-        if self.s3 is None:
+        if self.store is None:
             return os.path.exists(self.local_path(relative))
         from pyarrow import fs as pafs
 
@@ -299,8 +317,8 @@ class TableFolder:
         return bool(fs.get_file_info(path).type == pafs.FileType.File)
 
     def has_folder(self, relative: str) -> bool:
-        """Whether anything is under ``relative`` (on S3: any key with that prefix)."""
-        if self.s3 is None:
+        """Whether anything is under ``relative`` (on a store: any key with that prefix)."""
+        if self.store is None:
             return os.path.isdir(self.local_path(relative))
         from pyarrow import fs as pafs
 
@@ -314,4 +332,41 @@ class TableFolder:
             fs.delete_dir(path)
 
 
-__all__ = ["S3Access", "TableFolder", "local_folder", "s3_bucket_and_key"]
+def store_refusal(location: str, get: Callable[[str], str | None]) -> str | None:
+    """Why only Spark's own connector reaches ``location`` with the Hadoop settings
+    ``get`` reads (credentials the task path cannot follow), or None."""
+    s3 = s3_bucket_and_key(location)
+    if s3 is not None:
+        untranslated = S3Access.untranslated_providers(get, s3[0])
+        return (f"fs.s3a.aws.credentials.provider names {', '.join(untranslated)}, which "
+                "only S3A follows") if untranslated else None
+    where = AzureLocation.parse(location)
+    if where is not None:
+        return AzureAccess.untranslated(get, where)
+    return None
+
+
+def store_folder(location: str, get: Callable[[str], str | None]) -> TableFolder | None:
+    """The table folder at an S3 or Azure ``location``, reached with the Hadoop
+    settings ``get`` reads (:func:`store_refusal` first); None for any other location."""
+    s3 = s3_bucket_and_key(location)
+    if s3 is not None:
+        return TableFolder.on_s3(location, S3Access.from_hadoop(get, s3[0]))
+    where = AzureLocation.parse(location)
+    if where is not None:
+        return TableFolder.on_azure(location, AzureAccess.from_hadoop(get, where))
+    return None
+
+
+def on_object_store(location: str) -> bool:
+    """Whether ``location`` is on a store the task path writes (S3, Azure)."""
+    return s3_bucket_and_key(location) is not None or AzureLocation.parse(location) is not None
+
+
+#: How :meth:`DeltaDestination._choose` names each store in ``writer_reason``.
+STORE_NAMES = {"s3": "S3 with conditional writes", "az": "Azure with conditional writes"}
+
+
+__all__ = ["STORE_NAMES", "AzureAccess", "S3Access", "StoreAccess", "TableFolder",
+           "local_folder", "on_object_store", "s3_bucket_and_key", "store_folder",
+           "store_refusal"]

@@ -125,7 +125,7 @@ def _handler(state: _State) -> type[http.server.BaseHTTPRequestHandler]:
                                    content=body)
             recorded["status"] = recorded["answered"] = answer.status_code
             with state.lock:
-                lose = (state.lose and self.command == "PUT" and answer.status_code == 200
+                lose = (state.lose and self.command == "PUT" and answer.is_success
                         and COMMIT_PATH.search(self.path.split("?")[0]) is not None)
                 if lose:
                     state.lose = False

@@ -8,8 +8,14 @@ from typing import Any
 import pytest
 
 from tests.integration._s3 import S3Server, free_port
+from tests.integration._stores import AzureServer
 from tests.integration.destinations.delta._s3 import hadoop_settings, new_bucket
 from tests.integration.destinations.delta._s3_proxy import Proxy, proxy_process
+from tests.integration.destinations.delta._tables import (
+    azure_settings,
+    new_container,
+    session_settings,
+)
 
 
 @pytest.fixture
@@ -24,12 +30,14 @@ def s3_bucket(spark: Any, s3_server: S3Server) -> Iterator[str]:
     """A new bucket that the session's ``s3a://`` reaches (per-bucket S3A settings,
     so no other test's bucket changes); its settings are unset afterwards."""
     bucket = new_bucket(s3_server)
-    conf = spark.sparkContext._jsc.hadoopConfiguration()
-    settings = hadoop_settings(s3_server, bucket)
-    for key, value in settings.items():
-        conf.set(key, value)
-    try:
+    with session_settings(spark, hadoop_settings(s3_server, bucket)):
         yield bucket
-    finally:
-        for key in settings:
-            conf.unset(key)
+
+
+@pytest.fixture
+def azure_container(spark: Any, azure_server: AzureServer) -> Iterator[str]:
+    """A new Azurite container the session reaches (the account's key and the emulator's
+    endpoint, as a user sets them for Spark's ABFS); the settings are unset afterwards."""
+    container = new_container(azure_server)
+    with session_settings(spark, azure_settings(azure_server)):
+        yield container

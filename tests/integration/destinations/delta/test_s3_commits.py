@@ -12,34 +12,24 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable
 
 from headwater.destinations.delta import _delta_rs, _staging
-from headwater.destinations.delta._files import ParquetFiles, WrittenFile
-from headwater.destinations.delta._store import TableFolder
+from headwater.destinations.delta._files import WrittenFile
 from tests.integration._s3 import S3Server
 from tests.integration.destinations.delta._s3 import new_bucket, read, s3_table
 from tests.integration.destinations.delta._s3_proxy import COMMIT_PATH, Proxy
-
-SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])
-
-
-def write(table: TableFolder, ids: list[int]) -> list[WrittenFile]:
-    """Upload one Parquet file of ``ids`` to the table's prefix, as a task does."""
-    batch = pa.RecordBatch.from_pydict({"id": ids, "name": [f"n{i}" for i in ids]}, SCHEMA)
-    writer = ParquetFiles(folder=table.uri, s3=table.s3, stats_columns=["id"])
-    return [WrittenFile(**row) for out in writer.write(iter([batch])) for row in out.to_pylist()]
-
-
-def rows(table: TableFolder) -> list[int]:
-    loaded = DeltaTable(table.uri, storage_options=table.storage_options())
-    return sorted(loaded.to_pyarrow_table().column("id").to_pylist())
+from tests.integration.destinations.delta._tables import (
+    SCHEMA,
+    commit_text,
+    race,
+    rows,
+    txns,
+    write,
+)
 
 
 def log_entries(server: S3Server, bucket: str,
@@ -53,11 +43,6 @@ def log_entries(server: S3Server, bucket: str,
             text = read(server, bucket, item["Key"]) or b""
             found[int(match.group(1))] = [json.loads(line) for line in text.splitlines()]
     return found
-
-
-def txns(entries: dict[int, list[dict[str, Any]]]) -> list[tuple[str, int]]:
-    return [(a["txn"]["appId"], a["txn"]["version"]) for actions in entries.values()
-            for a in actions if "txn" in a]
 
 
 def test_files_land_on_s3_and_commit_once(s3_server: S3Server) -> None:
@@ -79,7 +64,7 @@ def test_files_land_on_s3_and_commit_once(s3_server: S3Server) -> None:
 def rival_takes_version_1(proxy: Proxy, app_id: str, txn_version: int,
                           added: WrittenFile) -> None:
     """Before the proxy forwards the first put of commit 1, a rival's commit 1 lands."""
-    proxy.rival(f"/_delta_log/{1:020d}.json", _commit_text("rival", app_id, txn_version, added))
+    proxy.rival(f"/_delta_log/{1:020d}.json", commit_text("rival", app_id, txn_version, added))
 
 
 def test_a_commit_is_a_conditional_put_and_a_rival_that_took_its_version_stays(
@@ -119,69 +104,16 @@ def test_a_rival_commit_of_the_same_checkpoint_makes_the_commit_fail_not_double(
     assert txns(log_entries(s3_server, bucket)) == [("app", 1)]
 
 
-def _commit_text(tag: str, app_id: str, version: int, added: WrittenFile) -> str:
-    actions = [
-        {"commitInfo": {"timestamp": 1, "operation": "WRITE", "userMetadata": tag,
-                        "operationParameters": {"mode": "Append"}}},
-        {"txn": {"appId": app_id, "version": version, "lastUpdated": 1}},
-        {"add": {"path": added.path, "partitionValues": {}, "size": added.size,
-                 "modificationTime": added.modified_ms, "dataChange": True,
-                 "stats": added.stats}}]
-    return "\n".join(json.dumps(a) for a in actions) + "\n"
-
-
-@pytest.mark.parametrize("rounds", [3])
 def test_committers_racing_on_one_table_lose_no_commit_and_double_no_checkpoint(
-        s3_server: S3Server, rounds: int) -> None:
+        s3_server: S3Server) -> None:
     """Six threads, each its own ``DeltaTable``: three lanes, each checkpoint committed by two.
 
-    Lanes ``lane-0..2`` commit checkpoints 1..rounds; every checkpoint is
-    committed by two threads at once (the same files, as two attempts of one
-    run would).  Whatever the interleaving: every checkpoint is in the log
-    exactly once, the versions run 0..n without a gap, and the rows are each
-    checkpoint's once.
+    Lanes ``lane-0..2`` commit checkpoints 1..3; every checkpoint is committed by
+    two threads at once (the same files, as two attempts of one run would).
+    Whatever the interleaving: every checkpoint is in the log exactly once, the
+    versions run 0..n without a gap, and the rows are each checkpoint's once (``race``).
     """
-    bucket = new_bucket(s3_server)
-    table = s3_table(s3_server, bucket)
-    _delta_rs.create_table(table, SCHEMA, {})
-    lanes = 3
-    files = {(lane, index): write(table, [lane * 1000 + index * 10 + k for k in range(3)])
-             for lane in range(lanes) for index in range(1, rounds + 1)}
-    outcomes: list[tuple[str, int, str]] = []
-    start = threading.Barrier(lanes * 2)
-
-    def committer(lane: int) -> None:
-        start.wait()
-        for index in range(1, rounds + 1):
-            try:
-                done = _delta_rs.commit_files(
-                    table, files[(lane, index)], mode="append", app_id=f"lane-{lane}",
-                    version=index, tag=json.dumps({"lane": lane, "checkpoint": index}))
-                outcomes.append((f"lane-{lane}", index, "made" if done.made else "held"))
-            except Exception as exc:  # the same checkpoint's other committer won
-                outcomes.append((f"lane-{lane}", index, type(exc).__name__))
-
-    threads = [threading.Thread(target=committer, args=(lane,))
-               for lane in range(lanes) for _ in range(2)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    entries = log_entries(s3_server, bucket)
-    assert sorted(entries) == list(range(len(entries)))  # no gap, no overwritten version
-    committed = Counter(txns(entries))
-    expected = {(f"lane-{lane}", index) for lane in range(lanes) for index in range(1, rounds + 1)}
-    assert set(committed) == expected and set(committed.values()) == {1}
-    made = Counter((app, index) for app, index, what in outcomes if what == "made")
-    assert made == Counter({key: 1 for key in expected})
-    assert rows(table) == sorted(i for written in files.values() for f in written
-                                 for i in _ids(f))
-
-
-def _ids(written: WrittenFile) -> list[int]:
-    stats = json.loads(written.stats)
-    low, high = stats["minValues"]["id"], stats["maxValues"]["id"]
-    return list(range(low, high + 1))
+    race(s3_table(s3_server, new_bucket(s3_server)))
 
 
 def test_a_manifest_is_staged_on_s3_and_its_files_checked(s3_server: S3Server) -> None:

@@ -131,7 +131,7 @@ def marker(lane: int, index: int, attempt: int = 1, run_id: str = "run-1") -> Co
 
 def upload(table: TableFolder, ids: list[int]) -> list[WrittenFile]:
     batch = pa.RecordBatch.from_pydict({"id": ids}, SCHEMA)
-    writer = ParquetFiles(folder=table.uri, s3=table.s3, stats_columns=["id"])
+    writer = ParquetFiles(folder=table.uri, store=table.store, stats_columns=["id"])
     return [WrittenFile(**row) for out in writer.write(iter([batch])) for row in out.to_pylist()]
 
 
@@ -179,15 +179,19 @@ def test_a_commit_that_landed_and_lost_its_answer_counts_once_and_is_found_on_re
     lost = [r["path"].rsplit("/", 1)[1] for r in s3_proxy.puts_of_commits()
             if r["answered"] == 500 and r["status"] == 200]
     assert lost == [f"{1:020d}.json"]
+    found_on_resume(spark, destination, direct)
+    assert SECRET_KEY not in caplog.text
+
+
+def found_on_resume(spark: Any, destination: DeltaDestination, direct: TableFolder) -> None:
+    """Checkpoint 1 of lane 0, committed once, is found by a resumed attempt (the first was
+    killed before the store recorded it), and committing it again writes nothing."""
     assert log_txns(direct) == Counter({(f"{LANE}/0", 1): 1})
-    # A resumed attempt (the first was killed before the store recorded it) finds it...
     found = destination.find_commit(spark, plan_of(), marker(0, 1, attempt=2))  # type: ignore[arg-type]
     assert found is not None and found.already_committed and found.version == 1
-    # ...and committing it again writes nothing.
     again = commit(spark, destination, upload(direct, [1, 2, 3]), marker(0, 1, attempt=2))
     assert again.already_committed and again.version == 1
     assert log_txns(direct) == Counter({(f"{LANE}/0", 1): 1})
-    assert SECRET_KEY not in caplog.text
 
 
 def test_the_destination_s_commits_raced_on_one_table_lose_nothing_and_double_nothing(
@@ -238,13 +242,13 @@ def test_the_destination_s_commits_raced_on_one_table_lose_nothing_and_double_no
 
 def test_who_writes_which_store(spark: Any, s3_server: S3Server, s3_bucket: str) -> None:
     """S3 gets the task path with the session's S3A settings for the bucket; a store said
-    to lack conditional writes, GCS and Azure get Spark's writer."""
+    to lack conditional writes, GCS, and Azure without credentials get Spark's writer."""
     def choice(path: str, **config: Any) -> Any:
         return DeltaDestination({"path": path, **config})._files_folder(spark, plan_of())
 
     on_s3 = choice(f"s3a://{s3_bucket}/lake")
     assert on_s3.folder is not None and on_s3.folder.uri == f"s3://{s3_bucket}/lake/users"
-    assert on_s3.folder.s3 == access(s3_server)  # from fs.s3a.bucket.<bucket>.* alone
+    assert on_s3.folder.store == access(s3_server)  # from fs.s3a.bucket.<bucket>.* alone
     assert SECRET_KEY not in repr(on_s3)
     refused = choice(f"s3a://{s3_bucket}/lake", s3_conditional_writes=False)
     assert refused.folder is None and "s3_conditional_writes: false" in refused.reason
@@ -256,6 +260,8 @@ def test_who_writes_which_store(spark: Any, s3_server: S3Server, s3_bucket: str)
     finally:
         hadoop.unset(provider)
     assert assumed.folder is None and "AssumedRoleCredentialProvider" in assumed.reason
-    for other in ("gs://bucket/lake", "abfss://c@account.dfs.core.windows.net/lake"):
-        elsewhere = choice(other)
-        assert elsewhere.folder is None and "other than S3" in elsewhere.reason
+    on_gcs = choice("gs://bucket/lake")
+    assert on_gcs.folder is None and "other than S3 and Azure" in on_gcs.reason
+    assert "no GCS emulator" in on_gcs.reason
+    no_key = choice("abfss://c@account.dfs.core.windows.net/lake")
+    assert no_key.folder is None and "no fs.azure.account.key.account.dfs" in no_key.reason

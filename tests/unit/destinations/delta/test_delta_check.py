@@ -73,9 +73,17 @@ def test_an_s3_path_is_checked_unless_only_s3a_can_get_its_credentials() -> None
     assert reason is not None and "AnonymousAWSCredentialsProvider" in reason
 
 
-@pytest.mark.parametrize("path", ["abfss://c@account.dfs.core.windows.net/x", "gs://bucket/lake"])
-def test_an_object_store_path_is_not_checked_without_spark(path: str) -> None:
+@pytest.mark.parametrize(("path", "conf", "named"), [
+    ("hdfs://namenode/lake", {}, "not a local folder nor on S3 or Azure"),
+    ("gs://bucket/lake", {}, "not a local folder nor on S3 or Azure"),
+    ("abfss://c@account.dfs.core.windows.net/x", {}, "no fs.azure.account.key.account.dfs"),
+    ("abfss://c@account.dfs.core.windows.net/x",
+     {"spark.hadoop.fs.azure.account.auth.type": "Custom"}, "only hadoop-azure follows"),
+])
+def test_a_store_path_only_spark_reaches_is_not_checked_without_spark(
+        path: str, conf: dict[str, str], named: str) -> None:
     destination = build_destination("delta", {"path": path})
+    destination.use_spark_conf(conf)
     reason = destination.check_skipped()
-    assert reason is not None and path in reason and "Spark" in reason
+    assert reason is not None and path in reason and named in reason
     destination.check()  # nothing to do, nothing started
