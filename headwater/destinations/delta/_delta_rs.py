@@ -12,8 +12,9 @@ Spark.  Checked here: a table delta-spark 4.4 creates is protocol (1, 2), which
 delta-rs writes; a table delta-rs creates is read by Spark as its own.
 
 For tables in a local folder every executor shares with the driver, and on S3
-(and S3-compatible stores), where delta-rs commits with the store's conditional
-write (``_store.py`` says why that is safe, and what a store without it gets).
+(and S3-compatible stores) and Azure, where delta-rs commits with the store's
+conditional write (``_store.py`` says why that is safe, and what a store without
+it gets; GCS stays on Spark's writer).
 Every function takes a :class:`TableFolder` (or a local path).
 """
 
