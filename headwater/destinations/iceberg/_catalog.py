@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from headwater.destinations.delta._store import S3Access
+from headwater.destinations.delta._store import S3Access, TableFolder, s3_bucket_and_key
 from headwater.destinations.iceberg._config import IcebergSettings, local_path
 
 if TYPE_CHECKING:
@@ -125,9 +125,11 @@ def check(settings: IcebergSettings, s3: S3Access | None = None) -> None:
     folder = local_path(table.location())
     if folder is not None:  # dropping leaves its metadata file behind
         shutil.rmtree(folder, ignore_errors=True)
-    else:
+    elif s3 is not None and s3_bucket_and_key(table.location()) is not None:
+        # Its metadata file, and the folder markers pyarrow's S3 filesystem puts.
+        fs, prefix = TableFolder.on_s3(table.location(), s3).filesystem()
         with contextlib.suppress(OSError):
-            table.io.delete(table.metadata_location)
+            fs.delete_dir(prefix)
 
 
 __all__ = ["NAME_MAPPING_PROPERTY", "add_columns", "check",
