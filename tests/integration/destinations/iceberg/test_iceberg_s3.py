@@ -107,6 +107,9 @@ def test_syncs_to_an_s3_warehouse_give_the_rows_of_a_local_one(
         spark: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
+    # As the CLI sets it (cli/_common.py): py4j's DEBUG lines echo every JVM answer raw,
+    # the S3A settings read from Spark's Hadoop configuration included.
+    caplog.set_level(logging.ERROR, logger="py4j")
     warehouses = {"s3": f"s3a://{s3_bucket}/warehouse",
                   "local": str(tmp_path / "local" / "warehouse")}
     written: dict[str, list[list[int]]] = {}
