@@ -182,3 +182,30 @@ def test_a_password_in_a_sql_catalog_uri_is_masked_everywhere() -> None:
     _config.resolve({"catalog": {"type": "sql", "uri": uri}})
     shown = mask(f"cannot connect to {uri}; password s3cr/t-pw")
     assert "s3cr%2Ft-pw" not in shown and "s3cr/t-pw" not in shown
+
+
+def test_an_s3_warehouse_is_reached_with_the_connection_s_s3a_settings(tmp_path: Path) -> None:
+    """Without a running Spark session (a check): the connection's spark.conf, per-bucket
+    settings first; the secret masked from then on."""
+    from headwater.config import mask
+
+    destination = IcebergDestination({"warehouse": "s3a://lake-bucket/wh",
+                                      "catalog": {"uri": f"sqlite:///{tmp_path}/c.db"}})
+    secret = "hw-unit-secret-iceberg-s3-key"
+    destination.use_spark_conf({
+        "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9",
+        "spark.hadoop.fs.s3a.bucket.lake-bucket.access.key": "AKIDUNIT",
+        "spark.hadoop.fs.s3a.bucket.lake-bucket.secret.key": secret})
+    access = destination._store_access()
+    assert access is not None and access.endpoint == "http://127.0.0.1:9"
+    assert (access.access_key, access.secret_key) == ("AKIDUNIT", secret)
+    assert secret not in mask(f"refused: {secret}")
+
+
+def test_an_s3a_provider_the_tasks_cannot_follow_is_refused(tmp_path: Path) -> None:
+    destination = IcebergDestination({"warehouse": "s3a://lake-bucket/wh",
+                                      "catalog": {"uri": f"sqlite:///{tmp_path}/c.db"}})
+    destination.use_spark_conf({"spark.hadoop.fs.s3a.aws.credentials.provider":
+                                "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider"})
+    with pytest.raises(ConfigError, match="AssumedRoleCredentialProvider"):
+        destination.catalog()
