@@ -22,6 +22,7 @@ import json
 import logging
 import threading
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -57,9 +58,10 @@ STREAMS = [
 PER_RUN_COLUMNS = {"_hw_run_id", "_hw_extracted_at"}
 
 
-def destination_config(folder: Path, warehouse: str) -> dict[str, Any]:
+def destination_config(folder: Path, warehouse: str, uri: str | None = None) -> dict[str, Any]:
+    """A SQL catalog at ``uri`` (default: a SQLite file in ``folder``) over ``warehouse``."""
     return {"warehouse": warehouse,
-            "catalog": {"type": "sql", "uri": f"sqlite:///{folder}/catalog.db"}}
+            "catalog": {"type": "sql", "uri": uri or f"sqlite:///{folder}/catalog.db"}}
 
 
 def write_connection(folder: Path, warehouse: str, generation: int,
@@ -70,11 +72,11 @@ def write_connection(folder: Path, warehouse: str, generation: int,
         destination={"type": "iceberg", "config": destination_config(folder, warehouse)})
 
 
-def reader(folder: Path, warehouse: str, server: S3Server) -> Any:
+def reader(folder: Path, warehouse: str, server: S3Server, uri: str | None = None) -> Any:
     """A catalog client of the test's own (its S3 FileIO given the server's keys directly)."""
     from pyiceberg.catalog import load_catalog
 
-    return load_catalog("headwater", type="sql", uri=f"sqlite:///{folder}/catalog.db",
+    return load_catalog("headwater", type="sql", uri=uri or f"sqlite:///{folder}/catalog.db",
                         warehouse=warehouse.replace("s3a://", "s3://"),
                         **_catalog.file_io_properties(access(server)))
 
@@ -187,12 +189,24 @@ def frame_of(spark: Any, written: list[WrittenFile]) -> Any:
         "path string, size long, modified_ms long, rows long, rejected long, stats string")
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def catalog_uri(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """The SQL catalog's database: a SQLite file (None: the test's default), or PostgreSQL."""
+    if request.param == "sqlite":
+        yield None
+        return
+    server = request.getfixturevalue("postgres_server")
+    with server.database() as database:
+        yield server.database_url(database).replace("postgresql://", "postgresql+psycopg2://")
+
+
 def test_two_committers_racing_on_one_s3_table_lose_nothing_and_double_nothing(
-        spark: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
+        spark: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path,
+        catalog_uri: str | None) -> None:
     """Three lanes of three checkpoints; each checkpoint committed at once by two
     destinations, each with its own catalog client and lock (two processes, as far as
     the catalog can tell), so only the catalog's compare-and-swap keeps them apart."""
-    config = destination_config(tmp_path, f"s3a://{s3_bucket}/warehouse")
+    config = destination_config(tmp_path, f"s3a://{s3_bucket}/warehouse", catalog_uri)
     first, second = IcebergDestination(config), IcebergDestination(config)
     catalog = first.catalog()
     _catalog.ensure_namespace(catalog, "headwater")
@@ -221,8 +235,8 @@ def test_two_committers_racing_on_one_s3_table_lose_nothing_and_double_nothing(
         list(pool.map(lambda pair: committer(*pair), pairs))
     failures = [r for r in results if isinstance(r[2], BaseException)]
     assert not failures, failures
-    table = reader(tmp_path, f"s3a://{s3_bucket}/warehouse", s3_server).load_table(
-        "headwater.users")
+    table = reader(tmp_path, f"s3a://{s3_bucket}/warehouse", s3_server,
+                   catalog_uri).load_table("headwater.users")
     tags = Counter((s.summary.additional_properties.get(_markers.APP_ID_KEY),
                     s.summary.additional_properties.get(_markers.VERSION_KEY))
                    for s in table.snapshots() if s.summary is not None)
