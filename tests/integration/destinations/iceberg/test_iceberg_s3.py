@@ -4,8 +4,8 @@ On the run's S3-compatible server (moto, 127.0.0.1), with a SQL catalog (a
 SQLite file on the local disk: its compare-and-swap of the metadata pointer is
 what makes a commit safe on a store without atomic rename):
 
-* a differential: the same syncs (an incremental append, and a full-refresh
-  overwrite staged over several checkpoints) into an S3 warehouse and a local
+* a differential: the same syncs (an incremental append to a partitioned table,
+  and a full-refresh overwrite staged over several checkpoints) into an S3 warehouse and a local
   one hold the same rows, every column, read by PyIceberg through a catalog
   client of the test's own and by Spark (``s3a://``) from the data files of the
   current snapshot; every data file of the S3 table is in its bucket;
@@ -49,8 +49,9 @@ pytestmark = pytest.mark.spark
 SOURCE = {"seed": 31, "users": 400, "orders": 500, "rows_per_partition": 100,
           "updates_per_generation": 30, "new_per_generation": 20}
 STREAMS = [
+    # Partitioned: the tasks keep one file per partition value (_layout.py), on S3 too.
     {"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append",
-     "cursor_field": "updated_at"},
+     "cursor_field": "updated_at", "partition_by": ["bucket(4, id)"]},
     # Five partitions, two per checkpoint: staged on a branch, then published.
     {"name": "orders", "sync_mode": "full_refresh", "destination_sync_mode": "overwrite"},
 ]
@@ -130,6 +131,7 @@ def test_syncs_to_an_s3_warehouse_give_the_rows_of_a_local_one(
         location = on_s3.location()
         assert location.startswith(f"s3://{s3_bucket}/warehouse/"), location
         assert on_s3.metadata_location.startswith(f"{location}/metadata/")
+        assert on_s3.spec().is_unpartitioned() == (stream == "orders")
         s3_files = [t.file.file_path for t in on_s3.scan().plan_files()]
         local_files = [t.file.file_path for t in local.scan().plan_files()]
         assert s3_files and all(p.startswith(f"{location}/data/") for p in s3_files), s3_files
