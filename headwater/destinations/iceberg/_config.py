@@ -146,10 +146,11 @@ def object_store(warehouse: str, kind: str, catalog: Mapping[str, Any]) -> str |
 
     Refused with a ConfigError naming the field: a ``hadoop`` catalog there (it
     commits by creating ``v<N>.metadata.json`` only if it does not exist, which
-    this catalog does through the local filesystem's atomic rename: an object
-    store has no rename, and a plain put of the same name replaces a
-    concurrent writer's version, losing its commit), and a ``sql`` catalog with
-    no ``uri`` (its default SQLite file lives in a local warehouse folder).
+    this catalog does with a hard link on the local filesystem; on S3 a plain put
+    of the same name replaces a concurrent writer's version, and Java's
+    ``HadoopCatalog``, which may write the same table, renames rather than
+    putting with ``If-None-Match``), and a ``sql`` catalog with no ``uri`` (its
+    default SQLite file lives in a local warehouse folder).
     """
     parts = s3_bucket_and_key(warehouse)
     if parts is None:
@@ -157,8 +158,9 @@ def object_store(warehouse: str, kind: str, catalog: Mapping[str, Any]) -> str |
     if kind == "hadoop":
         raise ConfigError(
             f"warehouse {warehouse!r} is on S3, where a hadoop catalog cannot commit safely "
-            "(it makes each table version by an atomic rename, which an object store does "
-            "not have, so two writers could overwrite each other's version): use catalog "
+            "(it creates each table version only if absent, which a local folder does "
+            "atomically and an object store does not, so two writers could overwrite each "
+            "other's version): use catalog "
             "type sql with a uri (PostgreSQL, or a SQLite file on a local disk) or rest, "
             "whose compare-and-swap of the metadata pointer makes commits safe",
             field="destination.config.catalog.type")
