@@ -157,19 +157,22 @@ class IcebergDestination(Destination):
     def _store_access(self) -> S3Access | None:
         """How to reach the warehouse's S3 bucket (None: a local warehouse).
 
-        From the S3A settings Spark has for the bucket: the running session's
-        Hadoop configuration when there is one, else the connection's
-        ``spark.hadoop.fs.s3a.*`` (a check).  Their secrets are masked from
-        here on.  Credentials only S3A can get (an assumed role, a custom
-        provider) are refused: no Spark writer stands behind this destination.
+        From the S3A settings Spark has for the bucket: the connection's
+        ``spark.hadoop.fs.s3a.*`` when :meth:`use_spark_conf` gave them (a check,
+        which starts no Spark: a session this process runs for something else is
+        not the connection's), else the running session's Hadoop configuration
+        (a sync).  Their secrets are masked from here on.  Credentials only S3A
+        can get (an assumed role, a custom provider) are refused: no Spark writer
+        stands behind this destination.
         """
         bucket = self.settings.bucket
         if bucket is None:
             return None
         with self._lock:
             if self._s3 is None:
-                get = _session_hadoop_setting() or (
-                    lambda key: self._spark_conf.get(f"spark.hadoop.{key}"))
+                conf = self._spark_conf
+                get = (_session_hadoop_setting() if not conf else None) or (
+                    lambda key: conf.get(f"spark.hadoop.{key}"))
                 untranslated = S3Access.untranslated_providers(get, bucket)
                 if untranslated:
                     raise ConfigError(
