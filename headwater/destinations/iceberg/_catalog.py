@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from headwater.destinations.delta._store import S3Access, TableFolder, s3_bucket_and_key
 from headwater.destinations.iceberg._config import IcebergSettings, local_path
 
 if TYPE_CHECKING:
@@ -25,18 +26,48 @@ if TYPE_CHECKING:
 NAME_MAPPING_PROPERTY = "schema.name-mapping.default"
 
 
-def load(settings: IcebergSettings) -> Catalog:
+def load(settings: IcebergSettings, s3: S3Access | None = None) -> Catalog:
     """The catalog the settings name (a SQL catalog creates its tables on first use).
 
-    A SQL or hadoop catalog's warehouse folder is created first: the embedded
-    catalog's SQLite file is in it; a hadoop catalog's namespaces are folders in
-    it.  A REST catalog's server decides where tables live.
+    A local warehouse folder of a SQL or hadoop catalog is created first: the
+    embedded catalog's SQLite file is in it; a hadoop catalog's namespaces are
+    folders in it.  A REST catalog's server decides where tables live.  ``s3``:
+    how to reach a warehouse on S3, handed to PyIceberg's FileIO
+    (:func:`file_io_properties`), so the store is configured once, in the
+    connection's ``spark.hadoop.fs.s3a.*``.
     """
     from pyiceberg.catalog import load_catalog
 
-    if settings.catalog_type in ("sql", "hadoop"):
+    if settings.catalog_type in ("sql", "hadoop") and settings.object_store is None:
         os.makedirs(settings.warehouse_folder, exist_ok=True)
-    return load_catalog(settings.catalog_name, **dict(settings.catalog_properties))
+    properties = dict(settings.catalog_properties)
+    if s3 is not None:
+        properties.update(file_io_properties(s3))
+    return load_catalog(settings.catalog_name, **properties)
+
+
+def file_io_properties(s3: S3Access) -> dict[str, str]:
+    """PyIceberg's S3 FileIO properties for ``s3`` (only what is set: the rest is the
+    default AWS credential chain's, as for pyarrow on the executors)."""
+    from pyiceberg.io import (
+        S3_ACCESS_KEY_ID,
+        S3_ENDPOINT,
+        S3_FORCE_VIRTUAL_ADDRESSING,
+        S3_REGION,
+        S3_SECRET_ACCESS_KEY,
+        S3_SESSION_TOKEN,
+    )
+
+    # An S3-compatible server is not asked for its bucket's region (as for pyarrow
+    # on the executors: delta/_store.py).
+    region = s3.region or ("us-east-1" if s3.endpoint else None)
+    pairs = ((S3_ENDPOINT, s3.endpoint), (S3_REGION, region),
+             (S3_ACCESS_KEY_ID, s3.access_key), (S3_SECRET_ACCESS_KEY, s3.secret_key),
+             (S3_SESSION_TOKEN, s3.session_token))
+    properties = {key: value for key, value in pairs if value}
+    if s3.path_style is not None:
+        properties[S3_FORCE_VIRTUAL_ADDRESSING] = "false" if s3.path_style else "true"
+    return properties
 
 
 def ensure_namespace(catalog: Catalog, namespace: str) -> None:
@@ -79,13 +110,14 @@ def add_columns(table: Table, columns: pa.Schema) -> Table:
     return table.refresh()
 
 
-def check(settings: IcebergSettings) -> None:
+def check(settings: IcebergSettings, s3: S3Access | None = None) -> None:
     """Prove the catalog reachable and writable: create, then drop, a scratch table.
 
     In the configured namespace (created if missing), so a catalog that lets this
-    user write only there still passes.
+    user write only there still passes.  The scratch table's metadata file is
+    removed too (dropping leaves it behind), on S3 through the table's FileIO.
     """
-    catalog = load(settings)
+    catalog = load(settings, s3)
     ensure_namespace(catalog, settings.namespace)
     scratch = f"{settings.namespace}._headwater_check_{uuid.uuid4().hex[:12]}"
     table = catalog.create_table(scratch, schema=pa.schema([pa.field("ok", pa.bool_())]))
@@ -93,7 +125,12 @@ def check(settings: IcebergSettings) -> None:
     folder = local_path(table.location())
     if folder is not None:  # dropping leaves its metadata file behind
         shutil.rmtree(folder, ignore_errors=True)
+    elif s3 is not None and s3_bucket_and_key(table.location()) is not None:
+        # Its metadata file, and the folder markers pyarrow's S3 filesystem puts.
+        fs, prefix = TableFolder.on_s3(table.location(), s3).filesystem()
+        with contextlib.suppress(OSError):
+            fs.delete_dir(prefix)
 
 
 __all__ = ["NAME_MAPPING_PROPERTY", "add_columns", "check",
-           "ensure_namespace", "load", "load_table", "with_name_mapping"]
+           "ensure_namespace", "file_io_properties", "load", "load_table", "with_name_mapping"]

@@ -103,7 +103,7 @@ def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
     """
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
-    tx = table.transaction()
+    tx = _without_retries(table).transaction()
     if properties:
         tx.set_properties(dict(properties))
     producer = tx.update_snapshot(snapshot_properties=dict(summary), branch=branch)
@@ -120,6 +120,32 @@ def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
     head = committed.metadata.snapshot_by_name(branch)
     assert head is not None
     return int(head.snapshot_id)
+
+
+def _without_retries(table: Table) -> Table:
+    """``table``, told (in this process only) not to re-apply a snapshot that lost a race.
+
+    PyIceberg (0.12) retries a snapshot commit the catalog refused because another
+    writer committed first: it reloads the table and re-applies the same snapshot
+    on the new head, ``commit.retry.num-retries`` times (default 4).  That skips
+    the marker lookup every Headwater commit makes first, so when the winner was
+    another committer of the same checkpoint (a second process, a resumed
+    attempt) the checkpoint landed twice: two committers racing on one table
+    made 9 checkpoints into 11 snapshots (tests/integration/destinations/
+    iceberg/test_iceberg_s3.py).  With no retries the refusal reaches the
+    caller, whose loop reloads the table and looks for the marker before trying
+    again.  The property is set on an in-memory copy of the metadata only: it is
+    no update, so the table's own properties (which other engines' writers
+    read) are left as they are.
+    """
+    from pyiceberg.table import Table as TableClass
+    from pyiceberg.table import TableProperties
+
+    properties = {**table.metadata.properties, TableProperties.COMMIT_NUM_RETRIES: "0"}
+    return TableClass(identifier=table.name(),
+                      metadata=table.metadata.model_copy(update={"properties": properties}),
+                      metadata_location=table.metadata_location, io=table.io,
+                      catalog=table.catalog)
 
 
 def snapshots_newest_first(table: Table) -> list[tuple[int, dict[str, Any]]]:

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from headwater.config import register_secrets
+from headwater.destinations.delta._store import s3_bucket_and_key
 from headwater.errors import ConfigError
 
 #: The warehouse folder when the config names none (relative to the working directory).
@@ -75,8 +76,10 @@ def spec() -> dict[str, Any]:
             },
             "warehouse": {
                 "type": "string", "minLength": 1, "default": DEFAULT_WAREHOUSE,
-                "description": "Local folder (or file:// URI) the tables' files go to; "
-                "relative paths resolve against the working directory.",
+                "description": "Local folder (or file:// URI) the tables' files go to, "
+                "or an S3 location (s3a://bucket/prefix, reached with the connection's "
+                "spark.hadoop.fs.s3a.* settings; needs catalog type sql with a uri, or "
+                "rest); relative paths resolve against the working directory.",
             },
             "namespace": {"type": "string", "minLength": 1, "default": DEFAULT_NAMESPACE,
                           "pattern": r"^[^.]+$",
@@ -95,10 +98,26 @@ class IcebergSettings:
     catalog_name: str
     #: Properties for ``pyiceberg.catalog.load_catalog`` (secrets included: never log them).
     catalog_properties: Mapping[str, str]
-    #: The warehouse as a local path (the tasks write their files under it).
+    #: The warehouse as a local path (the tasks write their files under it), or its
+    #: ``s3://bucket/prefix`` when it is on S3 (then :attr:`object_store` too).
     warehouse_folder: str
     namespace: str
     table_prefix: str
+    #: ``s3://bucket/prefix`` of a warehouse on S3 (None: a local folder).
+    object_store: str | None = None
+
+    @property
+    def bucket(self) -> str | None:
+        """The S3 bucket of the warehouse (None: a local folder)."""
+        return None if self.object_store is None else _bucket(self.object_store)
+
+    def reaches(self, location: str) -> bool:
+        """Whether the tasks can write a table at ``location``: a local folder for a local
+        warehouse, the warehouse's bucket for one on S3 (its S3A settings are the ones read)."""
+        if self.object_store is None:
+            return local_path(location) is not None
+        parts = s3_bucket_and_key(location)
+        return parts is not None and parts[0] == self.bucket
 
     def identifier(self, stream: str) -> str:
         """The table of ``stream``: ``<namespace>.<prefix><stream>``."""
@@ -122,6 +141,44 @@ def default_catalog_type(catalog: Mapping[str, Any], warehouse: str) -> str:
     return "hadoop"
 
 
+def object_store(warehouse: str, kind: str, catalog: Mapping[str, Any]) -> str | None:
+    """``s3://bucket/prefix`` of a warehouse on S3 (``s3a://`` or ``s3://``), else None.
+
+    Refused with a ConfigError naming the field: a ``hadoop`` catalog there (it
+    commits by creating ``v<N>.metadata.json`` only if it does not exist, which
+    this catalog does with a hard link on the local filesystem; on S3 a plain put
+    of the same name replaces a concurrent writer's version, and Java's
+    ``HadoopCatalog``, which may write the same table, renames rather than
+    putting with ``If-None-Match``), and a ``sql`` catalog with no ``uri`` (its
+    default SQLite file lives in a local warehouse folder).
+    """
+    parts = s3_bucket_and_key(warehouse)
+    if parts is None:
+        return None
+    if kind == "hadoop":
+        raise ConfigError(
+            f"warehouse {warehouse!r} is on S3, where a hadoop catalog cannot commit safely "
+            "(it creates each table version only if absent, which a local folder does "
+            "atomically and an object store does not, so two writers could overwrite each "
+            "other's version): use catalog "
+            "type sql with a uri (PostgreSQL, or a SQLite file on a local disk) or rest, "
+            "whose compare-and-swap of the metadata pointer makes commits safe",
+            field="destination.config.catalog.type")
+    if kind == "sql" and not catalog.get("uri"):
+        raise ConfigError(
+            f"warehouse {warehouse!r} is on S3, so the SQL catalog's default SQLite file "
+            "(catalog.db in a local warehouse) has nowhere to live: give the catalog a uri "
+            "(postgresql+psycopg2://..., or sqlite:///a/local/path.db)",
+            field="destination.config.catalog.uri")
+    bucket, key = parts
+    return f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
+
+
+def _bucket(location: str) -> str | None:
+    parts = s3_bucket_and_key(location)
+    return None if parts is None else parts[0]
+
+
 def _warehouse_path(config: Mapping[str, Any]) -> str:
     """The warehouse as written, a ``file://`` URI as its path."""
     warehouse = str(config.get("warehouse") or DEFAULT_WAREHOUSE)
@@ -137,22 +194,19 @@ def resolve(config: Mapping[str, Any]) -> IcebergSettings:
             raise ConfigError(f"a hadoop catalog takes no {key}: the warehouse folder is "
                               "the catalog", field=f"destination.config.catalog.{key}")
     warehouse = _warehouse_path(config)
-    if "://" in warehouse and kind == "hadoop":
+    store = object_store(warehouse, kind, catalog)
+    if store is None and "://" in warehouse:
         raise ConfigError(
-            f"warehouse {warehouse!r} is not a local folder: a hadoop catalog commits by "
-            "creating metadata/v<N>.metadata.json only if it does not exist, which object "
-            "stores offer only through conditional writes (a path, or a file:// URI)",
+            f"warehouse {warehouse!r} is neither a local folder nor on S3: the tasks write "
+            "the tables' Parquet files themselves, to a local folder (a path, or a file:// "
+            "URI) or an S3 (or S3-compatible) bucket (s3a://bucket/prefix)",
             field="destination.config.warehouse")
-    elif "://" in warehouse:
-        raise ConfigError(
-            f"warehouse {warehouse!r} is not a local folder: the tasks write the tables' "
-            "Parquet files themselves, and this first Iceberg step writes local folders "
-            "only (a path, or a file:// URI)", field="destination.config.warehouse")
-    folder = str(Path(warehouse).resolve())
+    folder = store or str(Path(warehouse).resolve())
+    where = store or f"file://{folder}"
     name = str(catalog.get("name") or DEFAULT_CATALOG_NAME)
     properties: dict[str, str] = {"type": kind}
     if kind == "hadoop":  # PyIceberg knows no such type: it is told the class to make
-        properties = {"py-catalog-impl": HADOOP_CATALOG_IMPL, "warehouse": f"file://{folder}"}
+        properties = {"py-catalog-impl": HADOOP_CATALOG_IMPL, "warehouse": where}
     elif kind == "sql":
         properties["uri"] = str(catalog.get("uri") or f"sqlite:///{folder}/{CATALOG_FILE}")
         # A database URI may hold a password (postgresql+psycopg2://user:pw@host/db):
@@ -160,7 +214,7 @@ def resolve(config: Mapping[str, Any]) -> IcebergSettings:
         password = urlsplit(properties["uri"]).password
         if password:
             register_secrets([password, unquote(password)])  # as written, and decoded
-        properties["warehouse"] = f"file://{folder}"
+        properties["warehouse"] = where
     else:
         if not catalog.get("uri"):
             raise ConfigError("a rest catalog needs its uri",
@@ -171,6 +225,7 @@ def resolve(config: Mapping[str, Any]) -> IcebergSettings:
                 properties[key] = str(catalog[key])
     return IcebergSettings(catalog_type=kind, catalog_name=name,
                            catalog_properties=properties, warehouse_folder=folder,
+                           object_store=store,
                            namespace=str(config.get("namespace") or DEFAULT_NAMESPACE),
                            table_prefix=str(config.get("table_prefix") or ""))
 
@@ -183,5 +238,4 @@ def local_path(location: str) -> str | None:
 
 
 __all__ = ["DEFAULT_NAMESPACE", "DEFAULT_WAREHOUSE", "HADOOP_CATALOG_IMPL", "IcebergSettings",
-           "default_catalog_type",
-           "local_path", "resolve", "spec"]
+           "default_catalog_type", "local_path", "object_store", "resolve", "spec"]

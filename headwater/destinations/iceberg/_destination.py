@@ -26,6 +26,17 @@ What this first step does, and refuses (before the table changes):
 * refused with a :class:`~headwater.errors.ConfigError` naming the stream:
   Spark Connect (the tasks must share the driver's filesystem).  Rewrites refuse
   a table holding delete files (another engine's).
+
+A warehouse on S3 (``s3a://bucket/prefix``): the executors upload the files
+straight to the table's ``data`` prefix (pyarrow's S3 filesystem) and the
+driver commits them through PyIceberg's S3 FileIO, both reaching the bucket
+with the connection's ``spark.hadoop.fs.s3a.*`` settings (the Delta
+destination's ``S3Access``), so the store is configured once.  Only catalogs
+whose commit is a compare-and-swap of the metadata pointer (``sql``, ``rest``)
+are taken there (``_config.object_store`` says why not ``hadoop``).  This step
+writes ``append`` and ``overwrite`` tables there; the copy-on-write rewrites
+(``append_dedup``, ``replay``, ``state realign``'s deletes) read and rewrite
+local files and are refused on S3 with an error saying so.
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from headwater._events import commit_landed
+from headwater.config import register_secrets
 from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
@@ -52,6 +64,8 @@ from headwater.destinations._base import (
     tagged_partition_states,
 )
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
+from headwater.destinations.delta._store import S3Access, TableFolder
+from headwater.destinations.delta._store_check import check_s3
 from headwater.destinations.iceberg import (
     _catalog,
     _commit,
@@ -116,7 +130,12 @@ class IcebergDestination(Destination):
         self._lock = threading.RLock()
         self._catalog: Catalog | None = None
         #: Each stream's data folder (where its tasks write), found by ``prepare``.
-        self._folders: dict[str, str] = {}
+        self._folders: dict[str, TableFolder] = {}
+        #: The connection's ``spark.conf`` (:meth:`use_spark_conf`): a check reaches an
+        #: S3 warehouse with its ``spark.hadoop.fs.s3a.*`` settings, starting no Spark.
+        self._spark_conf: dict[str, str] = {}
+        #: How this process and the tasks reach an S3 warehouse (made on first use).
+        self._s3: S3Access | None = None
         #: Overwrites of several checkpoints: staged on a branch, then published.
         self._staging = _staging.Staging(self.load_table, self._lock)
         #: Each stream's partition fields, as its tasks split rows by them (``_layout.py``).
@@ -129,8 +148,42 @@ class IcebergDestination(Destination):
         """The catalog client (made on first use)."""
         with self._lock:
             if self._catalog is None:
-                self._catalog = _catalog.load(self.settings)
+                self._catalog = _catalog.load(self.settings, self._store_access())
             return self._catalog
+
+    def use_spark_conf(self, conf: Mapping[str, str]) -> None:
+        self._spark_conf = dict(conf)
+
+    def _store_access(self) -> S3Access | None:
+        """How to reach the warehouse's S3 bucket (None: a local warehouse).
+
+        From the S3A settings Spark has for the bucket: the connection's
+        ``spark.hadoop.fs.s3a.*`` when :meth:`use_spark_conf` gave them (a check,
+        which starts no Spark: a session this process runs for something else is
+        not the connection's), else the running session's Hadoop configuration
+        (a sync).  Their secrets are masked from here on.  Credentials only S3A
+        can get (an assumed role, a custom provider) are refused: no Spark writer
+        stands behind this destination.
+        """
+        bucket = self.settings.bucket
+        if bucket is None:
+            return None
+        with self._lock:
+            if self._s3 is None:
+                conf = self._spark_conf
+                get = (_session_hadoop_setting() if not conf else None) or (
+                    lambda key: conf.get(f"spark.hadoop.{key}"))
+                untranslated = S3Access.untranslated_providers(get, bucket)
+                if untranslated:
+                    raise ConfigError(
+                        f"fs.s3a.aws.credentials.provider names {', '.join(untranslated)}, "
+                        "which only Spark's S3A follows: the iceberg destination's tasks and "
+                        "PyIceberg reach the bucket with keys in fs.s3a.* or the default AWS "
+                        "credential chain", field="spark.conf")
+                access = S3Access.from_hadoop(get, bucket)
+                register_secrets(access.secrets)
+                self._s3 = access
+            return self._s3
 
     def load_table(self, stream: str) -> Table | None:
         """The stream's table as it is now, or None when it does not exist yet."""
@@ -138,9 +191,17 @@ class IcebergDestination(Destination):
             return _catalog.load_table(self.catalog(), self.table_location(stream))
 
     def check(self) -> None:
-        """The catalog is reachable and writable (a scratch table is created and dropped)."""
+        """The catalog is reachable and writable (a scratch table is created and dropped).
+
+        A warehouse on S3 is probed first (a put and a delete under its prefix,
+        the Delta destination's ``check_s3``), so refused credentials are named
+        as an authentication failure, with no key shown.
+        """
+        access = self._store_access()
+        if access is not None and self.settings.object_store is not None:
+            check_s3(self.settings.object_store, access, conditional_writes=False)
         try:
-            _catalog.check(self.settings)
+            _catalog.check(self.settings, access)
         except HeadwaterError:
             raise
         except Exception as exc:
@@ -154,6 +215,13 @@ class IcebergDestination(Destination):
 
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         _refuse_unsupported(spark, plan)
+        if (self.settings.object_store is not None
+                and plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP):
+            raise ConfigError(
+                f"stream {plan.stream.name!r} ({plan.stream.mode_label}): append_dedup rewrites "
+                "the files holding replaced rows, which this step does in local warehouses "
+                f"only, not on S3 ({self.settings.object_store})",
+                stream=plan.stream.name, field="destination.config.warehouse")
         identifier = self.table_location(plan.stream.name)
         try:
             with self._lock:
@@ -162,13 +230,14 @@ class IcebergDestination(Destination):
                 table = _catalog.load_table(catalog, identifier)
                 if table is None:  # laid out as the stream asks (_layout.py)
                     table = _layout.create_table(catalog, identifier,
-                                                 _schema.table_schema(data_schema), plan)
+                                                 _schema.table_schema(data_schema), plan,
+                                                 self.settings.reaches)
                 else:
                     table = _layout.apply_to_existing(_catalog.with_name_mapping(table), plan)
                     existing = {f.name for f in table.schema().fields}
                     table = _catalog.add_columns(
                         table, _schema.new_columns(existing, data_schema))
-                self._folders[plan.stream.name] = _data_folder(table, plan)
+                self._folders[plan.stream.name] = self._data_folder(table, plan)
                 self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
                 return _schema.writing_schema(data_schema, table.schema())
         except HeadwaterError:
@@ -184,13 +253,50 @@ class IcebergDestination(Destination):
             if table is None:
                 raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}"
                                        " (prepare creates it)", stream=plan.stream.name)
-            folder = self._folders[plan.stream.name] = _data_folder(table, plan)
+            folder = self._folders[plan.stream.name] = self._data_folder(table, plan)
             self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
         keys = self._partition_keys.get(plan.stream.name)
         if keys:  # one file per partition value, as the table's spec splits rows
-            return _layout.PartitionedParquetFiles(folder=folder, stats_columns=(), keys=keys)
+            return _layout.PartitionedParquetFiles(folder=folder.uri, stats_columns=(),
+                                                   store=folder.store, keys=keys)
         # No Delta statistics: Iceberg reads each file's metrics from its footer.
-        return ParquetFiles(folder=folder, stats_columns=())
+        return ParquetFiles(folder=folder.uri, stats_columns=(), store=folder.store)
+
+    def _data_folder(self, table: Table, plan: StreamPlan) -> TableFolder:
+        """Where the stream's tasks write the table's data files (a local one created)."""
+        location = table.location()
+        if not self.settings.reaches(location):
+            raise ConfigError(
+                f"Iceberg table {'.'.join(table.name())} lives at {location}, which the tasks "
+                "do not write: a local warehouse's tables must be in local folders, an S3 "
+                f"warehouse's in its bucket ({self.settings.object_store})",
+                stream=plan.stream.name, field="destination.config.warehouse")
+        access = self._store_access()
+        if access is not None:
+            return TableFolder.on_s3(location, access).child("data")
+        folder = os.path.join(_config.local_path(location) or location, "data")
+        os.makedirs(folder, exist_ok=True)
+        return TableFolder(folder)
+
+    def _folder(self, spark: SparkSession, plan: StreamPlan) -> TableFolder:
+        """The stream's data folder (found by ``prepare`` or, in another process, now)."""
+        found = self._folders.get(plan.stream.name)
+        if found is None:
+            self.file_writer(spark, plan)
+            found = self._folders[plan.stream.name]
+        return found
+
+    def _local_only(self, stream: str, what: str) -> None:
+        """Raise a DestinationError when the warehouse is on S3: ``what`` is not done there."""
+        if self.settings.object_store is not None:
+            raise DestinationError(
+                f"{what} rewrites the table's files, which this step does in local warehouses "
+                f"only, not on S3 ({self.settings.object_store})", stream=stream)
+
+    def _local_folder(self, spark: SparkSession, plan: StreamPlan, what: str) -> str:
+        """The stream's local data folder (a rewrite's), or refused on S3 (``_local_only``)."""
+        self._local_only(plan.stream.name, what)
+        return self._folder(spark, plan).local_path()
 
     # ----------------------------------------------------------------- commits
 
@@ -220,10 +326,10 @@ class IcebergDestination(Destination):
         stream = plan.stream.name
         identifier = self.table_location(stream)
         written = _written_files(files, identifier, marker)
-        folder = self._folders.get(stream) or self.file_writer(spark, plan).folder
+        folder = self._folder(spark, plan)
         if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
             return self._merge(spark, plan, checkpoint, written, marker)
-        paths = [f"file://{os.path.join(folder, f.path)}" for f in written]
+        paths = [_file_uri(folder, f.path) for f in written]
         rows = sum(f.rows for f in written)
         rejected = sum(f.rejected for f in written)
         size = sum(f.size for f in written)
@@ -272,9 +378,9 @@ class IcebergDestination(Destination):
         """Run the tasks (they write the files), then add them to the run's staging branch."""
         stream = plan.stream.name
         written = _written_files(files, self.table_location(stream), marker)
-        folder = self._folders.get(stream) or self.file_writer(spark, plan).folder
+        folder = self._folder(spark, plan)
         result = self._staging.stage(
-            stream, folder, [f.path for f in written], sum(f.rows for f in written),
+            stream, [_file_uri(folder, f.path) for f in written], sum(f.rows for f in written),
             sum(f.rejected for f in written), sum(f.size for f in written), marker)
         if result.already_committed:  # an earlier attempt's staging: these files stay out
             _remove(folder, written)
@@ -299,7 +405,7 @@ class IcebergDestination(Destination):
     def _merge(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                written: list[WrittenFile], marker: CommitMarker) -> CommitResult:
         """MERGE a checkpoint's files into the table on the primary key (``_merge.py``)."""
-        folder = self._folder(spark, plan)
+        folder = self._local_folder(spark, plan, "append_dedup")
         new_files = [_rewrite.uri(folder, f) for f in written]
 
         def compute(table: Table) -> _rewrite.Rewrite:
@@ -324,6 +430,7 @@ class IcebergDestination(Destination):
         from pyspark.sql import functions as F
 
         stream = plan.stream.name
+        self._local_only(stream, f"replaying run {replaced_run_id}")
         if plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE:
             table = self.load_table(stream)
             current = [] if table is None else _rewrite.data_files(table, stream)
@@ -335,7 +442,7 @@ class IcebergDestination(Destination):
                     "replaying it would mix two generations of the table; sync it again "
                     "instead", stream=stream)
         written = self._write_rows(spark, plan, rows, marker)
-        folder = self._folder(spark, plan)
+        folder = self._local_folder(spark, plan, f"replaying run {replaced_run_id}")
         new_files = [_rewrite.uri(folder, f) for f in written]
 
         def compute(table: Table) -> _rewrite.Rewrite:
@@ -394,15 +501,13 @@ class IcebergDestination(Destination):
         if table is None:
             raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}",
                                    stream=plan.stream.name)
+        folder = self._local_folder(spark, plan, "writing rows handed to the driver")
         try:
-            return _rewrite.write_files(rows, table, self._folder(spark, plan))
+            return _rewrite.write_files(rows, table, folder)
         except Exception as exc:
             raise DestinationError(f"writing the rows of checkpoint {marker.checkpoint_index} "
                                    f"of {table.name()} failed: {_error_line(exc)}",
                                    stream=plan.stream.name) from exc
-
-    def _folder(self, spark: SparkSession, plan: StreamPlan) -> str:
-        return self._folders.get(plan.stream.name) or self.file_writer(spark, plan).folder
 
     # ----------------------------------------------------------------- realigning
 
@@ -416,6 +521,7 @@ class IcebergDestination(Destination):
         table = self.load_table(stream)
         if table is None:
             return {}
+        self._local_only(stream, "counting rows by run")
         paths = [f.file_path for f in _rewrite.data_files(table, stream)]
         counted = _rewrite.read_files(spark, table, paths).groupBy("_hw_run_id").count()
         return {str(r["_hw_run_id"]): int(r["count"]) for r in counted.collect()}
@@ -425,6 +531,7 @@ class IcebergDestination(Destination):
         table = self.load_table(stream)
         if table is None or not run_ids:
             return 0
+        self._local_only(stream, f"deleting the rows of runs {', '.join(run_ids)}")
         location = _config.local_path(table.location())
         if location is None:
             raise DestinationError(f"Iceberg table {self.table_location(stream)} is not in a "
@@ -454,17 +561,26 @@ def _refuse_unsupported(spark: SparkSession, plan: StreamPlan) -> None:
                           stream=name, field="destination.type")
 
 
-def _data_folder(table: Table, plan: StreamPlan) -> str:
-    """The local folder the stream's tasks write the table's data files into (created)."""
-    location = _config.local_path(table.location())
-    if location is None:
-        raise ConfigError(
-            f"Iceberg table {table.name()} lives at {table.location()}, not in a local "
-            "folder: this first Iceberg step writes local warehouses only",
-            stream=plan.stream.name, field="destination.config.warehouse")
-    folder = os.path.join(location, "data")
-    os.makedirs(folder, exist_ok=True)
-    return folder
+def _session_hadoop_setting() -> Callable[[str], str | None] | None:
+    """The running Spark session's Hadoop settings (``get``), or None when none runs."""
+    import sys
+
+    if "pyspark" not in sys.modules:  # nothing started a session in this process
+        return None
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return None
+    get: Callable[[str], str | None] = context._jsc.hadoopConfiguration().get
+    return get
+
+
+def _file_uri(folder: TableFolder, relative: str) -> str:
+    """The URI a written file is added to the table under: ``file://...`` or ``s3://...``."""
+    if folder.is_local:
+        return f"file://{folder.local_path(relative)}"
+    return f"{folder.uri.rstrip('/')}/{relative}"
 
 
 def _find(table: Table, marker: CommitMarker) -> CommitResult | None:
@@ -537,11 +653,11 @@ def _written_files(files: DataFrame, identifier: str, marker: CommitMarker) -> l
                                stream=marker.stream) from exc
 
 
-def _remove(folder: str, written: list[WrittenFile]) -> None:
+def _remove(folder: TableFolder, written: list[WrittenFile]) -> None:
     """Delete files no snapshot references (their checkpoint was committed earlier)."""
     for file in written:
         with contextlib.suppress(OSError):
-            os.remove(os.path.join(folder, file.path))
+            folder.delete_file(file.path)
 
 
 def _is_conflict(exc: BaseException) -> bool:

@@ -28,7 +28,7 @@ files carry no float statistics: ``delta/_files.py`` says why).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater.destinations.delta._files import ParquetFiles, _File
+from headwater.destinations.delta._store import TableFolder
 from headwater.destinations.iceberg import _catalog, _config
 from headwater.errors import ConfigError, DestinationError
 from headwater.partition_terms import EXPECTED_SHAPE, PartitionTerm, parse_term
@@ -97,13 +98,18 @@ def user_properties(plan: StreamPlan) -> dict[str, str]:
     return properties
 
 
+def _is_local(location: str) -> bool:
+    return _config.local_path(location) is not None
+
+
 def create_table(catalog: Catalog, identifier: str, arrow_schema: pa.Schema,
-                 plan: StreamPlan) -> Table:
+                 plan: StreamPlan, reaches: Callable[[str], bool] = _is_local) -> Table:
     """Create the stream's table, laid out as the stream asks, in one metadata commit.
 
     Staged: the catalog (a REST server, for one) decides the table's location
-    first; one that is not a local folder is refused with a ConfigError before
-    the table exists.  Loads the table another process created meanwhile.
+    first; one the tasks cannot write (``reaches`` says: by default, one not in
+    a local folder) is refused with a ConfigError before the table exists.
+    Loads the table another process created meanwhile.
     """
     from pyiceberg.catalog import Catalog as CatalogClass
     from pyiceberg.exceptions import TableAlreadyExistsError
@@ -118,11 +124,11 @@ def create_table(catalog: Catalog, identifier: str, arrow_schema: pa.Schema,
         tx = catalog.create_table_transaction(identifier, schema=schema, partition_spec=spec,
                                               properties=user_properties(plan))
         location = tx.table_metadata.location
-        if _config.local_path(location) is None:
+        if not reaches(location):
             raise ConfigError(
-                f"the catalog puts Iceberg table {identifier} at {location}, not in a local "
-                "folder: the tasks write the table's files into a folder the driver shares, so "
-                "the catalog's warehouse must be a local path or file:// URI (the table was "
+                f"the catalog puts Iceberg table {identifier} at {location}, where the tasks "
+                "do not write: the catalog's warehouse must be the configured one (a local "
+                "path or file:// URI, or the S3 bucket of an s3a:// warehouse; the table was "
                 "not created)", stream=stream, field="destination.config.catalog")
         tx.set_properties({_catalog.NAME_MAPPING_PROPERTY:
                            tx.table_metadata.schema().name_mapping.model_dump_json()})
@@ -214,8 +220,8 @@ class PartitionedParquetFiles(ParquetFiles):
                 for value, rows in split(batch, self.keys):
                     current = files.get(value)
                     if current is None:
-                        current = files[value] = _File.open(self.folder, rows.schema,
-                                                            self.compression, ())
+                        current = files[value] = _File.open(
+                            TableFolder(self.folder, self.store), rows.schema, self.compression, ())
                     elif rows.schema != current.schema:
                         rows = rows.cast(current.schema)
                     current.write(rows)

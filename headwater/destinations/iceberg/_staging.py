@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -49,7 +48,7 @@ from headwater.destinations._base import (
     tagged_counts,
     tagged_publish,
 )
-from headwater.destinations.iceberg import _commit, _config, _markers
+from headwater.destinations.iceberg import _commit, _markers
 from headwater.errors import DestinationError, HeadwaterError, StoreBehindTableError
 
 if TYPE_CHECKING:
@@ -189,9 +188,9 @@ class Staging:
                                    "it)", stream=stream)
         return table
 
-    def stage(self, stream: str, folder: str, paths: Sequence[str], rows: int, rejected: int,
+    def stage(self, stream: str, paths: Sequence[str], rows: int, rejected: int,
               size: int, marker: CommitMarker) -> CommitResult:
-        """Add the checkpoint's files (``paths`` in ``folder``) to the run's branch, once.
+        """Add the checkpoint's files (``paths``: their URIs) to the run's branch, once.
 
         ``already_committed`` in the result: an earlier attempt staged it (the
         files just written are then not used; the caller removes them).
@@ -214,8 +213,7 @@ class Staging:
                 marker, marker.tag_with_counts(rows, rejected, size)),
                 STAGED_KEY: holding.adding(marker.checkpoint_index, rows, rejected,
                                            size).to_json()}
-            files = _commit.data_files(table, [f"file://{os.path.join(folder, p)}"
-                                               for p in paths])
+            files = _commit.data_files(table, paths)
             _commit.commit(table, files, overwrite=False, summary=summary, properties={},
                            branch=branch)
             return CommitResult(rows=rows, rejected=rejected, bytes=size, version=None)
@@ -273,7 +271,7 @@ class Staging:
                     + (f" and {ranges(extra)} are staged but not planned" if extra else "")
                     + "; the table is left as it was", stream=stream)
             files = _commit.current_data_files(table, branch)
-            gone = [f.file_path for f in files if not _exists(f)]
+            gone = [f.file_path for f in files if not _exists(table, f)]
             if gone:
                 raise DestinationError(
                     f"cannot publish run {marker.run_id} to {stream}: {len(gone)} staged files "
@@ -321,7 +319,7 @@ class Staging:
                         continue
                     for data_file in _commit.current_data_files(table, name):
                         if data_file.file_path not in in_use:
-                            _delete(data_file)
+                            _delete(table, data_file)
                 _drop_branches(table, leftovers)
                 log.info("stream %s: dropped the staging of runs that never published: %s",
                          stream, ", ".join(n[len(BRANCH_PREFIX):] for n in leftovers))
@@ -403,16 +401,14 @@ def _drop_branches(table: Table, names: Sequence[str]) -> None:
     tx.commit_transaction()
 
 
-def _exists(data_file: DataFile) -> bool:
-    path = _config.local_path(data_file.file_path)
-    return path is None or os.path.exists(path)
+def _exists(table: Table, data_file: DataFile) -> bool:
+    """Whether the file is still there (a local folder or S3: the table's FileIO)."""
+    return bool(table.io.new_input(data_file.file_path).exists())
 
 
-def _delete(data_file: DataFile) -> None:
-    path = _config.local_path(data_file.file_path)
-    if path is not None:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)
+def _delete(table: Table, data_file: DataFile) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        table.io.delete(data_file.file_path)
 
 
 def _error_line(exc: BaseException) -> str:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+# A new bucket the session's s3a:// reaches (per-bucket S3A settings): the Delta tests' fixture.
+from tests.integration.destinations.delta.conftest import s3_bucket  # noqa: F401
 from tests.integration.destinations.iceberg._catalogs import CATALOG_KINDS, catalog_config
 from tests.integration.destinations.iceberg._rest_catalog import (
     RestCatalogServer,

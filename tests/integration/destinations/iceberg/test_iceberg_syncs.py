@@ -311,7 +311,8 @@ def test_a_rest_catalog_whose_warehouse_is_not_local_is_refused_before_a_table_e
         refused = sync(write_connection(tmp_path, APPEND, destination=config), expect="failed")
         assert refused.status == "failed"
         message = refused.streams[0].error or ""
-        assert "s3://nowhere/warehouse/remote/users, not in a local folder" in message, message
+        assert "s3://nowhere/warehouse/remote/users, where the tasks do not write" in message, (
+            message)
         assert "the table was not created" in message
         assert fresh_catalog(write_connection(tmp_path, APPEND, destination=config)).list_tables(
             "remote") == []

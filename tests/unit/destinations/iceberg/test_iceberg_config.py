@@ -99,11 +99,19 @@ def test_a_hadoop_catalog_takes_no_server_fields(key: str) -> None:
     assert refused.value.context["field"] == f"destination.config.catalog.{key}"
 
 
-def test_a_hadoop_catalog_refuses_an_object_store_warehouse() -> None:
-    with pytest.raises(ConfigError, match="conditional writes") as refused:
+@pytest.mark.parametrize("catalog", [{"type": "hadoop"}, {}])
+def test_a_hadoop_catalog_refuses_an_object_store_warehouse(catalog: dict[str, str]) -> None:
+    """Explicit, or the default without a uri: told to use sql or rest, naming the field."""
+    with pytest.raises(ConfigError, match=r"use catalog type sql with a uri .* or rest") as refused:
+        build_destination("iceberg", {"warehouse": "s3a://bucket/lake", "catalog": catalog})
+    assert refused.value.context["field"] == "destination.config.catalog.type"
+
+
+def test_a_sql_catalog_on_s3_needs_its_uri() -> None:
+    with pytest.raises(ConfigError, match="give the catalog a uri") as refused:
         build_destination("iceberg", {"warehouse": "s3://bucket/lake",
-                                      "catalog": {"type": "hadoop"}})
-    assert refused.value.context["field"] == "destination.config.warehouse"
+                                      "catalog": {"type": "sql"}})
+    assert refused.value.context["field"] == "destination.config.catalog.uri"
 
 
 @pytest.mark.parametrize("config", [
@@ -119,9 +127,39 @@ def test_configs_that_break_the_spec_are_refused(config: dict[str, object]) -> N
         build_destination("iceberg", config)
 
 
-def test_an_object_store_warehouse_is_refused_for_now() -> None:
-    with pytest.raises(ConfigError, match="not a local folder"):
-        build_destination("iceberg", {"warehouse": "s3://bucket/warehouse"})
+@pytest.mark.parametrize("warehouse", ["s3a://bucket/wh/", "s3://bucket/wh"])
+def test_an_s3_warehouse_goes_to_pyiceberg_as_s3(warehouse: str, tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path}/catalog.db"
+    settings = resolve({"warehouse": warehouse, "catalog": {"uri": uri}})
+    assert settings.catalog_type == "sql" and settings.object_store == "s3://bucket/wh"
+    assert settings.catalog_properties == {"type": "sql", "uri": uri, "warehouse": "s3://bucket/wh"}
+    assert settings.bucket == "bucket"
+    assert settings.reaches("s3://bucket/wh/headwater.db/users")
+    assert not settings.reaches("s3://other/wh/headwater.db/users")
+    assert not settings.reaches(f"file://{tmp_path}/users")
+    assert not resolve({"warehouse": str(tmp_path)}).reaches("s3://bucket/wh/users")
+
+
+def test_other_object_stores_are_refused() -> None:
+    with pytest.raises(ConfigError, match="neither a local folder nor on S3") as refused:
+        build_destination("iceberg", {"warehouse": "gs://bucket/warehouse",
+                                      "catalog": {"uri": "sqlite:///x.db"}})
+    assert refused.value.context["field"] == "destination.config.warehouse"
+
+
+def test_pyiceberg_s_file_io_gets_the_s3a_settings() -> None:
+    from headwater.destinations.delta._store import S3Access
+    from headwater.destinations.iceberg._catalog import file_io_properties
+
+    access = S3Access.from_hadoop({
+        "fs.s3a.endpoint": "127.0.0.1:9000", "fs.s3a.connection.ssl.enabled": "false",
+        "fs.s3a.access.key": "AK", "fs.s3a.secret.key": "SK",
+        "fs.s3a.path.style.access": "true"}.get, "bucket")
+    assert file_io_properties(access) == {
+        "s3.endpoint": "http://127.0.0.1:9000", "s3.region": "us-east-1",
+        "s3.access-key-id": "AK", "s3.secret-access-key": "SK",
+        "s3.force-virtual-addressing": "false"}
+    assert file_io_properties(S3Access()) == {}  # the default AWS chain's
 
 
 def test_capabilities_say_what_this_step_cannot_do() -> None:
@@ -144,3 +182,30 @@ def test_a_password_in_a_sql_catalog_uri_is_masked_everywhere() -> None:
     _config.resolve({"catalog": {"type": "sql", "uri": uri}})
     shown = mask(f"cannot connect to {uri}; password s3cr/t-pw")
     assert "s3cr%2Ft-pw" not in shown and "s3cr/t-pw" not in shown
+
+
+def test_an_s3_warehouse_is_reached_with_the_connection_s_s3a_settings(tmp_path: Path) -> None:
+    """Without a running Spark session (a check): the connection's spark.conf, per-bucket
+    settings first; the secret masked from then on."""
+    from headwater.config import mask
+
+    destination = IcebergDestination({"warehouse": "s3a://lake-bucket/wh",
+                                      "catalog": {"uri": f"sqlite:///{tmp_path}/c.db"}})
+    secret = "hw-unit-secret-iceberg-s3-key"
+    destination.use_spark_conf({
+        "spark.hadoop.fs.s3a.endpoint": "http://127.0.0.1:9",
+        "spark.hadoop.fs.s3a.bucket.lake-bucket.access.key": "AKIDUNIT",
+        "spark.hadoop.fs.s3a.bucket.lake-bucket.secret.key": secret})
+    access = destination._store_access()
+    assert access is not None and access.endpoint == "http://127.0.0.1:9"
+    assert (access.access_key, access.secret_key) == ("AKIDUNIT", secret)
+    assert secret not in mask(f"refused: {secret}")
+
+
+def test_an_s3a_provider_the_tasks_cannot_follow_is_refused(tmp_path: Path) -> None:
+    destination = IcebergDestination({"warehouse": "s3a://lake-bucket/wh",
+                                      "catalog": {"uri": f"sqlite:///{tmp_path}/c.db"}})
+    destination.use_spark_conf({"spark.hadoop.fs.s3a.aws.credentials.provider":
+                                "org.apache.hadoop.fs.s3a.auth.AssumedRoleCredentialProvider"})
+    with pytest.raises(ConfigError, match="AssumedRoleCredentialProvider"):
+        destination.catalog()
