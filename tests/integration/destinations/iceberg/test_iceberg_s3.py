@@ -180,7 +180,7 @@ def upload(destination: IcebergDestination, ids: list[int]) -> list[WrittenFile]
     """Files the tasks would write, written with the tasks' writer into the table's data."""
     folder = destination._folder(None, plan_of())  # type: ignore[arg-type]
     batch = pa.RecordBatch.from_pydict({"id": ids}, SCHEMA)
-    writer = ParquetFiles(folder=folder.uri, s3=folder.s3, stats_columns=())
+    writer = ParquetFiles(folder=folder.uri, store=folder.store, stats_columns=())
     return [WrittenFile(**row) for out in writer.write(iter([batch])) for row in out.to_pylist()]
 
 
