@@ -1,14 +1,17 @@
 """Fixtures every integration test folder may use, one of each per test run: an
-S3-compatible server and a Spark standalone cluster (master and two workers)."""
+S3-compatible server and a Spark standalone cluster (master and two workers); and
+per module, its CLI scenarios run two at a time (``cases``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.integration._cluster import StandaloneCluster, standalone_cluster
 from tests.integration._s3 import S3Server, moto_server
+from tests.integration._side_by_side import SideBySide, side_by_side
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +27,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandaloneClus
     tests tell their applications apart by name (``headwater-<connection>``)."""
     with standalone_cluster(tmp_path_factory.mktemp("cluster")) as running:
         yield running
+
+
+@pytest.fixture(scope="module")
+def cases(request: pytest.FixtureRequest, spark: Any,
+          tmp_path_factory: pytest.TempPathFactory) -> SideBySide:
+    """The module's side-by-side cases, named by its ``SCENARIOS`` (see ``_side_by_side``)."""
+    return side_by_side(request, spark, tmp_path_factory, request.module.SCENARIOS)
