@@ -62,9 +62,12 @@ class SideBySide:
                 return error
             return None
 
-        with ThreadPoolExecutor(max_workers=self._width, thread_name_prefix="case") as pool:
-            futures = {nodeid: pool.submit(outcome, case) for nodeid, case in self._cases.items()}
+        pool = ThreadPoolExecutor(max_workers=self._width, thread_name_prefix="case")
+        futures = {nodeid: pool.submit(outcome, case) for nodeid, case in self._cases.items()}
+        try:
             return {nodeid: future.result() for nodeid, future in futures.items()}
+        finally:  # on Ctrl-C, no case that has not started yet starts
+            pool.shutdown(wait=False, cancel_futures=True)
 
 
 def side_by_side(request: pytest.FixtureRequest, spark: Any,
