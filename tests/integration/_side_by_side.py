@@ -1,13 +1,17 @@
 """Run the cases of a module's CLI scenarios two at a time; each test still reports its own.
 
 A crash test's case spends most of its time in CLI processes (a Python start,
-a JVM start, Spark's first job) that keep about one of the machine's two cores
-busy: one sync of the crash tests' source took 12-14 s of CPU for 20 s of wall
-time.  Cases that share nothing (each its own folder, metadata store and table)
-can run side by side.  pytest runs tests one after the other, so the module
-collects the selected cases of its side-by-side tests (:data:`Scenarios`), and
-the first of them to run runs them all, :data:`WIDTH` at a time in threads;
-every test then raises its own case's error, with its traceback, or passes.
+a JVM start, Spark's first job, a task pausing while it reads) that leave the
+machine's two cores idle much of the time: one sync of the crash tests' source
+used 12-14 CPU-seconds (driver, JVMs and Python workers, read from ``/proc``),
+and ``test_crash_resume``'s 52 syncs took 15-20 minutes on an idle 2-core
+machine, about 20 s of wall time each.  Cases that share nothing (each its own
+folder, metadata store and table) can run side by side.  pytest runs tests
+one after the other, so the module collects the selected cases of its
+side-by-side tests (:data:`Scenarios`), and the first of them to run runs them
+all, :data:`WIDTH` at a time in threads; every test then raises its own case's
+error, with its traceback, or passes (pytest's durations show the module's
+total on that first test).
 Only the cases pytest selected run (``-k``, ``--lf``, ``-x`` stopping early
 leaves the rest unreported, as it would anyway).
 
