@@ -23,6 +23,7 @@ its own.
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -86,6 +87,7 @@ def side_by_side(request: pytest.FixtureRequest, spark: Any,
         if scenario is None:
             continue
         params = dict(item.callspec.params) if hasattr(item, "callspec") else {}
-        folder = tmp_path_factory.mktemp(item.name[:60], numbered=True)
+        # Named as pytest names ``tmp_path``: brackets in a path would be quoted in its URI.
+        folder = tmp_path_factory.mktemp(re.sub(r"\W", "_", item.name)[:30], numbered=True)
         cases[item.nodeid] = functools.partial(scenario, spark, folder, **params)
     return SideBySide(cases)
