@@ -1,15 +1,17 @@
 """Fixtures every integration test folder may use, one of each per test run: an
 S3-compatible server, a GCS emulator, Azurite and a Spark standalone cluster (master
-and two workers)."""
+and two workers); and per module, its CLI scenarios run two at a time (``cases``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from tests.integration._cluster import StandaloneCluster, standalone_cluster
 from tests.integration._s3 import S3Server, free_port, moto_server
+from tests.integration._side_by_side import SideBySide, side_by_side
 from tests.integration._stores import AZURE_ACCOUNT, AZURE_KEY, AzureServer, GcsServer
 from tests.integration.connectors.object_storage._azurite import azurite
 
@@ -51,3 +53,10 @@ def azure_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AzureServ
         yield AzureServer(connection_string=(
             f"DefaultEndpointsProtocol=http;AccountName={AZURE_ACCOUNT};"
             f"AccountKey={AZURE_KEY};BlobEndpoint={endpoint};"))
+
+
+@pytest.fixture(scope="module")
+def cases(request: pytest.FixtureRequest, spark: Any,
+          tmp_path_factory: pytest.TempPathFactory) -> SideBySide:
+    """The module's side-by-side cases, named by its ``SCENARIOS`` (see ``_side_by_side``)."""
+    return side_by_side(request, spark, tmp_path_factory, request.module.SCENARIOS)

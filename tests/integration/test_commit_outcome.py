@@ -32,6 +32,7 @@ from tests.integration._cli import (
     table_location,
 )
 from tests.integration._connections import connection_file
+from tests.integration._side_by_side import Scenarios, SideBySide
 
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
@@ -44,9 +45,10 @@ SOURCE: dict[str, Any] = {"seed": 5, "users": 2_400, "orders": 0, "rows_per_part
 CHECKPOINT = {"partitions_per_checkpoint": 1, "concurrent_checkpoints": 2}
 APPEND = {"name": STREAM, "sync_mode": "incremental", "destination_sync_mode": "append",
           "cursor_field": "updated_at"}
-#: Longer than any of these syncs takes on a loaded machine; a sync that waits forever
-#: (an observation of a job Delta skipped) fails the test instead of hanging it.
-SYNC_GUARD_S = 420.0
+#: Longer than any of these syncs takes on a loaded machine, two at a time (the cases run
+#: side by side); a sync that waits forever (an observation of a job Delta skipped) fails
+#: the test instead of hanging it.
+SYNC_GUARD_S = 900.0
 
 
 def source(generation: int) -> dict[str, Any]:
@@ -70,7 +72,12 @@ def succeeded(result: CliResult, written: int) -> dict[str, Any]:
     return document
 
 
-def test_log_checkpoint_failing_after_the_commit(spark: Any, tmp_path: Path) -> None:
+# --------------------------------------------------------------------------- scenarios
+# Each is the case of the test of its name below; the cases run two at a time
+# (``_side_by_side``): each has its own folder, metadata store and table.
+
+
+def log_checkpoint_failing_after_the_commit(spark: Any, tmp_path: Path) -> None:
     """delta-rs raises after commit 9 is durable: checkpoint counted committed, no id twice."""
     log = Path(table_location(tmp_path, STREAM)) / "_delta_log"
     # A directory where delta-rs renames the checkpoint of version 9: the rename fails.
@@ -87,8 +94,7 @@ def test_log_checkpoint_failing_after_the_commit(spark: Any, tmp_path: Path) -> 
     assert_table_equals_source(spark, table_location(tmp_path, STREAM), source(1), STREAM)
 
 
-@pytest.mark.parametrize("writer", ["auto", "spark"])
-def test_commit_raising_after_it_landed(spark: Any, tmp_path: Path, writer: str) -> None:
+def commit_raising_after_it_landed(spark: Any, tmp_path: Path, writer: str) -> None:
     """The destination raises right after its second commit landed: still a success."""
     result = run_sync(tmp_path, 0, writer=writer, env={"HEADWATER_FAULT": "raise-commit-landed:2"})
     succeeded(result, SOURCE["users"])
@@ -106,8 +112,7 @@ def _copy_store(src: Path, dst: Path) -> None:
         source_db.backup(copy)
 
 
-@pytest.mark.parametrize("writer", ["auto", "spark"])
-def test_store_restored_from_an_older_copy(spark: Any, tmp_path: Path, writer: str) -> None:
+def store_restored_from_an_older_copy(spark: Any, tmp_path: Path, writer: str) -> None:
     """Sync, back the store up, sync, restore it, sync: stopped, realigned, then exact."""
     store_file = tmp_path / HOME / "headwater.db"
     backup = tmp_path / "backup.db"
@@ -150,3 +155,29 @@ def test_store_restored_from_an_older_copy(spark: Any, tmp_path: Path, writer: s
     # sync reads the rest of generations 1 and 2, once.
     succeeded(run_sync(tmp_path, 2, writer=writer), 2 * SOURCE["new_per_generation"] - landed)
     assert_table_equals_source(spark, location, source(2), STREAM)
+
+
+# --------------------------------------------------------------------------- tests
+
+SCENARIOS: Scenarios = {
+    "test_log_checkpoint_failing_after_the_commit": log_checkpoint_failing_after_the_commit,
+    "test_commit_raising_after_it_landed": commit_raising_after_it_landed,
+    "test_store_restored_from_an_older_copy": store_restored_from_an_older_copy,
+}
+
+
+def test_log_checkpoint_failing_after_the_commit(
+        cases: SideBySide, request: pytest.FixtureRequest) -> None:
+    cases.check(request.node.nodeid)
+
+
+@pytest.mark.parametrize("writer", ["auto", "spark"])
+def test_commit_raising_after_it_landed(
+        cases: SideBySide, request: pytest.FixtureRequest, writer: str) -> None:
+    cases.check(request.node.nodeid)
+
+
+@pytest.mark.parametrize("writer", ["auto", "spark"])
+def test_store_restored_from_an_older_copy(
+        cases: SideBySide, request: pytest.FixtureRequest, writer: str) -> None:
+    cases.check(request.node.nodeid)

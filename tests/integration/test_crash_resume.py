@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from headwater.metadata_store import MetadataStore
 from tests.integration._cli import (
     HOME,
     ICEBERG,
@@ -59,6 +60,7 @@ from tests.integration._cli import (
     tagged_commits,
     write_connection,
 )
+from tests.integration._side_by_side import Scenarios, SideBySide
 
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
@@ -148,11 +150,6 @@ class Connection:
         return table_location(self.tmp_path, STREAM)
 
 
-@pytest.fixture(params=KINDS)
-def connection(request: pytest.FixtureRequest, tmp_path: Path) -> Connection:
-    return Connection.of(tmp_path, request.param)
-
-
 def crashed_run(conn: Connection, result: CliResult) -> str:
     """Assert the sync died by SIGKILL and left its run unfinished; return the run id."""
     assert result.exit_code == KILLED, result.describe()
@@ -161,11 +158,13 @@ def crashed_run(conn: Connection, result: CliResult) -> str:
     return run.run_id
 
 
-def landed_checkpoints(conn: Connection, run_id: str) -> list[int]:
-    """Indices the metadata store knows were committed (or released) in this run."""
+def landed_checkpoints(conn: Connection, run_id: str,
+                       opened: MetadataStore | None = None) -> list[int]:
+    """Indices the metadata store (``opened``, else the connection's) knows were committed
+    (or released) in this run."""
     return [
         c.index
-        for c in store(conn.tmp_path).list_checkpoints(run_id)
+        for c in (opened or store(conn.tmp_path)).list_checkpoints(run_id)
         if c.stream == STREAM and c.status in ("committed", "released")
     ]
 
@@ -240,27 +239,34 @@ def kill_while_reading(
     """
     db = conn.tmp_path / HOME / "headwater.db"
     deadline = time.monotonic() + 600
+    opened = None  # one store for the whole wait, not one (and its schema check) per look
     while True:
         assert process.poll() is None, "the sync ended before it could be killed"
         assert time.monotonic() < deadline, "the sync committed nothing in 600 s"
-        if db.exists():
-            run = store(conn.tmp_path).find_unfinished_run(NAME)
-            if run is not None and len(landed_checkpoints(conn, run.run_id)) >= after:
-                break
+        if opened is None and db.exists():
+            opened = store(conn.tmp_path)
+        run = opened.find_unfinished_run(NAME) if opened is not None else None
+        if run is not None and len(landed_checkpoints(conn, run.run_id, opened)) >= after:
+            break
         time.sleep(0.1)
+    if opened is not None:
+        opened.close()
     time.sleep(delay_s)
     return kill_cli(process, whole_group=whole_group)
 
 
-# --------------------------------------------------------------------------- tests
+# --------------------------------------------------------------------------- scenarios
+# Each is the case of the test of its name below; the module's cases run two at a time
+# (``_side_by_side``): each has its own folder, metadata store and table.
 
 
-def test_killed_after_a_delta_commit_before_its_state(spark: Any, connection: Connection) -> None:
+def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kind: str) -> None:
     """The third checkpoint's commit is in the table, the store does not know: resume skips it.
 
     An overwrite stages its checkpoints instead: the third is staged, the
     table's readers see none of them, and the resumed run publishes them once.
     """
+    connection = Connection.of(tmp_path, kind)
     run_id = crashed_run(connection, connection.sync(fault="after-commit:3"))
     known = set(landed_checkpoints(connection, run_id))
     if connection.mode == "overwrite":
@@ -276,8 +282,7 @@ def test_killed_after_a_delta_commit_before_its_state(spark: Any, connection: Co
     next_generation(spark, connection, run_id)
 
 
-@pytest.mark.parametrize("mode", ["append", "append_dedup"])
-def test_killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str) -> None:
+def killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str) -> None:
     """State of two checkpoints is released; the resumed attempt runs only the rest."""
     conn = Connection(tmp_path, mode)
     run_id = crashed_run(conn, conn.sync(fault="after-release:2"))
@@ -288,7 +293,7 @@ def test_killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str) -> 
     resume(spark, conn, run_id, attempt=2)
 
 
-def test_killed_after_the_plan(spark: Any, tmp_path: Path) -> None:
+def killed_after_the_plan(spark: Any, tmp_path: Path) -> None:
     """The plan is persisted, nothing was read: the resumed run executes that same plan."""
     conn = Connection(tmp_path, "append")
     run_id = crashed_run(conn, conn.sync(fault="after-plan"))
@@ -300,8 +305,9 @@ def test_killed_after_the_plan(spark: Any, tmp_path: Path) -> None:
     resume(spark, conn, run_id, attempt=2)
 
 
-def test_killed_while_reading(spark: Any, connection: Connection) -> None:
+def killed_while_reading(spark: Any, tmp_path: Path, kind: str) -> None:
     """Killed from outside at an arbitrary moment after the first commit."""
+    connection = Connection.of(tmp_path, kind)
     delay_s = random.Random(f"while-reading-{connection.mode}").uniform(0.0, 2.0)
     process = connection.start()
     result = kill_while_reading(connection, process, after=1, delay_s=delay_s)
@@ -310,8 +316,7 @@ def test_killed_while_reading(spark: Any, connection: Connection) -> None:
     resume(spark, connection, run_id, attempt=2)
 
 
-@pytest.mark.parametrize("writer", ["auto", "spark", "iceberg"])
-def test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
+def a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
         spark: Any, tmp_path: Path, writer: str) -> None:
     """Readers see the previous sync's rows until the resumed run publishes, once."""
     conn = (Connection(tmp_path, "overwrite", kind="iceberg") if writer == "iceberg"
@@ -330,7 +335,7 @@ def test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_r
     assert stream["published_version"] is not None
 
 
-def test_killed_twice_then_resumed(spark: Any, tmp_path: Path) -> None:
+def killed_twice_then_resumed(spark: Any, tmp_path: Path) -> None:
     """Killed after a Delta commit, then (the whole machine, as it were) while resuming."""
     conn = Connection(tmp_path, "append")
     run_id = crashed_run(conn, conn.sync(fault="after-commit:2"))
@@ -347,7 +352,7 @@ def test_killed_twice_then_resumed(spark: Any, tmp_path: Path) -> None:
     next_generation(spark, conn, run_id)
 
 
-def test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
+def one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
         spark: Any, tmp_path: Path) -> None:
     """Killed while reading; new rows arrive; one ``sync`` lands the killed run's rest *and*
     the new rows, in two runs, each row once (``append``: a row twice would show).
@@ -378,3 +383,55 @@ def test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
     assert listed.exit_code == 0 and listed.document is not None, listed.describe()
     assert [(r["run_id"], r["status"], r["attempts"]) for r in listed.document["runs"]] == [
         (new["run_id"], "succeeded", 1), (run_id, "succeeded", 2)]
+
+
+# --------------------------------------------------------------------------- tests
+SCENARIOS: Scenarios = {
+    "test_killed_after_a_delta_commit_before_its_state":
+        killed_after_a_delta_commit_before_its_state,
+    "test_killed_after_a_state_release": killed_after_a_state_release,
+    "test_killed_after_the_plan": killed_after_the_plan,
+    "test_killed_while_reading": killed_while_reading,
+    "test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows":
+        a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows,
+    "test_killed_twice_then_resumed": killed_twice_then_resumed,
+    "test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since":
+        one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since,
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_killed_after_a_delta_commit_before_its_state(
+        cases: SideBySide, request: pytest.FixtureRequest, kind: str) -> None:
+    cases.check(request.node.nodeid)
+
+
+@pytest.mark.parametrize("mode", ["append", "append_dedup"])
+def test_killed_after_a_state_release(
+        cases: SideBySide, request: pytest.FixtureRequest, mode: str) -> None:
+    cases.check(request.node.nodeid)
+
+
+def test_killed_after_the_plan(cases: SideBySide, request: pytest.FixtureRequest) -> None:
+    cases.check(request.node.nodeid)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_killed_while_reading(cases: SideBySide, request: pytest.FixtureRequest,
+                              kind: str) -> None:
+    cases.check(request.node.nodeid)
+
+
+@pytest.mark.parametrize("writer", ["auto", "spark", "iceberg"])
+def test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
+        cases: SideBySide, request: pytest.FixtureRequest, writer: str) -> None:
+    cases.check(request.node.nodeid)
+
+
+def test_killed_twice_then_resumed(cases: SideBySide, request: pytest.FixtureRequest) -> None:
+    cases.check(request.node.nodeid)
+
+
+def test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
+        cases: SideBySide, request: pytest.FixtureRequest) -> None:
+    cases.check(request.node.nodeid)

@@ -30,7 +30,8 @@ from tests.integration._cli import (
 )
 from tests.integration._connections import connection_file
 from tests.integration._s3 import SECRET_KEY, S3Server
-from tests.integration.destinations.delta._s3 import hadoop_settings
+from tests.integration._side_by_side import SideBySide, side_by_side
+from tests.integration.destinations.delta._s3 import hadoop_settings, new_bucket
 
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
 
@@ -44,12 +45,9 @@ STREAMS = {
 }
 
 
-@pytest.mark.parametrize(("mode", "fault"), [("append", "after-commit:3"),
-                                             ("append", "commit-landed:2"),
-                                             ("overwrite", "after-commit:2")])
-def test_a_sync_killed_on_s3_is_resumed_by_the_next_one_and_lands_every_row_once(
-        spark: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path, mode: str,
-        fault: str) -> None:
+def killed_on_s3_then_resumed(spark: Any, tmp_path: Path, s3_server: S3Server, s3_bucket: str,
+                              mode: str, fault: str) -> None:
+    """The case of one ``mode`` and ``fault``, in ``s3_bucket`` (its own)."""
     conf = {f"spark.hadoop.{k}": v for k, v in hadoop_settings(s3_server, s3_bucket).items()}
     connection = connection_file(
         tmp_path, name=NAME, source=SOURCE, streams=[STREAMS[mode]],
@@ -75,3 +73,33 @@ def test_a_sync_killed_on_s3_is_resumed_by_the_next_one_and_lands_every_row_once
     history = json.dumps(asdict(store(tmp_path).get_run(run.run_id)), default=str)  # type: ignore[arg-type]
     for text in (killed.stdout, killed.stderr, result.stdout, result.stderr, history):
         assert SECRET_KEY not in text
+
+
+@pytest.fixture(scope="module")
+def cases(request: pytest.FixtureRequest, spark: Any, s3_server: S3Server,
+          tmp_path_factory: pytest.TempPathFactory) -> SideBySide:
+    """The cases, two at a time (``_side_by_side``), each in a bucket of its own."""
+    def case(spark: Any, tmp_path: Path, mode: str, fault: str) -> None:
+        # The ``s3_bucket`` fixture's work, for one case: the session reaches the bucket
+        # through per-bucket settings, unset afterwards.
+        bucket = new_bucket(s3_server)
+        settings = hadoop_settings(s3_server, bucket)
+        configuration = spark.sparkContext._jsc.hadoopConfiguration()
+        for key, value in settings.items():
+            configuration.set(key, value)
+        try:
+            killed_on_s3_then_resumed(spark, tmp_path, s3_server, bucket, mode, fault)
+        finally:
+            for key in settings:
+                configuration.unset(key)
+
+    return side_by_side(request, spark, tmp_path_factory, {
+        "test_a_sync_killed_on_s3_is_resumed_by_the_next_one_and_lands_every_row_once": case})
+
+
+@pytest.mark.parametrize(("mode", "fault"), [("append", "after-commit:3"),
+                                             ("append", "commit-landed:2"),
+                                             ("overwrite", "after-commit:2")])
+def test_a_sync_killed_on_s3_is_resumed_by_the_next_one_and_lands_every_row_once(
+        cases: SideBySide, request: pytest.FixtureRequest, mode: str, fault: str) -> None:
+    cases.check(request.node.nodeid)
