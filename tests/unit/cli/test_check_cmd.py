@@ -90,7 +90,7 @@ def test_secrets_stay_masked_in_the_destinations_failure(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     token = "tok-secret-0123456789"
 
-    def quoting(settings: IcebergSettings) -> None:  # an error that quotes the secret
+    def quoting(settings: IcebergSettings, s3: object = None) -> None:  # quotes the secret
         raise RuntimeError(f"refused {settings.catalog_properties['token']}")
 
     monkeypatch.setattr(iceberg_catalog, "check", quoting)
