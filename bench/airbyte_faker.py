@@ -8,7 +8,11 @@ The runs, per ``--users`` size, in one invocation so they share the machine's lo
 2. Headwater: ``headwater sync FILE --json`` of the ``airbyte`` source type into a
    Delta table on ``local[*]`` Spark, a new process each time, timed from start to
    exit: CLI start, the connector's spec and discover, Spark's start (JVM
-   included), plan, read, decode, write and commit.  Its ``--json`` document gives
+   included), plan, read, decode, write and commit.  The spec and the catalog are
+   kept next to the venv (``catalog_max_age_minutes``, default 15): the baseline
+   run discovers first, so these syncs plan with the kept catalog, as a sync
+   repeated within the limit does (``--catalog-max-age 0``: discover before
+   every sync, as before).  Its ``--json`` document gives
    the inner figures: the engine's run (plan to last commit, without the CLI's and
    Spark's start) and the stream's read + commit;
 3. PyAirbyte's default cache (DuckDB) loading the same records, for comparison
@@ -38,6 +42,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._common import REPO, header, load_line, median, scratch_dir, table
 
 FAKER = {"package": "airbyte-source-faker", "version": "7.2.1"}
+#: The steps of ``steps_s`` that come before the engine's run.
+BEFORE_THE_RUN = ("cli_start", "cli_setup", "spark_session")
 PYAIRBYTE_SCRIPT = """
 import json, sys, time
 import airbyte as ab
@@ -71,15 +77,19 @@ def connector_read(config: dict[str, object], folder: Path, out: Path | None = N
 
 
 def headwater_cli_sync(config: dict[str, object], folder: Path, mode: str,
-                       users: int) -> tuple[float, float, float]:
-    """One ``headwater sync --json`` process in a new folder: wall, run and stream seconds."""
+                       users: int, catalog_max_age: float | None = None,
+                       ) -> tuple[float, float, float, dict[str, float]]:
+    """One ``headwater sync --json`` process in a new folder: wall, run and stream seconds,
+    and its seconds per step (``steps_s``)."""
     import yaml
 
     folder.mkdir(parents=True)
     target = "overwrite" if mode == "full_refresh" else "append"
     document = {
         "name": f"bench-{mode}",
-        "source": {"type": "airbyte", "config": {**FAKER, "config": config}},
+        "source": {"type": "airbyte", "config": {
+            **FAKER, "config": config,
+            **({} if catalog_max_age is None else {"catalog_max_age_minutes": catalog_max_age})}},
         "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
         "streams": [{"name": "users", "sync_mode": mode, "destination_sync_mode": target}],
         "metadata_store": f"sqlite:///{folder / 'headwater.db'}",
@@ -102,7 +112,8 @@ def headwater_cli_sync(config: dict[str, object], folder: Path, mode: str,
     (stream,) = result["streams"]
     if result["status"] != "succeeded" or stream["records_written"] != users:
         raise SystemExit(f"unexpected sync result: {result}")
-    return wall, float(result["duration_s"]), float(stream["duration_s"])
+    return (wall, float(result["duration_s"]), float(stream["duration_s"]),
+            dict(result.get("steps_s") or {}))
 
 
 def pyairbyte_load(config: dict[str, object], folder: Path) -> tuple[float, int] | None:
@@ -137,15 +148,20 @@ def measure(users: int, args: argparse.Namespace, folder: Path) -> list[list[obj
     alone = median([connector_read(config, folder)[0] for _ in range(args.repeat)])
     rows = [row("connector read > /dev/null (baseline)", alone, alone)]
     for mode in args.modes.split(","):
-        runs = [headwater_cli_sync(config, folder / f"{users}-{mode}-{n}", mode, users)
+        runs = [headwater_cli_sync(config, folder / f"{users}-{mode}-{n}", mode, users,
+                                   args.catalog_max_age)
                 for n in range(args.repeat)]
         wall, inner, stream = (median([r[i] for r in runs]) for i in range(3))
+        steps = {name: median([r[3].get(name, 0.0) for r in runs]) for name in runs[0][3]}
         rows += [row(f"Headwater {mode}: whole `headwater sync` command", wall, alone),
                  row(f"Headwater {mode}: inner (the engine's run: plan to commit)", inner,
                      alone),
                  row(f"Headwater {mode}: the stream's read + commit", stream, alone),
                  [f"  (before the run: CLI, spec, discover, Spark start: {wall - inner:.1f} s)",
-                  "", "", "", ""]]
+                  "", "", "", ""],
+                 ["  (steps, medians: " + ", ".join(
+                     f"{name} {seconds:.2f} s" for name, seconds in steps.items()
+                     if name in BEFORE_THE_RUN) + ")", "", "", "", ""]]
     if args.pyairbyte:
         loaded = pyairbyte_load(config, Path(tempfile.mkdtemp(dir=folder)))
         if loaded is not None:
@@ -164,6 +180,9 @@ def main() -> None:
     parser.add_argument("--modes", default="full_refresh",
                         help="comma-separated sync modes of the Headwater runs "
                              "(full_refresh: overwrite; incremental: append, from no state)")
+    parser.add_argument("--catalog-max-age", type=float, default=None,
+                        help="the source's catalog_max_age_minutes (0: discover before "
+                             "every sync; default: the source's default)")
     parser.add_argument("--pyairbyte", action="store_true",
                         help="also time PyAirbyte's DuckDB cache (needs its test venv)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")

@@ -13,14 +13,17 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from headwater.cli import _common as opt
 from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
 from headwater.serve import RunsInProgress, Scheduler
-from headwater.ui import DEFAULT_PORT, TOKEN_ENV, UiServer, check_bind, create_app
+from headwater.ui import DEFAULT_PORT, TOKEN_ENV
+
+if TYPE_CHECKING:
+    from headwater.ui import UiServer
 
 HostOpt = Annotated[str, typer.Option(help="Address to listen on; beyond loopback a token "
                                            "is required.")]
@@ -35,6 +38,7 @@ def start_page(folder: Path, host: str, port: int, token: str | None, store: str
     """Check the safety rules, then serve the page from a thread; returns the server.
     ``scheduler``: ``serve --ui``'s, whose health ``/metrics`` adds."""
     from headwater.cli import _common as cli
+    from headwater.ui import UiServer, check_bind, create_app
 
     check_bind(host, token)
     server = UiServer(create_app(folder, store, token=token, runs=runs, scheduler=scheduler),

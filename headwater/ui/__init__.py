@@ -18,8 +18,31 @@ Example::
     server.shutdown("done") # stops the syncs it started after their commits
 """
 
-from headwater.ui._app import create_app
-from headwater.ui._security import TOKEN_ENV, check_bind, is_loopback
-from headwater.ui._server import DEFAULT_PORT, UiServer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+#: The page's port unless ``--port`` says otherwise.
+DEFAULT_PORT = 8321
+#: The environment variable holding the token API clients must send.
+TOKEN_ENV = "HEADWATER_UI_TOKEN"
+
+if TYPE_CHECKING:
+    from headwater.ui._app import create_app
+    from headwater.ui._security import check_bind, is_loopback
+    from headwater.ui._server import UiServer
+
+#: Imported when first used: the CLI imports this package for its option defaults
+#: above, and every command would otherwise pay for aiohttp (0.3 CPU seconds).
+_LAZY = {"create_app": "_app", "check_bind": "_security", "is_loopback": "_security",
+         "UiServer": "_server"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"headwater.ui.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["DEFAULT_PORT", "TOKEN_ENV", "UiServer", "check_bind", "create_app", "is_loopback"]

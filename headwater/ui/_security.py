@@ -31,8 +31,8 @@ from aiohttp import web
 from aiohttp.typedefs import Middleware
 
 from headwater.errors import ConfigError
+from headwater.ui import TOKEN_ENV
 
-TOKEN_ENV = "HEADWATER_UI_TOKEN"
 #: The header every POST must carry (a value a form cannot send).
 REQUEST_HEADER = "X-Headwater-Request"
 

@@ -15,10 +15,10 @@ from aiohttp import web
 
 from headwater._listen import LOOPBACK, http_url
 from headwater.errors import HeadwaterError
+from headwater.ui import DEFAULT_PORT
 from headwater.ui._app import ACTIONS
 
 #: The port ``headwater ui`` listens on unless told otherwise.
-DEFAULT_PORT = 8321
 
 
 class UiServer:

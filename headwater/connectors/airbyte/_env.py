@@ -183,6 +183,10 @@ class ConnectorEnv:
 
 def _unpacked_archive(alias: str) -> Path | None:
     """The executor's unpacked copy of a shipped venv, if this process has one."""
+    if "pyspark" not in sys.modules:
+        # Not a Spark worker (those run inside PySpark): the driver before Spark, or
+        # the CLI; importing PySpark here would put its import before the connector's start.
+        return None
     try:
         from pyspark import SparkFiles
     except ImportError:

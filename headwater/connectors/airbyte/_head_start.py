@@ -53,6 +53,9 @@ log = logging.getLogger("headwater.connectors.airbyte")
 _OUT, _CLAIMED, _ERR, _RC = "out.jsonl", "out.claimed", "err.txt", "rc"
 #: How often a task following a spool looks for more output.
 POLL_S = 0.02
+#: How long a task waits for the exit code of a read it saw end before it takes the
+#: driver for gone (the driver writes the code once it has reaped the process).
+RC_GRACE_S = 5.0
 _running: dict[str, subprocess.Popen[bytes]] = {}
 _discarded: set[str] = set()
 _running_lock = threading.Lock()
@@ -161,11 +164,16 @@ def _followed(head: HeadStart, label: str, stream: str | None, counts: MessageCo
     folder = Path(head.folder)
 
     def exit_code() -> int:
+        dead_since: float | None = None
         while True:
             try:
                 return int((folder / _RC).read_text())
             except (OSError, ValueError):
-                if not pid_alive(head.pid):
+                # A process that just exited is dead (a zombie) before the driver's
+                # thread has reaped it and written its code: wait for the code a while.
+                if dead_since is None and not pid_alive(head.pid):
+                    dead_since = time.monotonic()
+                if dead_since is not None and time.monotonic() - dead_since > RC_GRACE_S:
                     return -signal.SIGKILL  # its driver is gone: it was killed with it
             time.sleep(POLL_S)
 

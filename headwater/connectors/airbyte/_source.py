@@ -32,13 +32,11 @@ with a run is redacted with that spec.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import logging
-import os
 import tempfile
 import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
@@ -46,6 +44,7 @@ from typing import Any
 
 from headwater.config import redact, register_secrets, secret_values, validate_config
 from headwater.connectors.airbyte import _head_start as head_start
+from headwater.connectors.airbyte import _kept as kept
 from headwater.connectors.airbyte._env import ConnectorEnv, envs_root
 from headwater.connectors.airbyte._process import (
     MessageCounts,
@@ -134,7 +133,11 @@ class AirbyteSourceStream(Stream):
     def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
         """One partition: the whole stream is one connector process, one Spark task."""
         self._env.ship()
-        params: dict[str, Any] = {"state": dict(state) if state else None}
+        # The catalog entry read with, in the plan: a resumed run reads with it again
+        # even if the connector's catalog has changed since.
+        params: dict[str, Any] = {"state": dict(state) if state else None,
+                                  "stream": self._stream.model_dump(mode="json",
+                                                                    exclude_none=True)}
         head = self._head_starts.pop(self.name, None)
         if head is not None:
             if head.key == head_start.read_key(self.read_documents(params["state"])):
@@ -143,14 +146,18 @@ class AirbyteSourceStream(Stream):
                 head_start.discard(head)
         return [Partition(self.name, self.name, params)]
 
-    def read_documents(self, state: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The config, catalog and state documents ``read`` of this stream is given."""
-        mode = SyncMode.INCREMENTAL if self.incremental_capable else SyncMode.FULL_REFRESH
+    def read_documents(self, state: Mapping[str, Any] | None,
+                       stream: AirbyteStream | None = None) -> dict[str, Any]:
+        """The config, catalog and state documents ``read`` of this stream is given
+        (``stream``: the catalog entry a plan recorded, else the current one)."""
+        stream = stream or self._stream
+        mode = SyncMode.INCREMENTAL if SyncMode.INCREMENTAL in stream.supported_sync_modes \
+            else SyncMode.FULL_REFRESH
         catalog = ConfiguredAirbyteCatalog(streams=[ConfiguredAirbyteStream(
-            stream=self._stream, sync_mode=mode,
+            stream=stream, sync_mode=mode,
             destination_sync_mode=DestinationSyncMode.APPEND,
-            cursor_field=self._stream.default_cursor_field,
-            primary_key=self._stream.source_defined_primary_key)])
+            cursor_field=stream.default_cursor_field,
+            primary_key=stream.source_defined_primary_key)])
         state_messages = None if not state else [
             _state_message(state, self.name, self.namespace)
             .model_dump(mode="json", by_alias=True, exclude_none=True)]
@@ -165,14 +172,16 @@ class AirbyteSourceStream(Stream):
         followed instead, when this is the first attempt to claim it.
         """
         counts = MessageCounts()
-        decoder = RecordDecoder(self.name, self._stream.json_schema)
+        recorded = partition.params.get("stream")  # absent from plans made before it was
+        stream = AirbyteStream.model_validate(recorded) if recorded else self._stream
+        decoder = RecordDecoder(self.name, stream.json_schema)
         head = partition.params.get("head_start")
         with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
             items = None if head is None else head_start.follow(
                 head_start.HeadStart(**head), self._env.label, self.name, counts)
             if items is None:
                 args = head_start.read_args(
-                    folder, self.read_documents(partition.params.get("state")))
+                    folder, self.read_documents(partition.params.get("state"), stream))
                 items = run_connector(self._env.command() + args, self._env.label,
                                       stream=self.name, counts=counts)
             for item in items:
@@ -211,6 +220,10 @@ class AirbyteSource(Source):
             package=config.get("package"), version=config.get("version"),
             command_line=tuple(command),
             entrypoint=config.get("entrypoint"), root=str(envs_root(config.get("envs_dir"))))
+        if not self.env.command_line:
+            self.env.ensure()  # what is kept of its answers is keyed on what is installed
+        #: The installed connector's digest: what its kept spec and catalogs are keyed on.
+        self._installed = kept.installation_digest(self.env)
         spec = self.connector_spec().connectionSpecification
         raw = dict(config.get("config") or {})
         register_secrets(secret_values(spec, raw))
@@ -223,6 +236,8 @@ class AirbyteSource(Source):
         self._discover_lock = threading.Lock()
         self._heads_ready: Future[None] | None = None
         self._head_starts: dict[str, head_start.HeadStart] = {}
+        self._catalog_max_age = float(config.get("catalog_max_age_minutes",
+                                                 kept.DEFAULT_CATALOG_MAX_AGE_MINUTES))
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
@@ -245,6 +260,14 @@ class AirbyteSource(Source):
                 "envs_dir": {"type": "string", "description": "Where connector venvs are kept "
                              "(default: $HEADWATER_CONNECTOR_ENVS or ~/.cache/headwater)."},
                 "config": {"type": "object", "description": "The connector's own config."},
+                "catalog_max_age_minutes": {
+                    "type": "number", "minimum": 0,
+                    "default": kept.DEFAULT_CATALOG_MAX_AGE_MINUTES,
+                    "description": "A sync plans with the catalog the last `discover` gave "
+                                   "(same installed connector and config) while it is "
+                                   "younger than this, else discovers again first; 0: "
+                                   "discover before every sync. `headwater discover` "
+                                   "always discovers."},
             },
             "oneOf": [{"required": ["package", "version"]}, {"required": ["command"]}],
         }
@@ -263,14 +286,15 @@ class AirbyteSource(Source):
                              f"{wanted.value} message")
 
     def connector_spec(self) -> ConnectorSpecification:
-        """The connector's own spec (cached in the venv: it depends only on the version)."""
-        cache = None if self.env.command_line else self.env.venv / ".headwater-spec.json"
-        if cache is not None and cache.exists():
-            return ConnectorSpecification.model_validate_json(cache.read_text())
+        """The connector's own spec, kept per installed connector (see :mod:`._kept`)."""
+        path = None if self._installed is None else kept.spec_file(self.env, self._installed)
+        known = None if path is None else kept.load_spec(path)
+        if known is not None:
+            return known
         spec = self._single(["spec"], MessageType.SPEC).spec
         assert spec is not None
-        if cache is not None:
-            cache.write_text(spec.model_dump_json(exclude_none=True))
+        if path is not None:
+            kept.keep_spec(path, spec)
         return spec
 
     def check(self) -> None:
@@ -289,7 +313,7 @@ class AirbyteSource(Source):
         # Here, not in the threads: finding the command imports PySpark, which must
         # not happen in a thread while the caller's thread imports it to start Spark.
         self.env.command()
-        discovering = self._discovery()
+        discovering = self._discovery(plans_with_kept=True)
         if not reads or self._heads_ready is not None:
             return
         wanted = {name: dict(state) if state else None for name, state in reads.items()}
@@ -300,9 +324,11 @@ class AirbyteSource(Source):
     def _start_reads(self, discovering: Future[AirbyteCatalog],
                      reads: dict[str, dict[str, Any] | None], done: Future[None]) -> None:
         try:
-            # The catalog of the last discover with this config, if kept: a read started
-            # from an outdated catalog does not match the plan's, and is discarded.
-            catalog = self._kept_catalog() or discovering.result()
+            # The catalog of the last discover with this config, if kept (whatever its
+            # age): a read started from an outdated catalog does not match the plan's,
+            # and is discarded.
+            known = self._kept_catalog()
+            catalog = known.catalog if known is not None else discovering.result()
             for name, state in reads.items():
                 found = next((s for s in catalog.streams if s.name == name), None)
                 if found is None:
@@ -318,17 +344,28 @@ class AirbyteSource(Source):
             done.set_result(None)
 
     def catalog(self) -> AirbyteCatalog:
-        """The connector's ``discover``, run once per source object (once per sync)."""
+        """The connector's catalog, learned once per source object (once per sync).
+
+        A ``discover`` run now, unless :meth:`prepare` (a sync) found a kept
+        catalog younger than ``catalog_max_age_minutes`` (see :mod:`._kept`).
+        """
         if self._catalog is None:
             self._catalog = self._discovery().result()
         return self._catalog
 
-    def _discovery(self) -> Future[AirbyteCatalog]:
+    def _discovery(self, plans_with_kept: bool = False) -> Future[AirbyteCatalog]:
         with self._discover_lock:
             if self._discovering is None:
                 self._discovering = Future()
-                threading.Thread(target=self._discover, args=(self._discovering,),
-                                 daemon=True, name="hw-airbyte-discover").start()
+                known = self._kept_catalog() if plans_with_kept else None
+                if known is not None and known.age_minutes() < self._catalog_max_age:
+                    _log.info("connector %s: planning with the catalog discovered %.1f "
+                              "minutes ago (catalog_max_age_minutes: %g)", self.env.label,
+                              known.age_minutes(), self._catalog_max_age)
+                    self._discovering.set_result(known.catalog)
+                else:
+                    threading.Thread(target=self._discover, args=(self._discovering,),
+                                     daemon=True, name="hw-airbyte-discover").start()
             return self._discovering
 
     def _discover(self, result: Future[AirbyteCatalog]) -> None:
@@ -341,29 +378,28 @@ class AirbyteSource(Source):
             result.set_exception(exc)
 
     def _catalog_file(self) -> Path | None:
-        """Where the last discover's catalog is kept, per config digest (package
-        connectors, next to the cached spec); only head starts use it."""
-        if self.env.command_line:
+        """Where the last discover's catalog is kept (package connectors, see :mod:`._kept`)."""
+        if self._installed is None:
             return None
-        digest = hashlib.sha256(json.dumps(self._connector_config, sort_keys=True,
-                                           default=str).encode()).hexdigest()[:32]
-        return self.env.venv / f".headwater-catalog-{digest}.json"
+        return kept.catalog_file(self.env, self._installed, self._connector_config)
 
-    def _kept_catalog(self) -> AirbyteCatalog | None:
+    def _kept_catalog(self) -> kept.KeptCatalog | None:
         path = self._catalog_file()
-        try:
-            return None if path is None else AirbyteCatalog.model_validate_json(
-                path.read_text())
-        except (OSError, ValueError):
-            return None
+        return None if path is None else kept.load_catalog(path)
 
     def _keep_catalog(self, catalog: AirbyteCatalog) -> None:
+        """Keep a discover's catalog, saying what changed since the one kept before."""
         path = self._catalog_file()
-        if path is not None:
-            with contextlib.suppress(OSError):
-                partial = path.with_suffix(f".{os.getpid()}.partial")
-                partial.write_text(catalog.model_dump_json(exclude_none=True))
-                partial.replace(path)
+        if path is None:
+            return
+        before = kept.load_catalog(path)
+        changes = [] if before is None else kept.catalog_changes(before.catalog, catalog)
+        if before is not None and changes:
+            _log.warning("connector %s: the catalog changed since the discover of %s: %s",
+                         self.env.label, time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                                                       time.gmtime(before.discovered_at)),
+                         "; ".join(changes))
+        kept.keep_catalog(path, catalog, time.time())
 
     def streams(self) -> list[Stream]:
         if self._heads_ready is not None:

@@ -61,7 +61,11 @@ def test_discover_gives_streams_with_keys_cursor_and_one_partition() -> None:
     assert stream.cursor_field == "updated_at"
     assert stream.supported_sync_modes == ["full_refresh", "incremental"]
     assert stream.keeps_own_state
-    assert [p.params for p in stream.partitions({"cursor": 2})] == [{"state": {"cursor": 2}}]
+    (partition,) = stream.partitions({"cursor": 2})
+    # The plan records the state and the catalog entry the read is given.
+    assert partition.params["state"] == {"cursor": 2}
+    assert partition.params["stream"]["name"] == "items"
+    assert partition.params["stream"]["json_schema"] == stream.json_schema()
     assert isinstance(stream.cursor(None, True), ConnectorStateCursor)
     assert isinstance(stream.cursor(None, False), FinalStateCursor)
 

@@ -39,6 +39,8 @@ def test_pack_and_run_the_unpacked_copy(tmp_path: Path, monkeypatch: pytest.Monk
     with tarfile.open(archive) as tar:
         tar.extractall(executor / env.alias, filter="tar")
     monkeypatch.chdir(executor)
+    import pyspark  # noqa: F401  (an executor's Python worker runs inside PySpark)
+
     command = env.command()
     assert command[0] == str(executor / env.alias / "bin" / "python")
     done = subprocess.run(command, capture_output=True, text=True, check=True,
