@@ -50,15 +50,18 @@ class ServerTls:
 
 @dataclass(frozen=True)
 class S3Server:
-    """Where the server listens, and the same keys for every client of it."""
+    """Where the server listens, and the same keys for every client of it; over HTTPS,
+    the CA its certificate is signed by (``authority``)."""
 
     endpoint: str
+    authority: Path | None = None
 
     def client(self) -> Any:
         import boto3
 
         return boto3.client("s3", endpoint_url=self.endpoint, region_name=REGION,
-                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY)
+                            aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
+                            verify=str(self.authority) if self.authority else None)
 
     def source_config(self, bucket: str, **extra: Any) -> dict[str, Any]:
         """An object-storage source's settings for ``s3://bucket``."""
@@ -121,7 +124,7 @@ def moto_server(log_path: Path | None = None, env: dict[str, str] | None = None,
                                    env={**os.environ, **(env or {})})
         try:
             _wait_until_up(endpoint, process, context)
-            yield S3Server(endpoint=endpoint)
+            yield S3Server(endpoint=endpoint, authority=tls.authority if tls else None)
         finally:
             process.terminate()
             try:

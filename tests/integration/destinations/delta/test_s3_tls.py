@@ -32,7 +32,15 @@ from cryptography.x509.oid import NameOID
 
 from tests.integration._cli import expected_rows, run_cli, store, sync
 from tests.integration._connections import connection_file
-from tests.integration._s3 import ACCESS_KEY, HOST, REGION, SECRET_KEY, ServerTls, moto_server
+from tests.integration._s3 import (
+    ACCESS_KEY,
+    HOST,
+    REGION,
+    SECRET_KEY,
+    S3Server,
+    ServerTls,
+    moto_server,
+)
 
 pytestmark = [pytest.mark.spark]
 
@@ -44,9 +52,17 @@ STORE_PASSWORD = "changeit"
 
 @dataclass(frozen=True)
 class TlsStore:
-    endpoint: str
-    ca_pem: Path
+    server: S3Server
     trust_store: Path
+
+    @property
+    def endpoint(self) -> str:
+        return self.server.endpoint
+
+    @property
+    def ca_pem(self) -> Path:
+        assert self.server.authority is not None
+        return self.server.authority
 
 
 def _name(common_name: str) -> x509.Name:
@@ -104,16 +120,7 @@ def tls_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsStore]:
                     str(tls.authority), "-keystore", str(trust_store), "-storetype", "PKCS12",
                     "-storepass", STORE_PASSWORD], check=True, capture_output=True)
     with moto_server(folder / "moto.log", tls=tls) as server:
-        yield TlsStore(endpoint=server.endpoint, ca_pem=tls.authority, trust_store=trust_store)
-
-
-def _bucket(tls: TlsStore, name: str) -> str:
-    import boto3
-
-    boto3.client("s3", endpoint_url=tls.endpoint, verify=str(tls.ca_pem), region_name=REGION,
-                 aws_access_key_id=ACCESS_KEY, aws_secret_access_key=SECRET_KEY,
-                 ).create_bucket(Bucket=name)
-    return name
+        yield TlsStore(server=server, trust_store=trust_store)
 
 
 def _connection(tmp_path: Path, tls: TlsStore, bucket: str) -> Path:
@@ -147,7 +154,7 @@ def _read_delta(tls: TlsStore, location: str, monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_sync_over_tls_with_a_private_ca_takes_the_task_path_and_lands_every_row(
         tls_store: TlsStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bucket = _bucket(tls_store, "hw-tls-sync")
+    bucket = tls_store.server.bucket("hw-tls-sync")
     connection = _connection(tmp_path, tls_store, bucket)
     trusted = {"SSL_CERT_FILE": str(tls_store.ca_pem)}
 
@@ -172,7 +179,7 @@ def test_a_sync_over_tls_with_a_private_ca_takes_the_task_path_and_lands_every_r
 
 
 def test_check_names_an_untrusted_certificate(tls_store: TlsStore, tmp_path: Path) -> None:
-    bucket = _bucket(tls_store, "hw-tls-untrusted")
+    bucket = tls_store.server.bucket("hw-tls-untrusted")
     connection = _connection(tmp_path, tls_store, bucket)
     public = certifi.where()  # the public CAs: a machine that was not told of the test CA
     result = run_cli(tmp_path, "check", str(connection),
