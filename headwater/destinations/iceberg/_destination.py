@@ -33,10 +33,12 @@ driver commits them through PyIceberg's S3 FileIO, both reaching the bucket
 with the connection's ``spark.hadoop.fs.s3a.*`` settings (the Delta
 destination's ``S3Access``), so the store is configured once.  Only catalogs
 whose commit is a compare-and-swap of the metadata pointer (``sql``, ``rest``)
-are taken there (``_config.object_store`` says why not ``hadoop``).  This step
-writes ``append`` and ``overwrite`` tables there; the copy-on-write rewrites
-(``append_dedup``, ``replay``, ``state realign``'s deletes) read and rewrite
-local files and are refused on S3 with an error saying so.
+are taken there (``_config.object_store`` says why not ``hadoop``).  Every mode
+runs there: the copy-on-write rewrites (``append_dedup``, ``replay`` and
+``backfill``, rows handed to the driver, ``state realign``'s counts and deletes)
+read and write the table's files through the same pyarrow filesystem as the
+tasks (``_rewrite.locate``), with the same markers, retries and clean-up as in a
+local warehouse.
 """
 
 from __future__ import annotations
@@ -215,13 +217,6 @@ class IcebergDestination(Destination):
 
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         _refuse_unsupported(spark, plan)
-        if (self.settings.object_store is not None
-                and plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP):
-            raise ConfigError(
-                f"stream {plan.stream.name!r} ({plan.stream.mode_label}): append_dedup rewrites "
-                "the files holding replaced rows, which this step does in local warehouses "
-                f"only, not on S3 ({self.settings.object_store})",
-                stream=plan.stream.name, field="destination.config.warehouse")
         identifier = self.table_location(plan.stream.name)
         try:
             with self._lock:
@@ -237,7 +232,7 @@ class IcebergDestination(Destination):
                     existing = {f.name for f in table.schema().fields}
                     table = _catalog.add_columns(
                         table, _schema.new_columns(existing, data_schema))
-                self._folders[plan.stream.name] = self._data_folder(table, plan)
+                self._folders[plan.stream.name] = self._data_folder(table, plan.stream.name)
                 self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
                 return _schema.writing_schema(data_schema, table.schema())
         except HeadwaterError:
@@ -253,7 +248,7 @@ class IcebergDestination(Destination):
             if table is None:
                 raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}"
                                        " (prepare creates it)", stream=plan.stream.name)
-            folder = self._folders[plan.stream.name] = self._data_folder(table, plan)
+            folder = self._folders[plan.stream.name] = self._data_folder(table, plan.stream.name)
             self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
         keys = self._partition_keys.get(plan.stream.name)
         if keys:  # one file per partition value, as the table's spec splits rows
@@ -262,7 +257,7 @@ class IcebergDestination(Destination):
         # No Delta statistics: Iceberg reads each file's metrics from its footer.
         return ParquetFiles(folder=folder.uri, stats_columns=(), store=folder.store)
 
-    def _data_folder(self, table: Table, plan: StreamPlan) -> TableFolder:
+    def _data_folder(self, table: Table, stream: str) -> TableFolder:
         """Where the stream's tasks write the table's data files (a local one created)."""
         location = table.location()
         if not self.settings.reaches(location):
@@ -270,7 +265,7 @@ class IcebergDestination(Destination):
                 f"Iceberg table {'.'.join(table.name())} lives at {location}, which the tasks "
                 "do not write: a local warehouse's tables must be in local folders, an S3 "
                 f"warehouse's in its bucket ({self.settings.object_store})",
-                stream=plan.stream.name, field="destination.config.warehouse")
+                stream=stream, field="destination.config.warehouse")
         access = self._store_access()
         if access is not None:
             return TableFolder.on_s3(location, access).child("data")
@@ -285,18 +280,6 @@ class IcebergDestination(Destination):
             self.file_writer(spark, plan)
             found = self._folders[plan.stream.name]
         return found
-
-    def _local_only(self, stream: str, what: str) -> None:
-        """Raise a DestinationError when the warehouse is on S3: ``what`` is not done there."""
-        if self.settings.object_store is not None:
-            raise DestinationError(
-                f"{what} rewrites the table's files, which this step does in local warehouses "
-                f"only, not on S3 ({self.settings.object_store})", stream=stream)
-
-    def _local_folder(self, spark: SparkSession, plan: StreamPlan, what: str) -> str:
-        """The stream's local data folder (a rewrite's), or refused on S3 (``_local_only``)."""
-        self._local_only(plan.stream.name, what)
-        return self._folder(spark, plan).local_path()
 
     # ----------------------------------------------------------------- commits
 
@@ -314,8 +297,8 @@ class IcebergDestination(Destination):
         """
         if plan.stream.destination_sync_mode is not DestinationSyncMode.APPEND_DEDUP:
             raise DestinationError(
-                "the iceberg destination commits only files its tasks wrote (classic Spark, "
-                "a local warehouse); rows handed to the driver are not written",
+                "the iceberg destination commits only files its tasks wrote (classic Spark); "
+                "rows handed to the driver are written only for an append_dedup table",
                 stream=marker.stream)
         return self._merge(spark, plan, checkpoint, self._write_rows(spark, plan, rows, marker),
                            marker)
@@ -329,7 +312,7 @@ class IcebergDestination(Destination):
         folder = self._folder(spark, plan)
         if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
             return self._merge(spark, plan, checkpoint, written, marker)
-        paths = [_file_uri(folder, f.path) for f in written]
+        paths = [_rewrite.uri(folder, f) for f in written]
         rows = sum(f.rows for f in written)
         rejected = sum(f.rejected for f in written)
         size = sum(f.size for f in written)
@@ -380,7 +363,7 @@ class IcebergDestination(Destination):
         written = _written_files(files, self.table_location(stream), marker)
         folder = self._folder(spark, plan)
         result = self._staging.stage(
-            stream, [_file_uri(folder, f.path) for f in written], sum(f.rows for f in written),
+            stream, [_rewrite.uri(folder, f) for f in written], sum(f.rows for f in written),
             sum(f.rejected for f in written), sum(f.size for f in written), marker)
         if result.already_committed:  # an earlier attempt's staging: these files stay out
             _remove(folder, written)
@@ -405,7 +388,7 @@ class IcebergDestination(Destination):
     def _merge(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                written: list[WrittenFile], marker: CommitMarker) -> CommitResult:
         """MERGE a checkpoint's files into the table on the primary key (``_merge.py``)."""
-        folder = self._local_folder(spark, plan, "append_dedup")
+        folder = self._folder(spark, plan)
         new_files = [_rewrite.uri(folder, f) for f in written]
 
         def compute(table: Table) -> _rewrite.Rewrite:
@@ -414,7 +397,7 @@ class IcebergDestination(Destination):
                                 cursor=plan.stream.cursor_field,
                                 partition_order=[p.id for p in checkpoint.partitions])
 
-        return self._rewrite(plan.stream.name, marker, compute, written, new_files,
+        return self._rewrite(plan.stream.name, folder, marker, compute, written, new_files,
                              f"merge of checkpoint {marker.checkpoint_index} into "
                              f"{self.table_location(plan.stream.name)}")
 
@@ -430,19 +413,19 @@ class IcebergDestination(Destination):
         from pyspark.sql import functions as F
 
         stream = plan.stream.name
-        self._local_only(stream, f"replaying run {replaced_run_id}")
+        folder = self._folder(spark, plan)
         if plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE:
             table = self.load_table(stream)
             current = [] if table is None else _rewrite.data_files(table, stream)
             if table is not None and _rewrite.holding(
-                    spark, table, current, F.col("_hw_run_id") != replaced_run_id):
+                    spark, table, current, F.col("_hw_run_id") != replaced_run_id,
+                    columns=["_hw_run_id"], store=folder.store):
                 raise DestinationError(
                     f"the table {self.table_location(stream)} was overwritten by a later full "
                     f"refresh, so run {replaced_run_id}'s rows are no longer its content: "
                     "replaying it would mix two generations of the table; sync it again "
                     "instead", stream=stream)
         written = self._write_rows(spark, plan, rows, marker)
-        folder = self._local_folder(spark, plan, f"replaying run {replaced_run_id}")
         new_files = [_rewrite.uri(folder, f) for f in written]
 
         def compute(table: Table) -> _rewrite.Rewrite:
@@ -450,15 +433,16 @@ class IcebergDestination(Destination):
             rewrite.adding.extend(new_files)
             return rewrite
 
-        return self._rewrite(stream, marker, compute, written, new_files,
+        return self._rewrite(stream, folder, marker, compute, written, new_files,
                              f"replacing the rows of run {replaced_run_id} in "
                              f"{self.table_location(stream)}")
 
-    def _rewrite(self, stream: str, marker: CommitMarker,
+    def _rewrite(self, stream: str, folder: TableFolder, marker: CommitMarker,
                  compute: Callable[[Table], _rewrite.Rewrite], written: list[WrittenFile],
                  inputs: list[str], what: str) -> CommitResult:
         """Commit ``compute``'s rewrite with ``marker`` (or find it landed); ``inputs`` are
-        files written for it, deleted once no snapshot can reference them."""
+        files written for it (into ``folder``, the table's data folder), deleted once no
+        snapshot can reference them."""
         rows = sum(f.rows for f in written)
         rejected = sum(f.rejected for f in written)
         summary = _markers.summary_properties(
@@ -476,20 +460,20 @@ class IcebergDestination(Destination):
             done = _rewrite.commit_rewrite(load, self._lock, compute, summary=summary,
                                            properties=properties,
                                            earlier=lambda t: _find(t, marker),
-                                           stream=stream, what=what)
+                                           stream=stream, what=what, store=folder.store)
         except (HeadwaterError, StoreBehindTableError):
-            _rewrite.discard(inputs)
+            _rewrite.discard(inputs, folder.store)
             raise
         except Exception as exc:
             result = _after_error(self, stream, marker, exc, what)  # raises unless it landed
             return replace(result, rows=rows, rejected=rejected)
         if done.earlier is not None:
-            _rewrite.discard(inputs)
+            _rewrite.discard(inputs, folder.store)
             return done.earlier
         assert done.rewrite is not None
-        _rewrite.discard([p for p in inputs if p not in done.rewrite.adding])
+        _rewrite.discard([p for p in inputs if p not in done.rewrite.adding], folder.store)
         commit_landed()
-        size = sum(os.path.getsize(_rewrite.local(p)) for p in done.rewrite.adding)
+        size = _rewrite.size(done.rewrite.adding, folder.store)
         return CommitResult(rows=rows, rejected=rejected, bytes=size,
                             version=done.snapshot_id, writer=WRITER_TASKS,
                             writer_reason=_REWRITE_REASON)
@@ -501,7 +485,7 @@ class IcebergDestination(Destination):
         if table is None:
             raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}",
                                    stream=plan.stream.name)
-        folder = self._local_folder(spark, plan, "writing rows handed to the driver")
+        folder = self._folder(spark, plan)
         try:
             return _rewrite.write_files(rows, table, folder)
         except Exception as exc:
@@ -521,9 +505,9 @@ class IcebergDestination(Destination):
         table = self.load_table(stream)
         if table is None:
             return {}
-        self._local_only(stream, "counting rows by run")
         paths = [f.file_path for f in _rewrite.data_files(table, stream)]
-        counted = _rewrite.read_files(spark, table, paths).groupBy("_hw_run_id").count()
+        counted = _rewrite.read_files(spark, table, paths, store=self._store_access(),
+                                      columns=["_hw_run_id"]).groupBy("_hw_run_id").count()
         return {str(r["_hw_run_id"]): int(r["count"]) for r in counted.collect()}
 
     def delete_runs(self, spark: SparkSession, stream: str, run_ids: list[str]) -> int:
@@ -531,17 +515,12 @@ class IcebergDestination(Destination):
         table = self.load_table(stream)
         if table is None or not run_ids:
             return 0
-        self._local_only(stream, f"deleting the rows of runs {', '.join(run_ids)}")
-        location = _config.local_path(table.location())
-        if location is None:
-            raise DestinationError(f"Iceberg table {self.table_location(stream)} is not in a "
-                                   "local folder", stream=stream)
-        folder = os.path.join(location, "data")
+        folder = self._data_folder(table, stream)
         done: _rewrite.Committed[bool] = _rewrite.commit_rewrite(
             lambda: self.load_table(stream) or table, self._lock,
             lambda t: _rewrite.without_runs(spark, t, folder, stream, run_ids),
             summary={_DELETED_RUNS_KEY: ",".join(run_ids)}, properties={},
-            earlier=lambda t: None, stream=stream, commit_empty=False,
+            earlier=lambda t: None, stream=stream, commit_empty=False, store=folder.store,
             what=f"deleting the rows of runs {', '.join(run_ids)} from {table.name()}")
         return done.rewrite.figures.get("deleted", 0) if done.rewrite else 0
 
@@ -574,13 +553,6 @@ def _session_hadoop_setting() -> Callable[[str], str | None] | None:
         return None
     get: Callable[[str], str | None] = context._jsc.hadoopConfiguration().get
     return get
-
-
-def _file_uri(folder: TableFolder, relative: str) -> str:
-    """The URI a written file is added to the table under: ``file://...`` or ``s3://...``."""
-    if folder.is_local:
-        return f"file://{folder.local_path(relative)}"
-    return f"{folder.uri.rstrip('/')}/{relative}"
 
 
 def _find(table: Table, marker: CommitMarker) -> CommitResult | None:

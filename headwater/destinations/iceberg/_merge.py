@@ -5,8 +5,9 @@ per key the checkpoint's latest row (cursor, then checkpoint, partition,
 record), which replaces each table row of its key that it beats, else is
 dropped; keys the table lacks are inserted.
 
-How, with Spark reading the checkpoint's Parquet files and the table's data
-files (``_rewrite.py``), never the rows through the driver:
+How, with Spark's tasks reading the checkpoint's Parquet files and the table's
+data files (``_rewrite.py``: pyarrow, from a local folder or S3 alike), never
+the rows through the driver:
 
 1. ``latest``: the checkpoint's rows, one per key;
 2. ``hits``: the table's key columns (with each row's file) joined to
@@ -43,29 +44,33 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
 
+    from headwater.destinations.delta._store import StoreAccess, TableFolder
+
 #: Marks ``latest``'s side of a join (a table row with no match has it null).
 _MATCHED = "_hw_matched"
 _UPDATES = "_hw_updates"
 
 
-def merge(spark: SparkSession, table: Table, new_files: Sequence[str], *, folder: str,
+def merge(spark: SparkSession, table: Table, new_files: Sequence[str], *, folder: TableFolder,
           stream: str, keys: Sequence[str], cursor: str | None,
           partition_order: Sequence[str]) -> _rewrite.Rewrite:
     """The rewrite that MERGEs the rows of ``new_files`` (a checkpoint's) into ``table``.
 
-    ``new_files`` are ``file://`` paths of Parquet files with the table's columns
-    (or fewer); they are added as they are when nothing needs rewriting, else
-    the rewrite's files hold their winning rows and they stay out.
+    ``new_files`` are URIs (``file://``, ``s3://``) of Parquet files with the
+    table's columns (or fewer); they are added as they are when nothing needs
+    rewriting, else the rewrite's files, written into ``folder`` (the table's data
+    folder, local or on S3), hold their winning rows and they stay out.
     """
     from pyspark.sql import functions as F
 
+    store = folder.store
     current = _rewrite.data_files(table, stream)
-    batch = _rewrite.read_files(spark, table, new_files)
+    batch = _rewrite.read_files(spark, table, new_files, store=store)
     latest = latest_rows(batch, keys, cursor, partition_order)
     compared = [*keys, *([cursor] if cursor else []), "_hw_checkpoint"]
     if current:
         existing = _rewrite.read_files(spark, table, [f.file_path for f in current],
-                                       with_file=True).select(*compared, _rewrite.FILE_COLUMN)
+                                       store=store, with_file=True, columns=compared)
         beats = F.coalesce(F.expr(update_when(cursor)), F.lit(False))
         hits = (existing.alias("t")
                 .join(latest.select(*compared).alias("s"), F.expr(keys_match(keys)))
@@ -73,9 +78,9 @@ def merge(spark: SparkSession, table: Table, new_files: Sequence[str], *, folder
                         F.col(f"t.{_rewrite.FILE_COLUMN}").alias(_rewrite.FILE_COLUMN),
                         beats.alias(_UPDATES))
                 ).localCheckpoint(eager=True)
-        touched_uris = {_rewrite.read_from(r[0]) for r in hits.where(F.col(_UPDATES))
+        touched_uris = {r[0] for r in hits.where(F.col(_UPDATES))
                         .select(_rewrite.FILE_COLUMN).distinct().collect()}
-        touched = [f for f in current if _rewrite.local(f.file_path) in touched_uris]
+        touched = [f for f in current if f.file_path in touched_uris]
         inserts = latest.alias("s").join(hits.select(*keys).alias("t"),
                                          F.expr(keys_match(keys)), "left_anti")
     else:
@@ -85,18 +90,18 @@ def merge(spark: SparkSession, table: Table, new_files: Sequence[str], *, folder
     output = inserts
     if touched:
         output = _updated(spark, table, [f.file_path for f in touched], latest, keys,
-                          cursor).unionByName(inserts)
+                          cursor, store).unionByName(inserts)
     written = [_rewrite.uri(folder, f) for f in _rewrite.write_files(output, table, folder)]
     return _rewrite.Rewrite(adding=written, removing=touched, written=written)
 
 
 def _updated(spark: SparkSession, table: Table, paths: Sequence[str], latest: DataFrame,
-             keys: Sequence[str], cursor: str | None) -> DataFrame:
+             keys: Sequence[str], cursor: str | None, store: StoreAccess | None) -> DataFrame:
     """Every row of the files at ``paths``, each one ``latest`` beats replaced by its winner."""
     from pyspark.sql import functions as F
 
     names = _rewrite.arrow_schema(table).names
-    rows = _rewrite.read_files(spark, table, paths)
+    rows = _rewrite.read_files(spark, table, paths, store=store)
     joined = rows.alias("t").join(latest.withColumn(_MATCHED, F.lit(True)).alias("s"),
                                   F.expr(keys_match(keys)), "left")
     beats = F.coalesce(F.col(f"s.{_MATCHED}") & F.expr(update_when(cursor)), F.lit(False))

@@ -1,13 +1,23 @@
-"""Copy-on-write at file granularity: Spark reads a table's data files, rewrites some, one snapshot.
+"""Copy-on-write at file granularity: Spark tasks read a table's data files, rewrite some,
+one snapshot.
 
 Why: Spark 4.2 has no Iceberg runtime, so Spark cannot read or write the
-tables as Iceberg.  But it reads Parquet, and an Iceberg table that holds no
-delete files is exactly its current data files, read by column name (the
-table's name mapping; Headwater renames no column).  So ``append_dedup``
-(``_merge.py``), ``headwater replay`` and ``state realign``'s deletes work like
+tables as Iceberg.  But an Iceberg table that holds no delete files is exactly
+its current data files, read by column name (the table's name mapping;
+Headwater renames no column).  So ``append_dedup`` (``_merge.py``),
+``headwater replay`` and ``state realign``'s counts and deletes work like
 Delta's copy-on-write: find the files holding rows to change, write them again
 without those rows (plus any new rows), and commit one ``overwrite`` snapshot
 that removes the old files and adds the new ones.
+
+Where the files are does not matter here: a file is named by the URI the table
+holds (``file://...`` or ``s3://bucket/...``), and :func:`locate` turns it into
+a pyarrow filesystem and a path, the S3 one built from the destination's
+``S3Access`` (the settings the tasks already write with; nothing else
+configures the store).  Spark's tasks read the files with pyarrow
+(:func:`read_files`, ``mapInArrow`` over the list of paths, only the columns
+asked for), so Spark itself needs no S3 connector and a local warehouse and an
+S3 one run the same code.
 
 The new files are written by the same pyarrow writer as the tasks' files
 (``ParquetFiles``), from Spark's Arrow batches cast to the table's own Arrow
@@ -33,22 +43,28 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
-from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from headwater.destinations._merge_rule import quote
 from headwater.destinations.delta._files import FILE_SCHEMA, ParquetFiles, WrittenFile
+from headwater.destinations.delta._store import (
+    S3Access,
+    StoreAccess,
+    TableFolder,
+    s3_bucket_and_key,
+)
 from headwater.destinations.iceberg import _commit, _config
 from headwater.destinations.iceberg._layout import PartitionedParquetFiles, partition_keys
 from headwater.destinations.iceberg._schema import small_types
 from headwater.errors import DestinationError
 
 if TYPE_CHECKING:
+    import pyarrow.fs as pafs
     from pyiceberg.manifest import DataFile
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
@@ -95,9 +111,21 @@ def local(path: str) -> str:
     return found
 
 
-def read_from(spark_uri: str) -> str:
-    """The local path of the file Spark's ``input_file_name`` names (a URL-encoded URI)."""
-    return unquote(urlsplit(spark_uri).path) if spark_uri.startswith("file:") else spark_uri
+def locate(path: str, store: StoreAccess | None) -> tuple[pafs.FileSystem, str]:
+    """The pyarrow filesystem holding the data file ``path`` names, and its path in it.
+
+    ``s3://`` and ``s3a://`` (a table in an S3 warehouse; ``store`` is how this
+    process or task reaches the bucket, the destination's one ``S3Access``), else a
+    local file (``file://`` or a plain path).  Runs on the executors too.
+    """
+    from pyarrow import fs as pafs
+
+    parts = s3_bucket_and_key(path)
+    if parts is None:
+        return pafs.LocalFileSystem(), local(path)
+    if not isinstance(store, S3Access):
+        raise ValueError(f"{path} is on S3, and the table's store is not")
+    return store.filesystem(), "/".join(parts)
 
 
 def arrow_schema(table: Table) -> pa.Schema:
@@ -115,18 +143,71 @@ def spark_schema(table: Table) -> StructType:
     return from_arrow_schema(arrow_schema(table))
 
 
-def read_files(spark: SparkSession, table: Table, paths: Sequence[str], *,
-               with_file: bool = False) -> DataFrame:
-    """The rows of the data files at ``paths``, every column of the table (nulls where a
-    file predates a column), plus :data:`FILE_COLUMN` (Spark's URI of the file) if asked."""
-    from pyspark.sql import functions as F
+@dataclass(frozen=True)
+class _ReadFiles:
+    """What each Spark task runs: the data files its rows name, read by pyarrow, as batches.
 
-    schema = spark_schema(table)
+    The same filesystem the tasks write through (:func:`locate`), so a table on S3
+    is read with the destination's own settings, and Spark needs no S3 connector.
+    Columns are read by name and cast to the table's types; a column a file lacks
+    (it predates the column) is null.  Plain values only: pickled to the executors.
+    """
+
+    store: StoreAccess | None
+    #: The columns to read, as the table types them.
+    schema: pa.Schema
+    with_file: bool
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                yield from self._read(path)
+
+    def _read(self, path: str) -> Iterator[pa.RecordBatch]:
+        filesystem, where = locate(path, self.store)
+        with filesystem.open_input_file(where) as source:
+            parquet = pq.ParquetFile(source)
+            present = set(parquet.schema_arrow.names)
+            # None of the columns asked for: one other column read for its row count only.
+            wanted = ([n for n in self.schema.names if n in present]
+                      or parquet.schema_arrow.names[:1])
+            for piece in parquet.iter_batches(columns=wanted):
+                yield self._conform(piece, path)
+
+    def _conform(self, piece: pa.RecordBatch, path: str) -> pa.RecordBatch:
+        names = piece.schema.names
+        arrays = [piece.column(f.name).cast(f.type) if f.name in names
+                  else pa.nulls(piece.num_rows, f.type) for f in self.schema]
+        fields = list(self.schema)
+        if self.with_file:
+            arrays.append(pa.array([path] * piece.num_rows, pa.string()))
+            fields.append(pa.field(FILE_COLUMN, pa.string()))
+        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def read_files(spark: SparkSession, table: Table, paths: Sequence[str], *,
+               store: StoreAccess | None = None, with_file: bool = False,
+               columns: Sequence[str] | None = None) -> DataFrame:
+    """The rows of the data files at ``paths`` (as the table names them), the table's
+    ``columns`` (default: every one; nulls where a file predates a column), plus
+    :data:`FILE_COLUMN` (the file's path as given) if asked.
+
+    Executors read the files (one Spark task per group of files), with pyarrow
+    through ``store`` (:class:`_ReadFiles`): rows never travel through the driver.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = arrow_schema(table)
+    if columns is not None:
+        schema = pa.schema([schema.field(c) for c in dict.fromkeys(columns)])
     if not paths:
-        frame = spark.createDataFrame([], schema)
+        frame = spark.createDataFrame([], from_arrow_schema(schema))
         return frame.withColumn(FILE_COLUMN, F.lit(None).cast("string")) if with_file else frame
-    frame = spark.read.schema(schema).parquet(*[local(p) for p in paths])
-    return frame.withColumn(FILE_COLUMN, F.input_file_name()) if with_file else frame
+    output = schema.append(pa.field(FILE_COLUMN, pa.string())) if with_file else schema
+    slices = max(1, min(len(paths), spark.sparkContext.defaultParallelism))
+    names = spark.sparkContext.parallelize([(p,) for p in paths], slices).toDF(["path"])
+    return names.mapInArrow(_ReadFiles(store, schema, with_file), from_arrow_schema(output))
 
 
 @dataclass(frozen=True)
@@ -136,23 +217,26 @@ class _TableFiles:
     Plain values only: pickled to the executors.
     """
 
-    folder: str
+    folder: TableFolder
     schema: pa.Schema
     #: The table's partition fields (``_layout.partition_keys``; empty: unpartitioned):
     #: a partitioned table gets one file per partition value, as from the tasks.
     keys: tuple[Any, ...] = ()
 
     def __call__(self, batches: Any) -> Any:
-        writer = (PartitionedParquetFiles(folder=self.folder, stats_columns=(), keys=self.keys)
-                  if self.keys else ParquetFiles(folder=self.folder, stats_columns=()))
+        folder, store = self.folder.uri, self.folder.store
+        writer = (PartitionedParquetFiles(folder=folder, stats_columns=(), store=store,
+                                          keys=self.keys)
+                  if self.keys else ParquetFiles(folder=folder, stats_columns=(), store=store))
         return writer.write(batch.select(self.schema.names).cast(self.schema)
                             for batch in batches)
 
 
-def write_files(frame: DataFrame, table: Table, folder: str) -> list[WrittenFile]:
+def write_files(frame: DataFrame, table: Table, folder: TableFolder) -> list[WrittenFile]:
     """Write ``frame`` (the table's columns) as Parquet files into ``folder``; the files.
 
-    Executors write (``mapInArrow``), the driver gets one row per file.
+    Executors write (``mapInArrow``) with the tasks' writer, locally or to the
+    store, the driver gets one row per file.
     """
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -166,16 +250,34 @@ def write_files(frame: DataFrame, table: Table, folder: str) -> list[WrittenFile
     return [WrittenFile(**row.asDict()) for row in files.collect()]
 
 
-def uri(folder: str, file: WrittenFile) -> str:
-    """The ``file://`` path a written file is added to the table under."""
-    return f"file://{os.path.join(folder, file.path)}"
+def file_uri(folder: TableFolder, relative: str) -> str:
+    """The URI a file written at ``relative`` in ``folder`` is added to the table under:
+    ``file://...`` (a local folder) or ``s3://bucket/...``."""
+    if folder.is_local:
+        return f"file://{folder.local_path(relative)}"
+    return f"{folder.uri.rstrip('/')}/{relative}"
+
+
+def uri(folder: TableFolder, file: WrittenFile) -> str:
+    """The URI a written file is added to the table under (:func:`file_uri`)."""
+    return file_uri(folder, file.path)
+
+
+def size(paths: Sequence[str], store: StoreAccess | None) -> int:
+    """The bytes of the files at ``paths`` (one listing request per file on a store)."""
+    return sum(int(_info(path, store).size or 0) for path in paths)
+
+
+def _info(path: str, store: StoreAccess | None) -> pafs.FileInfo:
+    filesystem, where = locate(path, store)
+    return filesystem.get_file_info(where)
 
 
 @dataclass
 class Rewrite:
     """One copy-on-write change, computed against one snapshot of the table."""
 
-    #: Files to add (``file://`` paths).
+    #: Files to add (``file://`` or ``s3://`` URIs, as the table names them).
     adding: list[str]
     #: Current data files the snapshot removes.
     removing: list[DataFile]
@@ -197,15 +299,18 @@ class Committed(Generic[T]):
 def commit_rewrite(load: Callable[[], Table], lock: contextlib.AbstractContextManager[Any],
                    compute: Callable[[Table], Rewrite], *, summary: dict[str, str],
                    properties: dict[str, str], earlier: Callable[[Table], T | None],
-                   stream: str, what: str, commit_empty: bool = True) -> Committed[T]:
+                   stream: str, what: str, commit_empty: bool = True,
+                   store: StoreAccess | None = None) -> Committed[T]:
     """Compute ``compute``'s rewrite against the table as it is and commit it, in one snapshot.
 
     ``earlier`` looks for the commit in the table first (an earlier attempt's: then
     nothing is computed).  A commit that fails because another writer committed
-    first is computed again against the new state; any other error is raised
-    as it is (the caller finds out whether the snapshot landed anyway).  A rewrite
-    that changes nothing is committed only with ``commit_empty`` (a checkpoint's
-    marker must land even when its batch changed nothing).
+    first is computed again against the new state, the files of the abandoned
+    computation deleted (through ``store`` when the table is on S3); any other
+    error is raised as it is (the caller finds out whether the snapshot landed
+    anyway).  A rewrite that changes nothing is committed only with
+    ``commit_empty`` (a checkpoint's marker must land even when its batch changed
+    nothing).
     """
     from pyiceberg.exceptions import CommitFailedException, ValidationException
 
@@ -224,7 +329,7 @@ def commit_rewrite(load: Callable[[], Table], lock: contextlib.AbstractContextMa
                 snapshot_id = _commit.commit(table, added, overwrite=False, summary=summary,
                                              properties=properties, removing=rewrite.removing)
         except (CommitFailedException, ValidationException) as exc:
-            discard(rewrite.written)
+            discard(rewrite.written, store)
             if tried == REWRITE_TRIES:
                 raise DestinationError(
                     f"{what}: another writer committed to the table {tried} times while the "
@@ -236,21 +341,24 @@ def commit_rewrite(load: Callable[[], Table], lock: contextlib.AbstractContextMa
     raise AssertionError("unreachable")
 
 
-def discard(paths: Sequence[str]) -> None:
+def discard(paths: Sequence[str], store: StoreAccess | None = None) -> None:
     """Delete files no snapshot references (a rewrite abandoned, inputs that stay out)."""
     for path in paths:
         with contextlib.suppress(OSError, ValueError):
-            os.remove(local(path))
+            filesystem, where = locate(path, store)
+            filesystem.delete_file(where)
 
 
-def holding(spark: SparkSession, table: Table, candidates: Sequence[DataFile],
-            where: Any) -> list[DataFile]:
-    """The files among ``candidates`` with at least one row for which Spark's ``where`` holds."""
+def holding(spark: SparkSession, table: Table, candidates: Sequence[DataFile], where: Any, *,
+            columns: Sequence[str], store: StoreAccess | None = None) -> list[DataFile]:
+    """The files among ``candidates`` with at least one row for which Spark's ``where`` holds
+    (``where`` reads only ``columns``)."""
     if not candidates:
         return []
-    frame = read_files(spark, table, [f.file_path for f in candidates], with_file=True)
-    found = {read_from(r[0]) for r in frame.where(where).select(FILE_COLUMN).distinct().collect()}
-    return [f for f in candidates if local(f.file_path) in found]
+    frame = read_files(spark, table, [f.file_path for f in candidates], store=store,
+                       with_file=True, columns=columns)
+    found = {r[0] for r in frame.where(where).select(FILE_COLUMN).distinct().collect()}
+    return [f for f in candidates if f.file_path in found]
 
 
 def runs_candidates(table: Table, current: Sequence[DataFile],
@@ -264,21 +372,23 @@ def runs_candidates(table: Table, current: Sequence[DataFile],
 
     # ``In.__new__`` takes (term, literals); pydantic's generated signature says otherwise.
     wanted = In("_hw_run_id", list(run_ids))  # type: ignore[call-arg,arg-type]
-    planned = {local(t.file.file_path) for t in table.scan(row_filter=wanted).plan_files()}
-    return [f for f in current if local(f.file_path) in planned]
+    planned = {t.file.file_path for t in table.scan(row_filter=wanted).plan_files()}
+    return [f for f in current if f.file_path in planned]
 
 
-def without_runs(spark: SparkSession, table: Table, folder: str, stream: str,
+def without_runs(spark: SparkSession, table: Table, folder: TableFolder, stream: str,
                  run_ids: Sequence[str]) -> Rewrite:
-    """The rewrite removing every row of ``run_ids``: the files holding some, rewritten without."""
+    """The rewrite removing every row of ``run_ids``: the files holding some, rewritten
+    without them into ``folder`` (the table's data folder)."""
     from pyspark.sql import functions as F
 
     current = data_files(table, stream)
     touched = holding(spark, table, runs_candidates(table, current, run_ids),
-                      F.col("_hw_run_id").isin(list(run_ids)))
+                      F.col("_hw_run_id").isin(list(run_ids)), columns=["_hw_run_id"],
+                      store=folder.store)
     if not touched:
         return Rewrite(adding=[], removing=[], figures={"deleted": 0})
-    kept = read_files(spark, table, [f.file_path for f in touched]).where(
+    kept = read_files(spark, table, [f.file_path for f in touched], store=folder.store).where(
         ~F.col("_hw_run_id").isin(list(run_ids)) | F.col("_hw_run_id").isNull())
     files = write_files(kept, table, folder)
     written = [uri(folder, f) for f in files]
@@ -288,5 +398,6 @@ def without_runs(spark: SparkSession, table: Table, folder: str, stream: str,
 
 
 __all__ = ["FILE_COLUMN", "REWRITE_TRIES", "Committed", "Rewrite", "arrow_schema",
-           "commit_rewrite", "data_files", "discard", "holding", "local", "read_files", "read_from",
-           "runs_candidates", "spark_schema", "uri", "without_runs", "write_files"]
+           "commit_rewrite", "data_files", "discard", "file_uri", "holding", "local", "locate",
+           "read_files", "runs_candidates", "size", "spark_schema", "uri", "without_runs",
+           "write_files"]

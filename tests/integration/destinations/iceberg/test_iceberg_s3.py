@@ -149,17 +149,6 @@ def test_syncs_to_an_s3_warehouse_give_the_rows_of_a_local_one(
     assert SECRET_KEY not in caplog.text
 
 
-def test_a_rewrite_is_refused_on_s3_before_the_table_changes(
-        s3_server: S3Server, s3_bucket: str, tmp_path: Path) -> None:
-    path = write_connection(tmp_path, f"s3a://{s3_bucket}/warehouse", 0, [
-        {"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append_dedup"}])
-    result = sync(path, expect="failed")
-    error = result.streams[0].error or ""
-    assert "append_dedup rewrites" in error and "not on S3" in error, result.to_dict()
-    listed = s3_server.client().list_objects_v2(Bucket=s3_bucket, Prefix="warehouse/")
-    assert listed.get("Contents", []) == []  # no table was created
-
-
 # --------------------------------------------------------------- racing committers
 
 SCHEMA = pa.schema([pa.field("id", pa.int64())])

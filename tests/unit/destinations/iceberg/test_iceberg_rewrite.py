@@ -100,12 +100,23 @@ def test_an_earlier_attempts_commit_is_returned_without_computing(tmp_path: Path
     assert done.earlier == "landed" and done.rewrite is None
 
 
-def test_paths_as_the_table_and_as_spark_name_them() -> None:
+def test_paths_as_the_table_names_them() -> None:
+    from pyarrow import fs as pafs
+
+    from headwater.destinations.delta._store import S3Access
+
     assert _rewrite.local("file:///tmp/a b/x.parquet") == "/tmp/a b/x.parquet"
     assert _rewrite.local("/tmp/x.parquet") == "/tmp/x.parquet"
-    assert _rewrite.read_from("file:///tmp/a%20b/x%25.parquet") == "/tmp/a b/x%.parquet"
     with pytest.raises(ValueError):
         _rewrite.local("s3://bucket/x.parquet")
+    local_fs, path = _rewrite.locate("file:///tmp/a b/x%.parquet", None)
+    assert isinstance(local_fs, pafs.LocalFileSystem) and path == "/tmp/a b/x%.parquet"
+    store = S3Access(endpoint="http://127.0.0.1:9", access_key="k", secret_key="s")
+    for uri in ("s3://bucket/w/data/x.parquet", "s3a://bucket/w/data/x.parquet"):
+        s3_fs, path = _rewrite.locate(uri, store)
+        assert isinstance(s3_fs, pafs.S3FileSystem) and path == "bucket/w/data/x.parquet"
+    with pytest.raises(ValueError, match="on S3"):  # no store to reach it with
+        _rewrite.locate("s3://bucket/x.parquet", None)
 
 
 def test_the_merge_rule_is_null_safe_and_compares_checkpoints_on_ties() -> None:
