@@ -155,6 +155,13 @@ def test_syncs_through_a_rest_catalog_on_s3_give_the_rows_of_a_local_one(
         assert SECRET_KEY not in shown and TOKEN not in shown
 
 
+@dataclass(frozen=True)
+class SimpleCheckpoint:
+    """The one field of a checkpoint plan ``commit_files`` reads."""
+
+    index: int
+
+
 def test_two_committers_racing_through_a_rest_catalog_on_s3_lose_and_double_nothing(
         spark: Any, s3_server: S3Server, rest_on_s3: RestOnS3) -> None:
     """Two lanes of three checkpoints; each checkpoint committed at once by two
@@ -203,13 +210,6 @@ def test_two_committers_racing_through_a_rest_catalog_on_s3_lose_and_double_noth
     assert sorted(table.scan().to_arrow().column("id").to_pylist()) == sorted(
         index * 10 + k for indices in checkpoints.values() for index in indices
         for k in range(4))
-
-
-@dataclass(frozen=True)
-class SimpleCheckpoint:
-    """The one field of a checkpoint plan ``commit_files`` reads."""
-
-    index: int
 
 
 def test_check_through_a_rest_catalog_on_s3_shows_no_secret(
