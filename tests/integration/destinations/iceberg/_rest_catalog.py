@@ -6,10 +6,17 @@ Headwater's cache; this starts ``rest-catalog/LoopbackRESTCatalogServer.java``
 connector bound to 127.0.0.1: that file says why it is ours and not Iceberg's
 launcher) on a free port, with its warehouse in a ``file://`` folder the tests
 share, waits until ``GET /v1/config`` answers, and stops it on the way out.
+
+A warehouse on S3 (``s3_warehouse``): the server writes each commit's table
+metadata itself, so it gets a FileIO of its own for the bucket, Iceberg's
+``S3FileIO`` (``iceberg-aws``, with the AWS SDK of ``iceberg-aws-bundle``), with
+the endpoint, region, path-style access and keys of the store's
+:class:`~headwater.destinations.delta._store.S3Access` (:func:`s3_file_io`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
@@ -22,12 +29,17 @@ from pathlib import Path
 
 import httpx
 
+from headwater.destinations.delta._store import S3Access
 from tests._processes import stop
 
 HOST = "127.0.0.1"
 #: Keep in step with scripts/setup-tests and rest-catalog/pom.xml.
 ICEBERG_REST_VERSION = "1.11.0"
 LAUNCHER = Path(__file__).resolve().parent / "rest-catalog" / "LoopbackRESTCatalogServer.java"
+#: The jars' Maven project: its hash names the cache folder (as scripts/setup-tests does).
+POM = LAUNCHER.with_name("pom.xml")
+#: The Java FileIO the server writes an S3 warehouse's metadata with.
+S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 
 
 @dataclass(frozen=True)
@@ -41,8 +53,9 @@ class RestCatalogServer:
 def jars_folder() -> Path:
     """The installed jars, or an error that says how to install them."""
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
     folder = Path(os.environ.get("HEADWATER_ICEBERG_REST_DIR")
-                  or cache / "headwater" / f"iceberg-rest-{ICEBERG_REST_VERSION}")
+                  or cache / "headwater" / f"iceberg-rest-{ICEBERG_REST_VERSION}-{digest}")
     if not (folder / "complete").exists():
         raise RuntimeError(f"Iceberg's REST catalog server is not installed at {folder}: run "
                            "scripts/setup-tests (it fetches the jars with Maven)")
@@ -82,13 +95,32 @@ def _answers(uri: str) -> bool:
         return False
 
 
+def s3_file_io(s3: S3Access) -> dict[str, str]:
+    """The server's catalog properties that make its FileIO ``S3FileIO`` reaching the store
+    as ``s3`` does (Iceberg's property names: ``s3.endpoint``, ``s3.access-key-id``...)."""
+    pairs = (("io-impl", S3_FILE_IO), ("s3.endpoint", s3.endpoint),
+             ("client.region", s3.region or "us-east-1"), ("s3.access-key-id", s3.access_key),
+             ("s3.secret-access-key", s3.secret_key), ("s3.session-token", s3.session_token),
+             ("s3.path-style-access", None if s3.path_style is None
+              else str(s3.path_style).lower()))
+    return {key: value for key, value in pairs if value}
+
+
+def _environment(properties: dict[str, str]) -> dict[str, str]:
+    """Catalog properties as the launcher reads them: ``s3.access-key-id`` is
+    ``CATALOG_S3_ACCESS__KEY__ID`` (``.`` is ``_``, ``-`` is ``__``)."""
+    return {"CATALOG_" + key.replace("-", "__").replace(".", "_").upper(): value
+            for key, value in properties.items()}
+
+
 @contextmanager
-def rest_catalog_server(folder: Path,
-                        warehouse_uri: str | None = None) -> Iterator[RestCatalogServer]:
+def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
+                        s3: S3Access | None = None) -> Iterator[RestCatalogServer]:
     """Yield a fresh server whose catalog database and warehouse are in ``folder``.
 
-    ``warehouse_uri`` puts the server's warehouse elsewhere (an object store's
-    URI, to see a sync refuse a location the tasks cannot write).
+    ``warehouse_uri`` puts the server's warehouse elsewhere: an ``s3://`` one
+    the server writes with ``S3FileIO`` when ``s3`` says how to reach the store,
+    or (without ``s3``) a location the tasks cannot write, to see a sync refuse it.
     """
     lib = jars_folder()
     port = _free_port()
@@ -97,7 +129,8 @@ def rest_catalog_server(folder: Path,
     environment = {**os.environ, "CATALOG_REST_PORT": str(port),
                    "CATALOG_URI": f"jdbc:sqlite:{folder / 'catalog.db'}",
                    "CATALOG_JDBC_SCHEMA__VERSION": "V1",
-                   "CATALOG_WAREHOUSE": warehouse_uri or warehouse.as_uri()}
+                   "CATALOG_WAREHOUSE": warehouse_uri or warehouse.as_uri(),
+                   **_environment(s3_file_io(s3) if s3 is not None else {})}
     log_file = folder / "rest-catalog.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(

@@ -106,6 +106,23 @@ def spark_rows(spark: Any, paths: list[str]) -> Counter[tuple[Any, ...]]:
     return Counter(tuple(r) for r in frame.select(*columns).collect())
 
 
+def assert_same_table(spark: Any, on_s3: Any, local: Any, warehouse: str, *,
+                      partitioned: bool) -> None:
+    """The table ``on_s3`` (under ``warehouse``, ``s3://bucket/prefix``) holds the rows of
+    ``local``, every column: read by PyIceberg's scan (through the S3 FileIO) and by Spark
+    from the current snapshot's data files, every one of which is in the table's ``data``
+    prefix; its metadata is under its own location, its partitioning as ``partitioned``."""
+    location = on_s3.location()
+    assert location.startswith(f"{warehouse}/"), location
+    assert on_s3.metadata_location.startswith(f"{location}/metadata/")
+    assert on_s3.spec().is_unpartitioned() is not partitioned
+    s3_files = [t.file.file_path for t in on_s3.scan().plan_files()]
+    local_files = [t.file.file_path for t in local.scan().plan_files()]
+    assert s3_files and all(p.startswith(f"{location}/data/") for p in s3_files), s3_files
+    assert rows_of(on_s3.scan().to_arrow()) == rows_of(local.scan().to_arrow())
+    assert spark_rows(spark, s3_files) == spark_rows(spark, local_files)
+
+
 def test_syncs_to_an_s3_warehouse_give_the_rows_of_a_local_one(
         spark: Any, s3_server: S3Server, s3_bucket: str, tmp_path: Path,
         caplog: pytest.LogCaptureFixture) -> None:
@@ -126,20 +143,9 @@ def test_syncs_to_an_s3_warehouse_give_the_rows_of_a_local_one(
     s3_catalog = reader(tmp_path / "s3", warehouses["s3"], s3_server)
     local_catalog = reader(tmp_path / "local", warehouses["local"], s3_server)
     for stream in ("users", "orders"):
-        on_s3 = s3_catalog.load_table(f"headwater.{stream}")
-        local = local_catalog.load_table(f"headwater.{stream}")
-        location = on_s3.location()
-        assert location.startswith(f"s3://{s3_bucket}/warehouse/"), location
-        assert on_s3.metadata_location.startswith(f"{location}/metadata/")
-        assert on_s3.spec().is_unpartitioned() == (stream == "orders")
-        s3_files = [t.file.file_path for t in on_s3.scan().plan_files()]
-        local_files = [t.file.file_path for t in local.scan().plan_files()]
-        assert s3_files and all(p.startswith(f"{location}/data/") for p in s3_files), s3_files
-        # PyIceberg's scan (through the S3 FileIO) and Spark's reader of the same files.
-        s3_rows = rows_of(on_s3.scan().to_arrow())
-        assert s3_rows == rows_of(local.scan().to_arrow())
-        assert spark_rows(spark, s3_files) == spark_rows(spark, local_files)
-        assert sum(s3_rows.values()) == on_s3.scan().to_arrow().num_rows
+        assert_same_table(spark, s3_catalog.load_table(f"headwater.{stream}"),
+                          local_catalog.load_table(f"headwater.{stream}"),
+                          f"s3://{s3_bucket}/warehouse", partitioned=stream == "users")
     truth = SampleSource({**SOURCE, "generation": 1}).expected_rows("orders")
     orders = s3_catalog.load_table("headwater.orders").scan().to_arrow()
     assert sorted(orders.column("id").to_pylist()) == sorted(truth.column("id").to_pylist())

@@ -12,7 +12,12 @@
  *
  * Run as a single-file program (Java 17+, a JDK): java -cp 'LIB/*' LoopbackRESTCatalogServer.java
  * Environment: CATALOG_REST_PORT (required), CATALOG_URI (jdbc:sqlite:FILE),
- * CATALOG_WAREHOUSE (file:///FOLDER), any other CATALOG_A_B__C=v as catalog property a.b-c=v.
+ * CATALOG_WAREHOUSE (file:///FOLDER or s3://BUCKET/PREFIX), any other CATALOG_A_B__C=v as
+ * catalog property a.b-c=v. An s3:// warehouse needs the catalog's FileIO to be S3FileIO (the
+ * server writes each commit's metadata file itself): CATALOG_IO__IMPL=
+ * org.apache.iceberg.aws.s3.S3FileIO with CATALOG_S3_ENDPOINT, CATALOG_S3_PATH__STYLE__ACCESS,
+ * CATALOG_S3_ACCESS__KEY__ID, CATALOG_S3_SECRET__ACCESS__KEY, CATALOG_CLIENT_REGION (pom.xml
+ * brings iceberg-aws and the AWS SDK bundle; _rest_catalog.py sets them).
  */
 
 import java.util.HashMap;
