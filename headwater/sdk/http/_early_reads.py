@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from headwater._events import emit
 from headwater.sdk._plan_context import PlanContext
 from headwater.sdk.http._client import HttpClient, HttpSettings
 from headwater.sdk.http._shared_pages import DRIVER_DONE, DRIVER_MARK, kept_bytes
@@ -129,6 +130,7 @@ class EarlyReads:
             # Done: a task needing a call the driver did not make makes it itself.
             with contextlib.suppress(FileNotFoundError):
                 (self.folder / DRIVER_DONE).touch()
+            emit("early-reads-done")
         log.debug("early reads: %d of %d calls started by the driver", self.calls_started,
                   len(calls))
 
