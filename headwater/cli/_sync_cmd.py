@@ -40,6 +40,7 @@ def sync(
     no new run starts); a second one aborts at once.
     """
     from headwater._events import emit
+    from headwater.cli._leave import done as leave_when_done
     from headwater.cli._render import ProgressObserver, print_result
     from headwater.cli._stop import stop_on_signals, sync_exit_code
     from headwater.engine import SyncEngine, SyncObserver, SyncOptions, get_spark
@@ -82,6 +83,8 @@ def sync(
             for result in results:
                 print_result(result, cli.out, cli.err)
         emit("summary-printed")
+        # Committed, recorded and printed: the process may end without its teardown.
+        leave_when_done()
         # The new run starts only after the resumed one succeeded: the last result decides.
         if results[-1].status != "succeeded":
             raise typer.Exit(sync_exit_code(results[-1]))
