@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -96,6 +97,8 @@ class Run:
     tail: list[tuple[float, str]] = field(default_factory=list)
     #: CPU seconds of the command's own process (not the JVM's or Spark's workers').
     cpu_s: float = 0.0
+    #: Headwater: CPU seconds by process kind once the summary was printed (JVM included).
+    cpu_by_kind: dict[str, float] = field(default_factory=dict)
 
     def timeline(self) -> str:
         (p0, p1), (c0, c1) = self.parent_span, self.children_span
@@ -116,7 +119,7 @@ def in_flight_profile(arrivals: Sequence[float], latency: float,
     if not arrivals:
         return []
     start = min(arrivals)
-    bins = [0.0] * (int((max(arrivals) + latency - start) / bin_s) + 1)
+    bins = [0.0] * max(1, math.ceil((max(arrivals) + latency - start) / bin_s - 1e-9))
     for arrival in arrivals:
         low, high = arrival - start, arrival - start + latency
         at = int(low / bin_s)
@@ -137,6 +140,8 @@ def tail_steps(trace: Path, began: float, last_answer: float, wall: float,
     count: Counter[str] = Counter()
     for line in trace.read_text().splitlines():
         when, _, moment = line.split(" ", 2)
+        if moment.startswith("cpu "):
+            continue  # tail_cpu's
         at = float(when) - began
         first.setdefault(moment, at)
         last[moment] = at
@@ -148,6 +153,17 @@ def tail_steps(trace: Path, began: float, last_answer: float, wall: float,
         if moment not in ("reading",):
             steps.append((at, moment if count[moment] == 1 else f"{moment} (last)"))
     return sorted(steps)
+
+
+def tail_cpu(trace: Path) -> dict[str, float]:
+    """CPU seconds by process kind (driver, jvm, python workers) when the summary was
+    printed, from the trace's ``cpu`` lines (``bench/_traced_cli.py``)."""
+    found = {}
+    for line in trace.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[2] == "cpu":
+            found[parts[3]] = float(parts[4])
+    return found
 
 
 def in_flight_shares(arrivals: Sequence[float], latency: float, concurrency: int,
@@ -343,6 +359,7 @@ def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency
                   concurrency)
     last_answer = max(t for t, _ in api.calls(since)) + latency
     run.tail = tail_steps(trace, began, last_answer, wall)
+    run.cpu_by_kind = tail_cpu(trace)
     return run
 
 
@@ -399,6 +416,10 @@ def main(argv: Sequence[str] | None = None) -> None:
                           f"CPU {run.cpu_s:.2f} s   ({load_line()})", flush=True)
                     print(f"     in flight per {PROFILE_BIN_S} s of the reading window: "
                           + " ".join(f"{level:.0f}" for level in run.profile), flush=True)
+                    if run.cpu_by_kind:
+                        print("     CPU s at the summary: " + ", ".join(
+                            f"{kind} {seconds:.2f}" for kind, seconds
+                            in sorted(run.cpu_by_kind.items())), flush=True)
                     if run.tail:
                         print("     steps (s from the command's start): " + "; ".join(
                             f"{at:.2f} {step}" for at, step in run.tail), flush=True)
