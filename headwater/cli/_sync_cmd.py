@@ -84,6 +84,9 @@ def sync(
                 print_result(result, cli.out, cli.err)
         emit("summary-printed")
         # Committed, recorded and printed: the process may end without its teardown.
+        # The store's connections close first, as the teardown would close them: SQLite
+        # then folds its write-ahead log into the database file and removes it.
+        store.close()
         leave_when_done()
         # The new run starts only after the resumed one succeeded: the last result decides.
         if results[-1].status != "succeeded":
