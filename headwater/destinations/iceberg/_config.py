@@ -251,7 +251,8 @@ def rest_properties(catalog: Mapping[str, Any]) -> dict[str, str]:
     """PyIceberg's properties for a REST catalog (``catalog`` validated against the spec).
 
     Made by Headwater's own client class (``_rest.py``: asks for no vended
-    credentials, keeps the connection's S3 access on the driver).  The client
+    credentials, keeps the connection's S3 access on the driver).  Tokens come from
+    ``oauth2_server_uri``, by default the catalog's ``<uri>/v1/oauth/tokens``.  The client
     secret is registered as a secret on its own too: an OAuth2 form body or a
     server's message may quote it without its client id.
     """
@@ -262,6 +263,10 @@ def rest_properties(catalog: Mapping[str, Any]) -> dict[str, str]:
     if "credential" in properties:
         client_secret = properties["credential"].partition(":")[2]
         register_secrets([properties["credential"], client_secret])
+    if ("credential" in properties or "token" in properties) \
+            and "oauth2-server-uri" not in properties:
+        # PyIceberg's default, made explicit: it warns that it will drop the fallback.
+        properties["oauth2-server-uri"] = f"{properties['uri'].rstrip('/')}/v1/oauth/tokens"
     return properties
 
 

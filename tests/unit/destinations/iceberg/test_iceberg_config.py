@@ -79,6 +79,8 @@ def test_a_rest_catalog_needs_a_uri_and_its_secrets_are_secret() -> None:
     assert properties["credential"] == "id:very-secret" and properties["token"] == "tok-secret"
     assert "warehouse" not in properties  # a REST server places its tables itself
     assert "type" not in properties  # made by py-catalog-impl (PyIceberg refuses both)
+    # PyIceberg's default token endpoint, made explicit (it warns it will drop the fallback).
+    assert properties["oauth2-server-uri"] == "http://127.0.0.1:8181/v1/oauth/tokens"
     redacted = redact(config, spec())
     assert "very-secret" not in str(redacted) and "tok-secret" not in str(redacted)
 
