@@ -111,6 +111,7 @@ def test_a_sync_names_its_warehouse_asks_no_delegation_and_writes_as_the_connect
     identifier = settings.identifier("users")
     plain = load_catalog("plain", type="rest", uri=prod_catalog.server.uri,
                          credential=CREDENTIAL, warehouse=WAREHOUSE_NAME,
+                         **{"oauth2-server-uri": f"{prod_catalog.server.uri}/v1/oauth/tokens"},
                          **_catalog.file_io_properties(access(s3_server)))
     assert plain.load_table(identifier).io.properties["s3.endpoint"] == \
         prod_catalog.vended_endpoint
@@ -148,3 +149,23 @@ def test_check_passes_with_the_client_credential(
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["destination"] == {"type": "iceberg", "status": "succeeded"}
     assert CLIENT_SECRET not in done.output
+
+
+def test_a_sync_with_a_refused_credential_exits_with_the_auth_code_and_keeps_it_secret(
+        s3_server: S3Server, prod_catalog: ProdCatalog, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    from headwater.metadata_store import MetadataStore
+
+    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.ERROR, logger="py4j")
+    wrong = "hw-wrong-client-secret-do-not-print"
+    path = _connection(tmp_path, _config(prod_catalog, credential=f"hw-loader:{wrong}"),
+                       s3_server)
+    done = CliRunner().invoke(app, ["sync", str(path), "--json"])
+    assert done.exit_code == ExitCode.AUTHENTICATION, done.output
+    assert "destination.config.catalog.credential" in done.output
+    history = [run.error or "" for run in
+               MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").list_runs()]
+    assert any("destination.config.catalog.credential" in error for error in history), history
+    for shown in (done.output, caplog.text, *history):
+        assert wrong not in shown and CLIENT_SECRET not in shown
