@@ -16,7 +16,8 @@ writers.  So this client
   when asked (Polaris, Lakekeeper, Unity) hands out nothing;
 * keeps the S3 settings it was given for every FileIO it makes: a server's
   ``s3.*``/``client.*`` values (vended keys, endpoint, region, remote signing)
-  are dropped, from ``/v1/config`` and from each table's answer alike.
+  are dropped, from ``/v1/config`` and from each table's answer alike;
+* masks the bearer token its client credential was exchanged for, as a secret.
 
 Vended credentials for the executors too (the server's short-lived keys for
 both sides) are not supported: it needs the tasks to receive and refresh them.
@@ -27,10 +28,11 @@ from __future__ import annotations
 from typing import Any
 
 from pyiceberg.catalog.rest import RestCatalog
+from pyiceberg.catalog.rest.auth import AuthManager
 from pyiceberg.io import FileIO
 from pyiceberg.typedef import EMPTY_DICT, Properties
 
-from headwater.config import register_spark_conf_secrets
+from headwater.config import register_secrets, register_spark_conf_secrets
 
 #: The header a REST client asks for vended credentials (or remote signing) with.
 ACCESS_DELEGATION_HEADER = "X-Iceberg-Access-Delegation"
@@ -51,6 +53,14 @@ def _without_storage(properties: Properties) -> dict[str, str]:
             if not key.startswith(STORAGE_PREFIXES)}
 
 
+def _register_token(manager: AuthManager | None) -> None:
+    """Mask the bearer token the OAuth2 server issued for the client credential: it
+    grants the catalog's access as the credential does (PyIceberg keeps it in ``_token``)."""
+    token = getattr(manager, "_token", None)
+    if isinstance(token, str) and token:
+        register_secrets([token])
+
+
 class HeadwaterRestCatalog(RestCatalog):
     """PyIceberg's ``RestCatalog`` that asks for no vended credentials and reaches the
     store only with the S3 settings it was made with (module docstring: why)."""
@@ -68,6 +78,15 @@ class HeadwaterRestCatalog(RestCatalog):
     def _config_headers(self, session: Any) -> None:
         super()._config_headers(session)
         session.headers.pop(ACCESS_DELEGATION_HEADER, None)
+
+    def _create_legacy_oauth2_auth_manager(self, session: Any) -> AuthManager:
+        manager = super()._create_legacy_oauth2_auth_manager(session)
+        _register_token(manager)
+        return manager
+
+    def _refresh_token(self) -> None:
+        super()._refresh_token()
+        _register_token(self._auth_manager)
 
     def _load_file_io(self, properties: Properties = EMPTY_DICT,
                       location: str | None = None) -> FileIO:

@@ -122,6 +122,13 @@ def test_a_sync_names_its_warehouse_asks_no_delegation_and_writes_as_the_connect
     for shown in (done.output, caplog.text):
         assert CLIENT_SECRET not in shown and SECRET_KEY not in shown
         assert VENDED_SECRET not in shown
+    # The bearer token the server issued for the credential (the adapter's own format) is a
+    # secret from then on, as are the vended keys.
+    from headwater.config import mask
+
+    issued = f"client-credentials-token:sub={CREDENTIAL.partition(':')[0]}"
+    assert issued not in mask(f"Authorization: Bearer {issued}")
+    assert VENDED_SECRET not in mask(f"s3.secret-access-key={VENDED_SECRET}")
 
 
 @pytest.mark.parametrize("catalog,field", [
