@@ -45,7 +45,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -89,12 +91,79 @@ class Run:
     #: flight, and with fewer than half (see :func:`in_flight_shares`).
     full_share: float = 0.0
     low_share: float = 0.0
+    #: Mean calls in flight per :data:`PROFILE_BIN_S` of the reading window.
+    profile: list[float] = field(default_factory=list)
+    #: Headwater: (seconds from the command's start, step) of its tail (:func:`tail_steps`).
+    tail: list[tuple[float, str]] = field(default_factory=list)
+    #: CPU seconds of the command's own process (not the JVM's or Spark's workers').
+    cpu_s: float = 0.0
+    #: Headwater: CPU seconds by process kind once the summary was printed (JVM included).
+    cpu_by_kind: dict[str, float] = field(default_factory=dict)
 
     def timeline(self) -> str:
         (p0, p1), (c0, c1) = self.parent_span, self.children_span
         return (f"parent calls {p0:.1f}-{p1:.1f} s, children {c0:.1f}-{c1:.1f} s, "
                 f"in flight >= 90 % {self.full_share:.0%} / < 50 % {self.low_share:.0%} "
                 "of the reading window")
+
+
+#: Width of one bar of the in-flight profile (seconds).
+PROFILE_BIN_S = 0.5
+
+
+def in_flight_profile(arrivals: Sequence[float], latency: float,
+                      bin_s: float = PROFILE_BIN_S) -> list[float]:
+    """Mean calls in flight in each ``bin_s`` of the reading window, from its start
+    (each call counted from its arrival for ``latency``): whether the loss below
+    the concurrency is at the start (ramp), in the middle or at the end (drain)."""
+    if not arrivals:
+        return []
+    start = min(arrivals)
+    bins = [0.0] * max(1, math.ceil((max(arrivals) + latency - start) / bin_s - 1e-9))
+    for arrival in arrivals:
+        low, high = arrival - start, arrival - start + latency
+        at = int(low / bin_s)
+        while low < high and at < len(bins):
+            end = min(high, (at + 1) * bin_s)
+            bins[at] += end - low
+            low, at = end, at + 1
+    return [busy / bin_s for busy in bins]
+
+
+def tail_steps(trace: Path, began: float, last_answer: float, wall: float,
+               ) -> list[tuple[float, str]]:
+    """The command's steps from ``bench/_traced_cli.py``'s trace, seconds from its start:
+    the first and last time each moment was reached, the API's last answer, the
+    process's exit; in time order."""
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    count: Counter[str] = Counter()
+    for line in trace.read_text().splitlines():
+        when, _, moment = line.split(" ", 2)
+        if moment.startswith("cpu "):
+            continue  # tail_cpu's
+        at = float(when) - began
+        first.setdefault(moment, at)
+        last[moment] = at
+        count[moment] += 1
+    steps = [(last_answer - began, "last call answered (API)"), (wall, "process exit")]
+    for moment, at in last.items():
+        if count[moment] > 1 and moment not in ("reading", "partition-read"):
+            steps.append((first[moment], f"{moment} (first of {count[moment]})"))
+        if moment not in ("reading",):
+            steps.append((at, moment if count[moment] == 1 else f"{moment} (last)"))
+    return sorted(steps)
+
+
+def tail_cpu(trace: Path) -> dict[str, float]:
+    """CPU seconds by process kind (driver, jvm, python workers) when the summary was
+    printed, from the trace's ``cpu`` lines (``bench/_traced_cli.py``)."""
+    found = {}
+    for line in trace.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 5 and parts[2] == "cpu":
+            found[parts[3]] = float(parts[4])
+    return found
 
 
 def in_flight_shares(arrivals: Sequence[float], latency: float, concurrency: int,
@@ -180,18 +249,22 @@ def headwater_file(folder: Path, url: str, workload: Workload, concurrency: int)
 
 
 def timed(command: Sequence[str], cwd: Path, env: dict[str, str], stdout: Path,
-          ) -> tuple[float, float]:
-    """Wall time of one process from start to exit, and when it started (monotonic)."""
+          ) -> tuple[float, float, float]:
+    """Wall time of one process from start to exit, when it started (monotonic), and
+    its CPU seconds (user + system; its own, not those of processes it left running)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.monotonic()
     with stdout.open("wb") as out, (cwd / "stderr.log").open("wb") as err:
         done = subprocess.run(list(command), cwd=cwd, env=env, stdout=out, stderr=err,
                               timeout=RUN_TIMEOUT_S, check=False)
     seconds = time.monotonic() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     if done.returncode != 0:
         raise SystemExit(f"{command[0]} exited {done.returncode}:\n"
                          f"{stdout.read_text()[-3000:]}\n"
                          f"{(cwd / 'stderr.log').read_text()[-3000:]}")
-    return seconds, began
+    return seconds, began, cpu
 
 
 def _with_bytecode(env: Mapping[str, str]) -> dict[str, str]:
@@ -241,6 +314,7 @@ def observe(api: ApiProcess, since: int, latency: float, began: float, run: Run,
     run.parent_span = (min(parent, default=0.0), max(parent, default=0.0))
     run.children_span = (min(children, default=0.0), max(children, default=0.0))
     run.full_share, run.low_share = in_flight_shares(arrivals, latency, concurrency)
+    run.profile = in_flight_profile(arrivals, latency)
     return run
 
 
@@ -250,9 +324,10 @@ def run_cdk(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
     config, catalog = cdk_files(folder, api.url, workload, concurrency, use_cache)
     env = {**_with_bytecode(os.environ), "PYTHONPATH": ""}
     messages = folder / "messages.jsonl"
-    wall, began = timed([str(CDK_PYTHON), str(CDK_SOURCE), "read", "--config", str(config),
-                         "--catalog", str(catalog)], folder, env, messages)
-    run = observe(api, since, latency, began, Run(wall, None, 0, 0.0, 0), concurrency)
+    wall, began, cpu = timed([str(CDK_PYTHON), str(CDK_SOURCE), "read", "--config",
+                              str(config), "--catalog", str(catalog)], folder, env, messages)
+    run = observe(api, since, latency, began, Run(wall, None, 0, 0.0, 0, cpu_s=cpu),
+                  concurrency)
     run.rows = cdk_rows(messages, workload)
     messages.unlink()
     return run
@@ -266,18 +341,26 @@ def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency
     env = {**_with_bytecode(os.environ), "PYTHONPATH": str(REPO),
            "HEADWATER_HOME": str(folder / ".headwater"),
            "PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
-    command = [python, "-m", "headwater", "sync", str(connection), "--json"]
+    trace = folder / "trace.txt"
+    # `headwater sync`, its moments timed (bench/_traced_cli.py): the command's tail.
+    command = [python, "-m", "bench._traced_cli", str(trace), "--", "sync", str(connection),
+               "--json"]
     for pair in conf:
         command += ["--conf", pair]
     out = folder / "result.json"
-    wall, began = timed(command, folder, env, out)
+    wall, began, cpu = timed(command, folder, env, out)
     result: dict[str, Any] = json.loads(out.read_text())
     rows = {s["name"]: int(s["records_written"]) for s in result["streams"]}
     expected = {PARENT: workload.parents, CHILD: workload.child_records}
     if result["status"] != "succeeded" or rows != expected:
         raise SystemExit(f"headwater sync landed {rows}, expected {expected}: {result}")
-    return observe(api, since, latency, began,
-                   Run(wall, float(result["duration_s"]), 0, 0.0, 0, rows), concurrency)
+    run = observe(api, since, latency, began,
+                  Run(wall, float(result["duration_s"]), 0, 0.0, 0, rows, cpu_s=cpu),
+                  concurrency)
+    last_answer = max(t for t, _ in api.calls(since)) + latency
+    run.tail = tail_steps(trace, began, last_answer, wall)
+    run.cpu_by_kind = tail_cpu(trace)
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -329,8 +412,17 @@ def main(argv: Sequence[str] | None = None) -> None:
                     inner = f", inner {run.inner_s:.2f} s" if run.inner_s is not None else ""
                     print(f"  {number}: {tool:9} c={concurrency:<3} {run.wall_s:6.2f} s{inner}, "
                           f"{run.calls} calls, reading {run.reading_s:.2f} s, peak in flight "
-                          f"{run.peak_in_flight}, {run.timeline()}, rows {run.rows}   "
-                          f"({load_line()})", flush=True)
+                          f"{run.peak_in_flight}, {run.timeline()}, rows {run.rows}, "
+                          f"CPU {run.cpu_s:.2f} s   ({load_line()})", flush=True)
+                    print(f"     in flight per {PROFILE_BIN_S} s of the reading window: "
+                          + " ".join(f"{level:.0f}" for level in run.profile), flush=True)
+                    if run.cpu_by_kind:
+                        print("     CPU s at the summary: " + ", ".join(
+                            f"{kind} {seconds:.2f}" for kind, seconds
+                            in sorted(run.cpu_by_kind.items())), flush=True)
+                    if run.tail:
+                        print("     steps (s from the command's start): " + "; ".join(
+                            f"{at:.2f} {step}" for at, step in run.tail), flush=True)
     if len(args.tools) == 2:
         report(runs, workload, args.concurrency, args.latency)
     print(f"\nend:     {load_line()}")

@@ -1,12 +1,19 @@
 """Named moments of a sync that something outside the engine may act on.
 
-The engine and the destinations announce moments (``after-plan``; per
-checkpoint ``after-commit``, a destination's ``commit-landed`` right after its
-commit is durable, ``after-release``); a listener registered with
-:func:`listen` hears them in order, in the thread that reached the moment.
-On the executors each task announces ``reading`` before it reads a partition,
-to the task listeners registered on the driver (:func:`listen_in_tasks`),
-which travel pickled with the task.
+The engine and the destinations announce moments (``spark-ready``,
+``after-plan``; per checkpoint ``after-commit``, a destination's
+``commit-landed`` right after its commit is durable, ``after-release``; per
+stream ``after-publish`` for a staged overwrite, ``after-state`` once its
+state is saved, ``stream-done``; ``run-recorded`` once the metadata store holds
+the run's end, ``summary-printed`` once the CLI has printed it; and
+``early-reads-done`` when the driver's early HTTP calls have all ended); a
+listener registered with :func:`listen` hears them in order, in the thread
+that reached the moment.  On the executors each task announces ``reading``
+before it reads a partition, ``partition-read`` once every batch of it has
+left, and ``task-read`` once its last partition has, to the task listeners
+registered on the driver (:func:`listen_in_tasks`), which travel pickled with
+the task.  The benchmarks time a sync's tail with them
+(``bench/substream_api_vs_cdk.py``).
 
 With nobody listening a moment costs a look at an empty list, and nothing here
 reads the environment: the crash tests install their faults (a SIGKILL at the

@@ -39,6 +39,8 @@ def sync(
     commits in progress (exit code 130, the next sync continues the run, and
     no new run starts); a second one aborts at once.
     """
+    from headwater._events import emit
+    from headwater.cli._leave import done as leave_when_done
     from headwater.cli._render import ProgressObserver, print_result
     from headwater.cli._stop import stop_on_signals, sync_exit_code
     from headwater.engine import SyncEngine, SyncObserver, SyncOptions, get_spark
@@ -71,6 +73,7 @@ def sync(
             # Before the handlers (a new SparkContext replaces SIGINT's), with what the
             # connection's destination needs.
             get_spark(engine.options.spark)
+        emit("spark-ready")
         with stop_on_signals(engine.request_stop), progress or nullcontext():
             # Oldest first: a resumed run, then (unless it did not succeed) the new one.
             results = [engine.run()] if one_run else engine.sync()
@@ -79,6 +82,12 @@ def sync(
         else:
             for result in results:
                 print_result(result, cli.out, cli.err)
+        emit("summary-printed")
+        # Committed, recorded and printed: the process may end without its teardown.
+        # The store's connections close first, as the teardown would close them: SQLite
+        # then folds its write-ahead log into the database file and removes it.
+        store.close()
+        leave_when_done()
         # The new run starts only after the resumed one succeeded: the last result decides.
         if results[-1].status != "succeeded":
             raise typer.Exit(sync_exit_code(results[-1]))

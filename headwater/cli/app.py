@@ -17,6 +17,7 @@ import typer
 
 from headwater.cli import (
     _airbyte,
+    _leave,
     _plan_cmd,
     _rerun,
     _runs_cmd,
@@ -58,8 +59,18 @@ state_app.command("export")(_airbyte.state_export)
 
 
 def main(argv: list[str] | None = None) -> Callable[..., Any] | None:
-    """Console-script entry point."""
-    app(args=argv)
+    """Console-script entry point.
+
+    A command that said its work is durable and printed (``_leave.done``)
+    ends the process without the interpreter's teardown (:mod:`._leave`).
+    """
+    _leave.reset()
+    try:
+        app(args=argv)
+    except SystemExit as exit_:
+        if _leave.ready() and (exit_.code is None or isinstance(exit_.code, int)):
+            _leave.leave(exit_.code or 0)
+        raise
     return None
 
 

@@ -116,6 +116,7 @@ class StreamRunner:
             self._count_whole_run()
         self.stats.duration_s = time.monotonic() - started
         self.engine.observer.stream_finished(self.stats)
+        emit("stream-done")
         return self.stats
 
     def _count_whole_run(self) -> None:
@@ -200,6 +201,7 @@ class StreamRunner:
             # Every checkpoint is staged (in this attempt or a killed one): publish.  A
             # stop or a failure leaves them staged and the table as it was.
             self._publish()
+            emit("after-publish")
         if incremental and self.moves_state:
             # The cursor holds exactly the committed partitions (gaps included), so
             # saving it is right even when a checkpoint failed.  When nothing changed
@@ -211,6 +213,7 @@ class StreamRunner:
                     self.store.save_state(self.connection, self.name, state_after,
                                           run_id=self.run_id, checkpoint_index=None)
             stream.on_state_committed(state_after)
+            emit("after-state")
 
     def _report_resumed(self, released: set[int]) -> None:
         """Tell the observer what earlier attempts released (a progress bar starts there)."""

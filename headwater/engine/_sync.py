@@ -446,6 +446,7 @@ class SyncEngine:
             self.store.finish_run(run_id, status=status, stats=run_stats,
                                   state_after=states_after, error=error)
         steps.add("store_writes", time.perf_counter() - finishing)
+        emit("run-recorded")
         lineage.ended(status, error=error, streams=stats)
         result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
                             attempt=attempt, streams=stats, duration_s=time.monotonic() - started,

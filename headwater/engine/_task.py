@@ -191,6 +191,10 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
             else:
                 yield from _counted(batches, partition.id, stats,
                                     report_state=context.reports_state)
+            for listener in listeners:
+                listener("partition-read")
+        for listener in listeners:
+            listener("task-read")
 
     return run
 

@@ -11,12 +11,14 @@ import contextlib
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from headwater.destinations.delta._store import S3Access, TableFolder, s3_bucket_and_key
 from headwater.destinations.iceberg._config import IcebergSettings, local_path
+from headwater.errors import AuthenticationError
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -43,7 +45,44 @@ def load(settings: IcebergSettings, s3: S3Access | None = None) -> Catalog:
     properties = dict(settings.catalog_properties)
     if s3 is not None:
         properties.update(file_io_properties(s3))
-    return load_catalog(settings.catalog_name, **properties)
+    with refused_as_authentication(settings):
+        return load_catalog(settings.catalog_name, **properties)
+
+
+@contextlib.contextmanager
+def refused_as_authentication(settings: IcebergSettings) -> Iterator[None]:
+    """Turn a REST catalog's (or its OAuth2 server's) refusal into an AuthenticationError.
+
+    Why: a 401/403 from the token endpoint or the catalog is a credential problem
+    the user fixes in one field, and ``headwater check`` / ``sync`` exit with the
+    authentication code for it (``ExitCode.AUTHENTICATION``) instead of a generic
+    failure.  The message names the field and the server's own words (masked:
+    secrets never show), never a credential.
+    """
+    from pyiceberg.exceptions import (
+        AuthorizationExpiredError,
+        ForbiddenError,
+        OAuthError,
+        UnauthorizedError,
+    )
+
+    try:
+        yield
+    except (OAuthError, UnauthorizedError, AuthorizationExpiredError, ForbiddenError) as exc:
+        properties = settings.catalog_properties
+        if isinstance(exc, OAuthError):  # only the token endpoint answers in OAuth2's words
+            field = "credential"
+            what = ("the OAuth2 server at "
+                    f"{properties.get('oauth2-server-uri') or properties.get('uri')} refused "
+                    "the client credential")
+        else:
+            field = "token" if "token" in properties else "credential"
+            given = field if field in properties else "no credential or token"
+            what = (f"the Iceberg REST catalog at {properties.get('uri')} refused the request "
+                    f"({'forbidden' if isinstance(exc, ForbiddenError) else 'unauthorized'}; "
+                    f"{given} given)")
+        raise AuthenticationError(f"{what}: {type(exc).__name__}: {exc}",
+                                  field=f"destination.config.catalog.{field}") from exc
 
 
 def file_io_properties(s3: S3Access) -> dict[str, str]:
@@ -118,10 +157,11 @@ def check(settings: IcebergSettings, s3: S3Access | None = None) -> None:
     removed too (dropping leaves it behind), on S3 through the table's FileIO.
     """
     catalog = load(settings, s3)
-    ensure_namespace(catalog, settings.namespace)
     scratch = f"{settings.namespace}._headwater_check_{uuid.uuid4().hex[:12]}"
-    table = catalog.create_table(scratch, schema=pa.schema([pa.field("ok", pa.bool_())]))
-    catalog.drop_table(scratch)
+    with refused_as_authentication(settings):  # a token may read but not write
+        ensure_namespace(catalog, settings.namespace)
+        table = catalog.create_table(scratch, schema=pa.schema([pa.field("ok", pa.bool_())]))
+        catalog.drop_table(scratch)
     folder = local_path(table.location())
     if folder is not None:  # dropping leaves its metadata file behind
         shutil.rmtree(folder, ignore_errors=True)
@@ -132,5 +172,6 @@ def check(settings: IcebergSettings, s3: S3Access | None = None) -> None:
             fs.delete_dir(prefix)
 
 
-__all__ = ["NAME_MAPPING_PROPERTY", "add_columns", "check",
-           "ensure_namespace", "file_io_properties", "load", "load_table", "with_name_mapping"]
+__all__ = ["NAME_MAPPING_PROPERTY", "add_columns", "check", "ensure_namespace",
+           "file_io_properties", "load", "load_table", "refused_as_authentication",
+           "with_name_mapping"]

@@ -31,6 +31,10 @@ DEFAULT_CATALOG_NAME = "headwater"
 CATALOG_FILE = "catalog.db"
 #: How PyIceberg's ``load_catalog`` is told to make our path-based catalog.
 HADOOP_CATALOG_IMPL = "headwater.destinations.iceberg._hadoop.HadoopCatalog"
+#: PyIceberg's REST client, as Headwater runs it (``_rest.py``).
+REST_CATALOG_IMPL = "headwater.destinations.iceberg._rest.HeadwaterRestCatalog"
+#: The catalog settings only a REST catalog takes.
+REST_ONLY = ("credential", "token", "warehouse", "oauth2_server_uri", "scope")
 
 _FILE_SCHEME = "file://"
 
@@ -65,10 +69,24 @@ def spec() -> dict[str, Any]:
                             "postgresql+psycopg2://user:password@host/db; rest: the "
                             "server's URL."},
                     "credential": {"type": "string", "airbyte_secret": True,
+                                   "pattern": "^[^:]+:.+$",
                                    "description": "rest: OAuth2 client credential "
-                                   "(client_id:client_secret)."},
+                                   "(client_id:client_secret), exchanged for a token at "
+                                   "oauth2_server_uri."},
                     "token": {"type": "string", "airbyte_secret": True,
                               "description": "rest: a bearer token."},
+                    "warehouse": {"type": "string", "minLength": 1,
+                                  "description": "rest: the warehouse the server picks the "
+                                  "catalog by, sent as GET /v1/config?warehouse=... (Polaris: "
+                                  "the catalog's name; Lakekeeper: the warehouse's; Unity: the "
+                                  "catalog's). Not where files go: that is the server's."},
+                    "oauth2_server_uri": {"type": "string", "pattern": "^https?://",
+                                          "description": "rest: the OAuth2 token endpoint the "
+                                          "credential is exchanged at (default: the catalog's "
+                                          "own <uri>/v1/oauth/tokens)."},
+                    "scope": {"type": "string", "minLength": 1,
+                              "description": "rest: the OAuth2 scope asked for with the "
+                              "credential (default: catalog; Polaris: PRINCIPAL_ROLE:ALL)."},
                 },
                 "allOf": [{"if": {"properties": {"type": {"const": "rest"}},
                                   "required": ["type"]},
@@ -189,10 +207,12 @@ def resolve(config: Mapping[str, Any]) -> IcebergSettings:
     """The settings ``config`` (validated against :func:`spec`) describes."""
     catalog = dict(config.get("catalog") or {})
     kind = str(catalog.get("type") or default_catalog_type(catalog, _warehouse_path(config)))
-    for key in ("uri", "credential", "token") if kind == "hadoop" else ():
+    for key in ("uri", *REST_ONLY) if kind == "hadoop" else REST_ONLY if kind == "sql" else ():
         if catalog.get(key):
-            raise ConfigError(f"a hadoop catalog takes no {key}: the warehouse folder is "
-                              "the catalog", field=f"destination.config.catalog.{key}")
+            why = ("the warehouse folder is the catalog" if kind == "hadoop"
+                   else "it is a REST catalog's setting")
+            raise ConfigError(f"a {kind} catalog takes no {key}: {why}",
+                              field=f"destination.config.catalog.{key}")
     warehouse = _warehouse_path(config)
     store = object_store(warehouse, kind, catalog)
     if store is None and "://" in warehouse:
@@ -219,15 +239,35 @@ def resolve(config: Mapping[str, Any]) -> IcebergSettings:
         if not catalog.get("uri"):
             raise ConfigError("a rest catalog needs its uri",
                               field="destination.config.catalog.uri")
-        properties["uri"] = str(catalog["uri"])
-        for key in ("credential", "token"):
-            if catalog.get(key):
-                properties[key] = str(catalog[key])
+        properties = rest_properties(catalog)
     return IcebergSettings(catalog_type=kind, catalog_name=name,
                            catalog_properties=properties, warehouse_folder=folder,
                            object_store=store,
                            namespace=str(config.get("namespace") or DEFAULT_NAMESPACE),
                            table_prefix=str(config.get("table_prefix") or ""))
+
+
+def rest_properties(catalog: Mapping[str, Any]) -> dict[str, str]:
+    """PyIceberg's properties for a REST catalog (``catalog`` validated against the spec).
+
+    Made by Headwater's own client class (``_rest.py``: asks for no vended
+    credentials, keeps the connection's S3 access on the driver).  Tokens come from
+    ``oauth2_server_uri``, by default the catalog's ``<uri>/v1/oauth/tokens``.  The client
+    secret is registered as a secret on its own too: an OAuth2 form body or a
+    server's message may quote it without its client id.
+    """
+    properties = {"py-catalog-impl": REST_CATALOG_IMPL, "uri": str(catalog["uri"])}
+    for key in ("credential", "token", "warehouse", "oauth2_server_uri", "scope"):
+        if catalog.get(key):
+            properties[key.replace("_", "-")] = str(catalog[key])
+    if "credential" in properties:
+        client_secret = properties["credential"].partition(":")[2]
+        register_secrets([properties["credential"], client_secret])
+    if ("credential" in properties or "token" in properties) \
+            and "oauth2-server-uri" not in properties:
+        # PyIceberg's default, made explicit: it warns that it will drop the fallback.
+        properties["oauth2-server-uri"] = f"{properties['uri'].rstrip('/')}/v1/oauth/tokens"
+    return properties
 
 
 def local_path(location: str) -> str | None:
@@ -237,5 +277,6 @@ def local_path(location: str) -> str | None:
     return None if "://" in location else location
 
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_WAREHOUSE", "HADOOP_CATALOG_IMPL", "IcebergSettings",
-           "default_catalog_type", "local_path", "object_store", "resolve", "spec"]
+__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_WAREHOUSE", "HADOOP_CATALOG_IMPL", "REST_CATALOG_IMPL",
+           "REST_ONLY", "IcebergSettings", "default_catalog_type", "local_path", "object_store",
+           "resolve", "rest_properties", "spec"]

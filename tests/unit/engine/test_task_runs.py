@@ -81,3 +81,21 @@ def test_a_task_hints_each_next_partition_before_reading_the_current_one() -> No
     table = pa.Table.from_batches(list(run(iter([positions]))))
     assert table.column("id").to_pylist() == [3, 1, 4]
     assert stream.events == ["next p1", "read p3", "next p4", "read p1", "read p4"]
+
+
+def test_a_task_announces_each_partition_read_and_its_end() -> None:
+    """The moments a benchmark times a task's part of a sync's tail by."""
+    from headwater import _events
+
+    stream = _Recording()
+    heard: list[str] = []
+    _events.listen_in_tasks(lambda moment: heard.append(f"{moment} {len(stream.events)}"))
+    try:
+        run = make_task(stream, stream.partitions(None), TaskContext("r", 1, SCHEMA))
+    finally:
+        _events.clear()
+    positions = pa.record_batch([pa.array([0, 2])], names=["id"])
+    assert len(list(run(iter([positions])))) == 2
+    # (how many reads the stream had seen when each moment came)
+    assert heard == ["reading 1", "partition-read 2", "reading 2", "partition-read 3",
+                     "task-read 3"]

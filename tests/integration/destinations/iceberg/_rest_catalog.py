@@ -44,10 +44,19 @@ S3_FILE_IO = "org.apache.iceberg.aws.s3.S3FileIO"
 
 @dataclass(frozen=True)
 class RestCatalogServer:
-    """A running server: its URI and the local folder its ``file://`` warehouse is."""
+    """A running server: its URI, the local folder its ``file://`` warehouse is, and the
+    file it logs each request's line to (method, path and query, delegation header)."""
 
     uri: str
     warehouse: Path
+    request_log: Path | None = None
+
+    def requests(self) -> list[str]:
+        """The request lines so far, oldest first: ``GET /v1/config?warehouse=w
+        delegation=-`` (``-``: no ``X-Iceberg-Access-Delegation`` header)."""
+        if self.request_log is None or not self.request_log.exists():
+            return []
+        return self.request_log.read_text().splitlines()
 
 
 def jars_folder() -> Path:
@@ -88,9 +97,9 @@ def listening_addresses(port: int) -> set[str]:
 LOOPBACK = {"0100007F", "00000000000000000000000001000000", "0000000000000000FFFF00000100007F"}
 
 
-def _answers(uri: str) -> bool:
+def _answers(uri: str, statuses: tuple[int, ...] = (200,)) -> bool:
     try:
-        return httpx.get(f"{uri}/v1/config", timeout=2).status_code == 200
+        return httpx.get(f"{uri}/v1/config", timeout=2).status_code in statuses
     except httpx.HTTPError:
         return False
 
@@ -115,12 +124,17 @@ def _environment(properties: dict[str, str]) -> dict[str, str]:
 
 @contextmanager
 def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
-                        s3: S3Access | None = None) -> Iterator[RestCatalogServer]:
+                        s3: S3Access | None = None, client_credential: str | None = None,
+                        vend: dict[str, str] | None = None) -> Iterator[RestCatalogServer]:
     """Yield a fresh server whose catalog database and warehouse are in ``folder``.
 
     ``warehouse_uri`` puts the server's warehouse elsewhere: an ``s3://`` one
     the server writes with ``S3FileIO`` when ``s3`` says how to reach the store,
     or (without ``s3``) a location the tasks cannot write, to see a sync refuse it.
+    ``client_credential`` (``id:secret``): the server grants tokens to that client
+    only and refuses every other call without one (401), as production servers do.
+    ``vend``: catalog properties (``s3.access-key-id``...) every load-table answer's
+    ``config`` carries, as a server vending storage credentials does.
     """
     lib = jars_folder()
     port = _free_port()
@@ -130,20 +144,28 @@ def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
                    "CATALOG_URI": f"jdbc:sqlite:{folder / 'catalog.db'}",
                    "CATALOG_JDBC_SCHEMA__VERSION": "V1",
                    "CATALOG_WAREHOUSE": warehouse_uri or warehouse.as_uri(),
-                   **_environment(s3_file_io(s3) if s3 is not None else {})}
+                   **_environment(s3_file_io(s3) if s3 is not None else {}),
+                   "HEADWATER_REQUEST_LOG": str(folder / "requests.log"),
+                   **{"HEADWATER_VEND_" + key[len("CATALOG_"):]: value
+                      for key, value in _environment(vend or {}).items()}}
+    if client_credential is not None:
+        environment["HEADWATER_CLIENT_CREDENTIAL"] = client_credential
     log_file = folder / "rest-catalog.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(
             ["java", "-Xmx256m", "-cp", f"{lib}/*", str(LAUNCHER)], env=environment,
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=folder)
     uri = f"http://{HOST}:{port}"
+    # With a client credential, an unauthenticated GET /v1/config is refused: 401 says it is up.
+    up = (200, 401) if client_credential is not None else (200,)
     try:
         deadline = time.monotonic() + 120  # it compiles the launcher first
-        while not _answers(uri):
+        while not _answers(uri, up):
             if process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"Iceberg's REST catalog server did not start on {uri}: "
                                    f"{log_file.read_text()[-2000:]}")
             time.sleep(0.2)
-        yield RestCatalogServer(uri=uri, warehouse=warehouse)
+        yield RestCatalogServer(uri=uri, warehouse=warehouse,
+                                request_log=folder / "requests.log")
     finally:
         stop(process)

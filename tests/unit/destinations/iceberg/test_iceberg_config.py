@@ -78,6 +78,9 @@ def test_a_rest_catalog_needs_a_uri_and_its_secrets_are_secret() -> None:
     properties = destination.settings.catalog_properties  # type: ignore[attr-defined]
     assert properties["credential"] == "id:very-secret" and properties["token"] == "tok-secret"
     assert "warehouse" not in properties  # a REST server places its tables itself
+    assert "type" not in properties  # made by py-catalog-impl (PyIceberg refuses both)
+    # PyIceberg's default token endpoint, made explicit (it warns it will drop the fallback).
+    assert properties["oauth2-server-uri"] == "http://127.0.0.1:8181/v1/oauth/tokens"
     redacted = redact(config, spec())
     assert "very-secret" not in str(redacted) and "tok-secret" not in str(redacted)
 
@@ -92,11 +95,57 @@ def test_a_hadoop_catalog_is_the_warehouse_folder_itself(tmp_path: Path) -> None
         "warehouse": f"file://{tmp_path}/lake"}
 
 
-@pytest.mark.parametrize("key", ["uri", "credential", "token"])
+@pytest.mark.parametrize("key", ["uri", "credential", "token", "warehouse",
+                                 "oauth2_server_uri", "scope"])
 def test_a_hadoop_catalog_takes_no_server_fields(key: str) -> None:
     with pytest.raises(ConfigError, match=f"hadoop catalog takes no {key}") as refused:
         resolve({"catalog": {"type": "hadoop", key: "sqlite:///x"}})
     assert refused.value.context["field"] == f"destination.config.catalog.{key}"
+
+
+@pytest.mark.parametrize("key", ["credential", "token", "warehouse", "oauth2_server_uri",
+                                 "scope"])
+def test_a_sql_catalog_takes_no_rest_fields(key: str, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=f"sql catalog takes no {key}: it is a REST") as refused:
+        resolve({"warehouse": str(tmp_path),
+                 "catalog": {"type": "sql", "uri": "sqlite:///x.db", key: "a:b"}})
+    assert refused.value.context["field"] == f"destination.config.catalog.{key}"
+
+
+def test_a_production_rest_catalog_s_warehouse_and_oauth2_settings_go_to_pyiceberg() -> None:
+    """Polaris, Lakekeeper and Unity pick the catalog by its warehouse name; the client
+    credential is exchanged at the OAuth2 server for the scope; Headwater's own client
+    class (no vended credentials: ``_rest.py``) makes the catalog."""
+    from headwater.config import REDACTED, mask
+
+    config = {"catalog": {"type": "rest", "uri": "https://polaris.example:8181/api/catalog",
+                          "warehouse": "lake", "credential": "loader:pa55-w0rd-secret",
+                          "oauth2_server_uri": "https://idp.example/oauth/token",
+                          "scope": "PRINCIPAL_ROLE:ALL"}}
+    settings = build_destination("iceberg", config).settings  # type: ignore[attr-defined]
+    assert dict(settings.catalog_properties) == {
+        "py-catalog-impl": "headwater.destinations.iceberg._rest.HeadwaterRestCatalog",
+        "uri": "https://polaris.example:8181/api/catalog", "warehouse": "lake",
+        "credential": "loader:pa55-w0rd-secret",
+        "oauth2-server-uri": "https://idp.example/oauth/token", "scope": "PRINCIPAL_ROLE:ALL"}
+    # The secret alone (a form body, a server's message) is masked too, the client id not.
+    assert mask("client_id=loader&client_secret=pa55-w0rd-secret") == \
+        f"client_id=loader&client_secret={REDACTED}"
+
+
+@pytest.mark.parametrize("catalog", [
+    {"credential": "no-client-id"},  # PyIceberg would send it as a secret of no client
+    {"credential": ":secret-only"},
+    {"oauth2_server_uri": "idp.example/token"},
+    {"warehouse": ""},
+    {"scope": ""},
+])
+def test_rest_catalog_settings_that_break_the_spec_are_refused(
+        catalog: dict[str, str]) -> None:
+    with pytest.raises(SpecValidationError) as refused:
+        build_destination("iceberg", {"catalog": {"type": "rest", "uri": "http://h",
+                                                  **catalog}})
+    assert "secret-only" not in str(refused.value) and "no-client-id" not in str(refused.value)
 
 
 @pytest.mark.parametrize("catalog", [{"type": "hadoop"}, {}])

@@ -107,3 +107,26 @@ def test_children_of_a_parent_page_start_before_the_next_page_of_its_window(
     last_parent = max(n for n, p in enumerate(paths) if p == "/v3/surveys")
     assert first_child < last_parent
     assert api.max_in_flight == CONCURRENCY
+
+
+def test_the_loop_gets_the_gil_often_while_the_calls_run(
+        api: ApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The interval the interpreter hands the GIL over at is short while the driver's
+    calls run (the main thread is busy starting Spark meanwhile), and back after."""
+    import sys
+
+    from headwater.sdk.http import _early_reads
+    from headwater.sdk.http._stream import HttpStream
+
+    seen: list[float] = []
+    original = HttpStream.transform
+
+    def noting(self: HttpStream, record: dict[str, Any], values: Any) -> dict[str, Any]:
+        seen.append(sys.getswitchinterval())  # on the client's loop, during a call
+        return original(self, record, values)
+
+    monkeypatch.setattr(HttpStream, "transform", noting)
+    before = sys.getswitchinterval()
+    read_early(api, tmp_path, DAY)
+    assert seen and max(seen) <= _early_reads.SWITCH_INTERVAL_S < before
+    assert sys.getswitchinterval() == before

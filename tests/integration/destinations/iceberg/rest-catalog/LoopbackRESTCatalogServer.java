@@ -18,10 +18,53 @@
  * org.apache.iceberg.aws.s3.S3FileIO with CATALOG_S3_ENDPOINT, CATALOG_S3_PATH__STYLE__ACCESS,
  * CATALOG_S3_ACCESS__KEY__ID, CATALOG_S3_SECRET__ACCESS__KEY, CATALOG_CLIENT_REGION (pom.xml
  * brings iceberg-aws and the AWS SDK bundle; _rest_catalog.py sets them).
+ *
+ * What production REST catalogs do and Iceberg's reference classes do only in part, each behind
+ * an environment variable of its own (not CATALOG_*: they are no catalog properties):
+ * - HEADWATER_REQUEST_LOG=FILE: one line per request, "METHOD PATH[?QUERY] delegation=VALUE",
+ *   VALUE the X-Iceberg-Access-Delegation header or "-" (the tests read which warehouse
+ *   GET /v1/config was asked for, and whether vended credentials were asked for). Never the
+ *   Authorization header, nor a body.
+ * - HEADWATER_CLIENT_CREDENTIAL=ID:SECRET: the adapter serves POST /v1/oauth/tokens itself but
+ *   grants any client_credentials request the token "client-credentials-token:sub=<client_id>";
+ *   this filter answers 401 (OAuth2's invalid_client) unless the form carries this client id and
+ *   secret, and 401 (Iceberg's NotAuthorizedException) to any other call without
+ *   "Authorization: Bearer client-credentials-token:sub=ID", as Polaris or Lakekeeper would.
+ * - HEADWATER_VEND_<KEY>=VALUE (KEY spelled as for CATALOG_*): added to the "config" of every
+ *   load-table answer, as the reference launcher's include-credentials does (it vends the
+ *   catalog's own S3 keys whether asked or not; vended-credential servers put short-lived keys
+ *   there).
  */
 
+import jakarta.servlet.DispatcherType;
+import jakarta.servlet.Filter;
+import jakarta.servlet.FilterChain;
+import jakarta.servlet.ReadListener;
+import jakarta.servlet.ServletException;
+import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletRequest;
+import jakarta.servlet.ServletResponse;
+import jakarta.servlet.http.HttpServletRequest;
+import jakarta.servlet.http.HttpServletRequestWrapper;
+import jakarta.servlet.http.HttpServletResponse;
+import java.io.BufferedReader;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Consumer;
+import org.apache.iceberg.rest.HTTPRequest;
+import org.apache.iceberg.rest.RESTResponse;
+import org.apache.iceberg.rest.responses.ErrorResponse;
+import org.apache.iceberg.rest.responses.LoadTableResponse;
+import org.eclipse.jetty.ee10.servlet.FilterHolder;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.iceberg.CatalogUtil;
 import org.apache.iceberg.catalog.Catalog;
@@ -49,8 +92,17 @@ public class LoopbackRESTCatalogServer {
     Catalog catalog = CatalogUtil.buildIcebergCatalog(name, properties, new Configuration());
 
     ServletContextHandler context = new ServletContextHandler(ServletContextHandler.NO_SESSIONS);
-    context.addServlet(new ServletHolder(new RESTCatalogServlet(new RESTCatalogAdapter(catalog))),
-        "/*");
+    Map<String, String> vended = new HashMap<>();
+    System.getenv().forEach((key, value) -> {
+      if (key.startsWith("HEADWATER_VEND_")) {
+        vended.put(key.substring("HEADWATER_VEND_".length()).replaceAll("__", "-")
+            .replaceAll("_", ".").toLowerCase(java.util.Locale.ROOT), value);
+      }
+    });
+    context.addServlet(
+        new ServletHolder(new RESTCatalogServlet(new VendingAdapter(catalog, vended))), "/*");
+    context.addFilter(new FilterHolder(new Gate(System.getenv("HEADWATER_REQUEST_LOG"),
+        System.getenv("HEADWATER_CLIENT_CREDENTIAL"))), "/*", EnumSet.of(DispatcherType.REQUEST));
     Server server = new Server();
     ServerConnector connector = new ServerConnector(server);
     connector.setHost("127.0.0.1");
@@ -59,5 +111,130 @@ public class LoopbackRESTCatalogServer {
     server.setHandler(context);
     server.start();
     server.join();
+  }
+}
+
+/** The reference adapter, its load-table answers carrying the HEADWATER_VEND_* config. */
+class VendingAdapter extends RESTCatalogAdapter {
+  private final Map<String, String> vended;
+
+  VendingAdapter(Catalog catalog, Map<String, String> vended) {
+    super(catalog);
+    this.vended = vended;
+  }
+
+  // The servlet's one call into the adapter (handleRequest takes the package's own Route).
+  @Override
+  protected <T extends RESTResponse> T execute(HTTPRequest request, Class<T> responseType,
+      Consumer<ErrorResponse> errors, Consumer<Map<String, String>> headers) {
+    T response = super.execute(request, responseType, errors, headers);
+    if (vended.isEmpty() || !(response instanceof LoadTableResponse)) {
+      return response;
+    }
+    LoadTableResponse table = (LoadTableResponse) response;
+    return responseType.cast(LoadTableResponse.builder().withTableMetadata(table.tableMetadata())
+        .addAllConfig(table.config()).addAllConfig(vended)
+        .addAllCredentials(table.credentials()).build());
+  }
+}
+
+/** Logs each request, and (with a client credential) requires OAuth2 as production servers do. */
+class Gate implements Filter {
+  private static final String TOKENS = "/v1/oauth/tokens";
+  private final Path log;
+  private final String clientId;
+  private final String clientSecret;
+
+  Gate(String log, String credential) {
+    this.log = log == null ? null : Path.of(log);
+    int colon = credential == null ? -1 : credential.indexOf(':');
+    this.clientId = colon < 0 ? null : credential.substring(0, colon);
+    this.clientSecret = colon < 0 ? null : credential.substring(colon + 1);
+  }
+
+  @Override
+  public void doFilter(ServletRequest plain, ServletResponse plainResponse, FilterChain chain)
+      throws IOException, ServletException {
+    HttpServletRequest request = (HttpServletRequest) plain;
+    HttpServletResponse response = (HttpServletResponse) plainResponse;
+    String path = request.getRequestURI();
+    record(request.getMethod() + " " + path
+        + (request.getQueryString() == null ? "" : "?" + request.getQueryString())
+        + " delegation=" + orDash(request.getHeader("X-Iceberg-Access-Delegation")));
+    if (clientId == null) {
+      chain.doFilter(request, response);
+    } else if (path.equals(TOKENS)) {
+      byte[] body = request.getInputStream().readAllBytes();
+      Map<String, String> form = form(new String(body, StandardCharsets.UTF_8));
+      if (clientId.equals(form.get("client_id")) && clientSecret.equals(form.get("client_secret"))) {
+        chain.doFilter(new CachedBody(request, body), response);
+      } else {
+        refuse(response, "{\"error\":\"invalid_client\","
+            + "\"error_description\":\"unknown client or wrong secret\"}");
+      }
+    } else if (("Bearer client-credentials-token:sub=" + clientId)
+        .equals(request.getHeader("Authorization"))) {
+      chain.doFilter(request, response);
+    } else {
+      refuse(response, "{\"error\":{\"message\":\"Not authorized: no valid bearer token\","
+          + "\"type\":\"NotAuthorizedException\",\"code\":401}}");
+    }
+  }
+
+  private static String orDash(String value) {
+    return value == null ? "-" : value;
+  }
+
+  private static Map<String, String> form(String body) {
+    Map<String, String> fields = new HashMap<>();
+    for (String pair : body.split("&")) {
+      int equals = pair.indexOf('=');
+      if (equals > 0) {
+        fields.put(URLDecoder.decode(pair.substring(0, equals), StandardCharsets.UTF_8),
+            URLDecoder.decode(pair.substring(equals + 1), StandardCharsets.UTF_8));
+      }
+    }
+    return fields;
+  }
+
+  private static void refuse(HttpServletResponse response, String json) throws IOException {
+    response.setStatus(401);
+    response.setContentType("application/json");
+    response.getWriter().write(json);
+  }
+
+  private synchronized void record(String line) throws IOException {
+    if (log != null) {
+      Files.writeString(log, line + "\n", StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+          StandardOpenOption.APPEND);
+    }
+  }
+}
+
+/** A request whose body, read once by the filter, the servlet reads again. */
+class CachedBody extends HttpServletRequestWrapper {
+  private final byte[] body;
+
+  CachedBody(HttpServletRequest request, byte[] body) {
+    super(request);
+    this.body = body;
+  }
+
+  @Override
+  public ServletInputStream getInputStream() {
+    ByteArrayInputStream bytes = new ByteArrayInputStream(body);
+    return new ServletInputStream() {
+      @Override public int read() { return bytes.read(); }
+      @Override public boolean isFinished() { return bytes.available() == 0; }
+      @Override public boolean isReady() { return true; }
+      @Override public void setReadListener(ReadListener listener) {
+        throw new UnsupportedOperationException("synchronous reads only");
+      }
+    };
+  }
+
+  @Override
+  public BufferedReader getReader() {
+    return new BufferedReader(new InputStreamReader(getInputStream(), StandardCharsets.UTF_8));
   }
 }
