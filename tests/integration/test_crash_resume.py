@@ -45,6 +45,7 @@ from typing import Any
 import pytest
 
 from headwater.metadata_store import MetadataStore
+from tests._faults import BLIND_LOOKUP
 from tests.integration._cli import (
     HOME,
     ICEBERG,
@@ -203,14 +204,16 @@ def unreleased_in_table(spark: Any, conn: Connection, run_id: str) -> set[int]:
     return in_table - store(conn.tmp_path).released_indices(run_id, STREAM)
 
 
-def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: int = 0) -> None:
-    """Run the sync again, no fault: it must resume the run and land the source exactly.
+def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: int = 0,
+           fault: str | None = None) -> None:
+    """Run the sync again, no fault (or ``fault``): it must resume the run and land the
+    source exactly.
 
     Then the same command runs a new run for what is new: nothing here for an
     incremental stream (the source did not change since the crash); a full
     refresh reads the whole source again (and lands the same table).
     """
-    result = conn.sync(generation)
+    result = conn.sync(generation, fault=fault)
     assert result.exit_code == 0, result.describe()
     resumed, new = sync_runs(result)
     assert resumed["status"] == "succeeded"
@@ -322,6 +325,26 @@ def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kin
         next_generation(spark, connection, run_id)
 
 
+def killed_after_a_commit_then_resumed_without_the_lookup(spark: Any, tmp_path: Path) -> None:
+    """Delta's guard alone: the resumed attempt's marker lookup is blinded (a test-only
+    fault), so it reads the unreleased checkpoint again, and delta-rs skips its commit by its
+    ``txnAppId``/``txnVersion``: still each checkpoint once, and none found by its marker.
+
+    The other guard of :func:`killed_after_a_delta_commit_before_its_state`, proved apart.
+    """
+    conn = Connection(tmp_path, "append")
+    run_id = crashed_run(conn, conn.sync(fault="after-commit:3"))
+    unreleased = unreleased_in_table(spark, conn, run_id)
+    assert unreleased, "the third commit must be unreleased"
+
+    resume(spark, conn, run_id, attempt=2, fault=BLIND_LOOKUP)
+    assert_found_committed(tmp_path, run_id, STREAM, set())
+    ran = {c.index: c.stats for c in store(tmp_path).list_checkpoints(run_id)
+           if c.stream == STREAM}
+    for index in unreleased:  # read again, then found in the table when delta-rs skipped it
+        assert (ran[index]["attempt"], ran[index]["already_committed"]) == (2, True), ran[index]
+
+
 def killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str) -> None:
     """State of two checkpoints is released; the resumed attempt runs only the rest."""
     conn = Connection(tmp_path, mode)
@@ -431,6 +454,8 @@ def one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
 SCENARIOS: Scenarios = {
     "test_killed_after_a_delta_commit_before_its_state":
         killed_after_a_delta_commit_before_its_state,
+    "test_killed_after_a_commit_then_resumed_without_the_lookup":
+        killed_after_a_commit_then_resumed_without_the_lookup,
     "test_killed_after_a_state_release": killed_after_a_state_release,
     "test_killed_after_the_plan": killed_after_the_plan,
     "test_killed_while_reading": killed_while_reading,
@@ -445,6 +470,11 @@ SCENARIOS: Scenarios = {
 @pytest.mark.parametrize("kind", [*KINDS, SPARK_APPEND])
 def test_killed_after_a_delta_commit_before_its_state(
         cases: SideBySide, request: pytest.FixtureRequest, kind: str) -> None:
+    cases.check(request.node.nodeid)
+
+
+def test_killed_after_a_commit_then_resumed_without_the_lookup(
+        cases: SideBySide, request: pytest.FixtureRequest) -> None:
     cases.check(request.node.nodeid)
 
 
