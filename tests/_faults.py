@@ -9,6 +9,10 @@ once, on the second pass: a commit whose post-commit work failed.
 ``reading:1.5`` makes every task wait 1.5 s before it reads each partition, so a
 test that kills a sync "while it reads" still finds it reading however fast the
 machine and the writer are.
+``blind-lookup`` is no moment: a resumed attempt's lookup of each checkpoint's
+earlier commit by its marker (the commit routes' ``find``) answers "none", so
+the test sees what the destination's commit alone does with a checkpoint the
+table already holds (Delta: its ``txnAppId``/``txnVersion`` check).
 
 Installed by ``tests/_faulty_cli.py`` in the CLI process it runs; never by
 Headwater itself.
@@ -23,13 +27,31 @@ import time
 
 from headwater import _events
 
+#: The fault that hides earlier commits from a resumed attempt's lookup (not a moment).
+BLIND_LOOKUP = "blind-lookup"
+
 
 class InjectedFault(RuntimeError):
     """What a ``raise-`` fault raises."""
 
 
+def _blind_lookup() -> None:
+    """Make the commit routes' lookup of an earlier attempt's commit find nothing (the
+    staging routes keep theirs)."""
+    from headwater.engine import _commit_routes
+
+    def find_nothing(*_: object) -> None:
+        return None
+
+    _commit_routes.CommitRows.find = find_nothing  # type: ignore[assignment,method-assign]
+
+
 def install_fault(spec: str) -> None:
-    """Kill (or, for ``raise-...``, raise once) at the Nth pass of a moment: ``MOMENT:N``."""
+    """Kill (or, for ``raise-...``, raise once) at the Nth pass of a moment: ``MOMENT:N``;
+    or ``blind-lookup``."""
+    if spec == BLIND_LOOKUP:
+        _blind_lookup()
+        return
     point, _, nth = spec.partition(":")
     raises = point.startswith("raise-")
     moment = point.removeprefix("raise-")

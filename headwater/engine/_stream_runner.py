@@ -238,7 +238,9 @@ class StreamRunner:
             began = time.monotonic()
             try:
                 with self.engine.steps.step("checkpoints (Spark job + commit)"):
-                    result = self._commit(stream, checkpoint, marker)
+                    found = self._earlier_commit(stream, checkpoint, marker)
+                    result = (found if found is not None
+                              else self._commit(stream, checkpoint, marker))
             except Exception as exc:
                 self._failed.set()
                 self._note_refused(exc)
@@ -252,26 +254,52 @@ class StreamRunner:
                 log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
                           error)
                 return
-            log.info("stream %s checkpoint %s: %s rows in %.1fs%s", self.name, checkpoint.index,
-                     result.rows, time.monotonic() - began,
-                     " (committed by an earlier attempt)" if result.already_committed else "")
+            if found is not None:
+                at = f" at {self.commit_id} {result.version}" if result.version is not None else ""
+                log.info("stream %s checkpoint %s was already %s%s by an earlier attempt (%s "
+                         "rows); skipped, nothing read again", self.name, checkpoint.index,
+                         "staged" if self.staged else "committed", at, result.rows)
+            else:
+                log.info("stream %s checkpoint %s: %s rows in %.1fs%s", self.name,
+                         checkpoint.index, result.rows, time.monotonic() - began,
+                         " (committed by an earlier attempt)" if result.already_committed
+                         else "")
             with self.engine.steps.step("store_writes"):
-                self._committed(checkpoint, result, time.monotonic() - began)
+                self._committed(checkpoint, result, time.monotonic() - began,
+                                found_committed=found is not None)
+
+    def _keeps_state(self, stream: Stream) -> bool:
+        """Whether the connector's own state rides with this stream's commits: it matters
+        only where this run moves state."""
+        return stream.keeps_own_state and self.plan.stream.incremental and self.moves_state
+
+    def _earlier_commit(self, stream: Stream, checkpoint: CheckpointPlan,
+                        marker: CommitMarker) -> CommitResult | None:
+        """An earlier attempt's commit (or staging) of the checkpoint, found by its marker
+        before anything is read; None on a first attempt or when there is none.
+
+        Why a lookup first, though Delta would skip a repeated commit by its
+        ``txnAppId``/``txnVersion``: the checkpoint is then neither read from the
+        source nor written again, and a destination without such a pair (Iceberg)
+        has only its markers.  The run records what was found (``found_committed``
+        in the checkpoint's figures, and a log line).
+        """
+        if self.attempt == 1:
+            return None
+        earlier = self.route.find(self.spark, self.plan, marker)
+        if earlier is None:
+            return None
+        earlier = self._with_recorded_counts(checkpoint, earlier)
+        if self._keeps_state(stream) and not earlier.partition_states:
+            earlier = replace(earlier, partition_states=self.store.staged_partition_states(
+                self.run_id, self.name, checkpoint.index))
+        return earlier
 
     def _commit(self, stream: Stream, checkpoint: CheckpointPlan,
                 marker: CommitMarker) -> CommitResult:
-        # A connector's own state matters only where this run moves state.
-        keeps_state = (stream.keeps_own_state and self.plan.stream.incremental
-                       and self.moves_state)
+        """Read the checkpoint and commit it (or stage it) through the stream's route."""
+        keeps_state = self._keeps_state(stream)
         route = self.route
-        if self.attempt > 1:
-            earlier = route.find(self.spark, self.plan, marker)
-            if earlier is not None:
-                earlier = self._with_recorded_counts(checkpoint, earlier)
-                if keeps_state and not earlier.partition_states:
-                    earlier = replace(earlier, partition_states=self.store.staged_partition_states(
-                        self.run_id, self.name, checkpoint.index))
-                return earlier
         collector = self._collector(checkpoint, keeps_state)
         # Without an accumulator (Spark Connect) the states ride in the rows instead.
         in_rows = keeps_state and collector is None
@@ -354,7 +382,7 @@ class StreamRunner:
                                     spark_schema)
 
     def _committed(self, checkpoint: CheckpointPlan, result: CommitResult,
-                   duration: float) -> None:
+                   duration: float, *, found_committed: bool = False) -> None:
         emit("after-commit")
         stats: dict[str, Any] = {
             "attempt": self.attempt,
@@ -365,6 +393,8 @@ class StreamRunner:
             "duration_s": round(duration, 3),
             self.commit_id: result.version,
             "already_committed": result.already_committed,
+            # Found by its marker before reading (``_earlier_commit``): nothing read again.
+            "found_committed": found_committed,
             "writer": result.writer,
             "writer_reason": result.writer_reason,
             "partitions": [p.id for p in checkpoint.partitions],

@@ -455,3 +455,24 @@ def assert_each_checkpoint_committed_once(
     assert sorted(commits) == planned, f"planned {planned}, committed {sorted(commits)}"
     repeated = {index: n for index, n in commits.items() if n > 1}
     assert not repeated, f"checkpoints committed more than once: {repeated}"
+
+
+def assert_found_committed(tmp_path: Path, run_id: str, stream: str, expected: set[int], *,
+                           attempt: int = 2) -> None:
+    """The resumed ``attempt`` found exactly ``expected`` already committed (or staged) by
+    the killed attempt, by their commit markers, before reading them, and recorded so
+    (``found_committed`` in their checkpoints' figures).
+
+    The table alone cannot tell this lookup from Delta's own ``txnAppId``/``txnVersion``
+    check, which keeps a repeated commit out too (after reading the checkpoint again):
+    this record can.  Every other checkpoint the attempt ran was read and committed.
+    """
+    ran = {c.index: c.stats for c in store(tmp_path).list_checkpoints(run_id)
+           if c.stream == stream and c.stats.get("attempt") == attempt}
+    found = {index for index, stats in ran.items() if stats.get("found_committed") is True}
+    assert found == expected, (
+        f"attempt {attempt} should have found {sorted(expected)} committed by their markers "
+        f"before reading, found {sorted(found)}: "
+        f"{ {i: s.get('found_committed') for i, s in sorted(ran.items())} }")
+    for index in found:
+        assert ran[index].get("already_committed") is True, ran[index]

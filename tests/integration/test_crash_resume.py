@@ -15,6 +15,14 @@ each planned checkpoint of the run has exactly one tagged commit (an
 all, and until then the table's old rows; on Iceberg each checkpoint is one
 snapshot carrying its marker, on the staging branch for an overwrite).
 
+Neither shows *which* guard kept a repeated commit out: on Delta a resumed
+attempt's lookup of the checkpoint's commit marker, before reading it, and
+Delta's (or delta-rs's) skip of a commit whose ``txnAppId``/``txnVersion`` the
+table holds both do.  So each resumed attempt must also have recorded that it
+found, by their markers, exactly the checkpoints the killed one had committed
+and not released (``found_committed``): with the lookup answering nothing,
+these tests fail, on Delta too.
+
 The sync that resumes also syncs what is new, in a run of its own, in the same
 command (issue 20): one test lands new rows between the kill and that sync.
 
@@ -37,6 +45,7 @@ from typing import Any
 import pytest
 
 from headwater.metadata_store import MetadataStore
+from tests._faults import BLIND_LOOKUP
 from tests.integration._cli import (
     HOME,
     ICEBERG,
@@ -46,6 +55,7 @@ from tests.integration._cli import (
     Location,
     assert_appended_history,
     assert_each_checkpoint_committed_once,
+    assert_found_committed,
     assert_table_equals_source,
     expected_rows,
     kill_cli,
@@ -101,6 +111,9 @@ KILLED = -signal.SIGKILL
 #: The connections the crash tests kill: a sync mode on Delta, or ``iceberg-`` and one on
 #: Iceberg.
 KINDS = [*sorted(STREAMS), *(f"iceberg-{mode}" for mode in sorted(STREAMS))]
+#: A kind of :func:`killed_after_a_delta_commit_before_its_state` only: ``append`` on Delta
+#: through Spark's writer (``auto`` has the tasks write a local table's files).
+SPARK_APPEND = "spark-append"
 
 
 @dataclass
@@ -115,8 +128,11 @@ class Connection:
 
     @classmethod
     def of(cls, tmp_path: Path, kind_and_mode: str) -> Connection:
-        """``append`` (on Delta) or ``iceberg-append``, as :data:`KINDS` names them."""
+        """``append`` (on Delta), ``iceberg-append`` or ``spark-append`` (on Delta through
+        Spark's writer), as :data:`KINDS` and :data:`SPARK_APPEND` name them."""
         kind, _, mode = kind_and_mode.rpartition("-")
+        if kind == "spark":
+            return cls(tmp_path, mode, writer="spark")
         return cls(tmp_path, mode, kind=kind or "delta")
     #: What each generation changes, in place of ``SOURCE``'s.
     changes: dict[str, int] | None = None
@@ -178,14 +194,26 @@ def staged_checkpoints(conn: Connection, run_id: str) -> set[int]:
     return {int(p.stem) for p in folder.glob("*.json")} if folder.is_dir() else set()
 
 
-def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: int = 0) -> None:
-    """Run the sync again, no fault: it must resume the run and land the source exactly.
+def unreleased_in_table(spark: Any, conn: Connection, run_id: str) -> set[int]:
+    """The checkpoints killed attempts committed to the table (an overwrite: staged) and did
+    not release: the next attempt runs them again, and must find each by its marker."""
+    if conn.mode == "overwrite":
+        in_table = staged_checkpoints(conn, run_id)
+    else:
+        in_table = set(tagged_commits(spark, conn.location, run_id, STREAM))
+    return in_table - store(conn.tmp_path).released_indices(run_id, STREAM)
+
+
+def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: int = 0,
+           fault: str | None = None) -> None:
+    """Run the sync again, no fault (or ``fault``): it must resume the run and land the
+    source exactly.
 
     Then the same command runs a new run for what is new: nothing here for an
     incremental stream (the source did not change since the crash); a full
     refresh reads the whole source again (and lands the same table).
     """
-    result = conn.sync(generation)
+    result = conn.sync(generation, fault=fault)
     assert result.exit_code == 0, result.describe()
     resumed, new = sync_runs(result)
     assert resumed["status"] == "succeeded"
@@ -265,10 +293,20 @@ def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kin
 
     An overwrite stages its checkpoints instead: the third is staged, the
     table's readers see none of them, and the resumed run publishes them once.
+
+    What keeps a repeated commit out, per kind: the resumed attempt's lookup of
+    each checkpoint's commit marker (the tag in the commit) before reading it,
+    and then, on Delta, the ``txnAppId``/``txnVersion`` pair, which makes Delta
+    (or delta-rs) skip the commit of a checkpoint read again.  Iceberg has only
+    the markers; Spark's writer has the pair, but a write it skips runs no job
+    whose figures the engine could wait for.  So the table's history (each
+    checkpoint once) is not proof of the lookup on Delta: the resumed run's
+    record is (:func:`assert_found_committed`).
     """
     connection = Connection.of(tmp_path, kind)
     run_id = crashed_run(connection, connection.sync(fault="after-commit:3"))
     known = set(landed_checkpoints(connection, run_id))
+    unreleased = unreleased_in_table(spark, connection, run_id)
     if connection.mode == "overwrite":
         assert tagged_commits(spark, connection.location, run_id, STREAM) == Counter()
         assert read_table(spark, connection.location, ["id"]).num_rows == 0
@@ -279,7 +317,32 @@ def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kin
     assert known < in_delta, f"Delta holds {in_delta}, the store should know fewer: {known}"
 
     resume(spark, connection, run_id, attempt=2)
-    next_generation(spark, connection, run_id)
+    # Found by their markers, read no more: what the killed attempt had committed (or
+    # staged) and not released.  Each is in the table once (``resume``).
+    assert unreleased, f"the third commit must be unreleased: {sorted(in_delta)}"
+    assert_found_committed(tmp_path, run_id, STREAM, unreleased)
+    if kind != SPARK_APPEND:  # the other append kinds test the next sync: one sync less
+        next_generation(spark, connection, run_id)
+
+
+def killed_after_a_commit_then_resumed_without_the_lookup(spark: Any, tmp_path: Path) -> None:
+    """Delta's guard alone: the resumed attempt's marker lookup is blinded (a test-only
+    fault), so it reads the unreleased checkpoint again, and delta-rs skips its commit by its
+    ``txnAppId``/``txnVersion``: still each checkpoint once, and none found by its marker.
+
+    The other guard of :func:`killed_after_a_delta_commit_before_its_state`, proved apart.
+    """
+    conn = Connection(tmp_path, "append")
+    run_id = crashed_run(conn, conn.sync(fault="after-commit:3"))
+    unreleased = unreleased_in_table(spark, conn, run_id)
+    assert unreleased, "the third commit must be unreleased"
+
+    resume(spark, conn, run_id, attempt=2, fault=BLIND_LOOKUP)
+    assert_found_committed(tmp_path, run_id, STREAM, set())
+    ran = {c.index: c.stats for c in store(tmp_path).list_checkpoints(run_id)
+           if c.stream == STREAM}
+    for index in unreleased:  # read again, then found in the table when delta-rs skipped it
+        assert (ran[index]["attempt"], ran[index]["already_committed"]) == (2, True), ran[index]
 
 
 def killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str) -> None:
@@ -312,8 +375,10 @@ def killed_while_reading(spark: Any, tmp_path: Path, kind: str) -> None:
     process = connection.start()
     result = kill_while_reading(connection, process, after=1, delay_s=delay_s)
     run_id = crashed_run(connection, result)
+    unreleased = unreleased_in_table(spark, connection, run_id)  # none, if the kill was early
 
     resume(spark, connection, run_id, attempt=2)
+    assert_found_committed(tmp_path, run_id, STREAM, unreleased)
 
 
 def a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
@@ -389,6 +454,8 @@ def one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
 SCENARIOS: Scenarios = {
     "test_killed_after_a_delta_commit_before_its_state":
         killed_after_a_delta_commit_before_its_state,
+    "test_killed_after_a_commit_then_resumed_without_the_lookup":
+        killed_after_a_commit_then_resumed_without_the_lookup,
     "test_killed_after_a_state_release": killed_after_a_state_release,
     "test_killed_after_the_plan": killed_after_the_plan,
     "test_killed_while_reading": killed_while_reading,
@@ -400,9 +467,14 @@ SCENARIOS: Scenarios = {
 }
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", [*KINDS, SPARK_APPEND])
 def test_killed_after_a_delta_commit_before_its_state(
         cases: SideBySide, request: pytest.FixtureRequest, kind: str) -> None:
+    cases.check(request.node.nodeid)
+
+
+def test_killed_after_a_commit_then_resumed_without_the_lookup(
+        cases: SideBySide, request: pytest.FixtureRequest) -> None:
     cases.check(request.node.nodeid)
 
 

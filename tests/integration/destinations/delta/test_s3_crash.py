@@ -5,9 +5,10 @@ table in a bucket of the run's S3-compatible server: the CLI, in a process of
 its own with the store's settings in the connection's ``spark.conf`` only, is
 killed after a checkpoint's commit and before its state is saved, or inside
 the destination once the commit is durable; the next ``sync`` resumes the run,
-finds on S3 what the killed attempt committed, and the table then holds the
-source exactly, each checkpoint committed once.  The secret key never shows in
-the CLI's output or the run history.
+finds on S3 what the killed attempt committed, by its commit markers, before
+reading it again (the run records which checkpoints it found), and the table
+then holds the source exactly, each checkpoint committed once.  The secret key
+never shows in the CLI's output or the run history.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import pytest
 from tests.integration._cli import (
     FAULT,
     assert_each_checkpoint_committed_once,
+    assert_found_committed,
     assert_table_equals_source,
     store,
     sync,
     sync_runs,
+    tagged_commits,
 )
 from tests.integration._connections import connection_file
 from tests.integration._s3 import SECRET_KEY, S3Server
@@ -58,21 +61,37 @@ def killed_on_s3_then_resumed(spark: Any, tmp_path: Path, s3_server: S3Server, s
     assert killed.exit_code == -signal.SIGKILL, killed.describe()
     run = store(tmp_path).find_unfinished_run(NAME)
     assert run is not None
+    location = f"s3a://{s3_bucket}/lake/{STREAM}"
+    # What the killed attempt committed (an overwrite: staged) and did not release: the
+    # resumed attempt must find each by its marker before reading it.  Delta's txn pair
+    # would keep each out of the table too, but only after reading it again.
+    landed = (staged_on_s3(s3_server, s3_bucket, run.run_id) if mode == "overwrite"
+              else set(tagged_commits(spark, location, run.run_id, STREAM)))
+    unreleased = landed - store(tmp_path).released_indices(run.run_id, STREAM)
+    assert unreleased, f"the kill should leave a commit unreleased: {landed}"
 
     result = sync(tmp_path, connection)
     assert result.exit_code == 0, result.describe()
     resumed = sync_runs(result)[0]
     assert (resumed["run_id"], resumed["status"], resumed["attempt"]) == (
         run.run_id, "succeeded", 2)
-    location = f"s3a://{s3_bucket}/lake/{STREAM}"
     assert_table_equals_source(spark, location, SOURCE, STREAM)
     assert_each_checkpoint_committed_once(spark, location, tmp_path, run.run_id, STREAM)
+    assert_found_committed(tmp_path, run.run_id, STREAM, unreleased)
     checkpoints = store(tmp_path).list_checkpoints(run.run_id)
     assert {c.stats.get("writer") for c in checkpoints} == {"tasks+delta-rs"}, [
         c.stats for c in checkpoints]
     history = json.dumps(asdict(store(tmp_path).get_run(run.run_id)), default=str)  # type: ignore[arg-type]
     for text in (killed.stdout, killed.stderr, result.stdout, result.stderr, history):
         assert SECRET_KEY not in text
+
+
+def staged_on_s3(s3_server: S3Server, bucket: str, run_id: str) -> set[int]:
+    """The checkpoints of an overwrite run staged in ``bucket``: their manifests' indices."""
+    prefix = f"lake/{STREAM}/_headwater_staging/{run_id}/"
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix=prefix)
+    return {int(Path(item["Key"]).stem) for item in listed.get("Contents", [])
+            if item["Key"].endswith(".json")}
 
 
 @pytest.fixture(scope="module")
