@@ -552,6 +552,15 @@ class DeltaDestination(Destination):
         first_of_run = checkpoint.index == plan.checkpoints[0].index
         rows = with_variants(rows, self._variants.get(plan.stream.name, ()))
         try:
+            if marker.attempt > 1:
+                # Delta skips a write whose txn version the table holds, and then no
+                # job runs for the write's observation: waiting for its counts would
+                # never end.  A resumed attempt's earlier commit is taken from the
+                # history instead (the engine looks first too; this is the table's own
+                # guard, whatever the caller looked up).
+                earlier = self.find_commit(spark, plan, marker)
+                if earlier is not None:
+                    return earlier
             if mode is DestinationSyncMode.APPEND_DEDUP:
                 merged = self._merge(spark, plan, rows, marker, location,
                                      [p.id for p in checkpoint.partitions])

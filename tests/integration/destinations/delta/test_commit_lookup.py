@@ -9,6 +9,7 @@ lane's commit belongs to another run.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -19,6 +20,8 @@ import pytest
 from headwater.destinations._base import CommitMarker
 from headwater.destinations.delta import DeltaDestination, _delta_rs
 from headwater.errors import StoreBehindTableError
+from headwater.plan import TableLayout
+from headwater.sync_modes import DestinationSyncMode
 
 pytestmark = pytest.mark.spark
 
@@ -64,3 +67,48 @@ def test_a_taken_txn_version(spark: Any, tmp_path: Path) -> None:
         find(spark, destination, marker("run", 7, 1))
     # Not taken: nothing found, the checkpoint is written.
     assert find(spark, destination, marker("run", 8, 2)) is None
+
+
+def test_a_resumed_commit_through_spark_s_writer_takes_the_earlier_one(
+        spark: Any, tmp_path: Path) -> None:
+    """Spark's writer skips a txn version the table holds and runs no job: a resumed
+    attempt handed such a checkpoint (its caller's lookup missed it) must answer with
+    the earlier commit, not wait for the counts of a job that never ran."""
+    destination = DeltaDestination({"path": str(tmp_path), "writer": "spark"})
+    plan = SimpleNamespace(stream=SimpleNamespace(
+        name="users", destination_sync_mode=DestinationSyncMode.APPEND,
+        table_layout=TableLayout()), checkpoints=[SimpleNamespace(index=3)])
+    checkpoint = SimpleNamespace(index=3)
+    destination.prepare(spark, plan, SCHEMA)  # type: ignore[arg-type]
+    rows = _rows_of(spark, str(tmp_path / "users"), 2)
+    first = destination.commit(spark, plan, checkpoint, rows,  # type: ignore[arg-type]
+                               marker("run", 3, 1))
+    assert (first.rows, first.already_committed) == (2, False)
+
+    answers: list[Any] = []
+    resumed = threading.Thread(target=lambda: answers.append(destination.commit(
+        spark, plan, checkpoint, rows, marker("run", 3, 2))), daemon=True)  # type: ignore[arg-type]
+    resumed.start()
+    resumed.join(300)  # a guard against a hang, not a measurement
+    assert answers, "the resumed commit waited for counts of a write Delta skipped"
+    again = answers[0]
+    assert again.already_committed and again.version == first.version and again.rows == 2
+    assert spark.read.format("delta").load(str(tmp_path / "users")).count() == 2
+
+
+def _rows_of(spark: Any, location: str, count: int) -> Any:
+    """``count`` rows in the table's columns: ids from 1, a value in each metadata column."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import StringType, TimestampType
+
+    def column(field: Any) -> Any:
+        if field.name == "id":
+            return F.col("id")
+        if isinstance(field.dataType, StringType):
+            return F.lit("x")
+        if isinstance(field.dataType, TimestampType):
+            return F.current_timestamp()
+        return F.lit(None).cast(field.dataType)
+
+    table = spark.read.format("delta").load(location)
+    return spark.range(1, count + 1).select(*[column(f).alias(f.name) for f in table.schema])
