@@ -167,6 +167,7 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         conf.update(needs.local_conf)
         # The executors run this very Python: import PySpark from its package, not its zip.
         conf["spark.python.daemon.module"] = "headwater.engine._python_daemon"
+        conf[EXTENSIONS_FROM_CLASSPATH] = "false"
     jars = fetched_jars_dir(needs)
     cached = None if jars is not None or _own_jars(settings) else _cached_jars(needs)
     if jars is not None:
@@ -192,16 +193,42 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
 LAZY_JIT_OPTION = "-XX:CompileThresholdScaling=10"
 _JIT_OPTIONS = ("CompileThresholdScaling", "TieredStopAtLevel", "TieredCompilation", "-Xint",
                 "-Xcomp")
+#: Where else a user's JVM options reach the driver JVM: the JVM reads these variables
+#: itself, and Spark puts ``spark.driver.defaultJavaOptions`` before the extra ones.
+_JAVA_OPTIONS_ENV = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+_DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
+
+
+def _users_java_options(conf: Mapping[str, str]) -> str:
+    """Every JVM option of the user's that reaches the driver JVM, as one string."""
+    return " ".join(filter(None, [conf.get(DRIVER_JAVA_OPTIONS), conf.get(_DEFAULT_JAVA_OPTIONS),
+                                  *(os.environ.get(name) for name in _JAVA_OPTIONS_ENV)]))
+
+
+#: Spark's switch for the session extensions its jars name in ``META-INF/services``
+#: (``SparkSessionExtensionsProvider``), which a session we start on a local master
+#: turns off.  The only provider in Spark's and Delta's jars is Spark ML's
+#: ``InternalFunctionRegistration``, which registers ML's SQL functions for Spark
+#: Connect through Scala reflection: the largest single piece of a session's start
+#: in a Java Flight Recorder profile of a faker sync's JVM (47 of 238 samples of
+#: the threads serving Python's calls, about 0.9 CPU-seconds on the 2-core machine),
+#: for functions no sync calls.  Measured directly (``bench/jvm_options_work.py
+#: --rows 1000 --repeat 3``, a loaded machine): the JVM's CPU 24.7 s against 25.5 s
+#: (medians; ranges 23.3-25.6 and 24.4-26.2).  Extensions named in ``spark.sql.extensions``
+#: (Delta's) load as before; a user's own value of the key wins.  (Spark calls it a
+#: test flag; an unknown key is ignored, so a Spark without it is unaffected.)
+EXTENSIONS_FROM_CLASSPATH = "spark.sql.extensions.test.loadFromCp"
 
 
 def _add_driver_jvm_options(conf: dict[str, str]) -> None:
     """Start the driver JVM from the class archive, if ``scripts/setup`` built one, and
-    with :data:`LAZY_JIT_OPTION` unless the options choose their own JIT settings."""
+    with :data:`LAZY_JIT_OPTION` unless the user's options choose their own JIT settings."""
     options = driver_java_options(conf.get(DRIVER_JAVA_OPTIONS))
     if options is not None:
         conf[DRIVER_JAVA_OPTIONS] = options
     current = conf.get(DRIVER_JAVA_OPTIONS) or ""
-    if not any(option in current for option in _JIT_OPTIONS):
+    chosen = _users_java_options(conf)
+    if not any(option in chosen for option in _JIT_OPTIONS):
         conf[DRIVER_JAVA_OPTIONS] = f"{current} {LAZY_JIT_OPTION}".strip()
 
 

@@ -12,6 +12,7 @@ from headwater.engine import _class_archive
 from headwater.engine._python_daemon import drop_shipped_zip
 from headwater.engine._spark import (
     DRIVER_JAVA_OPTIONS,
+    EXTENSIONS_FROM_CLASSPATH,
     LAZY_JIT_OPTION,
     SparkSettings,
     _add_driver_jvm_options,
@@ -75,6 +76,28 @@ def test_the_users_own_jit_choice_wins(cache: Path, own: str) -> None:
     conf = {DRIVER_JAVA_OPTIONS: "-Xmx2g"}
     _add_driver_jvm_options(conf)
     assert conf[DRIVER_JAVA_OPTIONS] == f"-Xmx2g {LAZY_JIT_OPTION}"
+
+
+@pytest.mark.parametrize("where", ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
+                                   "spark.driver.defaultJavaOptions"])
+def test_a_jit_choice_made_elsewhere_wins_too(
+        cache: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    # The JVM reads these variables itself, and Spark puts the default options first:
+    # our option on the command line would override the user's choice made there.
+    conf = {DRIVER_JAVA_OPTIONS: "-Xmx2g"}
+    if where.startswith("spark."):
+        conf[where] = "-XX:CompileThresholdScaling=1"
+    else:
+        monkeypatch.setenv(where, "-XX:CompileThresholdScaling=1")
+    _add_driver_jvm_options(conf)
+    assert conf[DRIVER_JAVA_OPTIONS] == "-Xmx2g"
+
+
+def test_classpath_session_extensions_are_off_on_a_local_master_unless_asked(
+        cache: Path) -> None:
+    assert _base_conf(SparkSettings(master="local[2]"))[EXTENSIONS_FROM_CLASSPATH] == "false"
+    assert EXTENSIONS_FROM_CLASSPATH not in _base_conf(
+        SparkSettings(master="spark://10.0.0.1:7077"))
 
 
 def test_the_daemon_module_is_set_only_for_a_local_master(cache: Path) -> None:
