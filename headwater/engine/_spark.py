@@ -231,10 +231,10 @@ EXTENSIONS_FROM_CLASSPATH = "spark.sql.extensions.test.loadFromCp"
 #: the 2-core machine (loaded; medians of 2, ``bench/airbyte_faker.py --cpu`` and
 #: ``bench/jvm_options_work.py``): a 10,000,000-row job where the JVM does the work
 #: (Parquet written, read, aggregated, then Delta by Spark's writer) 45.6 CPU-seconds
-#: of JVM against G1's 52.7 (ranges 43.6-47.6 and 51.4-54.0), most of it in the
-#: compiled code (the serial collector's write barriers are simpler); a faker
-#: 200,000 sync's JVM 8.1 against 8.9, inside that benchmark's spread (its
-#: collectors' own threads spend 0.2 CPU-seconds either way).  One GC thread for
+#: of JVM against G1's 52.7 (ranges 43.6-47.6 and 51.4-54.0; which threads saved it
+#: was not broken down); a faker 200,000 sync's JVM 8.1 against 8.9, inside that
+#: benchmark's spread (its collectors' own threads spend 0.2 CPU-seconds either way,
+#: its JIT compilers 1.3 against 1.5).  One GC thread for
 #: G1 (``ParallelGCThreads=1``) saved nothing (56.3 and 9.3).  The heap Spark gives a
 #: local driver (``spark.driver.memory``, 1g) is small enough for serial pauses; a
 #: driver given more than :data:`SERIAL_GC_MAX_HEAP_MB` keeps G1, and so does a user
