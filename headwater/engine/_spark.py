@@ -235,7 +235,10 @@ EXTENSIONS_FROM_CLASSPATH = "spark.sql.extensions.test.loadFromCp"
 #: was not broken down); a faker 200,000 sync's JVM 8.1 against 8.9, inside that
 #: benchmark's spread (its collectors' own threads spend 0.2 CPU-seconds either way,
 #: its JIT compilers 1.3 against 1.5).  One GC thread for
-#: G1 (``ParallelGCThreads=1``) saved nothing (56.3 and 9.3).  The heap Spark gives a
+#: G1 (``ParallelGCThreads=1``) saved nothing (56.3 and 9.3).  Again, interleaved
+#: (``airbyte_faker.py --users 200000 --repeat 3 --cpu``, load 5-10): a faker sync's
+#: JVM 6.4 CPU-seconds (5.6-6.8) with this collector and no classpath extensions,
+#: 7.1 (7.0-7.3) with G1 and them; the 10,000,000-row job 45.0 against 49.7.  The heap Spark gives a
 #: local driver (``spark.driver.memory``, 1g) is small enough for serial pauses; a
 #: driver given more than :data:`SERIAL_GC_MAX_HEAP_MB` keeps G1, and so does a user
 #: who chose a collector or GC threads anywhere the JVM reads options.
