@@ -104,7 +104,7 @@ def main() -> None:
     config = {"count": args.users, "seed": 1, "records_per_slice": 1000,
               "parallelism": args.parallelism, "always_updated": False}
     with scratch_dir("hw-bench-airbyte-decode-") as folder:
-        alone, json_schema = connector_read(config, folder, None)
+        alone, json_schema, _ = connector_read(config, folder, None)
         connector_read(config, folder, folder / "read.jsonl")
         found = blocks(folder / "read.jsonl")
     schema = arrow_schema_for(json_schema)

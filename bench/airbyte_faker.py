@@ -18,6 +18,14 @@ The runs, per ``--users`` size, in one invocation so they share the machine's lo
 3. PyAirbyte's default cache (DuckDB) loading the same records, for comparison
    (only with ``--pyairbyte``, and when its venv exists).
 
+``--cpu`` also reads each run's CPU-seconds from /proc (:mod:`bench._proc_cpu`): per
+process (connector, Spark's JVM, Python workers, CLI) and, inside the JVM, per kind
+of thread (GC, JIT compilers, tasks, ...), medians and ranges of the repeats.  CPU
+barely moves with the machine's load, so these compare driver JVM options on a busy
+machine where wall time cannot.  ``--variant 'LABEL;KEY=VALUE;...'`` runs the
+Headwater syncs again with those ``headwater sync --conf`` pairs, interleaved with
+the default runs (e.g. ``--variant 'serial GC;spark.driver.extraJavaOptions=-XX:+UseSerialGC'``).
+
 The faker package is installed by Headwater's own code (``ConnectorEnv.ensure``,
 into the connectors cache) the first time.  Figures are records/s and ratios
 (throughput of the run / throughput of the baseline; > 1 means faster than the
@@ -40,6 +48,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench._common import REPO, header, load_line, median, scratch_dir, table
+from bench._proc_cpu import TreeCpu
 
 FAKER = {"package": "airbyte-source-faker", "version": "7.2.1"}
 #: The steps of ``steps_s`` that come before the engine's run.
@@ -56,9 +65,28 @@ print(json.dumps({"seconds": time.monotonic() - started,
 """
 
 
+#: One run's CPU-seconds: per process kind, and per JVM thread kind (``jvm: `` prefixed).
+Cpu = dict[str, float]
+
+
+def _run_measured(command: list[str], cpu: bool, root_kind: str = "CLI (headwater sync)",
+                  **kwargs: object) -> tuple[subprocess.CompletedProcess[str], Cpu]:
+    """``subprocess.run`` with, when ``cpu``, the CPU-seconds of its process tree."""
+    if not cpu:
+        return subprocess.run(command, check=False, **kwargs), {}  # type: ignore[call-overload]
+    with subprocess.Popen(command, **kwargs) as process:  # type: ignore[call-overload]
+        poller = TreeCpu(process.pid, root_kind=root_kind)
+        out, err = process.communicate()
+        poller.stop()
+    figures = {**poller.by_kind, **{f"jvm: {k}": v for k, v in poller.jvm_threads.items()}}
+    figures["total"] = sum(poller.by_kind.values())
+    return subprocess.CompletedProcess(command, process.returncode, out, err), figures
+
+
 def connector_read(config: dict[str, object], folder: Path, out: Path | None = None,
-                   ) -> tuple[float, dict[str, object]]:
-    """Seconds of the connector's ``read`` of users into ``out`` (or /dev/null); the schema."""
+                   cpu: bool = False) -> tuple[float, dict[str, object], Cpu]:
+    """Seconds of the connector's ``read`` of users into ``out`` (or /dev/null), the schema
+    and, with ``cpu``, the read's CPU-seconds."""
     from headwater.connectors.airbyte import AirbyteSource
     from headwater.connectors.airbyte._process import connector_environment
 
@@ -70,17 +98,20 @@ def connector_read(config: dict[str, object], folder: Path, out: Path | None = N
     (folder / "catalog.json").write_text(json.dumps(catalog))
     started = time.monotonic()
     with open(out or os.devnull, "w") as sink:
-        subprocess.run([*source.env.command(), "read", "--config", str(folder / "config.json"),
-                        "--catalog", str(folder / "catalog.json")],
-                       stdout=sink, check=True, env=connector_environment())
-    return time.monotonic() - started, users.json_schema
+        done, figures = _run_measured(
+            [*source.env.command(), "read", "--config", str(folder / "config.json"),
+             "--catalog", str(folder / "catalog.json")],
+            cpu, "connector", stdout=sink, env=connector_environment())
+    done.check_returncode()
+    return time.monotonic() - started, users.json_schema, figures
 
 
 def headwater_cli_sync(config: dict[str, object], folder: Path, mode: str,
                        users: int, catalog_max_age: float | None = None,
-                       ) -> tuple[float, float, float, dict[str, float]]:
+                       conf: list[str] | None = None, cpu: bool = False,
+                       ) -> tuple[float, float, float, dict[str, float], Cpu]:
     """One ``headwater sync --json`` process in a new folder: wall, run and stream seconds,
-    and its seconds per step (``steps_s``)."""
+    its seconds per step (``steps_s``) and, with ``cpu``, its CPU-seconds."""
     import yaml
 
     folder.mkdir(parents=True)
@@ -101,9 +132,10 @@ def headwater_cli_sync(config: dict[str, object], folder: Path, mode: str,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
                                                        os.environ.get("PYTHONPATH")]))}
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "headwater.cli.app", "sync", str(connection),
-                           "--json"], cwd=folder, env=env, capture_output=True, text=True,
-                          check=False)
+    extra = [part for pair in conf or [] for part in ("--conf", pair)]
+    done, figures = _run_measured(
+        [sys.executable, "-m", "headwater.cli.app", "sync", str(connection), "--json", *extra],
+        cpu, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     wall = time.monotonic() - started
     if done.returncode != 0:
         raise SystemExit(f"headwater sync exited {done.returncode}:\n{done.stdout}\n"
@@ -113,7 +145,7 @@ def headwater_cli_sync(config: dict[str, object], folder: Path, mode: str,
     if result["status"] != "succeeded" or stream["records_written"] != users:
         raise SystemExit(f"unexpected sync result: {result}")
     return (wall, float(result["duration_s"]), float(stream["duration_s"]),
-            dict(result.get("steps_s") or {}))
+            dict(result.get("steps_s") or {}), figures)
 
 
 def pyairbyte_load(config: dict[str, object], folder: Path) -> tuple[float, int] | None:
@@ -137,7 +169,29 @@ def pyairbyte_load(config: dict[str, object], folder: Path) -> tuple[float, int]
     return float(figures["seconds"]), int(figures["records"])
 
 
-def measure(users: int, args: argparse.Namespace, folder: Path) -> list[list[object]]:
+def _variants(args: argparse.Namespace) -> list[tuple[str, list[str]]]:
+    """(label, ``--conf`` pairs) of each kind of Headwater run: the default, then ``--variant``s."""
+    runs: list[tuple[str, list[str]]] = [("", [])]
+    for variant in args.variant:
+        label, *pairs = variant.split(";")
+        runs.append((f" [{label}]", [pair for pair in pairs if pair]))
+    return runs
+
+
+def cpu_rows(label: str, runs: list[Cpu]) -> list[list[object]]:
+    """Median (min..max) CPU-seconds per process and JVM thread kind over ``runs``."""
+    kinds = sorted({kind for run in runs for kind in run},
+                   key=lambda k: (k == "total", k.startswith("jvm: "), k))
+    rows: list[list[object]] = []
+    for kind in kinds:
+        values = [run.get(kind, 0.0) for run in runs]
+        rows.append([label, kind, f"{median(values):.2f}",
+                     f"{min(values):.2f}..{max(values):.2f}", len(values)])
+    return rows
+
+
+def measure(users: int, args: argparse.Namespace, folder: Path,
+            cpu_table: list[list[object]]) -> list[list[object]]:
     config = {"count": users, "seed": 1, "records_per_slice": 1000,
               "parallelism": args.parallelism, "always_updated": False}
 
@@ -145,23 +199,36 @@ def measure(users: int, args: argparse.Namespace, folder: Path) -> list[list[obj
         return [run, users, f"{seconds:.1f}", f"{users / seconds:,.0f}",
                 f"{baseline / seconds:.2f}x"]
 
-    alone = median([connector_read(config, folder)[0] for _ in range(args.repeat)])
+    alone_runs = [connector_read(config, folder, cpu=args.cpu) for _ in range(args.repeat)]
+    alone = median([run[0] for run in alone_runs])
     rows = [row("connector read > /dev/null (baseline)", alone, alone)]
+    if args.cpu:
+        cpu_table += cpu_rows(f"{users:,} connector alone", [run[2] for run in alone_runs])
+    variants = _variants(args)
     for mode in args.modes.split(","):
-        runs = [headwater_cli_sync(config, folder / f"{users}-{mode}-{n}", mode, users,
-                                   args.catalog_max_age)
-                for n in range(args.repeat)]
-        wall, inner, stream = (median([r[i] for r in runs]) for i in range(3))
-        steps = {name: median([r[3].get(name, 0.0) for r in runs]) for name in runs[0][3]}
-        rows += [row(f"Headwater {mode}: whole `headwater sync` command", wall, alone),
-                 row(f"Headwater {mode}: inner (the engine's run: plan to commit)", inner,
-                     alone),
-                 row(f"Headwater {mode}: the stream's read + commit", stream, alone),
-                 [f"  (before the run: CLI, spec, discover, Spark start: {wall - inner:.1f} s)",
-                  "", "", "", ""],
-                 ["  (steps, medians: " + ", ".join(
-                     f"{name} {seconds:.2f} s" for name, seconds in steps.items()
-                     if name in BEFORE_THE_RUN) + ")", "", "", "", ""]]
+        runs: dict[str, list[tuple[float, float, float, dict[str, float], Cpu]]] = {
+            label: [] for label, _ in variants}
+        for n in range(args.repeat):  # interleaved, so the machine's load falls on each alike
+            for v, (label, conf) in enumerate(variants):
+                runs[label].append(headwater_cli_sync(
+                    config, folder / f"{users}-{mode}-{v}-{n}", mode, users,
+                    args.catalog_max_age, conf, args.cpu))
+        for label, done in runs.items():
+            wall, inner, stream = (median([r[i] for r in done]) for i in range(3))
+            steps = {name: median([r[3].get(name, 0.0) for r in done]) for name in done[0][3]}
+            rows += [row(f"Headwater {mode}{label}: whole `headwater sync` command", wall,
+                         alone),
+                     row(f"Headwater {mode}{label}: inner (the engine's run: plan to commit)",
+                         inner, alone),
+                     row(f"Headwater {mode}{label}: the stream's read + commit", stream, alone),
+                     [f"  (before the run: CLI, spec, discover, Spark start: {wall - inner:.1f} s)",
+                      "", "", "", ""],
+                     ["  (steps, medians: " + ", ".join(
+                         f"{name} {seconds:.2f} s" for name, seconds in steps.items()
+                         if name in BEFORE_THE_RUN) + ")", "", "", "", ""]]
+            if args.cpu:
+                cpu_table += cpu_rows(f"{users:,} Headwater {mode}{label}",
+                                      [r[4] for r in done])
     if args.pyairbyte:
         loaded = pyairbyte_load(config, Path(tempfile.mkdtemp(dir=folder)))
         if loaded is not None:
@@ -186,14 +253,23 @@ def main() -> None:
     parser.add_argument("--pyairbyte", action="store_true",
                         help="also time PyAirbyte's DuckDB cache (needs its test venv)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
+    parser.add_argument("--cpu", action="store_true",
+                        help="also report CPU-seconds per process and JVM thread kind (/proc)")
+    parser.add_argument("--variant", action="append", default=[], metavar="LABEL;KEY=VALUE;...",
+                        help="also run the syncs with these `headwater sync --conf` pairs "
+                             "(repeatable; interleaved with the default runs)")
     args = parser.parse_args()
     header("Airbyte faker users: `headwater sync` vs the connector alone", sys.argv)
     rows: list[list[object]] = []
+    cpu_table: list[list[object]] = []
     with scratch_dir("hw-bench-airbyte-", keep=args.keep) as folder:
         for users in (int(size) for size in args.users.split(",")):
             (folder / str(users)).mkdir()
-            rows += measure(users, args, folder / str(users))
+            rows += measure(users, args, folder / str(users), cpu_table)
     print(table(["run", "records", "seconds", "records/s", "vs baseline"], rows))
+    if cpu_table:
+        print("\nCPU-seconds (user + sys, from /proc), medians and ranges of the runs:\n")
+        print(table(["run", "process / JVM thread kind", "CPU s", "range", "runs"], cpu_table))
     print(f"\nend:     {load_line()}")
 
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -167,6 +168,7 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         conf.update(needs.local_conf)
         # The executors run this very Python: import PySpark from its package, not its zip.
         conf["spark.python.daemon.module"] = "headwater.engine._python_daemon"
+        conf[EXTENSIONS_FROM_CLASSPATH] = "false"
     jars = fetched_jars_dir(needs)
     cached = None if jars is not None or _own_jars(settings) else _cached_jars(needs)
     if jars is not None:
@@ -176,7 +178,11 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
     elif needs.packages:
         conf["spark.jars.packages"] = ",".join(needs.packages)
         conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))
-    _add_driver_jvm_options(conf)
+    # Decided with the user's own settings in view (their heap size, their collector).
+    with_users = {**conf, **settings.conf}
+    _add_driver_jvm_options(with_users, local=master.startswith("local"))
+    if DRIVER_JAVA_OPTIONS in with_users:
+        conf[DRIVER_JAVA_OPTIONS] = with_users[DRIVER_JAVA_OPTIONS]
     return conf
 
 
@@ -192,17 +198,82 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
 LAZY_JIT_OPTION = "-XX:CompileThresholdScaling=10"
 _JIT_OPTIONS = ("CompileThresholdScaling", "TieredStopAtLevel", "TieredCompilation", "-Xint",
                 "-Xcomp")
+#: Where else a user's JVM options reach the driver JVM: the JVM reads these variables
+#: itself, and Spark puts ``spark.driver.defaultJavaOptions`` before the extra ones.
+_JAVA_OPTIONS_ENV = ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")
+_DEFAULT_JAVA_OPTIONS = "spark.driver.defaultJavaOptions"
 
 
-def _add_driver_jvm_options(conf: dict[str, str]) -> None:
-    """Start the driver JVM from the class archive, if ``scripts/setup`` built one, and
-    with :data:`LAZY_JIT_OPTION` unless the options choose their own JIT settings."""
+def _users_java_options(conf: Mapping[str, str]) -> str:
+    """Every JVM option of the user's that reaches the driver JVM, as one string."""
+    return " ".join(filter(None, [conf.get(DRIVER_JAVA_OPTIONS), conf.get(_DEFAULT_JAVA_OPTIONS),
+                                  *(os.environ.get(name) for name in _JAVA_OPTIONS_ENV)]))
+
+
+#: Spark's switch for the session extensions its jars name in ``META-INF/services``
+#: (``SparkSessionExtensionsProvider``), which a session we start on a local master
+#: turns off.  The only provider in Spark's and Delta's jars is Spark ML's
+#: ``InternalFunctionRegistration``, which registers ML's SQL functions for Spark
+#: Connect through Scala reflection: the largest single piece of a session's start
+#: in a Java Flight Recorder profile of a faker sync's JVM (47 of 238 samples of
+#: the threads serving Python's calls, about 0.9 CPU-seconds on the 2-core machine),
+#: for functions no sync calls.  Measured directly (``bench/jvm_options_work.py
+#: --rows 1000 --repeat 3``, a loaded machine): the JVM's CPU 24.7 s against 25.5 s
+#: (medians; ranges 23.3-25.6 and 24.4-26.2).  Extensions named in ``spark.sql.extensions``
+#: (Delta's) load as before; a user's own value of the key wins.  (Spark calls it a
+#: test flag; an unknown key is ignored, so a Spark without it is unaffected.)
+EXTENSIONS_FROM_CLASSPATH = "spark.sql.extensions.test.loadFromCp"
+
+
+#: A driver JVM on a local master collects garbage with the serial collector
+#: instead of G1.  Why: that JVM is also the executor, on the machine the connector
+#: and the tasks' Python share, and CPU it spends is theirs.  Measured from /proc on
+#: the 2-core machine (loaded; medians of 2, ``bench/airbyte_faker.py --cpu`` and
+#: ``bench/jvm_options_work.py``): a 10,000,000-row job where the JVM does the work
+#: (Parquet written, read, aggregated, then Delta by Spark's writer) 45.6 CPU-seconds
+#: of JVM against G1's 52.7 (ranges 43.6-47.6 and 51.4-54.0; which threads saved it
+#: was not broken down); a faker 200,000 sync's JVM 8.1 against 8.9, inside that
+#: benchmark's spread (its collectors' own threads spend 0.2 CPU-seconds either way,
+#: its JIT compilers 1.3 against 1.5).  One GC thread for
+#: G1 (``ParallelGCThreads=1``) saved nothing (56.3 and 9.3).  Again, interleaved
+#: (``airbyte_faker.py --users 200000 --repeat 3 --cpu``, load 5-10): a faker sync's
+#: JVM 6.4 CPU-seconds (5.6-6.8) with this collector and no classpath extensions,
+#: 7.1 (7.0-7.3) with G1 and them; the 10,000,000-row job 45.0 against 49.7.  The heap Spark gives a
+#: local driver (``spark.driver.memory``, 1g) is small enough for serial pauses; a
+#: driver given more than :data:`SERIAL_GC_MAX_HEAP_MB` keeps G1, and so does a user
+#: who chose a collector or GC threads anywhere the JVM reads options.
+SERIAL_GC_OPTION = "-XX:+UseSerialGC"
+SERIAL_GC_MAX_HEAP_MB = 4096
+_GC_CHOICE = re.compile(r"-XX:[+-]Use\w*GC\b|GCThreads")
+_MEMORY = re.compile(r"\s*(\d+)\s*([kmgt]?)b?\s*", re.IGNORECASE)
+
+
+def _heap_mb(value: str | None) -> float | None:
+    """Megabytes of a JVM memory size as Spark writes it (``1g``, ``2048m``; bare: MiB)."""
+    match = _MEMORY.fullmatch(value or "1g")
+    if match is None:
+        return None
+    scale = {"k": 1 / 1024, "": 1, "m": 1, "g": 1024, "t": 1024 * 1024}[match[2].lower()]
+    return int(match[1]) * scale
+
+
+def _add_driver_jvm_options(conf: dict[str, str], *, local: bool = False) -> None:
+    """Start the driver JVM from the class archive, if ``scripts/setup`` built one, with
+    :data:`LAZY_JIT_OPTION` unless the user's options choose their own JIT settings, and,
+    on a local master, with :data:`SERIAL_GC_OPTION` unless they choose a collector."""
     options = driver_java_options(conf.get(DRIVER_JAVA_OPTIONS))
     if options is not None:
         conf[DRIVER_JAVA_OPTIONS] = options
-    current = conf.get(DRIVER_JAVA_OPTIONS) or ""
-    if not any(option in current for option in _JIT_OPTIONS):
-        conf[DRIVER_JAVA_OPTIONS] = f"{current} {LAZY_JIT_OPTION}".strip()
+    chosen = _users_java_options(conf)
+    ours = []
+    if not any(option in chosen for option in _JIT_OPTIONS):
+        ours.append(LAZY_JIT_OPTION)
+    heap = _heap_mb(conf.get("spark.driver.memory"))
+    if local and not _GC_CHOICE.search(chosen) and heap is not None \
+            and heap <= SERIAL_GC_MAX_HEAP_MB:
+        ours.append(SERIAL_GC_OPTION)
+    if ours:
+        conf[DRIVER_JAVA_OPTIONS] = " ".join([conf.get(DRIVER_JAVA_OPTIONS) or "", *ours]).strip()
 
 
 def _own_jars(settings: SparkSettings) -> bool:
@@ -309,7 +380,8 @@ def get_spark(settings: SparkSettings) -> SparkSession:
         conf.pop("spark.driver.host", None)
     conf.update(settings.conf)
     if not under_spark_submit:
-        _add_driver_jvm_options(conf)  # beside the user's own driver options, if any
+        # Beside the user's own driver options, if any.
+        _add_driver_jvm_options(conf, local=(settings.master or "local").startswith("local"))
     for key, value in conf.items():
         builder = builder.config(key, value)
     with _jvm_output_to(None if under_spark_submit else settings.jvm_log_path):

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from typing import Any
 
 import pyarrow as pa
+import pytest
 
 from headwater.engine import _class_archive
 
@@ -44,3 +46,12 @@ def test_the_driver_jvm_maps_the_class_archive_setup_built(spark: Any) -> None:
                               "-cp", class_path, "-version"],
                              capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_local_driver_collects_garbage_with_the_serial_collector(spark: Any) -> None:
+    if any("GC" in os.environ.get(name, "") for name in ("JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")):
+        pytest.skip("the environment chooses the JVM's collector")
+    jvm = spark.sparkContext._jvm
+    names = [bean.getName() for bean in
+             jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()]
+    assert names == ["Copy", "MarkSweepCompact"]  # the serial collector's young and old

@@ -12,7 +12,9 @@ from headwater.engine import _class_archive
 from headwater.engine._python_daemon import drop_shipped_zip
 from headwater.engine._spark import (
     DRIVER_JAVA_OPTIONS,
+    EXTENSIONS_FROM_CLASSPATH,
     LAZY_JIT_OPTION,
+    SERIAL_GC_OPTION,
     SparkSettings,
     _add_driver_jvm_options,
     _base_conf,
@@ -41,7 +43,8 @@ def test_another_sparks_zip_stays_first(tmp_path: Path) -> None:
 
 def test_no_archive_no_option(cache: Path) -> None:
     assert _class_archive.driver_java_options(None) is None
-    assert _base_conf(SparkSettings(master="local[*]"))[DRIVER_JAVA_OPTIONS] == LAZY_JIT_OPTION
+    assert _base_conf(SparkSettings(master="local[*]"))[DRIVER_JAVA_OPTIONS] == \
+        f"{LAZY_JIT_OPTION} {SERIAL_GC_OPTION}"
 
 
 def test_an_archive_that_exists_is_mapped_beside_the_users_options(cache: Path) -> None:
@@ -53,7 +56,7 @@ def test_an_archive_that_exists_is_mapped_beside_the_users_options(cache: Path) 
     assert _class_archive.driver_java_options(None) == ours
     assert _class_archive.driver_java_options("-Xmx2g") == f"{ours} -Xmx2g"
     assert _base_conf(SparkSettings(master="local[*]"))[DRIVER_JAVA_OPTIONS] == \
-        f"{ours} {LAZY_JIT_OPTION}"
+        f"{ours} {LAZY_JIT_OPTION} {SERIAL_GC_OPTION}"
 
 
 @pytest.mark.parametrize("own", ["-Xshare:off", "-XX:SharedArchiveFile=/x.jsa",
@@ -75,6 +78,56 @@ def test_the_users_own_jit_choice_wins(cache: Path, own: str) -> None:
     conf = {DRIVER_JAVA_OPTIONS: "-Xmx2g"}
     _add_driver_jvm_options(conf)
     assert conf[DRIVER_JAVA_OPTIONS] == f"-Xmx2g {LAZY_JIT_OPTION}"
+
+
+@pytest.mark.parametrize("where", ["JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS",
+                                   "spark.driver.defaultJavaOptions"])
+def test_a_jit_choice_made_elsewhere_wins_too(
+        cache: Path, monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    # The JVM reads these variables itself, and Spark puts the default options first:
+    # our option on the command line would override the user's choice made there.
+    conf = {DRIVER_JAVA_OPTIONS: "-Xmx2g"}
+    if where.startswith("spark."):
+        conf[where] = "-XX:CompileThresholdScaling=1"
+    else:
+        monkeypatch.setenv(where, "-XX:CompileThresholdScaling=1")
+    _add_driver_jvm_options(conf)
+    assert conf[DRIVER_JAVA_OPTIONS] == "-Xmx2g"
+
+
+def test_a_local_driver_collects_with_the_serial_collector_unless_told_otherwise(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def options(master: str, **conf: str) -> str:
+        settings = SparkSettings(master=master, conf={k.replace("_", "."): v
+                                                      for k, v in conf.items()})
+        return _base_conf(settings).get(DRIVER_JAVA_OPTIONS, "")
+
+    assert SERIAL_GC_OPTION in options("local[2]")
+    assert SERIAL_GC_OPTION in options("local[*]", spark_driver_memory="2g")
+    # A cluster's driver, a big local heap, or a collector the user chose keep theirs.
+    assert SERIAL_GC_OPTION not in options("spark://10.0.0.1:7077")
+    assert SERIAL_GC_OPTION not in options("local[*]", spark_driver_memory="16g")
+    assert SERIAL_GC_OPTION not in options("local[*]", spark_driver_memory="lots")
+    for own in ("-XX:+UseG1GC", "-XX:+UseParallelGC", "-XX:ParallelGCThreads=1"):
+        conf = {DRIVER_JAVA_OPTIONS: f"-Xmx2g {own}"}
+        _add_driver_jvm_options(conf, local=True)
+        assert conf[DRIVER_JAVA_OPTIONS] == f"-Xmx2g {own} {LAZY_JIT_OPTION}"
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", "-XX:+UseZGC")
+    assert SERIAL_GC_OPTION not in options("local[2]")
+
+
+def test_our_options_are_added_once_when_the_session_conf_is_merged(cache: Path) -> None:
+    conf = _base_conf(SparkSettings(master="local[2]"))
+    before = conf[DRIVER_JAVA_OPTIONS]
+    _add_driver_jvm_options(conf, local=True)  # get_spark's second look, after the merge
+    assert conf[DRIVER_JAVA_OPTIONS] == before
+
+
+def test_classpath_session_extensions_are_off_on_a_local_master_unless_asked(
+        cache: Path) -> None:
+    assert _base_conf(SparkSettings(master="local[2]"))[EXTENSIONS_FROM_CLASSPATH] == "false"
+    assert EXTENSIONS_FROM_CLASSPATH not in _base_conf(
+        SparkSettings(master="spark://10.0.0.1:7077"))
 
 
 def test_the_daemon_module_is_set_only_for_a_local_master(cache: Path) -> None:
