@@ -212,7 +212,7 @@ def _users_java_options(conf: Mapping[str, str]) -> str:
 
 #: Spark's switch for the session extensions its jars name in ``META-INF/services``
 #: (``SparkSessionExtensionsProvider``), which a session we start on a local master
-#: turns off.  The only provider in Spark's and Delta's jars is Spark ML's
+#: turns off.  The only provider in Spark's and the destinations' jars is Spark ML's
 #: ``InternalFunctionRegistration``, which registers ML's SQL functions for Spark
 #: Connect through Scala reflection: the largest single piece of a session's start
 #: in a Java Flight Recorder profile of a faker sync's JVM (47 of 238 samples of
@@ -220,7 +220,7 @@ def _users_java_options(conf: Mapping[str, str]) -> str:
 #: for functions no sync calls.  Measured directly (``bench/jvm_options_work.py
 #: --rows 1000 --repeat 3``, a loaded machine): the JVM's CPU 24.7 s against 25.5 s
 #: (medians; ranges 23.3-25.6 and 24.4-26.2).  Extensions named in ``spark.sql.extensions``
-#: (Delta's) load as before; a user's own value of the key wins.  (Spark calls it a
+#: (the table format's) load as before; a user's own value of the key wins.  (Spark calls it a
 #: test flag; an unknown key is ignored, so a Spark without it is unaffected.)
 EXTENSIONS_FROM_CLASSPATH = "spark.sql.extensions.test.loadFromCp"
 
@@ -230,7 +230,7 @@ EXTENSIONS_FROM_CLASSPATH = "spark.sql.extensions.test.loadFromCp"
 #: and the tasks' Python share, and CPU it spends is theirs.  Measured from /proc on
 #: the 2-core machine (loaded; medians of 2, ``bench/airbyte_faker.py --cpu`` and
 #: ``bench/jvm_options_work.py``): a 10,000,000-row job where the JVM does the work
-#: (Parquet written, read, aggregated, then Delta by Spark's writer) 45.6 CPU-seconds
+#: (Parquet written, read, aggregated, then a table by Spark's writer) 45.6 CPU-seconds
 #: of JVM against G1's 52.7 (ranges 43.6-47.6 and 51.4-54.0; which threads saved it
 #: was not broken down); a faker 200,000 sync's JVM 8.1 against 8.9, inside that
 #: benchmark's spread (its collectors' own threads spend 0.2 CPU-seconds either way,

@@ -278,11 +278,11 @@ class StreamRunner:
         """An earlier attempt's commit (or staging) of the checkpoint, found by its marker
         before anything is read; None on a first attempt or when there is none.
 
-        Why a lookup first, though Delta would skip a repeated commit by its
-        ``txnAppId``/``txnVersion``: the checkpoint is then neither read from the
-        source nor written again, and a destination without such a pair (Iceberg)
-        has only its markers.  The run records what was found (``found_committed``
-        in the checkpoint's figures, and a log line).
+        Why a lookup first, though a destination may skip a repeated commit by its
+        own idempotency pair (``CommitMarker.app_id``/``version``): the checkpoint
+        is then neither read from the source nor written again, and a destination
+        without such a pair has only its markers.  The run records what was found
+        (``found_committed`` in the checkpoint's figures, and a log line).
         """
         if self.attempt == 1:
             return None
