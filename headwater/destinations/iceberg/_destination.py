@@ -473,8 +473,7 @@ class IcebergDestination(Destination):
         assert done.rewrite is not None
         _rewrite.discard([p for p in inputs if p not in done.rewrite.adding], folder.store)
         commit_landed()
-        size = _rewrite.size(done.rewrite.adding, folder.store)
-        return CommitResult(rows=rows, rejected=rejected, bytes=size,
+        return CommitResult(rows=rows, rejected=rejected, bytes=done.added_bytes,
                             version=done.snapshot_id, writer=WRITER_TASKS,
                             writer_reason=_REWRITE_REASON)
 

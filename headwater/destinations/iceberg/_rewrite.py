@@ -263,16 +263,6 @@ def uri(folder: TableFolder, file: WrittenFile) -> str:
     return file_uri(folder, file.path)
 
 
-def size(paths: Sequence[str], store: StoreAccess | None) -> int:
-    """The bytes of the files at ``paths`` (one listing request per file on a store)."""
-    return sum(int(_info(path, store).size or 0) for path in paths)
-
-
-def _info(path: str, store: StoreAccess | None) -> pafs.FileInfo:
-    filesystem, where = locate(path, store)
-    return filesystem.get_file_info(where)
-
-
 @dataclass
 class Rewrite:
     """One copy-on-write change, computed against one snapshot of the table."""
@@ -294,6 +284,8 @@ class Committed(Generic[T]):
     snapshot_id: int | None
     rewrite: Rewrite | None = None
     earlier: T | None = None
+    #: Bytes of the files the snapshot added (their sizes as the commit read them).
+    added_bytes: int = 0
 
 
 def commit_rewrite(load: Callable[[], Table], lock: contextlib.AbstractContextManager[Any],
@@ -337,7 +329,8 @@ def commit_rewrite(load: Callable[[], Table], lock: contextlib.AbstractContextMa
                 ) from exc
             log.info("%s: another writer committed first; computing the rewrite again", what)
             continue
-        return Committed(snapshot_id=snapshot_id, rewrite=rewrite)
+        return Committed(snapshot_id=snapshot_id, rewrite=rewrite,
+                         added_bytes=sum(f.file_size_in_bytes for f in added))
     raise AssertionError("unreachable")
 
 
@@ -399,5 +392,5 @@ def without_runs(spark: SparkSession, table: Table, folder: TableFolder, stream:
 
 __all__ = ["FILE_COLUMN", "REWRITE_TRIES", "Committed", "Rewrite", "arrow_schema",
            "commit_rewrite", "data_files", "discard", "file_uri", "holding", "local", "locate",
-           "read_files", "runs_candidates", "size", "spark_schema", "uri", "without_runs",
+           "read_files", "runs_candidates", "spark_schema", "uri", "without_runs",
            "write_files"]
