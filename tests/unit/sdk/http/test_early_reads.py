@@ -34,7 +34,7 @@ def api() -> Iterator[ApiServer]:
         yield server
 
 
-def source(api: ApiServer, window_s: int) -> RestSource:
+def source(api: ApiServer, window_s: int, per_page: int = PER_PAGE) -> RestSource:
     return RestSource({
         "base_url": api.url,
         "auth": {"type": "bearer", "token": TOKEN},
@@ -43,7 +43,7 @@ def source(api: ApiServer, window_s: int) -> RestSource:
         "streams": [
             {"name": "surveys", "path": "/v3/surveys",
              "params": {"start_modified_at": "{start}", "end_modified_at": "{end}",
-                        "per_page": PER_PAGE},
+                        "per_page": per_page},
              "record_selector": "data", "primary_key": ["id"],
              "cursor_field": "date_modified", "cursor_format": "epoch",
              "start_date": iso(BASE_EPOCH), "end_date": iso(BASE_EPOCH + 9 * DAY),
@@ -57,9 +57,10 @@ def source(api: ApiServer, window_s: int) -> RestSource:
     })
 
 
-def read_early(api: ApiServer, folder: Path, window_s: int) -> list[str]:
+def read_early(api: ApiServer, folder: Path, window_s: int,
+               per_page: int = PER_PAGE) -> list[str]:
     """Both streams read early into ``folder``, as a first sync does; the paths called."""
-    rest = source(api, window_s)
+    rest = source(api, window_s, per_page)
     states: dict[str, Any] = {"surveys": None, "survey_responses": None}
     context = PlanContext(parallel_tasks=2, planned_at=datetime.now(UTC),
                           synced_states=states, shared_dir=str(folder), reads_early=True)
@@ -99,10 +100,14 @@ def test_calls_reach_the_concurrency_and_each_is_made_once(
 
 def test_children_of_a_parent_page_start_before_the_next_page_of_its_window(
         api: ApiServer, tmp_path: Path) -> None:
-    # One window of twenty pages: the children of its first page are called while its
-    # later pages are still to come, not once the whole window has been read.
-    paths = read_early(api, tmp_path, 10 * DAY)
-    assert paths.count("/v3/surveys") == math.ceil(SURVEYS / PER_PAGE)
+    # One window of ten pages: the children of its first page are called while its
+    # later pages are still to come, not once the whole window has been read.  Four
+    # children a page, so the calls waiting always fill the concurrency (with two, the
+    # parent's page and its two children are three calls, and a fourth in flight
+    # depended on timing).
+    per_page = CONCURRENCY
+    paths = read_early(api, tmp_path, 10 * DAY, per_page)
+    assert paths.count("/v3/surveys") == math.ceil(SURVEYS / per_page)
     first_child = min(n for n, p in enumerate(paths) if p != "/v3/surveys")
     last_parent = max(n for n, p in enumerate(paths) if p == "/v3/surveys")
     assert first_child < last_parent
