@@ -24,7 +24,9 @@ of thread (GC, JIT compilers, tasks, ...), medians and ranges of the repeats.  C
 barely moves with the machine's load, so these compare driver JVM options on a busy
 machine where wall time cannot.  ``--variant 'LABEL;KEY=VALUE;...'`` runs the
 Headwater syncs again with those ``headwater sync --conf`` pairs, interleaved with
-the default runs (e.g. ``--variant 'serial GC;spark.driver.extraJavaOptions=-XX:+UseSerialGC'``).
+the default runs (e.g. ``--variant 'serial GC;spark.driver.extraJavaOptions=-XX:+UseSerialGC'``);
+a ``file:KEY=VALUE`` pair sets the connection file's ``spark`` section instead (e.g.
+``--variant 'equal priority;file:early_reads_jvm_nice=0'``).
 
 The faker package is installed by Headwater's own code (``ConnectorEnv.ensure``,
 into the connectors cache) the first time.  Figures are records/s and ratios
@@ -125,6 +127,11 @@ def headwater_cli_sync(config: dict[str, object], folder: Path, mode: str,
         "streams": [{"name": "users", "sync_mode": mode, "destination_sync_mode": target}],
         "metadata_store": f"sqlite:///{folder / 'headwater.db'}",
     }
+    # ``file:KEY=VALUE`` pairs are the connection file's ``spark`` settings, not ``--conf``.
+    in_file = [pair[len("file:"):].split("=", 1) for pair in conf or [] if pair.startswith("file:")]
+    if in_file:
+        document["spark"] = {key: yaml.safe_load(value) for key, value in in_file}
+    conf = [pair for pair in conf or [] if not pair.startswith("file:")]
     connection = folder / "bench.yaml"
     connection.write_text(yaml.safe_dump(document))
     env = {**os.environ, "HEADWATER_HOME": str(folder / ".headwater"),

@@ -235,6 +235,10 @@ class SparkConfig(BaseModel):
     master: str | None = Field(default=None, min_length=1)
     remote: str | None = Field(default=None, min_length=1)
     conf: dict[str, str] = Field(default_factory=dict, repr=False)
+    #: On a local master, when the sync's reads start before Spark (an Airbyte head
+    #: start, a REST source's early calls): how much lower Spark's JVM's CPU priority
+    #: is (Unix nice, 0-19), so the reads keep the cores; 0: the same priority.
+    early_reads_jvm_nice: int = Field(default=10, ge=0, le=19)
 
     @field_validator("conf", mode="before")
     @classmethod

@@ -66,6 +66,10 @@ class SparkSettings:
     jvm_log_path: Path | None = None
     #: What the destination needs of the session (None: every built-in destination's).
     requirements: SparkRequirements | None = None
+    #: How much lower than this process's CPU priority (Unix nice) a JVM started on
+    #: this machine runs: the engine sets it when reads started before Spark
+    #: (:mod:`~headwater.engine._jvm_priority`); 0 keeps the same priority.
+    jvm_nice: int = 0
 
     def needs(self) -> SparkRequirements:
         """The destination's needs plus the S3 connector's (:mod:`~headwater.engine._s3a`):
@@ -308,6 +312,21 @@ def _jvm_output_to(path: Path | None) -> Iterator[None]:
             os.close(saved[1])
 
 
+def _start_context_below(settings: SparkSettings, conf: Mapping[str, str]) -> None:
+    """Start the JVM ``settings.jvm_nice`` below this process's CPU priority (see
+    :mod:`~headwater.engine._jvm_priority`), where this machine allows it; the
+    builder then makes its session on that context."""
+    from pyspark import SparkContext
+
+    from headwater.engine._jvm_priority import lower_priority_possible, start_context_below
+
+    if SparkContext._active_spark_context is not None or not lower_priority_possible():
+        return
+    start_context_below(settings.jvm_nice, {
+        **conf, "spark.master": settings.master or "local[*]",
+        "spark.app.name": settings.app_name})
+
+
 def _missing_extensions(spark: SparkSession, needs: SparkRequirements) -> list[str]:
     """The session extensions ``needs`` names that the running session lacks."""
     wanted = [e for e in needs.conf.get("spark.sql.extensions", "").split(",") if e]
@@ -385,6 +404,8 @@ def get_spark(settings: SparkSettings) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     with _jvm_output_to(None if under_spark_submit else settings.jvm_log_path):
+        if settings.jvm_nice and not under_spark_submit and not remote_cluster:
+            _start_context_below(settings, conf)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     if needs.packages and conf.get("spark.jars.packages") == ",".join(needs.packages):

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater._events import emit
 from headwater._waiting import wait_all
-from headwater.config import ConnectionConfig, redact
+from headwater.config import ConnectionConfig, SparkConfig, redact
 from headwater.destinations import Destination, build_destination
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
@@ -152,7 +152,11 @@ class SyncEngine:
         self._early = PlanContext(parallel_tasks=os.cpu_count() or 1,
                                   planned_at=datetime.now(UTC), synced_states=reads,
                                   shared_dir=make_shared_dir(), reads_early=True)
-        self.source.prepare(reads, self._early)
+        if self.source.prepare(reads, self._early):
+            # The reads are the critical path now: Spark's start takes the cores they leave.
+            nice = (conn.spark or SparkConfig()).early_reads_jvm_nice
+            self.options = replace(self.options, spark=replace(self.options.spark,
+                                                               jvm_nice=nice))
 
     def _end_early_reads(self, plan: RunPlan | None) -> None:
         """Early reads the run's ``plan`` did not take up stop: their folder goes."""

@@ -227,7 +227,7 @@ class Source(ABC):
 
     def prepare(  # noqa: B027
             self, reads: Mapping[str, Mapping[str, Any] | None] | None = None,
-            context: PlanContext | None = None) -> None:
+            context: PlanContext | None = None) -> bool | None:
         """The engine's hint, on the driver, before it starts Spark: :meth:`streams`
         will be called next (default: ignored).
 
@@ -241,6 +241,10 @@ class Source(ABC):
         ``context``, given with ``reads``: what the run will be planned with
         (its planning moment and shared folder, ``reads_early`` set), so a
         source can plan now the partitions the engine's plan will hold.
+
+        Returns True when it started reads that run while Spark starts: the
+        engine then starts Spark's JVM at a lower CPU priority than those
+        reads (:mod:`headwater.engine._jvm_priority`).
         """
 
     def stream(self, name: str) -> Stream:

@@ -306,20 +306,22 @@ class AirbyteSource(Source):
                                       field="source.config.config")
 
     def prepare(self, reads: Mapping[str, Mapping[str, Any] | None] | None = None,
-                context: PlanContext | None = None) -> None:
+                context: PlanContext | None = None) -> bool:
         """Run ``discover`` in the background (the sync starts Spark meanwhile); with
         ``reads`` (stream name -> state), start those reads once it is done: a head
-        start (see :mod:`._head_start`), which :meth:`streams` waits for."""
+        start (see :mod:`._head_start`), which :meth:`streams` waits for.  True when
+        the reads are starting."""
         # Here, not in the threads: finding the command imports PySpark, which must
         # not happen in a thread while the caller's thread imports it to start Spark.
         self.env.command()
         discovering = self._discovery(plans_with_kept=True)
         if not reads or self._heads_ready is not None:
-            return
+            return False
         wanted = {name: dict(state) if state else None for name, state in reads.items()}
         self._heads_ready = Future()
         threading.Thread(target=self._start_reads, args=(discovering, wanted, self._heads_ready),
                          daemon=True, name="hw-airbyte-head-starts").start()
+        return True
 
     def _start_reads(self, discovering: Future[AirbyteCatalog],
                      reads: dict[str, dict[str, Any] | None], done: Future[None]) -> None:

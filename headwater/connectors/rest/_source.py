@@ -157,14 +157,15 @@ class RestSource(Source):
         return SPEC
 
     def prepare(self, reads: Mapping[str, Mapping[str, Any] | None] | None = None,
-                context: PlanContext | None = None) -> None:
+                context: PlanContext | None = None) -> bool:
         """With ``reads`` and a shared folder: make the run's first calls while Spark
         starts (:mod:`headwater.sdk.http._early_reads`; not with per-task call budgets)."""
         if (not reads or context is None or not context.shared_dir or not context.reads_early
                 or self._early is not None or not EarlyReads.allowed(self.settings)):
-            return
+            return False
         streams = [self.stream(name) for name in reads if name in self._specs]
         self._early = EarlyReads(streams, context, self.settings).start()
+        return True
 
     def streams(self) -> list[Stream]:
         return [self.stream(name) for name in self._specs]
