@@ -132,6 +132,7 @@ def _assert_refused(done: Result, store: MetadataStore, caplog: pytest.LogCaptur
     assert run.status == "failed" and run.error is not None, run
     assert all(words in run.error for words in says), run.error
     logs = [line.message for line in store.run_logs(run.run_id)[0]]
+    assert any(says[0] in line for line in logs), logs
     for shown in (done.output, caplog.text, run.error, *logs):
         for secret in (LOADER_SECRET, READER_SECRET, ISSUED):
             assert secret not in shown
@@ -192,3 +193,25 @@ def test_a_token_that_expires_at_a_commit_mid_sync_exits_3_and_keeps_what_landed
     again = _sync(path)
     assert again.exit_code == 0, again.output
     assert _keyed(_table(gated, namespace).scan().to_arrow()) == _expected()
+
+
+def test_a_commit_whose_answer_was_refused_after_it_landed_counts_as_committed_once(
+        spark: Any, gated: GatedCatalog, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        namespace: str) -> None:
+    path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace))
+    assert _sync(path).exit_code == 0
+    # The catalog makes the next commit; a gateway in front of it answers 403.
+    gated.switch.write_text("refuse-answer-once")
+    path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace), generation=1)
+    done = _sync(path)
+    assert done.exit_code == 0, done.output
+    assert not gated.switch.exists()  # the commit went through the gate, its answer refused
+    assert "was refused after it landed, so it counts as committed" in done.output, done.output
+    world0, world1 = _expected(), _expected(generation=1)
+    table = _table(gated, namespace)
+    assert _keyed(table.scan().to_arrow()) == world0 + (world1 - world0)
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    assert [run.status for run in store.list_runs(NAME)] == ["succeeded", "succeeded"]
+    assert len(table.snapshots()) == 2  # one per checkpoint: nothing committed twice
+    for secret in (LOADER_SECRET, ISSUED):
+        assert secret not in done.output and secret not in caplog.text

@@ -38,7 +38,9 @@
  *   says what every token is refused: "writes" (403 to every call but GET and HEAD), "all"
  *   (401 to every call, as to a token revoked or expired), or "expire-at-write": the first call
  *   but GET and HEAD turns the switch to "all" and is refused as it then is (a token that
- *   expires right at a commit); the token endpoint still answers.
+ *   expires right at a commit), or "refuse-answer-once": the first call but GET and HEAD is
+ *   carried out, its answer replaced by a 403 and the switch removed (a gateway that refuses
+ *   the answer of a commit the catalog made); the token endpoint still answers.
  * - HEADWATER_VEND_<KEY>=VALUE (KEY spelled as for CATALOG_*): added to the "config" of every
  *   load-table answer, as the reference launcher's include-credentials does (it vends the
  *   catalog's own S3 keys whether asked or not; vended-credential servers put short-lived keys
@@ -51,15 +53,20 @@ import jakarta.servlet.FilterChain;
 import jakarta.servlet.ReadListener;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
+import jakarta.servlet.WriteListener;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletRequestWrapper;
 import jakarta.servlet.http.HttpServletResponse;
+import jakarta.servlet.http.HttpServletResponseWrapper;
 import java.io.BufferedReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintWriter;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -209,6 +216,12 @@ class Gate implements Filter {
       refuse(response, 401, notAuthorized("no valid bearer token"));
     } else if (switched.equals("all") && !path.equals(TOKENS)) {
       refuse(response, 401, notAuthorized("the token was revoked"));
+    } else if (switched.equals("refuse-answer-once") && !reads && !path.equals(TOKENS)) {
+      Files.deleteIfExists(refuseFile);
+      chain.doFilter(request, new Unanswered(response));
+      response.reset();
+      refuse(response, 403, "{\"error\":{\"message\":\"Forbidden: the gateway refused the "
+          + "answer\",\"type\":\"ForbiddenException\",\"code\":403}}");
     } else if (!reads && !path.equals(TOKENS) && (switched.equals("writes") || (reader != null
         && (BEARER + reader[0]).equals(request.getHeader("Authorization"))))) {
       refuse(response, 403, "{\"error\":{\"message\":\"Forbidden: this principal may read, "
@@ -223,7 +236,7 @@ class Gate implements Filter {
         + "\"type\":\"NotAuthorizedException\",\"code\":401}}";
   }
 
-  /** The switch's first word ("writes", "all"), or "" while its file does not exist. */
+  /** The switch's word (the file's header: "writes", "all"...), or "" while it does not exist. */
   private String switched() throws IOException {
     if (refuseFile == null || !Files.exists(refuseFile)) {
       return "";
@@ -260,6 +273,29 @@ class Gate implements Filter {
           StandardOpenOption.APPEND);
     }
   }
+}
+
+/** A response whose body the servlet writes to nowhere (the filter answers in its place). */
+class Unanswered extends HttpServletResponseWrapper {
+  private final PrintWriter writer = new PrintWriter(OutputStream.nullOutputStream());
+
+  Unanswered(HttpServletResponse response) {
+    super(response);
+  }
+
+  @Override
+  public ServletOutputStream getOutputStream() {
+    return new ServletOutputStream() {
+      @Override public void write(int b) { }
+      @Override public boolean isReady() { return true; }
+      @Override public void setWriteListener(WriteListener listener) { }
+    };
+  }
+
+  @Override public PrintWriter getWriter() { return writer; }
+  @Override public void flushBuffer() { }
+  @Override public void setContentLength(int length) { }
+  @Override public void setContentLengthLong(long length) { }
 }
 
 /** A request whose body, read once by the filter, the servlet reads again. */
