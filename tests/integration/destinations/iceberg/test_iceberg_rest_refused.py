@@ -91,8 +91,8 @@ def _config(gated: GatedCatalog, folder: Path, credential: str, namespace: str) 
 
 
 def _connection(folder: Path, config: dict[str, Any], *, per_checkpoint: int = 3,
-                **source: Any) -> Path:
-    return connection_file(folder, name=NAME, source={**SOURCE, **source}, streams=INCREMENTAL,
+                streams: list[dict[str, Any]] = INCREMENTAL, **source: Any) -> Path:
+    return connection_file(folder, name=NAME, source={**SOURCE, **source}, streams=streams,
                            checkpoint={"partitions_per_checkpoint": per_checkpoint,
                                        "concurrent_checkpoints": 1},
                            destination={"type": "iceberg", "config": config})
@@ -139,11 +139,25 @@ def _assert_refused(done: Result, store: MetadataStore, caplog: pytest.LogCaptur
     return run
 
 
+#: Each way a checkpoint reaches the table (a snapshot, a copy-on-write MERGE, a staged
+#: overwrite's branch): its streams, checkpoints, and the rows after generations 0 and 1.
+MODES = {
+    "append": (INCREMENTAL, 3, lambda: _expected() + (_expected(generation=1) - _expected())),
+    "append_dedup": ([{**INCREMENTAL[0], "destination_sync_mode": "append_dedup",
+                       "primary_key": ["id"]}], 3, lambda: _expected(generation=1)),
+    "staged overwrite": ([{"name": "users", "sync_mode": "full_refresh",
+                           "destination_sync_mode": "overwrite"}], 1,
+                         lambda: _expected(generation=1)),
+}
+
+
+@pytest.mark.parametrize("mode", list(MODES))
 def test_a_commit_refused_to_a_read_only_token_exits_3_and_the_next_sync_lands_it_once(
-        spark: Any, gated: GatedCatalog, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture, namespace: str) -> None:
+        spark: Any, gated: GatedCatalog, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+        namespace: str, mode: str) -> None:
+    streams, per_checkpoint, expected = MODES[mode]
     loader = _config(gated, tmp_path, LOADER, namespace)
-    first = _sync(_connection(tmp_path, loader))
+    first = _sync(_connection(tmp_path, loader, streams=streams, per_checkpoint=per_checkpoint))
     assert first.exit_code == 0, first.output
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
     state = store.get_state(NAME, "users")
@@ -151,7 +165,8 @@ def test_a_commit_refused_to_a_read_only_token_exits_3_and_the_next_sync_lands_i
 
     # The reader's token loads the catalog and the table, and may not commit.
     reader = _config(gated, tmp_path, READER, namespace)
-    refused = _sync(_connection(tmp_path, reader, generation=1))
+    refused = _sync(_connection(tmp_path, reader, streams=streams,
+                                per_checkpoint=per_checkpoint, generation=1))
     _assert_refused(refused, store, caplog, says=[
         f"the Iceberg REST catalog at {gated.server.uri} refused a commit to table "
         f"{namespace}.users (forbidden; credential given)",
@@ -159,10 +174,10 @@ def test_a_commit_refused_to_a_read_only_token_exits_3_and_the_next_sync_lands_i
     assert store.get_state(NAME, "users") == state
     assert len(_table(gated, namespace).snapshots()) == snapshots
 
-    again = _sync(_connection(tmp_path, loader, generation=1))
+    again = _sync(_connection(tmp_path, loader, streams=streams, per_checkpoint=per_checkpoint,
+                              generation=1))
     assert again.exit_code == 0, again.output
-    world0, world1 = _expected(), _expected(generation=1)
-    assert _keyed(_table(gated, namespace).scan().to_arrow()) == world0 + (world1 - world0)
+    assert _keyed(_table(gated, namespace).scan().to_arrow()) == expected()
 
 
 def test_a_token_that_expires_at_a_commit_mid_sync_exits_3_and_keeps_what_landed(
