@@ -141,9 +141,10 @@ def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
     ``refuse_file``: a switch: while the file exists, its word refuses every token
     ``writes`` (403) or ``all`` calls (401), and ``expire-at-write`` turns into
     ``all`` at the first write, which it refuses (a token that expires at a
-    commit), and ``refuse-answer-once`` carries out the first write but answers
-    it 403, then goes off (a gateway refusing the answer of a commit the catalog
-    made; the launcher's header says more).
+    commit), ``revoke-at-write`` likewise into ``revoked`` (``all``, and no token
+    granted: a credential revoked), and ``refuse-answer-once`` carries out the
+    first write but answers it 403, then goes off (a gateway refusing the answer
+    of a commit the catalog made; the launcher's header says more).
     """
     lib = jars_folder()
     port = _free_port()

@@ -227,3 +227,28 @@ def test_a_commit_whose_answer_was_refused_after_it_landed_counts_as_committed_o
     assert len(table.snapshots()) == 2  # one per checkpoint: nothing committed twice
     for secret in (LOADER_SECRET, ISSUED):
         assert secret not in done.output
+
+
+def test_a_credential_revoked_at_a_commit_mid_sync_names_the_token_endpoint_and_exits_3(
+        spark: Any, gated: GatedCatalog, tmp_path: Path, namespace: str) -> None:
+    """PyIceberg renews the token on a 401 and tries once more: the renewal is refused."""
+    path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace), per_checkpoint=1)
+
+    def revoke_after_the_first_commit(moment: str) -> None:
+        if moment == "commit-landed" and not gated.switch.exists():
+            gated.switch.write_text("revoke-at-write")
+
+    _events.listen(revoke_after_the_first_commit)
+    refused = _sync(path)
+    _events.clear()
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    _assert_refused(refused, store, says=[
+        f"the OAuth2 server at {gated.server.uri}/v1/oauth/tokens refused the client credential "
+        f"(renewing its token for a commit to table {namespace}.users)",
+        "whether it landed could not be checked (the lookup was refused too)"])
+    assert gated.switch.read_text() == "revoked"
+    gated.switch.unlink()
+    assert len(_table(gated, namespace).snapshots()) == 1
+    again = _sync(path)
+    assert again.exit_code == 0, again.output
+    assert _keyed(_table(gated, namespace).scan().to_arrow()) == _expected()

@@ -34,13 +34,15 @@
  *   granted a token the same way, a read-only one: its calls other than GET and HEAD are refused
  *   with 403 (Iceberg's ForbiddenException), as a principal with read privileges only is by
  *   Polaris (TABLE_READ_DATA without TABLE_WRITE_DATA).
- * - HEADWATER_REFUSE_FILE=FILE: a switch a test flips mid-sync. While FILE exists, its first word
- *   says what every token is refused: "writes" (403 to every call but GET and HEAD), "all"
- *   (401 to every call, as to a token revoked or expired), or "expire-at-write": the first call
- *   but GET and HEAD turns the switch to "all" and is refused as it then is (a token that
- *   expires right at a commit), or "refuse-answer-once": the first call but GET and HEAD is
- *   carried out, its answer replaced by a 403 and the switch removed (a gateway that refuses
- *   the answer of a commit the catalog made); the token endpoint still answers.
+ * - HEADWATER_REFUSE_FILE=FILE: a switch a test flips mid-sync. While FILE exists, its word
+ *   says what every token is refused: "writes" (403 to every call but GET and HEAD); "all" (401
+ *   to every call, as to a token revoked or expired; the token endpoint still answers);
+ *   "revoked" ("all", and the token endpoint refuses every client: the credential revoked);
+ *   "expire-at-write" and "revoke-at-write" (the first call but GET and HEAD turns the switch
+ *   to "all" or "revoked" and is refused as it then is: a token or credential that goes right
+ *   at a commit); "refuse-answer-once" (the first call but GET and HEAD is carried out, its
+ *   answer replaced by a 403 and the switch removed: a gateway that refuses the answer of a
+ *   commit the catalog made).
  * - HEADWATER_VEND_<KEY>=VALUE (KEY spelled as for CATALOG_*): added to the "config" of every
  *   load-table answer, as the reference launcher's include-credentials does (it vends the
  *   catalog's own S3 keys whether asked or not; vended-credential servers put short-lived keys
@@ -198,14 +200,18 @@ class Gate implements Filter {
         + " delegation=" + orDash(request.getHeader("X-Iceberg-Access-Delegation")));
     boolean reads = method.equals("GET") || method.equals("HEAD");
     String switched = switched();
-    if (switched.equals("expire-at-write") && !reads && !path.equals(TOKENS)) {
-      Files.writeString(refuseFile, "all", StandardCharsets.UTF_8);
+    if (switched.endsWith("-at-write") && !reads && !path.equals(TOKENS)) {
+      switched = switched.equals("revoke-at-write") ? "revoked" : "all";
+      Files.writeString(refuseFile, switched, StandardCharsets.UTF_8);
+    }
+    boolean revoked = switched.equals("revoked");
+    if (revoked) {
       switched = "all";
     }
     if (path.equals(TOKENS) && client != null) {
       byte[] body = request.getInputStream().readAllBytes();
       Map<String, String> form = form(new String(body, StandardCharsets.UTF_8));
-      if (grants(client, form) || grants(reader, form)) {
+      if (!revoked && (grants(client, form) || grants(reader, form))) {
         chain.doFilter(new CachedBody(request, body), response);
       } else {
         refuse(response, 401, "{\"error\":\"invalid_client\","
