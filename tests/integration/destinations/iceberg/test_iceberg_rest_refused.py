@@ -179,22 +179,36 @@ def test_a_commit_refused_to_a_read_only_token_exits_3_and_the_next_sync_lands_i
     assert _keyed(_table(gated, namespace).scan().to_arrow()) == expected()
 
 
-def test_a_token_that_expires_at_a_commit_mid_sync_exits_3_and_keeps_what_landed(
-        spark: Any, gated: GatedCatalog, tmp_path: Path, namespace: str) -> None:
+#: What goes at the second checkpoint's commit (the launcher's switch, what it becomes) and
+#: what the error says of it.  A revoked credential: PyIceberg renews the token on a 401 and
+#: tries once more, and the renewal is refused.
+GOING = {
+    "token expires": ("expire-at-write", "all", [
+        "refused a commit to table {namespace}.users (unauthorized; credential given)"]),
+    "credential revoked": ("revoke-at-write", "revoked", [
+        "the OAuth2 server at {uri}/v1/oauth/tokens refused the client credential "
+        "(renewing its token for a commit to table {namespace}.users)"]),
+}
+
+
+@pytest.mark.parametrize("going", list(GOING))
+def test_a_token_or_credential_going_at_a_commit_mid_sync_exits_3_and_keeps_what_landed(
+        spark: Any, gated: GatedCatalog, tmp_path: Path, namespace: str, going: str) -> None:
+    switch, becomes, says = GOING[going]
     path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace), per_checkpoint=1)
 
-    def expire_after_the_first_commit(moment: str) -> None:
+    def switch_after_the_first_commit(moment: str) -> None:
         if moment == "commit-landed" and not gated.switch.exists():
-            gated.switch.write_text("expire-at-write")
+            gated.switch.write_text(switch)
 
-    _events.listen(expire_after_the_first_commit)
+    _events.listen(switch_after_the_first_commit)
     refused = _sync(path)
     _events.clear()
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
     run = _assert_refused(refused, store, says=[
-        f"refused a commit to table {namespace}.users (unauthorized; credential given)",
+        *(words.format(namespace=namespace, uri=gated.server.uri) for words in says),
         "whether it landed could not be checked (the lookup was refused too)"])
-    assert gated.switch.read_text() == "all"  # the lookup after the refusal was refused too
+    assert gated.switch.read_text() == becomes  # the lookup after the refusal was refused too
     gated.switch.unlink()
     committed = [c.index for c in store.list_checkpoints(run.run_id)
                  if c.status in ("committed", "released")]
@@ -227,28 +241,3 @@ def test_a_commit_whose_answer_was_refused_after_it_landed_counts_as_committed_o
     assert len(table.snapshots()) == 2  # one per checkpoint: nothing committed twice
     for secret in (LOADER_SECRET, ISSUED):
         assert secret not in done.output
-
-
-def test_a_credential_revoked_at_a_commit_mid_sync_names_the_token_endpoint_and_exits_3(
-        spark: Any, gated: GatedCatalog, tmp_path: Path, namespace: str) -> None:
-    """PyIceberg renews the token on a 401 and tries once more: the renewal is refused."""
-    path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace), per_checkpoint=1)
-
-    def revoke_after_the_first_commit(moment: str) -> None:
-        if moment == "commit-landed" and not gated.switch.exists():
-            gated.switch.write_text("revoke-at-write")
-
-    _events.listen(revoke_after_the_first_commit)
-    refused = _sync(path)
-    _events.clear()
-    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    _assert_refused(refused, store, says=[
-        f"the OAuth2 server at {gated.server.uri}/v1/oauth/tokens refused the client credential "
-        f"(renewing its token for a commit to table {namespace}.users)",
-        "whether it landed could not be checked (the lookup was refused too)"])
-    assert gated.switch.read_text() == "revoked"
-    gated.switch.unlink()
-    assert len(_table(gated, namespace).snapshots()) == 1
-    again = _sync(path)
-    assert again.exit_code == 0, again.output
-    assert _keyed(_table(gated, namespace).scan().to_arrow()) == _expected()
