@@ -11,7 +11,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -57,8 +57,20 @@ def refused_as_authentication(settings: IcebergSettings) -> Iterator[None]:
     the user fixes in one field, and ``headwater check`` / ``sync`` exit with the
     authentication code for it (``ExitCode.AUTHENTICATION``) instead of a generic
     failure.  The message names the field and the server's own words (masked:
-    secrets never show), never a credential.
+    secrets never show), never a credential.  Loading the catalog is guarded
+    here; every call of a loaded REST catalog is guarded by its client
+    (``_rest.HeadwaterRestCatalog``), which names the operation refused.
     """
+    try:
+        yield
+    except refusals() as exc:
+        raise refusal(settings.catalog_properties, exc) from exc
+
+
+def refusals() -> tuple[type[Exception], ...]:
+    """PyIceberg's errors for a refusal: the OAuth2 server's (``OAuthError``), the
+    catalog's 401 (``UnauthorizedError``), 419 (``AuthorizationExpiredError``) and
+    403 (``ForbiddenError``).  Imported when asked: PyIceberg loads only for Iceberg."""
     from pyiceberg.exceptions import (
         AuthorizationExpiredError,
         ForbiddenError,
@@ -66,23 +78,35 @@ def refused_as_authentication(settings: IcebergSettings) -> Iterator[None]:
         UnauthorizedError,
     )
 
-    try:
-        yield
-    except (OAuthError, UnauthorizedError, AuthorizationExpiredError, ForbiddenError) as exc:
-        properties = settings.catalog_properties
-        if isinstance(exc, OAuthError):  # only the token endpoint answers in OAuth2's words
-            field = "credential"
-            what = ("the OAuth2 server at "
-                    f"{properties.get('oauth2-server-uri') or properties.get('uri')} refused "
-                    "the client credential")
-        else:
-            field = "token" if "token" in properties else "credential"
-            given = field if field in properties else "no credential or token"
-            what = (f"the Iceberg REST catalog at {properties.get('uri')} refused the request "
-                    f"({'forbidden' if isinstance(exc, ForbiddenError) else 'unauthorized'}; "
-                    f"{given} given)")
-        raise AuthenticationError(f"{what}: {type(exc).__name__}: {exc}",
-                                  field=f"destination.config.catalog.{field}") from exc
+    return (OAuthError, UnauthorizedError, AuthorizationExpiredError, ForbiddenError)
+
+
+def refusal(properties: Mapping[str, str], exc: BaseException,
+            operation: str | None = None) -> AuthenticationError:
+    """The AuthenticationError for ``exc``, one of :func:`refusals`, from the catalog
+    that ``properties`` configure (its URI shown, never its token or credential).
+
+    ``operation``: what the catalog refused (``commit to table ns.users``), when
+    it was a call of a loaded catalog rather than loading it.
+    """
+    from pyiceberg.exceptions import ForbiddenError, OAuthError
+
+    if isinstance(exc, OAuthError):  # only the token endpoint answers in OAuth2's words
+        field = "credential"
+        what = ("the OAuth2 server at "
+                f"{properties.get('oauth2-server-uri') or properties.get('uri')} refused "
+                "the client credential")
+    else:
+        field = "token" if "token" in properties else "credential"
+        given = field if field in properties else "no credential or token"
+        request = "the request" if operation is None else operation
+        what = (f"the Iceberg REST catalog at {properties.get('uri')} refused {request} "
+                f"({'forbidden' if isinstance(exc, ForbiddenError) else 'unauthorized'}; "
+                f"{given} given)")
+    if operation is not None and isinstance(exc, OAuthError):
+        what = f"{what} (renewing its token for {operation})"
+    return AuthenticationError(f"{what}: {type(exc).__name__}: {exc}",
+                               field=f"destination.config.catalog.{field}")
 
 
 def file_io_properties(s3: S3Access) -> dict[str, str]:
@@ -110,11 +134,18 @@ def file_io_properties(s3: S3Access) -> dict[str, str]:
 
 
 def ensure_namespace(catalog: Catalog, namespace: str) -> None:
-    """Create ``namespace`` unless it exists (another process may create it meanwhile)."""
+    """Create ``namespace`` unless it exists (another process may create it meanwhile).
+
+    Looked up first, not created and let fail: a REST catalog may grant a token
+    the namespace's tables but not the creation of namespaces (Polaris, Unity),
+    and refuses the attempt (403) even when the namespace exists.
+    """
     from pyiceberg.exceptions import NamespaceAlreadyExistsError
 
+    if catalog.namespace_exists(namespace):
+        return
     with contextlib.suppress(NamespaceAlreadyExistsError):
-        catalog.create_namespace_if_not_exists(namespace)
+        catalog.create_namespace(namespace)
 
 
 def load_table(catalog: Catalog, identifier: str) -> Table | None:
@@ -173,5 +204,6 @@ def check(settings: IcebergSettings, s3: S3Access | None = None) -> None:
 
 
 __all__ = ["NAME_MAPPING_PROPERTY", "add_columns", "check", "ensure_namespace",
-           "file_io_properties", "load", "load_table", "refused_as_authentication",
+           "file_io_properties", "load", "load_table", "refusal", "refusals",
+           "refused_as_authentication",
            "with_name_mapping"]

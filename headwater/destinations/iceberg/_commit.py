@@ -16,8 +16,10 @@ location), so the marker and the rows land together or not at all.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from headwater.errors import AuthenticationError
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
 
 #: The branch readers of the table read (PyIceberg's ``MAIN_BRANCH``).
 MAIN = "main"
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 
 def data_files(table: Table, paths: Sequence[str]) -> list[DataFile]:
@@ -122,6 +128,38 @@ def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
     return int(head.snapshot_id)
 
 
+def refused_commit(refused: AuthenticationError, what: str, landed: Callable[[], T | None],
+                   *, stream: str) -> T:
+    """What ``landed()`` finds of a commit the catalog refused; else ``refused``, saying so.
+
+    Why look: exactly once is the product, and "refused" is the catalog's answer,
+    not proof that nothing changed (a proxy or gateway may refuse the answer of a
+    commit the catalog applied; a token may expire between a commit and the call
+    that follows it, and ``refused`` may come from the reload before a retry).
+    ``landed`` is the lookup every commit makes before it tries (the marker in
+    the table's snapshots, with the credential the sync has: a token that may
+    read but not write still answers it).  When the lookup is refused too (a
+    token revoked or expired), the error says that whether the commit landed
+    could not be checked.  The error stays an AuthenticationError (exit code 3),
+    with the field to fix, naming ``what`` and the catalog, never a credential.
+    """
+    try:
+        found = landed()
+    except AuthenticationError:
+        outcome = "whether it landed could not be checked (the lookup was refused too)"
+    except Exception as lookup:
+        outcome = (f"whether it landed could not be checked ({type(lookup).__name__}: "
+                   f"{(str(lookup).strip().splitlines() or [''])[0]})")
+    else:
+        if found is not None:
+            log.warning("%s was refused after it landed, so it counts as committed: %s", what,
+                        refused.message)
+            return found
+        outcome = "nothing of it landed (its marker is not in the table)"
+    raise AuthenticationError(f"{what} failed, {outcome}: {refused.message}",
+                              **{**refused.context, "stream": stream}) from refused
+
+
 def _without_retries(table: Table) -> Table:
     """``table``, told (in this process only) not to re-apply a snapshot that lost a race.
 
@@ -162,4 +200,5 @@ def snapshots_newest_first(table: Table) -> list[tuple[int, dict[str, Any]]]:
     return found
 
 
-__all__ = ["MAIN", "commit", "current_data_files", "data_files", "snapshots_newest_first"]
+__all__ = ["MAIN", "commit", "current_data_files", "data_files", "refused_commit",
+           "snapshots_newest_first"]

@@ -79,7 +79,13 @@ from headwater.destinations.iceberg import (
     _schema,
     _staging,
 )
-from headwater.errors import ConfigError, DestinationError, HeadwaterError, StoreBehindTableError
+from headwater.errors import (
+    AuthenticationError,
+    ConfigError,
+    DestinationError,
+    HeadwaterError,
+    StoreBehindTableError,
+)
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
@@ -461,6 +467,9 @@ class IcebergDestination(Destination):
                                            properties=properties,
                                            earlier=lambda t: _find(t, marker),
                                            stream=stream, what=what, store=folder.store)
+        except AuthenticationError as exc:  # refused: looked up, its files kept meanwhile
+            result = _after_error(self, stream, marker, exc, what)  # raises unless it landed
+            return replace(result, rows=rows, rejected=rejected)
         except (HeadwaterError, StoreBehindTableError):
             _rewrite.discard(inputs, folder.store)
             raise
@@ -594,19 +603,30 @@ def _find(table: Table, marker: CommitMarker) -> CommitResult | None:
 
 def _after_error(destination: IcebergDestination, stream: str, marker: CommitMarker,
                  exc: BaseException, what: str) -> CommitResult:
-    """A commit that raised: a success if its snapshot landed nonetheless, else the error."""
-    try:
+    """A commit that raised: a success if its snapshot landed nonetheless, else the error.
+
+    A refusal of the catalog (an AuthenticationError: ``_rest.py``) stays one, so the
+    sync exits with the authentication code; it too is looked up first.
+    """
+
+    def landed() -> _markers.TaggedSnapshot | None:
         table = destination.load_table(stream)
-        found = None if table is None else _markers.find_tagged(
+        return None if table is None else _markers.find_tagged(
             _commit.snapshots_newest_first(table), marker)
-    except Exception as lookup:
-        log.debug("looking up checkpoint %s in %s failed: %s", marker.checkpoint_index,
-                  stream, lookup)
-        found = None
-    if found is None:
-        raise DestinationError(f"{what} failed: {_error_line(exc)}", stream=stream) from exc
-    log.warning("%s raised after its snapshot %s landed, so it counts as committed: %s", what,
-                found.snapshot_id, _error_line(exc))
+
+    found: _markers.TaggedSnapshot | None = None
+    if isinstance(exc, AuthenticationError):
+        found = _commit.refused_commit(exc, what, landed, stream=stream)
+    else:
+        try:
+            found = landed()
+        except Exception as lookup:
+            log.debug("looking up checkpoint %s in %s failed: %s", marker.checkpoint_index,
+                      stream, lookup)
+        if found is None:
+            raise DestinationError(f"{what} failed: {_error_line(exc)}", stream=stream) from exc
+        log.warning("%s raised after its snapshot %s landed, so it counts as committed: %s",
+                    what, found.snapshot_id, _error_line(exc))
     counts = tagged_counts(found.tag)
     return CommitResult(rows=counts.get("rows", 0), rejected=counts.get("rejected", 0),
                         bytes=counts.get("bytes", 0), version=found.snapshot_id,

@@ -49,7 +49,12 @@ from headwater.destinations._base import (
     tagged_publish,
 )
 from headwater.destinations.iceberg import _commit, _markers
-from headwater.errors import DestinationError, HeadwaterError, StoreBehindTableError
+from headwater.errors import (
+    AuthenticationError,
+    DestinationError,
+    HeadwaterError,
+    StoreBehindTableError,
+)
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -339,6 +344,9 @@ class Staging:
             with self._lock:
                 try:
                     result = attempt()
+                except AuthenticationError as exc:  # refused: counts as made if it landed
+                    made = _commit.refused_commit(exc, what, landed, stream=stream)
+                    return replace(made, already_committed=False)
                 except HeadwaterError:
                     raise
                 except CommitFailedException as exc:

@@ -125,7 +125,8 @@ def _environment(properties: dict[str, str]) -> dict[str, str]:
 @contextmanager
 def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
                         s3: S3Access | None = None, client_credential: str | None = None,
-                        vend: dict[str, str] | None = None) -> Iterator[RestCatalogServer]:
+                        vend: dict[str, str] | None = None, reader_credential: str | None = None,
+                        refuse_file: Path | None = None) -> Iterator[RestCatalogServer]:
     """Yield a fresh server whose catalog database and warehouse are in ``folder``.
 
     ``warehouse_uri`` puts the server's warehouse elsewhere: an ``s3://`` one
@@ -135,6 +136,15 @@ def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
     only and refuses every other call without one (401), as production servers do.
     ``vend``: catalog properties (``s3.access-key-id``...) every load-table answer's
     ``config`` carries, as a server vending storage credentials does.
+    ``reader_credential`` (``id:secret``, with ``client_credential``): a second
+    client whose token may read only (every call but GET and HEAD: 403).
+    ``refuse_file``: a switch: while the file exists, its word refuses every token
+    ``writes`` (403) or ``all`` calls (401), and ``expire-at-write`` turns into
+    ``all`` at the first write, which it refuses (a token that expires at a
+    commit), ``revoke-at-write`` likewise into ``revoked`` (``all``, and no token
+    granted: a credential revoked), and ``refuse-answer-once`` carries out the
+    first write but answers it 403, then goes off (a gateway refusing the answer
+    of a commit the catalog made; the launcher's header says more).
     """
     lib = jars_folder()
     port = _free_port()
@@ -150,6 +160,10 @@ def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
                       for key, value in _environment(vend or {}).items()}}
     if client_credential is not None:
         environment["HEADWATER_CLIENT_CREDENTIAL"] = client_credential
+    if reader_credential is not None:
+        environment["HEADWATER_READER_CREDENTIAL"] = reader_credential
+    if refuse_file is not None:
+        environment["HEADWATER_REFUSE_FILE"] = str(refuse_file)
     log_file = folder / "rest-catalog.log"
     with log_file.open("wb") as log:
         process = subprocess.Popen(

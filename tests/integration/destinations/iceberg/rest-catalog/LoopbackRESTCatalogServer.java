@@ -30,6 +30,19 @@
  *   this filter answers 401 (OAuth2's invalid_client) unless the form carries this client id and
  *   secret, and 401 (Iceberg's NotAuthorizedException) to any other call without
  *   "Authorization: Bearer client-credentials-token:sub=ID", as Polaris or Lakekeeper would.
+ * - HEADWATER_READER_CREDENTIAL=ID:SECRET (with HEADWATER_CLIENT_CREDENTIAL): a second client
+ *   granted a token the same way, a read-only one: its calls other than GET and HEAD are refused
+ *   with 403 (Iceberg's ForbiddenException), as a principal with read privileges only is by
+ *   Polaris (TABLE_READ_DATA without TABLE_WRITE_DATA).
+ * - HEADWATER_REFUSE_FILE=FILE: a switch a test flips mid-sync. While FILE exists, its word
+ *   says what every token is refused: "writes" (403 to every call but GET and HEAD); "all" (401
+ *   to every call, as to a token revoked or expired; the token endpoint still answers);
+ *   "revoked" ("all", and the token endpoint refuses every client: the credential revoked);
+ *   "expire-at-write" and "revoke-at-write" (the first call but GET and HEAD turns the switch
+ *   to "all" or "revoked" and is refused as it then is: a token or credential that goes right
+ *   at a commit); "refuse-answer-once" (the first call but GET and HEAD is carried out, its
+ *   answer replaced by a 403 and the switch removed: a gateway that refuses the answer of a
+ *   commit the catalog made).
  * - HEADWATER_VEND_<KEY>=VALUE (KEY spelled as for CATALOG_*): added to the "config" of every
  *   load-table answer, as the reference launcher's include-credentials does (it vends the
  *   catalog's own S3 keys whether asked or not; vended-credential servers put short-lived keys
@@ -42,15 +55,20 @@ import jakarta.servlet.FilterChain;
 import jakarta.servlet.ReadListener;
 import jakarta.servlet.ServletException;
 import jakarta.servlet.ServletInputStream;
+import jakarta.servlet.ServletOutputStream;
 import jakarta.servlet.ServletRequest;
 import jakarta.servlet.ServletResponse;
+import jakarta.servlet.WriteListener;
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletRequestWrapper;
 import jakarta.servlet.http.HttpServletResponse;
+import jakarta.servlet.http.HttpServletResponseWrapper;
 import java.io.BufferedReader;
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.io.PrintWriter;
 import java.net.URLDecoder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -102,7 +120,8 @@ public class LoopbackRESTCatalogServer {
     context.addServlet(
         new ServletHolder(new RESTCatalogServlet(new VendingAdapter(catalog, vended))), "/*");
     context.addFilter(new FilterHolder(new Gate(System.getenv("HEADWATER_REQUEST_LOG"),
-        System.getenv("HEADWATER_CLIENT_CREDENTIAL"))), "/*", EnumSet.of(DispatcherType.REQUEST));
+        System.getenv("HEADWATER_CLIENT_CREDENTIAL"), System.getenv("HEADWATER_READER_CREDENTIAL"),
+        System.getenv("HEADWATER_REFUSE_FILE"))), "/*", EnumSet.of(DispatcherType.REQUEST));
     Server server = new Server();
     ServerConnector connector = new ServerConnector(server);
     connector.setHost("127.0.0.1");
@@ -138,18 +157,35 @@ class VendingAdapter extends RESTCatalogAdapter {
   }
 }
 
-/** Logs each request, and (with a client credential) requires OAuth2 as production servers do. */
+/**
+ * Logs each request, and (with a client credential) requires OAuth2 as production servers do;
+ * a read-only client and a switch refuse what a test asks (the file's header says how).
+ */
 class Gate implements Filter {
   private static final String TOKENS = "/v1/oauth/tokens";
+  private static final String BEARER = "Bearer client-credentials-token:sub=";
   private final Path log;
-  private final String clientId;
-  private final String clientSecret;
+  private final String[] client;
+  private final String[] reader;
+  private final Path refuseFile;
 
-  Gate(String log, String credential) {
+  Gate(String log, String credential, String readerCredential, String refuseFile) {
     this.log = log == null ? null : Path.of(log);
+    this.client = split(credential);
+    this.reader = split(readerCredential);
+    this.refuseFile = refuseFile == null ? null : Path.of(refuseFile);
+  }
+
+  /** ID:SECRET as {ID, SECRET}, or null. */
+  private static String[] split(String credential) {
     int colon = credential == null ? -1 : credential.indexOf(':');
-    this.clientId = colon < 0 ? null : credential.substring(0, colon);
-    this.clientSecret = colon < 0 ? null : credential.substring(colon + 1);
+    return colon < 0 ? null
+        : new String[] {credential.substring(0, colon), credential.substring(colon + 1)};
+  }
+
+  private static boolean grants(String[] credential, Map<String, String> form) {
+    return credential != null && credential[0].equals(form.get("client_id"))
+        && credential[1].equals(form.get("client_secret"));
   }
 
   @Override
@@ -158,27 +194,60 @@ class Gate implements Filter {
     HttpServletRequest request = (HttpServletRequest) plain;
     HttpServletResponse response = (HttpServletResponse) plainResponse;
     String path = request.getRequestURI();
-    record(request.getMethod() + " " + path
+    String method = request.getMethod();
+    record(method + " " + path
         + (request.getQueryString() == null ? "" : "?" + request.getQueryString())
         + " delegation=" + orDash(request.getHeader("X-Iceberg-Access-Delegation")));
-    if (clientId == null) {
-      chain.doFilter(request, response);
-    } else if (path.equals(TOKENS)) {
+    boolean reads = method.equals("GET") || method.equals("HEAD");
+    String switched = switched();
+    if (switched.endsWith("-at-write") && !reads && !path.equals(TOKENS)) {
+      switched = switched.equals("revoke-at-write") ? "revoked" : "all";
+      Files.writeString(refuseFile, switched, StandardCharsets.UTF_8);
+    }
+    boolean revoked = switched.equals("revoked");
+    if (revoked) {
+      switched = "all";
+    }
+    if (path.equals(TOKENS) && client != null) {
       byte[] body = request.getInputStream().readAllBytes();
       Map<String, String> form = form(new String(body, StandardCharsets.UTF_8));
-      if (clientId.equals(form.get("client_id")) && clientSecret.equals(form.get("client_secret"))) {
+      if (!revoked && (grants(client, form) || grants(reader, form))) {
         chain.doFilter(new CachedBody(request, body), response);
       } else {
-        refuse(response, "{\"error\":\"invalid_client\","
+        refuse(response, 401, "{\"error\":\"invalid_client\","
             + "\"error_description\":\"unknown client or wrong secret\"}");
       }
-    } else if (("Bearer client-credentials-token:sub=" + clientId)
-        .equals(request.getHeader("Authorization"))) {
-      chain.doFilter(request, response);
+    } else if (client != null && !(BEARER + client[0]).equals(request.getHeader("Authorization"))
+        && (reader == null || !(BEARER + reader[0]).equals(request.getHeader("Authorization")))) {
+      refuse(response, 401, notAuthorized("no valid bearer token"));
+    } else if (switched.equals("all") && !path.equals(TOKENS)) {
+      refuse(response, 401, notAuthorized("the token was revoked"));
+    } else if (switched.equals("refuse-answer-once") && !reads && !path.equals(TOKENS)) {
+      Files.deleteIfExists(refuseFile);
+      chain.doFilter(request, new Unanswered(response));
+      response.reset();
+      refuse(response, 403, "{\"error\":{\"message\":\"Forbidden: the gateway refused the "
+          + "answer\",\"type\":\"ForbiddenException\",\"code\":403}}");
+    } else if (!reads && !path.equals(TOKENS) && (switched.equals("writes") || (reader != null
+        && (BEARER + reader[0]).equals(request.getHeader("Authorization"))))) {
+      refuse(response, 403, "{\"error\":{\"message\":\"Forbidden: this principal may read, "
+          + "not write\",\"type\":\"ForbiddenException\",\"code\":403}}");
     } else {
-      refuse(response, "{\"error\":{\"message\":\"Not authorized: no valid bearer token\","
-          + "\"type\":\"NotAuthorizedException\",\"code\":401}}");
+      chain.doFilter(request, response);
     }
+  }
+
+  private static String notAuthorized(String why) {
+    return "{\"error\":{\"message\":\"Not authorized: " + why + "\","
+        + "\"type\":\"NotAuthorizedException\",\"code\":401}}";
+  }
+
+  /** The switch's word (the file's header: "writes", "all"...), or "" while it does not exist. */
+  private String switched() throws IOException {
+    if (refuseFile == null || !Files.exists(refuseFile)) {
+      return "";
+    }
+    return Files.readString(refuseFile, StandardCharsets.UTF_8).trim();
   }
 
   private static String orDash(String value) {
@@ -197,8 +266,9 @@ class Gate implements Filter {
     return fields;
   }
 
-  private static void refuse(HttpServletResponse response, String json) throws IOException {
-    response.setStatus(401);
+  private static void refuse(HttpServletResponse response, int status, String json)
+      throws IOException {
+    response.setStatus(status);
     response.setContentType("application/json");
     response.getWriter().write(json);
   }
@@ -209,6 +279,29 @@ class Gate implements Filter {
           StandardOpenOption.APPEND);
     }
   }
+}
+
+/** A response whose body the servlet writes to nowhere (the filter answers in its place). */
+class Unanswered extends HttpServletResponseWrapper {
+  private final PrintWriter writer = new PrintWriter(OutputStream.nullOutputStream());
+
+  Unanswered(HttpServletResponse response) {
+    super(response);
+  }
+
+  @Override
+  public ServletOutputStream getOutputStream() {
+    return new ServletOutputStream() {
+      @Override public void write(int b) { }
+      @Override public boolean isReady() { return true; }
+      @Override public void setWriteListener(WriteListener listener) { }
+    };
+  }
+
+  @Override public PrintWriter getWriter() { return writer; }
+  @Override public void flushBuffer() { }
+  @Override public void setContentLength(int length) { }
+  @Override public void setContentLengthLong(long length) { }
 }
 
 /** A request whose body, read once by the filter, the servlet reads again. */
