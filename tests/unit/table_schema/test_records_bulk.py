@@ -23,6 +23,7 @@ from headwater.table_schema import (
     LOGICAL_KEY,
     UTC_TIMESTAMP,
     VARIANT,
+    batch_from_plain_records,
     batch_from_records,
 )
 from tests.unit.table_schema._records_reference import batch_from_records as reference
@@ -56,9 +57,10 @@ def tidy_date_times(draw: st.DrawFn) -> str:
     """ISO 8601 text as APIs write it (offset or none, fractions), a day past its
     month now and then: the pages the bulk path takes whole."""
     day = draw(st.integers(1, 31))
-    year = draw(st.integers(1000, 8999) | st.sampled_from([0, 1, 999, 9999]))
+    edge = draw(st.integers(0, 9)) == 0  # a year at the edge of what Python holds
+    year = draw(st.sampled_from([0, 1, 999, 9999]) if edge else st.integers(1000, 8999))
     text = (f"{year:04d}-{draw(st.integers(1, 12)):02d}-"
-            f"{day if day < 29 or draw(st.booleans()) else 28:02d}"
+            f"{day if day < 29 or draw(st.integers(0, 3)) == 0 else 28:02d}"
             f"{draw(st.sampled_from(['T', ' ']))}{draw(st.integers(0, 23)):02d}:"
             f"{draw(st.integers(0, 59)):02d}:{draw(st.integers(0, 59)):02d}"
             f"{draw(st.sampled_from(['', '.5', '.25', '.123456', '.000001']))}")
@@ -117,7 +119,7 @@ def cases(draw: st.DrawFn) -> tuple[pa.Schema, list[Any]]:
     """A schema of a few kinds of columns and a page of records for it."""
     kinds = draw(st.lists(st.sampled_from(sorted(KINDS)), min_size=1, max_size=5))
     fields = [KINDS[kind][0].with_name(f"c{i}") for i, kind in enumerate(kinds)]
-    wild_share = draw(st.sampled_from([0.0, 0.0, 0.05, 0.5]))
+    wild_share = draw(st.sampled_from([0.0, 0.0, 0.0, 0.05, 0.5]))
     tidy = draw(st.booleans())  # date-times as APIs write them, or at and past the edges
 
 
@@ -179,7 +181,23 @@ def _values(column: pa.Array) -> list[Any]:
 @example((pa.schema([("d", pa.date32())]), [{"d": "2024-01-01"}, {"d": "0000-01-01T10:00:00"}]))
 def test_bulk_typing_equals_the_value_by_value_path(case: tuple[pa.Schema, list[Any]]) -> None:
     schema, records = case
-    assert _typed(batch_from_records, schema, records) == _typed(reference, schema, records)
+    expected = _typed(reference, schema, records)
+    assert _typed(batch_from_records, schema, records) == expected
+    if all(key in schema.names for record in records for key in record):
+        # Plain records, as an HTTP page hands them over (records_batch checked them).
+        assert _typed(batch_from_plain_records, schema, records) == expected
+
+
+DATE_TIMES = pa.schema([("utc", UTC_TIMESTAMP), ("local", LOCAL_TIMESTAMP), ("day", pa.date32())])
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.fixed_dictionaries({}, optional={
+    name: tidy_date_times() | st.none() for name in DATE_TIMES.names}), min_size=1, max_size=8))
+def test_pages_of_date_times_equal_the_value_by_value_path(records: list[Any]) -> None:
+    # Pages the bulk path takes whole (with a day or a year past the edge now and then).
+    assert _typed(batch_from_records, DATE_TIMES, records) == \
+        _typed(reference, DATE_TIMES, records)
 
 
 def test_a_page_of_date_times_and_numbers_is_typed_without_a_note() -> None:
