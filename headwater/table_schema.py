@@ -814,7 +814,7 @@ def _bulk_cast_worth(field: pa.Field) -> bool:
 
 
 def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array | None:
-    """``column`` (as Arrow inferred it) in ``field``'s type, or None where only the
+    """``column`` (as Arrow read it) in ``field``'s type, or None where only the
     value-by-value path is sure to give the same values and notes."""
     target = field.type
     if is_nested(target):
