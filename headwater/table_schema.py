@@ -614,8 +614,9 @@ def coerce_column(
         return pa.nulls(len(column), target)
     if pa.types.is_struct(target) and pa.types.is_struct(column.type):
         return _conform_struct(name, column, target, notes)
-    if is_nested(target) and (pa.types.is_list(column.type)
-                              or pa.types.is_large_list(column.type)):
+    # A list where a struct belongs is a misfit, noted value by value below.
+    if is_nested(target) and pa.types.is_list(target) and (
+            pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
         return _conform_list(name, column, target, notes)
     if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
         if column.type.tz is None and target.tz is not None:
