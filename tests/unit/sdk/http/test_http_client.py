@@ -176,11 +176,15 @@ def test_a_blocking_call_on_the_clients_own_loop_is_refused(api: ApiServer) -> N
 
 
 @pytest.mark.parametrize("base_url", ["http://127.0.0.1:8080", "https://api.example.com/v2/",
-                                      "http://h/base?key=1", "http://h/a#frag"])
+                                      "https://user:p%40ss@API.example.com:8443/v1",
+                                      "http://[::1]:8080/a%20b", "http://h/base?key=1",
+                                      "http://h/a#frag"])
 @pytest.mark.parametrize(("url", "params"), [
     ("/v3/surveys/123/responses", {"per_page": 50}),
     ("v3/surveys", None),
     ("/", {}),
+    ("/v3/y", {"a": []}),
+    ("/v3/z", {"a": [], "b": "x y"}),
     ("/v3/x", {"q": "a b&c=d/é+%20", "t": True, "f": False, "n": None, "l": [1, "2"],
                "e": "", "r": 1.5}),
     ("/a/./b/../c", {"a": 1}),
