@@ -243,8 +243,9 @@ class HttpClient:
             timeout=settings.timeout_s, follow_redirects=True, verify=_tls_context(),
             # Every request the client sends (retries, redirects, an OAuth2 retry after
             # a 401 included) reserves budget right before it leaves, and settles it
-            # when its answer (or its failure) comes back.
-            event_hooks={"request": [self._reserve], "response": [self._settle]},
+            # when its answer (or its failure) comes back; with no budget, nothing to do.
+            event_hooks=({"request": [self._reserve], "response": [self._settle]}
+                         if self.gate.budgets else {}),
             limits=httpx.Limits(max_connections=per_task + 2,
                                 max_keepalive_connections=per_task + 2))
 
