@@ -4,7 +4,9 @@
 
 runs ``headwater ARGS`` in this very process, with a listener on every moment
 of :mod:`headwater._events`, the driver's and the tasks' (those travel to the
-Spark Python workers pickled by value), that appends ``<monotonic seconds>
+Spark Python workers pickled by value, registered once Spark is ready: imported
+up front, PySpark put 0.1 CPU-s before the first API call that the command
+itself pays later, while its early reads run), that appends ``<monotonic seconds>
 <pid> <moment>`` to ``TRACE_FILE``; ``interpreter-exit`` is the last thing the
 interpreter runs before it goes (the first ``atexit`` handler registered runs
 last).  ``time.monotonic`` is the machine's one monotonic clock, the one the
@@ -76,15 +78,17 @@ def main(argv: list[str]) -> None:
     path, args = argv[0], argv[1:]
     args = args[1:] if args[:1] == ["--"] else args
 
-    from pyspark import cloudpickle
-
     from bench import _traced_cli
     from headwater import _events
 
-    cloudpickle.register_pickle_by_value(_traced_cli)
     note = note_to(path)
 
     def listen(moment: str) -> None:
+        if moment == "spark-ready":
+            # Tasks are built from here on, and PySpark is imported (module docstring).
+            from pyspark import cloudpickle
+
+            cloudpickle.register_pickle_by_value(_traced_cli)
         note(moment)
         if moment == "summary-printed":
             for kind, seconds in sorted(descendants_cpu(os.getpid()).items()):

@@ -6,7 +6,8 @@ The engine and the destinations announce moments (``spark-ready``,
 stream ``after-publish`` for a staged overwrite, ``after-state`` once its
 state is saved, ``stream-done``; ``run-recorded`` once the metadata store holds
 the run's end, ``summary-printed`` once the CLI has printed it; and
-``early-reads-done`` when the driver's early HTTP calls have all ended); a
+``early-reads-started`` and ``early-reads-done`` when the driver's early HTTP
+calls start and have all ended); a
 listener registered with :func:`listen` hears them in order, in the thread
 that reached the moment.  On the executors each task announces ``reading``
 before it reads a partition, ``partition-read`` once every batch of it has

@@ -112,6 +112,7 @@ class EarlyReads:
 
     def start(self) -> EarlyReads:
         (self.folder / DRIVER_MARK).write_text(str(os.getpid()))
+        emit("early-reads-started")
         self._thread.start()
         return self
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import math
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import pytest
 
 from headwater.errors import AuthenticationError, ConnectorError
@@ -20,7 +23,7 @@ from headwater.sdk.http import (
     OAuth2Auth,
     PageNumberPaginator,
 )
-from headwater.sdk.http._client import decode_json
+from headwater.sdk.http._client import _AsyncClient, _request_url, decode_json
 from tests.api_server import CLIENT_ID, CLIENT_SECRET, TOKEN, ApiServer, Fault
 
 WINDOW = {"start_modified_at": 0, "end_modified_at": 2**40, "per_page": 5}
@@ -170,3 +173,70 @@ def test_a_blocking_call_on_the_clients_own_loop_is_refused(api: ApiServer) -> N
         with pytest.raises(RuntimeError, match="async methods"):
             http.submit(blocking()).result(timeout=30)
         assert http.get("/v3/surveys", WINDOW).status_code == 200  # the loop still serves
+
+
+@pytest.mark.parametrize("base_url", ["http://127.0.0.1:8080", "https://api.example.com/v2/",
+                                      "https://user:p%40ss@API.example.com:8443/v1",
+                                      "http://[::1]:8080/a%20b", "http://h/base?key=1",
+                                      "http://h/a#frag"])
+@pytest.mark.parametrize(("url", "params"), [
+    ("/v3/surveys/123/responses", {"per_page": 50}),
+    ("v3/surveys", None),
+    ("/", {}),
+    ("/v3/y", {"a": []}),
+    ("/v3/z", {"a": [], "b": "x y"}),
+    ("/v3/x", {"q": "a b&c=d/é+%20", "t": True, "f": False, "n": None, "l": [1, "2"],
+               "e": "", "r": 1.5}),
+    ("/a/./b/../c", {"a": 1}),
+    ("/.well-known/x", None),
+    ("/a b/é", {"a": 1}),
+    ("/a?x=1", {"y": 2}),
+    ("https://other.example.com/next?cursor=abc", None),
+    ("//other.example.com/x", {"a": 1}),
+])
+def test_request_urls_are_httpxs_own(base_url: str, url: str,
+                                     params: dict[str, Any] | None) -> None:
+    """The once-parsed request URL is, character for character, what httpx builds."""
+    http = _AsyncClient(base_url=base_url)
+    expected = http.build_request("GET", url, params=params)
+    target = _request_url(http, url, params)
+    got = http.build_request("GET", target, params=params if isinstance(target, str) else None)
+    assert str(got.url) == str(expected.url)
+    assert got.headers == expected.headers
+
+
+def test_a_plain_path_is_parsed_once_by_headwater() -> None:
+    http = _AsyncClient(base_url="http://127.0.0.1:8080/api")
+    assert isinstance(_request_url(http, "/v3/surveys/7/responses", {"per_page": 50}),
+                      httpx.URL)
+
+
+class _CookieHandler(BaseHTTPRequestHandler):
+    """Sets a session cookie on ``/login``; echoes the Cookie header it got elsewhere."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"cookie": self.headers.get("Cookie")}).encode()
+        self.send_response(200)
+        if self.path == "/login":
+            self.send_header("Set-Cookie", "session=s3cr3t; Path=/")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_cookies_an_api_sets_are_sent_back() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _CookieHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        with HttpClient(HttpSettings(base_url=url)) as http:
+            assert http.get("/before").json() == {"cookie": None}
+            http.get("/login")
+            assert http.get("/after").json() == {"cookie": "session=s3cr3t"}
+    finally:
+        server.shutdown()
+        server.server_close()
