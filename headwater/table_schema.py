@@ -622,6 +622,14 @@ def coerce_column(
         if column.type.tz is None and target.tz is not None:
             column = pc.assume_timezone(column, "UTC")
         return pc.cast(column, target)
+    if pa.types.is_string(column.type) and (target in (UTC_TIMESTAMP, LOCAL_TIMESTAMP)
+                                            or pa.types.is_date32(target)):
+        # Arrow's cast reads text Python's fromisoformat refuses (year 0, say), so
+        # only the shapes both read alike are cast; the rest go value by value.
+        typed = (_iso_dates(column) if pa.types.is_date32(target)
+                 else _iso_date_times(column, target))
+        return typed if typed is not None else coerce_values(name, column.to_pylist(),
+                                                             target, notes)
     if not (pa.types.is_string(target) and not pa.types.is_string(column.type)):
         try:
             return pc.cast(column, target, safe=True)

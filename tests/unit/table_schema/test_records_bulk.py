@@ -223,3 +223,18 @@ def test_a_list_where_a_struct_belongs_is_a_noted_misfit_not_a_crash() -> None:
         columns, notes = batch_from_records(records, schema)
         assert columns[0].to_pylist() == values
         assert [[note["field"] for note in notes[row]] for row in range(3)] == noted
+
+
+def test_date_time_text_only_arrow_reads_is_a_noted_misfit_inside_a_struct_too() -> None:
+    """Found by the differential test (seed 206087): Arrow's cast read year 0, which no
+    Python datetime (nor Spark) holds; the value-by-value path notes it."""
+    target = pa.struct([("c", pa.timestamp("us", tz="UTC")), ("d", pa.date32())])
+    schema = pa.schema([("c1", target)])
+    records = [{"c1": {"c": "0000-01-01T00:00:00", "d": "0000-01-01"}},
+               {"c1": {"c": "2024-02-03T04:05:06Z", "d": "2024-02-03"}}]
+    columns, notes = batch_from_records(records, schema)
+    rows = columns[0].to_pylist()
+    assert rows[0] == {"c": None, "d": None}
+    assert str(rows[1]["c"]) == "2024-02-03 04:05:06+00:00" and str(rows[1]["d"]) == "2024-02-03"
+    assert sorted(note["field"] for note in notes[0]) == ["c1.c", "c1.d"]
+    assert not notes[1]
