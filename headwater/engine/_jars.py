@@ -26,6 +26,7 @@ from headwater.engine._spark import (
     _cached_jars,
     fetched_jars_dir,
     get_spark,
+    local_driver_class_path,
     maven_jars_dir,
     resolved_jars_file,
 )
@@ -57,12 +58,13 @@ def main() -> None:
 
 def class_archive() -> None:
     """Build the driver JVM's class archive once (see ``_class_archive``)."""
-    path = _class_archive.archive_path()
+    class_path = local_driver_class_path()
+    path = _class_archive.archive_path(class_path)
     if path is not None and path.is_file():
         print(f"JVM class archive: {path}")
         return
     print("JVM class archive: building it with a small training sync (once, about 30 s)")
-    built = _class_archive.build()
+    built = _class_archive.build(class_path)
     print(f"JVM class archive: {built}" if built is not None else
           "JVM class archive: not built (Spark starts without it; see the warning above)")
 
