@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from headwater.engine import _unsigned_jars
 from headwater.engine._class_archive import CACHE_ENV as CACHE_ENV
 from headwater.engine._class_archive import cache_dir, driver_java_options, spark_jars_dir
 from headwater.errors import ConfigError
@@ -220,7 +221,9 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
     if jars is not None and spark_jars is not None and _EXECUTOR_IN_THE_DRIVER.fullmatch(master):
         # Spark's own jars first, as when ours were in spark.jars: theirs win a clash
         # (Ivy's list holds older copies of some, jackson-databind 2.13 for one).
-        conf[DRIVER_CLASS_PATH] = os.pathsep.join([str(spark_jars / "*"), *jars])
+        # Before them, unsigned copies of Spark's signed jars, if setup made them.
+        conf[DRIVER_CLASS_PATH] = os.pathsep.join(
+            [*map(str, _unsigned_jars.copies(spark_jars)), str(spark_jars / "*"), *jars])
     elif jars is not None:
         conf["spark.jars"] = ",".join(jars)
     elif needs.packages:

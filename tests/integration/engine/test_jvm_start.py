@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from headwater.engine import _class_archive
+from headwater.engine import _class_archive, _unsigned_jars
 from headwater.engine._spark import DRIVER_CLASS_PATH, local_driver_class_path
 
 
@@ -81,3 +81,17 @@ def test_a_local_executor_fetches_no_jars(spark: Any) -> None:
     where = str(mapper.getProtectionDomain().getCodeSource().getLocation())
     assert _class_archive.spark_jars_dir() is not None
     assert "/pyspark/jars/" in where or str(_class_archive.spark_jars_dir()) in where
+
+
+def test_janino_comes_unsigned_from_the_copy_setup_made(spark: Any) -> None:
+    """Classes of a signed jar stay out of the class archive: the copy has none to check."""
+    copies = _unsigned_jars.copies()
+    assert copies, "scripts/setup makes unsigned copies of Spark's signed jars"
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.ClassLoader.getSystemClassLoader()
+    compiler = jvm.java.lang.Class.forName("org.codehaus.janino.SimpleCompiler", False, loader)
+    assert compiler.getSigners() is None
+    where = str(compiler.getProtectionDomain().getCodeSource().getLocation())
+    assert any(where.endswith(str(copy)) for copy in copies), where
+    # And code generation still works: a query Spark compiles with Janino.
+    assert spark.range(10).selectExpr("sum(id * 2) AS s").collect()[0].s == 90
