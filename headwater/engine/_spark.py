@@ -177,7 +177,9 @@ def local_driver_class_path(settings: SparkSettings | None = None) -> str:
     ``spark-submit`` first resolved each entry through Hadoop's file system (its
     ``Configuration`` parsed for it).  In a Java Flight Recorder profile of a 100-row
     sync's JVM that was about a fifth of the samples before the first task finished
-    (``docs/versions.md``).  A cluster's executors fetch ``spark.jars`` as before.
+    (``docs/versions.md``).  A cluster's driver starts with the same class path (so the
+    class archive fits it too) and also names the jars in ``spark.jars``, which its
+    executors fetch as before.
     """
     return _base_conf(settings or SparkSettings(master="local[2]")).get(DRIVER_CLASS_PATH, "")
 
@@ -218,14 +220,16 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         conf[EXTENSIONS_FROM_CLASSPATH] = "false"
     jars = _known_jars(settings, needs)
     spark_jars = spark_jars_dir()
-    if jars is not None and spark_jars is not None and _EXECUTOR_IN_THE_DRIVER.fullmatch(master):
-        # Spark's own jars first, as when ours were in spark.jars: theirs win a clash
-        # (Ivy's list holds older copies of some, jackson-databind 2.13 for one).
-        # Before them, unsigned copies of Spark's signed jars, if setup made them.
-        conf[DRIVER_CLASS_PATH] = os.pathsep.join(
-            [*map(str, _unsigned_jars.copies(spark_jars)), str(spark_jars / "*"), *jars])
-    elif jars is not None:
-        conf["spark.jars"] = ",".join(jars)
+    if jars is not None:
+        if spark_jars is not None:
+            # Spark's own jars first, as when ours were in spark.jars: theirs win a clash
+            # (Ivy's list holds older copies of some, jackson-databind 2.13 for one).
+            # Before them, unsigned copies of Spark's signed jars, if setup made them.
+            # A cluster's driver gets the same class path: the one class archive fits it.
+            conf[DRIVER_CLASS_PATH] = os.pathsep.join(
+                [*map(str, _unsigned_jars.copies(spark_jars)), str(spark_jars / "*"), *jars])
+        if spark_jars is None or not _EXECUTOR_IN_THE_DRIVER.fullmatch(master):
+            conf["spark.jars"] = ",".join(jars)  # executors in JVMs of their own fetch them
     elif needs.packages:
         conf["spark.jars.packages"] = ",".join(needs.packages)
         conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))

@@ -75,7 +75,10 @@ def test_the_jars_ivy_resolved_are_named_directly(cache: Path) -> None:
         pytest.skip("this checkout has Maven-fetched jars (.headwater/jars)")
     assert conf["spark.jars"] == ",".join(str(j) for j in jars)
     assert "spark.jars.packages" not in conf and "spark.jars.ivySettings" not in conf
-    assert DRIVER_CLASS_PATH not in conf  # a cluster's driver: its executors fetch spark.jars
+    # A cluster's driver: its executors fetch spark.jars; the driver itself starts with the
+    # class path a local driver has, so the one class archive fits both.
+    assert conf[DRIVER_CLASS_PATH] == _base_conf(SparkSettings(master="local[2]"))[
+        DRIVER_CLASS_PATH]
 
 
 def test_a_local_driver_has_the_jars_on_its_class_path_after_sparks_own(cache: Path) -> None:

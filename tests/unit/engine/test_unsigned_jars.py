@@ -89,8 +89,10 @@ def test_a_local_driver_puts_the_copies_before_sparks_jars(
     conf = _base_conf(SparkSettings(master="local[2]"))
     assert conf[DRIVER_CLASS_PATH].split(os.pathsep) == [
         str(made), str(spark_jars / "*"), str(delta)]
-    # A cluster's driver is left as it was.
-    assert DRIVER_CLASS_PATH not in _base_conf(SparkSettings(master="spark://10.0.0.1:7077"))
+    # A cluster's driver starts with the same class path (one archive fits both).
+    cluster = _base_conf(SparkSettings(master="spark://10.0.0.1:7077"))
+    assert cluster[DRIVER_CLASS_PATH] == conf[DRIVER_CLASS_PATH]
+    assert cluster["spark.jars"] == str(delta)
 
 
 def test_sparks_own_signed_jars_are_janinos() -> None:
