@@ -14,8 +14,9 @@ headwater.engine._jars``), from a training JVM that runs a small sync of the
 files, Spark's own writer and a MERGE) and writes the classes it
 loaded when it exits. It lives in the cache folder (``HEADWATER_CACHE_DIR``,
 default ``~/.cache/headwater``), named by digests of where the ``java``
-executable and Spark's jars are and of what they hold, so another JDK, Spark
-or virtual environment never picks up an archive made for a different one; the
+executable, Spark's jars and the driver's extra class path (the destination's jars
+on a local master, see ``_spark``) are and of what they hold, so another JDK, Spark,
+set of jars or virtual environment never picks up an archive made for a different one; the
 JVM checks the class path itself too and, when it does not match, starts
 without the archive (``-Xshare:auto``, Java's default), never failing. Nothing
 else changes: no JIT or GC setting, so long syncs run exactly as before.
@@ -63,7 +64,8 @@ def _java() -> Path | None:
     return found.resolve() if found is not None else None
 
 
-def _spark_jars_dir() -> Path | None:
+def spark_jars_dir() -> Path | None:
+    """The folder of Spark's own jars: ``$SPARK_HOME/jars``, else PySpark's package's."""
     home = os.environ.get("SPARK_HOME")
     if home:
         return Path(home) / "jars"
@@ -75,50 +77,59 @@ def _spark_jars_dir() -> Path | None:
     return Path(next(iter(spec.submodule_search_locations))) / "jars"
 
 
-def archive_path() -> Path | None:
-    """Where the archive for this ``java`` and this Spark is (or would be) kept.
+def archive_path(class_path: str = "") -> Path | None:
+    """Where the archive for this ``java``, this Spark and a driver JVM started with
+    ``class_path`` (``spark.driver.extraClassPath``) is (or would be) kept.
 
     None when either cannot be found (then no archive is used or built).
     """
-    java, jars = _java(), _spark_jars_dir()
+    java, jars = _java(), spark_jars_dir()
     if java is None or jars is None or not jars.is_dir():
         return None
-    # One archive per (java, Spark) pair, named by where they are and what they hold:
+    # The class path the JVM starts with: the extra entries first (Spark's launcher puts
+    # them before its own jars), then Spark's jars.
+    extra = [entry for entry in class_path.split(os.pathsep) if entry]
+    # One archive per (java, class path), named by where they are and what they hold:
     # the JVM validates the class path by location, so each virtualenv has its own.
-    where = hashlib.sha256(f"{java}\0{jars.resolve()}".encode()).hexdigest()[:12]
+    where = hashlib.sha256("\0".join([str(java), str(jars.resolve()), *extra]).encode())
     content = hashlib.sha256()
     stat = java.stat()
     content.update(f"{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
-    for jar in sorted(jars.glob("*.jar")):
-        jar_stat = jar.stat()  # the JVM refuses an archive whose jars changed size or time
+    for jar in [*map(Path, extra), *sorted(jars.glob("*.jar"))]:
+        try:
+            jar_stat = jar.stat()  # the JVM refuses an archive whose jars changed size or time
+        except OSError:
+            continue
         content.update(f"{jar.name}\0{jar_stat.st_size}\0{jar_stat.st_mtime_ns}\0".encode())
-    return cache_dir() / "jvm" / f"{_PREFIX}{where}-{content.hexdigest()[:12]}.jsa"
+    return cache_dir() / "jvm" / f"{_PREFIX}{where.hexdigest()[:12]}-{content.hexdigest()[:12]}.jsa"
 
 
-def driver_java_options(user_options: str | None) -> str | None:
+def driver_java_options(user_options: str | None, class_path: str = "") -> str | None:
     """``spark.driver.extraJavaOptions`` with the archive added, or None to leave it.
 
-    Only an archive that exists is named, and never beside the user's own
-    class-data sharing options.
+    Only an archive that exists for ``class_path`` (the driver's extra class path) is
+    named, and never beside the user's own class-data sharing options.
     """
     if user_options and any(option in user_options for option in _OWN_OPTIONS):
         return None
-    path = archive_path()
+    path = archive_path(class_path)
     if path is None or not path.is_file():
         return None
     ours = f"-XX:SharedArchiveFile={path}"
     return f"{ours} {user_options}" if user_options else ours
 
 
-def build(workload_dir: Path | None = None) -> Path | None:
+def build(class_path: str = "", workload_dir: Path | None = None) -> Path | None:
     """Build the archive with a training JVM in a child process; its path, or None.
 
+    ``class_path`` is the extra class path a local session's driver starts with
+    (``_spark.local_driver_class_path``), which the training session gets too.
     A child process because the archive is written when its JVM exits, and the
     file appears under its final name only once complete (written under a
     temporary name, then renamed), so a sync starting meanwhile never maps half
     an archive.  Older archives are removed (:func:`prune`).
     """
-    target = archive_path()
+    target = archive_path(class_path)
     if target is None:
         log.warning("no class archive: java or Spark's jars not found")
         return None

@@ -9,8 +9,9 @@ so the fallback copies the artifacts the destinations name for it with
 which ``_spark`` then puts on ``spark.jars``.  It works the same from an
 installed wheel: ``python -m headwater.engine._jars``.
 
-Then it builds the driver JVM's class archive (:mod:`~headwater.engine._class_archive`),
-once per Java and Spark.
+Then it makes unsigned copies of Spark's signed jars (:mod:`~headwater.engine._unsigned_jars`)
+and builds the driver JVM's class archive (:mod:`~headwater.engine._class_archive`) for the
+class path a local driver starts with, once per Java, Spark and set of jars.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from headwater.engine import _class_archive
+from headwater.engine import _class_archive, _unsigned_jars
 from headwater.engine._spark import (
     SparkSettings,
     _cached_jars,
     fetched_jars_dir,
     get_spark,
+    local_driver_class_path,
     maven_jars_dir,
     resolved_jars_file,
 )
@@ -52,17 +54,25 @@ def missing_artifacts(artifacts: tuple[str, ...], folder: Path) -> tuple[str, ..
 
 def main() -> None:
     fetch_jars()
+    unsigned_jars()
     class_archive()
+
+
+def unsigned_jars() -> None:
+    """Unsigned copies of Spark's signed jars, for the class archive (see ``_unsigned_jars``)."""
+    made = _unsigned_jars.make()
+    print(f"unsigned copies of Spark's signed jars: {', '.join(p.name for p in made) or 'none'}")
 
 
 def class_archive() -> None:
     """Build the driver JVM's class archive once (see ``_class_archive``)."""
-    path = _class_archive.archive_path()
+    class_path = local_driver_class_path()
+    path = _class_archive.archive_path(class_path)
     if path is not None and path.is_file():
         print(f"JVM class archive: {path}")
         return
     print("JVM class archive: building it with a small training sync (once, about 30 s)")
-    built = _class_archive.build()
+    built = _class_archive.build(class_path)
     print(f"JVM class archive: {built}" if built is not None else
           "JVM class archive: not built (Spark starts without it; see the warning above)")
 

@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from headwater.engine import _unsigned_jars
 from headwater.engine._class_archive import CACHE_ENV as CACHE_ENV
-from headwater.engine._class_archive import cache_dir, driver_java_options
+from headwater.engine._class_archive import cache_dir, driver_java_options, spark_jars_dir
 from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -134,9 +135,12 @@ def _remember_jars(spark: SparkSession, needs: SparkRequirements | None = None) 
     """List the jar files Ivy just resolved for the next start (best effort)."""
     needs = needs or SparkSettings().needs()
     try:
-        listed = spark.sparkContext.getConf().get("spark.jars") or ""
-        jars = [jar.removeprefix("file://").removeprefix("file:") for jar in listed.split(",")
-                if jar]
+        conf = spark.sparkContext.getConf()
+        listed = (conf.get("spark.jars") or "").split(",")
+        if not any(listed):  # a local session started from a list names them on its class path
+            listed = [entry for entry in (conf.get(DRIVER_CLASS_PATH) or "").split(os.pathsep)
+                      if not entry.endswith("*")]
+        jars = [jar.removeprefix("file://").removeprefix("file:") for jar in listed if jar]
         if not jars or not all(Path(jar).is_file() for jar in jars) \
                 or not any(needs.jar_prefix in Path(jar).name for jar in jars):
             return
@@ -147,6 +151,51 @@ def _remember_jars(spark: SparkSession, needs: SparkRequirements | None = None) 
         temporary.replace(target)
     except Exception as exc:  # a cache only: the next start resolves again
         log.debug("could not remember the resolved jars: %s", exc)
+
+
+#: The driver JVM's own class path, before Spark's jars (Spark's launcher puts it first).
+DRIVER_CLASS_PATH = "spark.driver.extraClassPath"
+#: Masters whose executor runs inside the driver JVM (not ``local-cluster[...]``).
+_EXECUTOR_IN_THE_DRIVER = re.compile(r"local(\[[^\]]*\])?")
+
+
+def _known_jars(settings: SparkSettings, needs: SparkRequirements) -> list[str] | None:
+    """The destination's jar files when they are known without Ivy: a folder of fetched
+    jars, or the list an earlier session resolved (None: resolve them, or the settings
+    name jars of their own, which Ivy resolves with the destination's)."""
+    folder = fetched_jars_dir(needs)
+    if folder is not None:
+        return [str(path) for path in sorted(folder.glob("*.jar"))]
+    return None if _own_jars(settings) else _cached_jars(needs)
+
+
+def local_driver_class_path(settings: SparkSettings | None = None) -> str:
+    """The extra class path a local session's driver JVM starts with ("" if none): what
+    the class archive is built for (:mod:`~headwater.engine._class_archive`).
+
+    On a local master the driver is the executor too, so the destination's jars go on
+    the driver's class path instead of ``spark.jars``.  Why: Spark hands every
+    ``spark.jars`` entry to its executors through the driver's file server, and a local
+    executor, being in the same JVM, fetched all of them (68 jars, 98 MB) into
+    ``/tmp/spark-*/userFiles-*`` at the first task and opened them a second time; and
+    ``spark-submit`` first resolved each entry through Hadoop's file system (its
+    ``Configuration`` parsed for it).  In a Java Flight Recorder profile of a 100-row
+    sync's JVM that was about a fifth of the samples before the first task finished
+    (``docs/versions.md``).  A cluster's driver starts with the same class path (so the
+    class archive fits it too) and also names the jars in ``spark.jars``, which its
+    executors fetch as before.
+    """
+    return _base_conf(settings or SparkSettings(master="local[2]")).get(DRIVER_CLASS_PATH, "")
+
+
+def _merge_class_path(merged: dict[str, str], ours: Mapping[str, str],
+                      users: Mapping[str, str]) -> None:
+    """Keep the destination's jars on the driver's class path beside a user's own
+    ``spark.driver.extraClassPath`` (theirs first, so their classes win)."""
+    if DRIVER_CLASS_PATH in ours and DRIVER_CLASS_PATH in users \
+            and users[DRIVER_CLASS_PATH] != ours[DRIVER_CLASS_PATH]:
+        merged[DRIVER_CLASS_PATH] = os.pathsep.join(
+            filter(None, [users[DRIVER_CLASS_PATH], ours[DRIVER_CLASS_PATH]]))
 
 
 def _base_conf(settings: SparkSettings) -> dict[str, str]:
@@ -173,17 +222,24 @@ def _base_conf(settings: SparkSettings) -> dict[str, str]:
         # The executors run this very Python: import PySpark from its package, not its zip.
         conf["spark.python.daemon.module"] = "headwater.engine._python_daemon"
         conf[EXTENSIONS_FROM_CLASSPATH] = "false"
-    jars = fetched_jars_dir(needs)
-    cached = None if jars is not None or _own_jars(settings) else _cached_jars(needs)
+    jars = _known_jars(settings, needs)
+    spark_jars = spark_jars_dir()
     if jars is not None:
-        conf["spark.jars"] = ",".join(str(p) for p in sorted(jars.glob("*.jar")))
-    elif cached is not None:
-        conf["spark.jars"] = ",".join(cached)
+        if spark_jars is not None:
+            # Spark's own jars first, as when ours were in spark.jars: theirs win a clash
+            # (Ivy's list holds older copies of some, jackson-databind 2.13 for one).
+            # Before them, unsigned copies of Spark's signed jars, if setup made them.
+            # A cluster's driver gets the same class path: the one class archive fits it.
+            conf[DRIVER_CLASS_PATH] = os.pathsep.join(
+                [*map(str, _unsigned_jars.copies(spark_jars)), str(spark_jars / "*"), *jars])
+        if spark_jars is None or not _EXECUTOR_IN_THE_DRIVER.fullmatch(master):
+            conf["spark.jars"] = ",".join(jars)  # executors in JVMs of their own fetch them
     elif needs.packages:
         conf["spark.jars.packages"] = ",".join(needs.packages)
         conf["spark.jars.ivySettings"] = str(Path(__file__).with_name("ivysettings.xml"))
     # Decided with the user's own settings in view (their heap size, their collector).
     with_users = {**conf, **settings.conf}
+    _merge_class_path(with_users, conf, settings.conf)
     _add_driver_jvm_options(with_users, local=master.startswith("local"))
     if DRIVER_JAVA_OPTIONS in with_users:
         conf[DRIVER_JAVA_OPTIONS] = with_users[DRIVER_JAVA_OPTIONS]
@@ -265,7 +321,7 @@ def _add_driver_jvm_options(conf: dict[str, str], *, local: bool = False) -> Non
     """Start the driver JVM from the class archive, if ``scripts/setup`` built one, with
     :data:`LAZY_JIT_OPTION` unless the user's options choose their own JIT settings, and,
     on a local master, with :data:`SERIAL_GC_OPTION` unless they choose a collector."""
-    options = driver_java_options(conf.get(DRIVER_JAVA_OPTIONS))
+    options = driver_java_options(conf.get(DRIVER_JAVA_OPTIONS), conf.get(DRIVER_CLASS_PATH, ""))
     if options is not None:
         conf[DRIVER_JAVA_OPTIONS] = options
     chosen = _users_java_options(conf)
@@ -385,7 +441,8 @@ def get_spark(settings: SparkSettings) -> SparkSession:
     conf = _base_conf(settings)
     if under_spark_submit:
         # spark-submit already started the JVM: jars and master come from its flags.
-        conf = {k: v for k, v in conf.items() if not k.startswith("spark.jars")}
+        conf = {k: v for k, v in conf.items()
+                if not k.startswith("spark.jars") and k != DRIVER_CLASS_PATH}
     elif settings.master:
         builder = builder.master(settings.master)
     else:
@@ -397,7 +454,9 @@ def get_spark(settings: SparkSettings) -> SparkSession:
         # the cluster itself is on loopback.
         conf.pop("spark.driver.bindAddress", None)
         conf.pop("spark.driver.host", None)
+    ours = dict(conf)
     conf.update(settings.conf)
+    _merge_class_path(conf, ours, settings.conf)
     if not under_spark_submit:
         # Beside the user's own driver options, if any.
         _add_driver_jvm_options(conf, local=(settings.master or "local").startswith("local"))

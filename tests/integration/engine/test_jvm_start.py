@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
-from headwater.engine import _class_archive
+from headwater.engine import _class_archive, _unsigned_jars
+from headwater.engine._spark import DRIVER_CLASS_PATH, local_driver_class_path
 
 
 def test_python_workers_import_pyspark_from_the_installed_package(spark: Any) -> None:
@@ -32,7 +34,9 @@ def test_python_workers_import_pyspark_from_the_installed_package(spark: Any) ->
 
 
 def test_the_driver_jvm_maps_the_class_archive_setup_built(spark: Any) -> None:
-    archive = _class_archive.archive_path()
+    class_path = spark.sparkContext.getConf().get(DRIVER_CLASS_PATH, "")
+    assert class_path == local_driver_class_path()  # what scripts/setup built it for
+    archive = _class_archive.archive_path(class_path)
     assert archive is not None and archive.is_file(), "scripts/setup builds the class archive"
     jvm = spark.sparkContext._jvm
     arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean()
@@ -55,3 +59,39 @@ def test_a_local_driver_collects_garbage_with_the_serial_collector(spark: Any) -
     names = [bean.getName() for bean in
              jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()]
     assert names == ["Copy", "MarkSweepCompact"]  # the serial collector's young and old
+
+
+def test_a_local_executor_fetches_no_jars(spark: Any) -> None:
+    """The destination's jars are on the driver's class path, after Spark's own: nothing
+    goes through the file server into ``userFiles-*`` to be opened a second time."""
+    from pyspark import SparkFiles
+
+    context = spark.sparkContext
+    assert context.getConf().get("spark.jars", "") == ""
+    assert context._jsc.sc().listJars().isEmpty()
+    spark.range(1).count()  # a task has run: the executor has taken what it was given
+    assert not list(Path(SparkFiles.getRootDirectory()).glob("*.jar"))
+    jvm = context._jvm
+    loader = jvm.java.lang.ClassLoader.getSystemClassLoader()
+    delta = jvm.java.lang.Class.forName("io.delta.tables.DeltaTable", False, loader)
+    assert delta.getClassLoader().equals(loader)
+    # Spark's own jars still come first: Ivy's older jackson-databind does not shadow them.
+    mapper = jvm.java.lang.Class.forName("com.fasterxml.jackson.databind.ObjectMapper",
+                                         False, loader)
+    where = str(mapper.getProtectionDomain().getCodeSource().getLocation())
+    assert _class_archive.spark_jars_dir() is not None
+    assert "/pyspark/jars/" in where or str(_class_archive.spark_jars_dir()) in where
+
+
+def test_janino_comes_unsigned_from_the_copy_setup_made(spark: Any) -> None:
+    """Classes of a signed jar stay out of the class archive: the copy has none to check."""
+    copies = _unsigned_jars.copies()
+    assert copies, "scripts/setup makes unsigned copies of Spark's signed jars"
+    jvm = spark.sparkContext._jvm
+    loader = jvm.java.lang.ClassLoader.getSystemClassLoader()
+    compiler = jvm.java.lang.Class.forName("org.codehaus.janino.SimpleCompiler", False, loader)
+    assert compiler.getSigners() is None
+    where = str(compiler.getProtectionDomain().getCodeSource().getLocation())
+    assert any(where.endswith(str(copy)) for copy in copies), where
+    # And code generation still works: a query Spark compiles with Janino.
+    assert spark.range(10).selectExpr("sum(id * 2) AS s").collect()[0].s == 90

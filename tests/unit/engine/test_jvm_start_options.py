@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -162,8 +163,26 @@ def test_jars_replaced_in_place_get_an_archive_of_their_own(
     jars = tmp_path / "jars"
     jars.mkdir()
     (jars / "spark-core.jar").write_bytes(b"x" * 10)
-    monkeypatch.setattr(_class_archive, "_spark_jars_dir", lambda: jars)
+    monkeypatch.setattr(_class_archive, "spark_jars_dir", lambda: jars)
     before = _class_archive.archive_path()
     os.utime(jars / "spark-core.jar", (1, 1))
     after = _class_archive.archive_path()
     assert before is not None and after is not None and before != after
+
+
+def test_an_archive_is_named_by_the_driver_class_path_it_was_built_for(
+        cache: Path, tmp_path: Path) -> None:
+    # The JVM refuses an archive whose class path differs: a driver started with another
+    # extra class path (a cluster's driver, a user's own entries) looks for its own.
+    delta = tmp_path / "delta.jar"
+    delta.write_bytes(b"PK")
+    plain, with_delta = _class_archive.archive_path(), _class_archive.archive_path(str(delta))
+    assert plain is not None and with_delta is not None and plain != with_delta
+    with_delta.parent.mkdir(parents=True)
+    with_delta.write_bytes(b"")
+    assert _class_archive.driver_java_options(None, str(delta)) == \
+        f"-XX:SharedArchiveFile={with_delta}"
+    assert _class_archive.driver_java_options(None) is None
+    before = with_delta
+    os.utime(delta, (1, 1))  # the same jar changed: the JVM would refuse the archive
+    assert _class_archive.archive_path(str(delta)) != before
