@@ -207,9 +207,11 @@ def cdk_files(folder: Path, url: str, workload: Workload, concurrency: int,
     return config_path, catalog_path
 
 
-def headwater_file(folder: Path, url: str, workload: Workload, concurrency: int) -> Path:
-    """The connection a user would write (examples/surveys.yaml's shape), engine defaults."""
-    document = {
+def headwater_file(folder: Path, url: str, workload: Workload, concurrency: int,
+                   spark: dict[str, Any] | None = None) -> Path:
+    """The connection a user would write (examples/surveys.yaml's shape), engine defaults
+    (``spark``: the file's ``spark`` section, e.g. ``early_reads_jvm_nice``)."""
+    document: dict[str, Any] = {
         "name": f"substream-c{concurrency}",
         "source": {"type": "rest", "config": {
             "base_url": url,
@@ -243,6 +245,8 @@ def headwater_file(folder: Path, url: str, workload: Workload, concurrency: int)
         ],
         "metadata_store": f"sqlite:///{folder / 'headwater.db'}",
     }
+    if spark:
+        document["spark"] = spark
     path = folder / "substream.yaml"
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     return path
@@ -334,9 +338,10 @@ def run_cdk(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
 
 
 def run_headwater(folder: Path, api: ApiProcess, workload: Workload, concurrency: int,
-                  since: int, latency: float, conf: Sequence[str]) -> Run:
+                  since: int, latency: float, conf: Sequence[str],
+                  spark: dict[str, Any] | None = None) -> Run:
     folder.mkdir()
-    connection = headwater_file(folder, api.url, workload, concurrency)
+    connection = headwater_file(folder, api.url, workload, concurrency, spark)
     python = sys.executable
     env = {**_with_bytecode(os.environ), "PYTHONPATH": str(REPO),
            "HEADWATER_HOME": str(folder / ".headwater"),
@@ -377,6 +382,9 @@ def main(argv: Sequence[str] | None = None) -> None:
                         help="turn off the tutorial's use_cache on the CDK's parent stream")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="extra Spark conf for `headwater sync` (repeatable)")
+    parser.add_argument("--spark-file", action="append", default=[], metavar="KEY=VALUE",
+                        help="a key of the connection file's `spark` section, e.g. "
+                             "early_reads_jvm_nice=0 (repeatable)")
     parser.add_argument("--keep", action="store_true", help="keep the temp folder")
     args = parser.parse_args(argv)
     if "cdk" in args.tools and not CDK_PYTHON.exists():
@@ -394,6 +402,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                                     "print(version('airbyte-cdk'))"],
             capture_output=True, text=True, check=True).stdout.strip()
         print(f"baseline: airbyte-cdk {cdk_version}, use_cache={not args.no_cdk_cache}\n")
+    spark_file = {key: yaml.safe_load(value)
+                  for key, value in (pair.split("=", 1) for pair in args.spark_file)}
     runs: dict[tuple[str, int], list[Run]] = {}
     with ApiProcess(0, args.latency, data=workload.data, limit=10**9) as api, \
             scratch_dir("hw-bench-substream-", keep=args.keep) as scratch:
@@ -406,7 +416,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                     run = (run_cdk(folder, api, workload, concurrency, since, args.latency,
                                    not args.no_cdk_cache) if tool == "cdk" else
                            run_headwater(folder, api, workload, concurrency, since,
-                                         args.latency, args.conf))
+                                         args.latency, args.conf, spark_file))
                     since += run.calls
                     runs.setdefault((tool, concurrency), []).append(run)
                     inner = f", inner {run.inner_s:.2f} s" if run.inner_s is not None else ""

@@ -238,7 +238,7 @@ class SparkConfig(BaseModel):
     #: On a local master, when the sync's reads start before Spark (an Airbyte head
     #: start, a REST source's early calls): how much lower Spark's JVM's CPU priority
     #: is (Unix nice, 0-19), so the reads keep the cores; 0: the same priority.
-    early_reads_jvm_nice: int = Field(default=10, ge=0, le=19)
+    early_reads_jvm_nice: int = Field(default=5, ge=0, le=19)
 
     @field_validator("conf", mode="before")
     @classmethod

@@ -10,7 +10,8 @@ steps lower (``spark.early_reads_jvm_nice`` in the connection file), the
 reads keep the cores they can use and Spark's start-up takes the rest.  The
 price: for the whole sync Spark also yields to other programs on the machine,
 which on a busy machine makes its share of the work (decoding, writing,
-committing) slower; ``bench/RESULTS.md`` has both figures.
+committing) slower; ``bench/RESULTS.md`` has both figures (the default, 5, not
+10, for that reason).
 
 Linux keeps a priority per thread, a child process starts with its creating
 thread's, and lowering it cannot be undone without privileges.  So the JVM is
