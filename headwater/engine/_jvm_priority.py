@@ -35,6 +35,7 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+
 def lower_priority_possible() -> bool:
     """Whether a thread's priority can be lowered for the processes it starts (Linux)."""
     return sys.platform.startswith("linux") and hasattr(os, "setpriority")
