@@ -6,6 +6,7 @@ programs that drive syncs import from here.
 
 from headwater.errors import (
     AuthenticationError,
+    CommitOutcomeUnknown,
     ConfigError,
     ConnectionLockedError,
     ConnectorError,
@@ -20,6 +21,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AuthenticationError",
+    "CommitOutcomeUnknown",
     "ConfigError",
     "ConnectionLockedError",
     "ConnectorError",

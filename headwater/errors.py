@@ -7,12 +7,17 @@ tree is the contract::
     ├── ConfigError                    exit 2: the connection file or a config is wrong
     │   └── SpecValidationError        a source/destination config breaks its spec
     ├── AuthenticationError            exit 3: credentials were refused
+    │   └── RefusedCommitOutcomeUnknown    a refused commit whose lookup failed too
     ├── ConnectorError                 a connector failed while checking/discovering/reading
     ├── DestinationError               a destination failed to prepare or commit
+    │   └── CommitOutcomeUnknownError      a failed commit whose lookup failed too
     ├── StateError                     stored state cannot be read or does not fit the stream
     └── MetadataStoreError             the metadata store is unreachable or inconsistent
         ├── ConnectionLockedError      another sync of the same connection is running
         └── StoreBehindTableError      the store hands out indices a table already holds
+
+Both ``...OutcomeUnknown`` errors are also :class:`CommitOutcomeUnknown`, the one
+signal the engine recognises: the run stays unfinished (see that class).
 
 Errors carry context as keyword arguments (``stream=``, ``partition=``,
 ``field=``) so messages and ``--json`` output can show them, and third-party
@@ -95,6 +100,53 @@ class ConnectorError(HeadwaterError):
 
 class DestinationError(HeadwaterError):
     """A destination failed to prepare a table or to commit a checkpoint batch."""
+
+
+class CommitOutcomeUnknown(HeadwaterError):
+    """A commit raised, and looking its marker up in the table raised too: whether it
+    landed is unknown.
+
+    Not raised itself: the destinations raise :class:`CommitOutcomeUnknownError`
+    (exit 1) or, when the destination refused the credentials,
+    :class:`RefusedCommitOutcomeUnknown` (exit 3), so the kind of error and its exit
+    code stay what they were.  A lookup that *answered* (the marker is not there,
+    the table does not exist yet) is no such error: that commit failed, plainly.
+
+    Why it matters: a failed run is finished, and the next sync plans a new run
+    from the state, reading the checkpoint's partitions again under a new
+    marker; had the commit landed, its rows would be in the table twice.  So
+    the engine keeps a run that meets this error unfinished (``stopped``, like
+    a run stopped on request): the next sync resumes its persisted plan, looks
+    the checkpoint's marker up again, and skips it if it landed.  The state
+    of the checkpoint is not released meanwhile.
+    """
+
+    def __init__(self, what: str, *, error: str, lookup: str | None, stream: str,
+                 checkpoint: int | None = None, **context: Any) -> None:
+        """``what`` failed with ``error``, then the lookup with ``lookup`` (None: ``what``
+        was the lookup itself, as when a resumed attempt looks an earlier one's commit up)."""
+        looked = f" and looking it up in the table failed too ({lookup})" if lookup else ""
+        super().__init__(
+            f"{what} failed ({error}){looked}: could not check whether "
+            f"{_unit(checkpoint, stream)} landed; the next sync resumes this run and checks "
+            "again", stream=stream, checkpoint=checkpoint, **context)
+        self.stream = stream
+        #: The checkpoint's index; None for the publish of a staged overwrite.
+        self.checkpoint = checkpoint
+
+
+def _unit(checkpoint: int | None, stream: str) -> str:
+    if checkpoint is None:
+        return f"the publish of stream {stream}"
+    return f"checkpoint {checkpoint} of stream {stream}"
+
+
+class CommitOutcomeUnknownError(CommitOutcomeUnknown, DestinationError):
+    """A commit failed and its lookup failed too (see :class:`CommitOutcomeUnknown`)."""
+
+
+class RefusedCommitOutcomeUnknown(CommitOutcomeUnknown, AuthenticationError):
+    """A commit the destination refused (credentials), whose lookup failed too; exit 3."""
 
 
 class StateError(HeadwaterError):

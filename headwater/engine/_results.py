@@ -43,6 +43,10 @@ class StreamStats:
     #: The table version of the commit that published a staged overwrite (see the
     #: module docstring); also recorded on the stream's last checkpoint.
     published_version: int | None = None
+    #: A commit of this attempt raised and its lookup too: whether it landed is unknown
+    #: (:class:`~headwater.errors.CommitOutcomeUnknown`; ``error`` says which).  The
+    #: stream is then ``stopped`` (or ``failed``, when another checkpoint failed).
+    outcome_unknown: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -61,6 +65,8 @@ class StreamStats:
         }
         if self.published_version is not None:
             data["published_version"] = self.published_version
+        if self.outcome_unknown:
+            data["outcome_unknown"] = True
         return data
 
 
@@ -80,6 +86,9 @@ class SyncResult:
     hooks: list[dict[str, Any]] = field(default_factory=list)
     #: Why a ``stopped`` run stopped and what it left (see :meth:`SyncEngine.request_stop`).
     stop_reason: str | None = None
+    #: The exit code of a run that stopped because a commit's outcome is unknown (the
+    #: error's: 1, or 3 for refused credentials), not on request; None: its status's.
+    exit_code: int | None = None
     #: Seconds per step of the sync (:mod:`headwater.engine._steps`): where a small
     #: sync's fixed cost goes.
     steps_s: dict[str, float] = field(default_factory=dict)
@@ -102,6 +111,8 @@ class SyncResult:
             data["hooks"] = self.hooks
         if self.stop_reason is not None:
             data["stop_reason"] = self.stop_reason
+        if self.exit_code is not None:
+            data["outcome_unknown"] = True
         if self.steps_s:
             data["steps_s"] = self.steps_s
         return data
@@ -143,8 +154,21 @@ class SyncObserver:
         """A stream succeeded or failed."""
 
 
-def outcome(stats: Sequence[StreamStats], stop_reason: str) -> tuple[RunStatus, str | None]:
-    """The run's status and error: any failed stream fails it, else any stopped one stops it."""
+def outcome(stats: Sequence[StreamStats], stop_reason: str,
+            unchecked: Sequence[str] = ()) -> tuple[RunStatus, str | None]:
+    """The run's status and error: any commit whose outcome is unknown stops it, else
+    any failed stream fails it, else any stopped one stops it.
+
+    ``unchecked``: checkpoints an earlier attempt could not check and this one did
+    not get to (``stream: why``).  A run with either is ``stopped``, not
+    ``failed``: a failed run is finished, and the next sync would plan a new run
+    from the state and write again what may have landed; stopped, it is resumed
+    and the commits are looked up again.  Its error names every stream's problem.
+    """
+    if unchecked or any(s.outcome_unknown for s in stats):
+        problems = [f"{s.name}: {s.error}" for s in stats
+                    if s.error and (s.outcome_unknown or s.status == "failed")]
+        return "stopped", "; ".join([*problems, *unchecked])
     failed = [s for s in stats if s.status == "failed"]
     if failed:
         return "failed", "; ".join(f"{s.name}: {s.error}" for s in failed)

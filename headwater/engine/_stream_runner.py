@@ -27,7 +27,13 @@ from headwater.engine._run_logs import submit_in_run
 from headwater.engine._spark import default_parallelism
 from headwater.engine._task import TaskContext, interleaved, make_task, stream_slots, task_count
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
-from headwater.errors import AuthenticationError
+from headwater.errors import (
+    AuthenticationError,
+    CommitOutcomeUnknown,
+    CommitOutcomeUnknownError,
+    RefusedCommitOutcomeUnknown,
+    StoreBehindTableError,
+)
 from headwater.metadata_store import DURABLE_CHECKPOINT_STATUSES
 from headwater.plan import CheckpointPlan, RunPlan, StreamPlan
 from headwater.sdk import Cursor, Stream
@@ -47,8 +53,11 @@ class StreamRunner:
     """Runs one stream's checkpoints in lanes and moves its state."""
 
     def __init__(self, engine: SyncEngine, spark: SparkSession, plan: StreamPlan, run_id: str,
-                 attempt: int, run_plan: RunPlan) -> None:
+                 attempt: int, run_plan: RunPlan, halt: threading.Event | None = None) -> None:
+        """``halt``: the run's, shared by its streams; set when a commit's outcome is
+        unknown, it starts no further checkpoint in any of them (as a stop request)."""
         self.engine = engine
+        self._halt = halt or threading.Event()
         #: Backfills and replays commit like a sync but leave state alone.
         self.moves_state = run_plan.moves_state
         #: A replay's rows keep the id of the run they replace (so replaying is idempotent).
@@ -81,6 +90,22 @@ class StreamRunner:
         #: Set by ``_run``: the Spark task slots each checkpoint can count on, by index.
         self._slots: dict[int, int] = {}
 
+    def _outcome_unknown(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says a commit's outcome is unknown; if so, halt the run.
+
+        The run then stays unfinished (:func:`~headwater.engine._results.outcome`):
+        the next sync resumes it and looks the commit up again.  Every stream of
+        the run starts no further checkpoint (those in flight commit), as on a
+        stop request: the destination that could not answer is likely theirs
+        too, and all they leave is resumed with the rest.
+        """
+        if _unknown_in(exc) is None:
+            return False
+        with self._lock:
+            self.stats.outcome_unknown = True
+        self._halt.set()
+        return True
+
     def _note_refused(self, exc: BaseException) -> None:
         found = headwater_error_from(exc)
         if isinstance(found, AuthenticationError):
@@ -99,13 +124,14 @@ class StreamRunner:
         try:
             self._run()
         except Exception as exc:
-            self._failed.set()
             self._note_refused(exc)
+            if not self._outcome_unknown(exc):  # a publish's: the run stays resumable
+                self._failed.set()
             self.stats.error = describe_error(exc)
             log.error("stream %s failed: %s", self.name, self.stats.error)
-        if self._failed.is_set() or self.stats.error:
+        if self._failed.is_set() or (self.stats.error and not self.stats.outcome_unknown):
             self.stats.status = "failed"
-        elif self.stats.checkpoints_done < self.stats.checkpoints:
+        elif self.stats.outcome_unknown or self.stats.checkpoints_done < self.stats.checkpoints:
             # Lanes run every checkpoint unless one fails or a stop was requested.
             self.stats.status = "stopped"
         else:
@@ -233,6 +259,11 @@ class StreamRunner:
                 log.info("stream %s: stop requested, checkpoint %s and later not started",
                          self.name, checkpoint.index)
                 return
+            if self._halt.is_set():
+                log.info("stream %s: a commit's outcome is unknown, checkpoint %s and later "
+                         "not started (the next sync resumes the run)", self.name,
+                         checkpoint.index)
+                return
             self.engine.observer.checkpoint_started(self.name, checkpoint.index)
             marker = self._marker(checkpoint)
             began = time.monotonic()
@@ -242,15 +273,20 @@ class StreamRunner:
                     result = (found if found is not None
                               else self._commit(stream, checkpoint, marker))
             except Exception as exc:
-                self._failed.set()
                 self._note_refused(exc)
+                unknown = self._outcome_unknown(exc)
+                if not unknown:
+                    self._failed.set()
                 error = describe_error(exc)
                 with self._lock:
                     self.manager.mark_failed(checkpoint.checkpoint_id)
                     self.stats.error = error
+                # ``outcome_unknown``: not released, and the run stays resumable until an
+                # attempt looks it up (``SyncEngine._one_run``); a later record replaces it.
                 self.store.record_checkpoint(
                     self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
-                    status="failed", stats={"attempt": self.attempt, "error": error})
+                    status="failed", stats={"attempt": self.attempt, "error": error,
+                                            **({OUTCOME_UNKNOWN: True} if unknown else {})})
                 log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
                           error)
                 return
@@ -286,7 +322,13 @@ class StreamRunner:
         """
         if self.attempt == 1:
             return None
-        earlier = self.route.find(self.spark, self.plan, marker)
+        try:
+            earlier = self.route.find(self.spark, self.plan, marker)
+        except (StoreBehindTableError, CommitOutcomeUnknown):
+            raise
+        except Exception as exc:
+            # An earlier attempt may have committed it: no answer is no "not there".
+            raise _lookup_failed(exc, marker) from exc
         if earlier is None:
             return None
         earlier = self._with_recorded_counts(checkpoint, earlier)
@@ -468,7 +510,40 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
     return pa.schema([f.with_nullable(True) for f in schema])
 
 
+#: The key of a failed checkpoint's figures that says its commit's outcome is unknown.
+OUTCOME_UNKNOWN = "outcome_unknown"
+
+
+def _unknown_in(exc: BaseException) -> CommitOutcomeUnknown | None:
+    """The :class:`CommitOutcomeUnknown` ``exc`` is or was raised from, if any."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        if isinstance(current, CommitOutcomeUnknown):
+            return current
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _lookup_failed(exc: BaseException, marker: CommitMarker) -> CommitOutcomeUnknown:
+    """A resumed attempt's lookup of an earlier attempt's commit raised ``exc``."""
+    what = (f"looking up whether an earlier attempt committed checkpoint "
+            f"{marker.checkpoint_index}")
+    found = headwater_error_from(exc)
+    error = describe_error(exc)
+    if isinstance(found, AuthenticationError):
+        context = {k: v for k, v in found.context.items() if k not in ("stream", "checkpoint")}
+        return RefusedCommitOutcomeUnknown(what, error=error, lookup=None, stream=marker.stream,
+                                           checkpoint=marker.checkpoint_index, **context)
+    return CommitOutcomeUnknownError(what, error=error, lookup=None, stream=marker.stream,
+                                     checkpoint=marker.checkpoint_index)
+
+
 def describe_error(exc: BaseException) -> str:
+    unknown = _unknown_in(exc)
+    if unknown is not None:
+        return str(unknown)
     found = headwater_error_from(exc)  # also a connector's error that Spark wrapped
     if found is not None:
         return str(found)
@@ -476,4 +551,4 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}"
 
 
-__all__ = ["StreamRunner", "describe_error"]
+__all__ = ["OUTCOME_UNKNOWN", "StreamRunner", "describe_error"]

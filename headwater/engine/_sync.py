@@ -29,7 +29,12 @@ the results it reports are :mod:`headwater.engine._results`.
 
 A run asked to stop (:meth:`SyncEngine.request_stop`) starts no further
 checkpoint, lets the ones in flight commit, then goes through step 5 and ends
-``stopped``; the next sync resumes it.
+``stopped``; the next sync resumes it.  A commit that raised and whose marker
+could not be looked up either (:class:`~headwater.errors.CommitOutcomeUnknown`)
+ends the run the same way, whatever else failed: its checkpoint's state is
+not released, every stream starts no further checkpoint, and the next sync
+resumes the run, looks the marker up, and skips the checkpoint if it landed.
+The command exits with the error's code (1, or 3 for refused credentials).
 
 :meth:`SyncEngine.sync` (``headwater sync``, ``serve``) does not stop at a
 resumed run: once it has succeeded, steps 2 to 5 run again, still under the
@@ -69,9 +74,9 @@ from headwater.engine._shared_dir import (
 )
 from headwater.engine._spark import SparkSettings, default_parallelism, get_spark
 from headwater.engine._steps import StepTimes
-from headwater.engine._stream_runner import StreamRunner
+from headwater.engine._stream_runner import OUTCOME_UNKNOWN, StreamRunner
 from headwater.engine.connection import build_source, resolve_streams
-from headwater.errors import AuthenticationError, HeadwaterError
+from headwater.errors import AuthenticationError, ExitCode, HeadwaterError
 from headwater.metadata_store import LockHandle, MetadataStore, RunRecord
 from headwater.observability.lineage import RunLineage
 from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
@@ -435,7 +440,12 @@ class SyncEngine:
             lineage.ended("stopped" if isinstance(exc, KeyboardInterrupt) else "failed",
                           error=f"{type(exc).__name__}: {exc}")
             raise
-        status, error = outcome(stats, self._stop_reason)
+        unchecked = self._unchecked(run_id, attempt) if attempt > 1 else []
+        status, error = outcome(stats, self._stop_reason, unchecked)
+        # Stopped by a commit whose outcome is unknown, not on request: the error's exit code.
+        exit_code = None
+        if status == "stopped" and (unchecked or any(s.outcome_unknown for s in stats)):
+            exit_code = int(self.refused.exit_code if self.refused else ExitCode.FAILED)
         finishing = time.perf_counter()
         states_after = self.store.get_states(conn.name)
         self.store.finish_attempt(run_id, attempt, status=status, error=error)
@@ -455,13 +465,30 @@ class SyncEngine:
         result = SyncResult(run_id=run_id, connection=conn.name, status=status, resumed=resumed,
                             attempt=attempt, streams=stats, duration_s=time.monotonic() - started,
                             kind=plan.purpose, replay_of=plan.replay_of,
-                            stop_reason=error if status == "stopped" else None)
+                            stop_reason=error if status == "stopped" else None,
+                            exit_code=exit_code)
         self.steps = StepTimes()  # the next run (sync's new run, --watch, serve) counts from zero
         return _RunDone(result, plan, steps)
 
+    def _unchecked(self, run_id: str, attempt: int) -> list[str]:
+        """Checkpoints an earlier attempt could not check (``CommitOutcomeUnknown``) and
+        this attempt did not look up (it failed before them): each ``stream: why``.
+
+        Such a checkpoint keeps the run resumable whatever else happened: closing
+        the run would let the next sync plan anew and write it again.
+        """
+        return [f"{c.stream}: whether checkpoint {c.index} landed is still unchecked "
+                f"(attempt {c.stats.get('attempt')} could not look it up, this attempt did not "
+                "get to it); the next sync resumes this run and checks again"
+                for c in self.store.list_checkpoints(run_id)
+                if c.status == "failed" and c.stats.get(OUTCOME_UNKNOWN)
+                and c.stats.get("attempt") != attempt]
+
     def _run_streams(self, spark: SparkSession, plan: RunPlan, run_id: str,
                      attempt: int) -> list[StreamStats]:
-        runners = [StreamRunner(self, spark, stream_plan, run_id, attempt, run_plan=plan)
+        halt = threading.Event()  # a commit's outcome is unknown: no stream starts another
+        runners = [StreamRunner(self, spark, stream_plan, run_id, attempt, run_plan=plan,
+                                halt=halt)
                    for stream_plan in plan.streams]
         if not runners:
             return []

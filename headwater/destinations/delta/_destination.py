@@ -106,7 +106,7 @@ from headwater.destinations.delta._variant import (
     variant_columns,
     with_variants,
 )
-from headwater.errors import DestinationError, StoreBehindTableError
+from headwater.errors import CommitOutcomeUnknownError, DestinationError, StoreBehindTableError
 from headwater.sync_modes import DestinationSyncMode
 from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT, json_kind
 
@@ -782,7 +782,7 @@ class DeltaDestination(Destination):
                                                app_id=marker.app_id, version=marker.version,
                                                tag=marker.tag_with_counts(rows, rejected, size))
         except Exception as exc:
-            if _published_commit(spark, location, marker) is None:
+            if _publish_after_error(spark, location, marker, exc) is None:
                 raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
                               marker.stream) from exc
             committed = _delta_rs.Committed(made=False)
@@ -813,7 +813,7 @@ class DeltaDestination(Destination):
                 writer = writer.option(key, value)
             writer.save(location)
         except Exception as exc:
-            if _published_commit(spark, location, marker) is None:
+            if _publish_after_error(spark, location, marker, exc) is None:
                 raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
                               marker.stream) from exc
         found = _published_commit(spark, location, marker, within_latest=50) \
@@ -958,13 +958,21 @@ def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
     lost connection while the commit's answer travels back); declaring such a
     checkpoint failed would have the next run read and write its data again.
     So the table decides: the checkpoint's tagged commit in the history is a
-    success, whatever came after it.
+    success, whatever came after it; no such commit, or no table at all (a
+    staging table's first commit), is the error.  A lookup that raises for any
+    other reason (the store unreachable, credentials refused) answers neither:
+    :class:`~headwater.errors.CommitOutcomeUnknownError`, and the engine keeps
+    the run resumable so that the next sync looks again.
     """
     try:
         found = _tagged_commit(spark, location, marker, within_latest=_RECENT_COMMITS)
-    except Exception as lookup:  # no table yet, or unreadable: nothing of ours landed
-        log.debug("looking up the commit of checkpoint %s in %s failed: %s",
-                  marker.checkpoint_index, location, lookup)
+    except Exception as lookup:
+        if not _no_table(lookup):  # the table did not answer: whether it landed is unknown
+            raise CommitOutcomeUnknownError(
+                what, error=_error_line(exc), lookup=_error_line(lookup),
+                stream=marker.stream, checkpoint=marker.checkpoint_index) from exc
+        log.debug("looking up the commit of checkpoint %s in %s: no table there (%s)",
+                  marker.checkpoint_index, location, _error_line(lookup))
         found = None
     if found is None:
         raise _failed(f"{what} failed", exc, marker.stream) from exc
@@ -974,6 +982,38 @@ def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
     log.warning("%s raised, and the table's history holds this checkpoint's commit (version "
                 "%s), so it counts as committed: %s", what, found[0], _error_line(exc))
     return _landed(found, already_committed=False)
+
+
+def _publish_after_error(spark: SparkSession, location: str, marker: PublishMarker,
+                         exc: BaseException) -> tuple[int, Mapping[str, str], str] | None:
+    """The publish of a publishing commit that raised, looked up; raise when the lookup
+    cannot answer (see :func:`_after_error`)."""
+    try:
+        return _published_commit(spark, location, marker)
+    except Exception as lookup:
+        raise CommitOutcomeUnknownError(
+            f"publishing run {marker.run_id} to {location}", error=_error_line(exc),
+            lookup=_error_line(lookup), stream=marker.stream) from exc
+
+
+#: Spark's error conditions for a lookup in a table that does not exist: a path holding
+#: none (``DESCRIBE HISTORY``, ``DESCRIBE DETAIL``), or a path inside a table's folder
+#: (a staging table not created yet).  Checked with Delta 4.4: see the unit tests.
+_NO_TABLE_CONDITIONS = frozenset({"DELTA_TABLE_ONLY_OPERATION", "DELTA_MISSING_DELTA_TABLE",
+                                  "DELTA_INVALID_PARTITION_PATH"})
+
+
+def _no_table(lookup: BaseException) -> bool:
+    """Whether a lookup's error says there is no table there (an answer: nothing landed).
+
+    delta-rs answers a missing table with None, not an error (``_delta_rs.history``);
+    Spark raises an ``AnalysisException`` with one of :data:`_NO_TABLE_CONDITIONS`.
+    Anything else (an object store's error, a refusal, a lost connection) is no answer.
+    """
+    from pyspark.errors import AnalysisException
+
+    return (isinstance(lookup, AnalysisException)
+            and lookup.getCondition() in _NO_TABLE_CONDITIONS)
 
 
 def _skipped(spark: SparkSession, location: str, marker: CommitMarker,

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from headwater.errors import AuthenticationError
+from headwater.errors import AuthenticationError, RefusedCommitOutcomeUnknown
 
 if TYPE_CHECKING:
     from pyiceberg.manifest import DataFile
@@ -129,7 +129,7 @@ def commit(table: Table, files: Sequence[DataFile], *, overwrite: bool,
 
 
 def refused_commit(refused: AuthenticationError, what: str, landed: Callable[[], T | None],
-                   *, stream: str) -> T:
+                   *, stream: str, checkpoint: int | None = None) -> T:
     """What ``landed()`` finds of a commit the catalog refused; else ``refused``, saying so.
 
     Why look: exactly once is the product, and "refused" is the catalog's answer,
@@ -138,24 +138,28 @@ def refused_commit(refused: AuthenticationError, what: str, landed: Callable[[],
     that follows it, and ``refused`` may come from the reload before a retry).
     ``landed`` is the lookup every commit makes before it tries (the marker in
     the table's snapshots, with the credential the sync has: a token that may
-    read but not write still answers it).  When the lookup is refused too (a
-    token revoked or expired), the error says that whether the commit landed
-    could not be checked.  The error stays an AuthenticationError (exit code 3),
-    with the field to fix, naming ``what`` and the catalog, never a credential.
+    read but not write still answers it).  When the lookup raises too (a token
+    revoked or expired, the catalog unreachable), whether the commit landed is
+    unknown: :class:`~headwater.errors.RefusedCommitOutcomeUnknown`, still an
+    AuthenticationError (exit code 3), and the engine keeps the run resumable.
+    ``checkpoint`` names the checkpoint (None: a publish).  Either error names
+    the field to fix, ``what`` and the catalog, never a credential.
     """
     try:
         found = landed()
-    except AuthenticationError:
-        outcome = "whether it landed could not be checked (the lookup was refused too)"
     except Exception as lookup:
-        outcome = (f"whether it landed could not be checked ({type(lookup).__name__}: "
-                   f"{(str(lookup).strip().splitlines() or [''])[0]})")
-    else:
-        if found is not None:
-            log.warning("%s was refused after it landed, so it counts as committed: %s", what,
-                        refused.message)
-            return found
-        outcome = "nothing of it landed (its marker is not in the table)"
+        why = ("the lookup was refused too" if isinstance(lookup, AuthenticationError)
+               else f"{type(lookup).__name__}: "
+                    f"{(str(lookup).strip().splitlines() or [''])[0]}")
+        context = {k: v for k, v in refused.context.items() if k not in ("stream", "checkpoint")}
+        raise RefusedCommitOutcomeUnknown(what, error=refused.message, lookup=why,
+                                          stream=stream, checkpoint=checkpoint,
+                                          **context) from refused
+    if found is not None:
+        log.warning("%s was refused after it landed, so it counts as committed: %s", what,
+                    refused.message)
+        return found
+    outcome = "nothing of it landed (its marker is not in the table)"
     raise AuthenticationError(f"{what} failed, {outcome}: {refused.message}",
                               **{**refused.context, "stream": stream}) from refused
 

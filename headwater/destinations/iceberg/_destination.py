@@ -81,6 +81,7 @@ from headwater.destinations.iceberg import (
 )
 from headwater.errors import (
     AuthenticationError,
+    CommitOutcomeUnknownError,
     ConfigError,
     DestinationError,
     HeadwaterError,
@@ -606,7 +607,10 @@ def _after_error(destination: IcebergDestination, stream: str, marker: CommitMar
     """A commit that raised: a success if its snapshot landed nonetheless, else the error.
 
     A refusal of the catalog (an AuthenticationError: ``_rest.py``) stays one, so the
-    sync exits with the authentication code; it too is looked up first.
+    sync exits with the authentication code; it too is looked up first.  A lookup
+    that raises (the table missing is an answer: None) leaves the outcome unknown:
+    :class:`~headwater.errors.CommitOutcomeUnknownError` (or, refused,
+    ``RefusedCommitOutcomeUnknown``), which keeps the run resumable.
     """
 
     def landed() -> _markers.TaggedSnapshot | None:
@@ -616,13 +620,15 @@ def _after_error(destination: IcebergDestination, stream: str, marker: CommitMar
 
     found: _markers.TaggedSnapshot | None = None
     if isinstance(exc, AuthenticationError):
-        found = _commit.refused_commit(exc, what, landed, stream=stream)
+        found = _commit.refused_commit(exc, what, landed, stream=stream,
+                                       checkpoint=marker.checkpoint_index)
     else:
         try:
             found = landed()
-        except Exception as lookup:
-            log.debug("looking up checkpoint %s in %s failed: %s", marker.checkpoint_index,
-                      stream, lookup)
+        except Exception as lookup:  # no answer: whether it landed is unknown
+            raise CommitOutcomeUnknownError(
+                what, error=_error_line(exc), lookup=_error_line(lookup), stream=stream,
+                checkpoint=marker.checkpoint_index) from exc
         if found is None:
             raise DestinationError(f"{what} failed: {_error_line(exc)}", stream=stream) from exc
         log.warning("%s raised after its snapshot %s landed, so it counts as committed: %s",

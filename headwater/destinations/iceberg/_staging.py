@@ -51,6 +51,7 @@ from headwater.destinations._base import (
 from headwater.destinations.iceberg import _commit, _markers
 from headwater.errors import (
     AuthenticationError,
+    CommitOutcomeUnknownError,
     DestinationError,
     HeadwaterError,
     StoreBehindTableError,
@@ -226,7 +227,8 @@ class Staging:
         def landed() -> CommitResult | None:
             return find_staged(self._table(stream), marker)
 
-        return self._committing(stream, what, attempt, landed)
+        return self._committing(stream, what, attempt, landed,
+                                checkpoint=marker.checkpoint_index)
 
     def find(self, stream: str, marker: CommitMarker) -> CommitResult | None:
         with self._lock:
@@ -332,11 +334,14 @@ class Staging:
                 log.warning("could not remove the staging of %s: %s", stream, _error_line(exc))
 
     def _committing(self, stream: str, what: str, attempt: Callable[[], CommitResult],
-                    landed: Callable[[], CommitResult | None]) -> CommitResult:
+                    landed: Callable[[], CommitResult | None], *,
+                    checkpoint: int | None = None) -> CommitResult:
         """``attempt()`` under the lock, again while another writer commits first.
 
         Any other error is followed by ``landed()``: a commit that raised after
-        it landed counts as made.
+        it landed counts as made; one whose lookup raises too has an unknown
+        outcome (``CommitOutcomeUnknown``: the engine keeps the run resumable).
+        ``checkpoint``: the staged checkpoint's index (None: a publish).
         """
         from pyiceberg.exceptions import CommitFailedException
 
@@ -345,7 +350,8 @@ class Staging:
                 try:
                     result = attempt()
                 except AuthenticationError as exc:  # refused: counts as made if it landed
-                    made = _commit.refused_commit(exc, what, landed, stream=stream)
+                    made = _commit.refused_commit(exc, what, landed, stream=stream,
+                                                  checkpoint=checkpoint)
                     return replace(made, already_committed=False)
                 except HeadwaterError:
                     raise
@@ -357,7 +363,7 @@ class Staging:
                     time.sleep(0.05 * tried)
                     continue
                 except Exception as exc:
-                    found = _landed(landed)
+                    found = _landed(landed, what, exc, stream, checkpoint)
                     if found is None:
                         raise DestinationError(f"{what} failed: {_error_line(exc)}",
                                                stream=stream) from exc
@@ -372,12 +378,15 @@ class Staging:
         raise AssertionError("unreachable")
 
 
-def _landed(landed: Callable[[], CommitResult | None]) -> CommitResult | None:
+def _landed(landed: Callable[[], CommitResult | None], what: str, exc: BaseException,
+            stream: str, checkpoint: int | None) -> CommitResult | None:
+    """``landed()`` after ``exc``; raise when it cannot answer (the outcome is unknown)."""
     try:
         return landed()
-    except Exception as exc:
-        log.debug("looking for a commit that raised failed: %s", _error_line(exc))
-        return None
+    except Exception as lookup:
+        raise CommitOutcomeUnknownError(what, error=_error_line(exc),
+                                        lookup=_error_line(lookup), stream=stream,
+                                        checkpoint=checkpoint) from exc
 
 
 def _with_base(table: Table, run_id: str) -> Table:
