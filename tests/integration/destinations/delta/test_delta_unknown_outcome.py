@@ -1,0 +1,186 @@
+"""A Delta commit whose answer is lost while its lookup fails too: the run stays resumable.
+
+Real Spark, a real local Delta table, the real CLI (in process, so the test can
+inject the failure at the destination's seam): the second checkpoint's commit
+raises, after landing or before, and the lookup of its marker in the table's
+history raises too (``_destination._tagged_commit``, as an unreachable store
+would).  The sync exits 1 with a message saying what to do, the run is
+``stopped`` (not finished: a finished run would let the next sync plan anew and
+write the checkpoint again), and the next sync resumes it, looks the marker up,
+skips the checkpoint if it landed or writes it if not: every row once.  A sync
+of new data afterwards reads only that: the state is right.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import Result
+from typer.testing import CliRunner
+
+from headwater import _events
+from headwater.cli.app import app
+from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta import _destination as delta
+from headwater.errors import ExitCode
+from headwater.metadata_store import MetadataStore
+from tests.integration._cli import assert_table_equals_source, read_table
+from tests.integration._connections import connection_file
+
+pytestmark = pytest.mark.spark
+
+NAME = "unknown-outcome"
+SOURCE: dict[str, Any] = {"seed": 11, "users": 400, "orders": 0, "rows_per_partition": 100,
+                          "updates_per_generation": 0, "new_per_generation": 20}
+STREAMS = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append",
+            "cursor_field": "updated_at"}]
+#: One partition per checkpoint, one lane: checkpoints commit one after the other.
+CHECKPOINT = {"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1}
+#: The commit (counted from 1) whose answer is lost.
+BROKEN = 2
+
+
+class Faults:
+    """The failures injected at the destination's seam, on until :meth:`heal`."""
+
+    def __init__(self) -> None:
+        self.lookups_fail = False
+        self.commits = 0
+
+    def heal(self) -> None:
+        self.lookups_fail = False
+        _events.clear()
+
+
+@pytest.fixture
+def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Faults]:
+    found = Faults()
+    real_lookup = delta._tagged_commit
+
+    def lookup(*args: Any, **kwargs: Any) -> Any:
+        if found.lookups_fail:
+            raise OSError("the store did not answer (injected)")
+        return real_lookup(*args, **kwargs)
+
+    monkeypatch.setattr(delta, "_tagged_commit", lookup)
+    _events.clear()
+    yield found
+    _events.clear()
+
+
+def _path(tmp_path: Path, writer: str, generation: int = 0) -> Path:
+    return connection_file(tmp_path, name=NAME, source={**SOURCE, "generation": generation},
+                           streams=STREAMS, checkpoint=CHECKPOINT, writer=writer)
+
+
+def _sync(path: Path) -> Result:
+    return CliRunner().invoke(app, ["sync", str(path), "--json", "-vv"])
+
+
+def _ids(spark: Any, tmp_path: Path) -> list[int]:
+    ids: list[int] = read_table(spark, str(tmp_path / "lake" / "users"), ["id"]).column(
+        "id").to_pylist()
+    return ids
+
+
+def _assert_left_resumable(done: Result, store: MetadataStore) -> str:
+    """Exit 1, the run ``stopped`` with the message a person acts on; the run's id."""
+    assert done.exit_code == ExitCode.FAILED, done.output
+    document = json.loads(done.stdout)
+    assert document["status"] == "stopped" and document["outcome_unknown"] is True, document
+    says = ("could not check whether checkpoint {} of stream users landed; the next sync "
+            "resumes this run and checks again")
+    [stream] = document["streams"]
+    assert stream["status"] == "stopped" and stream["outcome_unknown"] is True, stream
+    [run] = store.list_runs(NAME)
+    assert run.status == "stopped" and store.find_unfinished_run(NAME) is not None
+    failed = [c for c in store.list_checkpoints(run.run_id) if c.status == "failed"]
+    assert [c.stats.get("outcome_unknown") for c in failed] == [True], failed
+    assert says.format(failed[0].index) in stream["error"], stream
+    assert says.format(failed[0].index) in (run.error or ""), run.error
+    # Its state was not released, nor any later checkpoint's (none was started).
+    released = [c.index for c in store.list_checkpoints(run.run_id) if c.status == "released"]
+    assert released == [min(c.index for c in store.list_checkpoints(run.run_id))], released
+    return run.run_id
+
+
+def _assert_resumed_once(spark: Any, tmp_path: Path, writer: str, store: MetadataStore,
+                         run_id: str) -> None:
+    resumed = _sync(_path(tmp_path, writer))
+    assert resumed.exit_code == 0, resumed.output
+    document = json.loads(resumed.stdout)
+    assert document["runs"][0]["run_id"] == run_id and document["runs"][0]["resumed"]
+    assert document["runs"][0]["status"] == "succeeded", document
+    assert store.get_run(run_id).status == "succeeded"
+    ids = _ids(spark, tmp_path)
+    assert len(ids) == len(set(ids)) == SOURCE["users"]
+    assert_table_equals_source(spark, str(tmp_path / "lake" / "users"), SOURCE, "users")
+    # The state is the whole snapshot's: the next sync reads only the new rows.
+    newer = _sync(_path(tmp_path, writer, generation=1))
+    assert newer.exit_code == 0, newer.output
+    assert json.loads(newer.stdout)["streams"][0]["records_written"] == \
+        SOURCE["new_per_generation"]
+    assert_table_equals_source(spark, str(tmp_path / "lake" / "users"),
+                               {**SOURCE, "generation": 1}, "users")
+
+
+@pytest.mark.parametrize("writer", ["auto", "spark"])
+def test_a_commit_that_landed_and_lost_its_answer_is_found_on_resume_and_kept_once(
+        spark: Any, tmp_path: Path, faults: Faults, writer: str) -> None:
+    def lose_the_answer(moment: str) -> None:
+        if moment != "commit-landed":
+            return
+        faults.commits += 1
+        if faults.commits == BROKEN:
+            faults.lookups_fail = True
+            raise ConnectionResetError("the commit's answer was lost (injected)")
+
+    _events.listen(lose_the_answer)
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    run_id = _assert_left_resumable(_sync(_path(tmp_path, writer)), store)
+    assert len(_ids(spark, tmp_path)) == BROKEN * SOURCE["rows_per_partition"]  # it landed
+
+    faults.heal()
+    _assert_resumed_once(spark, tmp_path, writer, store, run_id)
+
+
+@pytest.mark.parametrize("writer", ["auto", "spark"])
+def test_a_commit_that_did_not_land_is_written_once_on_resume(
+        spark: Any, tmp_path: Path, faults: Faults, writer: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real_commit_files, real_write = _delta_rs.commit_files, delta._write
+
+    def refuse(real: Any) -> Any:
+        def commit(*args: Any, **kwargs: Any) -> Any:
+            faults.commits += 1
+            if faults.commits == BROKEN:
+                faults.lookups_fail = True
+                raise ConnectionResetError("the store went away before the commit (injected)")
+            return real(*args, **kwargs)
+        return commit
+
+    monkeypatch.setattr(_delta_rs, "commit_files", refuse(real_commit_files))
+    monkeypatch.setattr(delta, "_write", refuse(real_write))
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    run_id = _assert_left_resumable(_sync(_path(tmp_path, writer)), store)
+    assert len(_ids(spark, tmp_path)) == (BROKEN - 1) * SOURCE["rows_per_partition"]
+
+    faults.heal()
+    _assert_resumed_once(spark, tmp_path, writer, store, run_id)
+
+
+def test_spark_s_answers_for_a_missing_table_are_the_ones_taken_as_not_there(
+        spark: Any, tmp_path: Path) -> None:
+    """The error conditions ``_no_table`` takes as "no table" are what Delta raises: a
+    path with no table, and a staging table not created yet inside a table's folder."""
+    from headwater.destinations.delta._sql import history
+
+    spark.range(1).write.format("delta").save(str(tmp_path / "t"))
+    for missing in (tmp_path / "none", tmp_path / "t" / "_hw_staging" / "run"):
+        with pytest.raises(Exception) as raised:
+            history(spark, str(missing), 5).collect()
+        assert delta._no_table(raised.value), raised.value
