@@ -148,7 +148,7 @@ def refused_commit(refused: AuthenticationError, what: str, landed: Callable[[],
     try:
         found = landed()
     except Exception as lookup:
-        why = ("the lookup was refused too" if isinstance(lookup, AuthenticationError)
+        why = ("refused" if isinstance(lookup, AuthenticationError)
                else f"{type(lookup).__name__}: "
                     f"{(str(lookup).strip().splitlines() or [''])[0]}")
         context = {k: v for k, v in refused.context.items() if k not in ("stream", "checkpoint")}

@@ -144,7 +144,9 @@ def rest_catalog_server(folder: Path, warehouse_uri: str | None = None,
     commit), ``revoke-at-write`` likewise into ``revoked`` (``all``, and no token
     granted: a credential revoked), and ``refuse-answer-once`` carries out the
     first write but answers it 403, then goes off (a gateway refusing the answer
-    of a commit the catalog made; the launcher's header says more).
+    of a commit the catalog made; the launcher's header says more), and
+    ``refuse-answer-then-all`` likewise but turns into ``all`` (the answer lost,
+    then every call refused: the commit's lookup cannot answer).
     """
     lib = jars_folder()
     port = _free_port()

@@ -7,6 +7,11 @@ only), and has a switch the test flips mid-sync (the launcher's header).  The
 catalog loads fine each time; what is refused is a commit: the reader's, or the
 loader's once its token "expires" right at a commit (every call refused from
 then on, the lookup after the refusal included).  Each sync runs through the CLI.
+
+A commit whose lookup is refused too has an unknown outcome: the sync still exits
+3, but the run stays resumable (``stopped``), and the next sync resumes it, looks
+the commit up again and lands everything once, whether that commit had landed
+(its answer lost) or not (refused before it).
 """
 
 from __future__ import annotations
@@ -121,15 +126,19 @@ def _expected(**source: Any) -> Counter[tuple[int, Any]]:
     return _keyed(SampleSource({**SOURCE, **source}).expected_rows("users"))
 
 
-def _assert_refused(done: Result, store: MetadataStore, *, says: list[str]) -> RunRecord:
-    """Exit 3, the run recorded failed with the refusal, no secret anywhere; the run."""
+def _assert_refused(done: Result, store: MetadataStore, *, says: list[str],
+                    unknown: bool = False) -> RunRecord:
+    """Exit 3, the run recorded failed with the refusal (``unknown``: left ``stopped``, to
+    resume, the commit's outcome unknown), no secret anywhere; the run."""
     assert done.exit_code == ExitCode.AUTHENTICATION, done.output
     error = json.loads(done.stdout)["error"]  # --json: the error, not a crash's
-    assert error["type"] == "AuthenticationError" and error["exit_code"] == 3, error
+    kind = "RefusedCommitOutcomeUnknown" if unknown else "AuthenticationError"
+    assert error["type"] == kind and error["exit_code"] == 3, error
     for words in [*says, "destination.config.catalog.credential"]:
         assert words in error["message"], error
     run = store.list_runs(NAME)[0]
-    assert run.status == "failed" and run.error is not None, run
+    assert run.status == ("stopped" if unknown else "failed") and run.error is not None, run
+    assert (store.find_unfinished_run(NAME) is not None) is unknown
     assert all(words in run.error for words in says), run.error
     logs = [line.message for line in store.run_logs(run.run_id)[0]]
     assert any(says[0] in line for line in logs), logs
@@ -191,8 +200,14 @@ GOING = {
 }
 
 
+#: What the error says of a commit whose lookup was refused too.
+UNKNOWN = ("and looking it up in the table failed too (refused): could not check whether "
+           "checkpoint {index} of stream users landed; the next sync resumes this run and "
+           "checks again")
+
+
 @pytest.mark.parametrize("going", list(GOING))
-def test_a_token_or_credential_going_at_a_commit_mid_sync_exits_3_and_keeps_what_landed(
+def test_a_token_or_credential_going_at_a_commit_mid_sync_exits_3_and_stays_resumable(
         spark: Any, gated: GatedCatalog, tmp_path: Path, namespace: str, going: str) -> None:
     switch, becomes, says = GOING[going]
     path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace), per_checkpoint=1)
@@ -205,21 +220,66 @@ def test_a_token_or_credential_going_at_a_commit_mid_sync_exits_3_and_keeps_what
     refused = _sync(path)
     _events.clear()
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    run = _assert_refused(refused, store, says=[
+    checkpoints = store.list_checkpoints(store.list_runs(NAME)[0].run_id)
+    [unchecked] = [c for c in checkpoints if c.status == "failed"]
+    assert unchecked.stats.get("outcome_unknown") is True, unchecked
+    run = _assert_refused(refused, store, unknown=True, says=[
         *(words.format(namespace=namespace, uri=gated.server.uri) for words in says),
-        "whether it landed could not be checked (the lookup was refused too)"])
+        UNKNOWN.format(index=unchecked.index)])
     assert gated.switch.read_text() == becomes  # the lookup after the refusal was refused too
     gated.switch.unlink()
-    committed = [c.index for c in store.list_checkpoints(run.run_id)
-                 if c.status in ("committed", "released")]
+    committed = [c.index for c in checkpoints if c.status in ("committed", "released")]
     assert len(committed) == 1, committed
     table = _table(gated, namespace)
     assert len(table.snapshots()) == 1
     assert 0 < table.scan().to_arrow().num_rows < SOURCE["users"]
 
+    again = _sync(path)  # resumes the run: the refused checkpoint is written, once
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["runs"][0]["run_id"] == run.run_id
+    assert _keyed(_table(gated, namespace).scan().to_arrow()) == _expected()
+    assert store.get_run(run.run_id).status == "succeeded"  # type: ignore[union-attr]
+
+
+def test_a_commit_that_landed_while_its_answer_and_lookup_were_refused_is_kept_once(
+        spark: Any, gated: GatedCatalog, tmp_path: Path, namespace: str) -> None:
+    """The catalog makes the second checkpoint's commit, its answer is refused, and so is
+    every call after it (the lookup included): exit 3, resumable; resumed, the commit is
+    found by its marker and skipped, and a sync of new data reads only that."""
+    path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace), per_checkpoint=1)
+
+    def switch_after_the_first_commit(moment: str) -> None:
+        if moment == "commit-landed" and not gated.switch.exists():
+            gated.switch.write_text("refuse-answer-then-all")
+
+    _events.listen(switch_after_the_first_commit)
+    refused = _sync(path)
+    _events.clear()
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    checkpoints = store.list_checkpoints(store.list_runs(NAME)[0].run_id)
+    [unchecked] = [c for c in checkpoints if c.status == "failed"]
+    run = _assert_refused(refused, store, unknown=True, says=[
+        f"refused a commit to table {namespace}.users (forbidden; credential given)",
+        UNKNOWN.format(index=unchecked.index)])
+    assert gated.switch.read_text() == "all"  # the commit went through; then all refused
+    gated.switch.unlink()
+    table = _table(gated, namespace)
+    assert len(table.snapshots()) == 2  # the second commit landed
+    state = store.get_state(NAME, "users")
+
     again = _sync(path)
     assert again.exit_code == 0, again.output
-    assert _keyed(_table(gated, namespace).scan().to_arrow()) == _expected()
+    assert json.loads(again.stdout)["runs"][0]["run_id"] == run.run_id
+    assert "was already committed" in again.output, again.output  # found, not read again
+    rows = _table(gated, namespace).scan().to_arrow()
+    assert _keyed(rows) == _expected()
+    assert rows.num_rows == len(set(rows.column("id").to_pylist())) == SOURCE["users"]
+    assert store.get_state(NAME, "users") != state
+    newer = _sync(_connection(tmp_path, _config(gated, tmp_path, LOADER, namespace),
+                              per_checkpoint=1, generation=1))
+    assert newer.exit_code == 0, newer.output
+    world0, world1 = _expected(), _expected(generation=1)
+    assert _keyed(_table(gated, namespace).scan().to_arrow()) == world0 + (world1 - world0)
 
 
 def test_a_commit_whose_answer_was_refused_after_it_landed_counts_as_committed_once(

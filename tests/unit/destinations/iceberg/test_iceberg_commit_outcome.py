@@ -70,7 +70,7 @@ def test_a_refused_commit_whose_lookup_is_refused_too_is_unknown_and_still_exit_
     assert isinstance(unknown, AuthenticationError) and isinstance(unknown, CommitOutcomeUnknown)
     assert unknown.exit_code == ExitCode.AUTHENTICATION
     assert unknown.context["field"] == "destination.config.catalog.credential"
-    assert "the lookup was refused too" in str(unknown)
+    assert "looking it up in the table failed too (refused)" in str(unknown)
     assert (unknown.stream, unknown.checkpoint) == ("users", 4)
 
 

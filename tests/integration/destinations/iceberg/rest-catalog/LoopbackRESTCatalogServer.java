@@ -42,7 +42,8 @@
  *   to "all" or "revoked" and is refused as it then is: a token or credential that goes right
  *   at a commit); "refuse-answer-once" (the first call but GET and HEAD is carried out, its
  *   answer replaced by a 403 and the switch removed: a gateway that refuses the answer of a
- *   commit the catalog made).
+ *   commit the catalog made); "refuse-answer-then-all" (the same, but the switch turns to "all":
+ *   a commit made whose answer is lost, and every call after it refused, its lookup included).
  * - HEADWATER_VEND_<KEY>=VALUE (KEY spelled as for CATALOG_*): added to the "config" of every
  *   load-table answer, as the reference launcher's include-credentials does (it vends the
  *   catalog's own S3 keys whether asked or not; vended-credential servers put short-lived keys
@@ -222,8 +223,12 @@ class Gate implements Filter {
       refuse(response, 401, notAuthorized("no valid bearer token"));
     } else if (switched.equals("all") && !path.equals(TOKENS)) {
       refuse(response, 401, notAuthorized("the token was revoked"));
-    } else if (switched.equals("refuse-answer-once") && !reads && !path.equals(TOKENS)) {
-      Files.deleteIfExists(refuseFile);
+    } else if (switched.startsWith("refuse-answer-") && !reads && !path.equals(TOKENS)) {
+      if (switched.equals("refuse-answer-then-all")) {
+        Files.writeString(refuseFile, "all", StandardCharsets.UTF_8);
+      } else {
+        Files.deleteIfExists(refuseFile);
+      }
       chain.doFilter(request, new Unanswered(response));
       response.reset();
       refuse(response, 403, "{\"error\":{\"message\":\"Forbidden: the gateway refused the "
