@@ -122,7 +122,8 @@ function drawBody(run) {
     run.status === "stopped" ? h("div", { class: "panel panel-stopped", role: "status",
       "data-testid": "run-stopped" },
     h("h2", {}, "Stopped"),
-    h("p", {}, "This run ended on request after its commits in flight; it is not finished. "
+    h("p", {}, "This run ended after its commits in flight, on request or because a commit's "
+      + "outcome could not be checked (the reason is below); it is not finished. "
       + "The next sync of ", h("a", { href: `#/connections/${seg(run.connection)}` },
       run.connection), " (Sync now, its schedule or headwater sync) resumes it where it "
       + "stopped; until then a replay or backfill of the connection is refused."),
