@@ -51,6 +51,18 @@ class Faults:
         self.lookups_fail = False
         self.commits = 0
 
+    def lose_an_answer(self) -> None:
+        """The :data:`BROKEN` commit lands, then raises, and lookups fail from then on."""
+        def lose_the_answer(moment: str) -> None:
+            if moment != "commit-landed":
+                return
+            self.commits += 1
+            if self.commits == BROKEN:
+                self.lookups_fail = True
+                raise ConnectionResetError("the commit's answer was lost (injected)")
+
+        _events.listen(lose_the_answer)
+
     def heal(self) -> None:
         self.lookups_fail = False
         _events.clear()
@@ -131,15 +143,7 @@ def _assert_resumed_once(spark: Any, tmp_path: Path, writer: str, store: Metadat
 @pytest.mark.parametrize("writer", ["auto", "spark"])
 def test_a_commit_that_landed_and_lost_its_answer_is_found_on_resume_and_kept_once(
         spark: Any, tmp_path: Path, faults: Faults, writer: str) -> None:
-    def lose_the_answer(moment: str) -> None:
-        if moment != "commit-landed":
-            return
-        faults.commits += 1
-        if faults.commits == BROKEN:
-            faults.lookups_fail = True
-            raise ConnectionResetError("the commit's answer was lost (injected)")
-
-    _events.listen(lose_the_answer)
+    faults.lose_an_answer()
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
     run_id = _assert_left_resumable(_sync(_path(tmp_path, writer)), store)
     assert len(_ids(spark, tmp_path)) == BROKEN * SOURCE["rows_per_partition"]  # it landed
@@ -184,3 +188,41 @@ def test_spark_s_answers_for_a_missing_table_are_the_ones_taken_as_not_there(
         with pytest.raises(Exception) as raised:
             history(spark, str(missing), 5).collect()
         assert delta._no_table(raised.value), raised.value
+
+
+def test_a_run_stays_resumable_until_an_attempt_could_look_its_commit_up(
+        spark: Any, tmp_path: Path, faults: Faults, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next sync cannot look either: its table preparation fails (the store is still
+    down), then its lookup of the earlier attempt's commit fails.  Each time the run stays
+    ``stopped`` (a failed, finished run would be planned anew and write the checkpoint
+    again); once the store answers, the resumed run finds the commit: every row once."""
+    faults.lose_an_answer()
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    path = _path(tmp_path, "auto")
+    run_id = _assert_left_resumable(_sync(path), store)
+    _events.clear()
+
+    real_prepare = delta.DeltaDestination.prepare
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("the store did not answer (injected)")
+
+    monkeypatch.setattr(delta.DeltaDestination, "prepare", unreachable)
+    not_prepared = _sync(path)
+    assert not_prepared.exit_code == ExitCode.FAILED, not_prepared.output
+    document = json.loads(not_prepared.stdout)
+    assert document["runs"][0]["run_id"] == run_id and document["status"] == "stopped"
+    assert "whether checkpoint 2 landed is still unchecked" in document["stop_reason"]
+    assert store.get_run(run_id).status == "stopped"  # type: ignore[union-attr]
+
+    monkeypatch.setattr(delta.DeltaDestination, "prepare", real_prepare)
+    not_looked_up = _sync(path)  # prepared, but the lookup of commit 2 fails again
+    assert not_looked_up.exit_code == ExitCode.FAILED, not_looked_up.output
+    document = json.loads(not_looked_up.stdout)
+    assert document["status"] == "stopped" and document["outcome_unknown"] is True
+    assert "looking up whether an earlier attempt committed checkpoint 2" in \
+        document["stop_reason"]
+    assert store.get_run(run_id).status == "stopped"  # type: ignore[union-attr]
+
+    faults.heal()
+    _assert_resumed_once(spark, tmp_path, "auto", store, run_id)
