@@ -78,7 +78,9 @@ def watch(run: Callable[[], SyncResult], has_new: Callable[[], bool], stop: thre
             results.append(result)
             on_result(result)
             pause = MIN_BACKOFF_S
-            if result.status == "failed":
+            if result.status == "failed" or result.exit_code is not None:
+                # A stopped run whose commit could not be checked is resumed next round
+                # (it is unfinished): after the same pause, not at once.
                 wait(MAX_BACKOFF_S)
             continue
         wait(pause)

@@ -63,3 +63,23 @@ def test_a_sync_cut_short_by_a_stop_ends_the_loop_at_once() -> None:
     got = watch(run, lambda: True, stop, sleep=pauses.append)
     assert [r.status for r in got] == ["stopped"]
     assert pauses == []
+
+
+def test_a_sync_stopped_by_an_unknown_commit_outcome_waits_then_resumes() -> None:
+    """Nobody asked it to stop: the loop goes on, after the longest pause (the destination
+    did not answer), and the next round resumes the run."""
+    stop = threading.Event()
+    outcomes = iter([("stopped", 1), ("succeeded", None)])
+    pauses: list[float] = []
+
+    def run() -> SyncResult:
+        status, code = next(outcomes)
+        if status == "succeeded":
+            stop.set()
+        done = result(status)
+        done.exit_code = code
+        return done
+
+    got = watch(run, lambda: True, stop, sleep=pauses.append)
+    assert [r.status for r in got] == ["stopped", "succeeded"]
+    assert pauses == [MAX_BACKOFF_S]
