@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner, Result
+from typer.testing import CliRunner
 
 from headwater.cli.app import app
 from headwater.destinations.iceberg import _catalog
 from headwater.destinations.iceberg._config import resolve
 from headwater.errors import ExitCode
+from tests.integration._cli_logs import invoke_logged
 from tests.integration._connections import connection_file
 from tests.integration._s3 import SECRET_KEY, S3Server, free_port
 from tests.integration.destinations.delta._s3 import access, hadoop_settings, new_bucket
@@ -88,22 +89,11 @@ def _connection(folder: Path, config: dict[str, Any], s3_server: S3Server) -> Pa
                            spark={"conf": s3_server.spark_conf()})
 
 
-def _sync(path: Path) -> Result:
-    """``sync --json -vv``: the log is in the output (the CLI replaces the root logger's
-    handlers, so pytest's ``caplog`` hears nothing of a CLI run)."""
-    return CliRunner().invoke(app, ["sync", str(path), "--json", "-vv"])
-
-
-def _assert_logged_at_debug(done: Result) -> None:
-    """The output holds the run's DEBUG lines, so looking for secrets in it means something."""
-    assert "DEBUG" in done.output, done.output
-
-
 def test_a_sync_names_its_warehouse_asks_no_delegation_and_writes_as_the_connection(
         s3_server: S3Server, prod_catalog: ProdCatalog, tmp_path: Path) -> None:
     config = _config(prod_catalog, credential=CREDENTIAL)
     before = len(prod_catalog.server.requests())
-    done = _sync(_connection(tmp_path, config, s3_server))
+    done = invoke_logged(["sync", str(_connection(tmp_path, config, s3_server)), "--json"])
     assert done.exit_code == 0, done.output
     assert [s["records_written"] for s in json.loads(done.stdout)["streams"]] == [120]
     ours = prod_catalog.server.requests()[before:]
@@ -125,7 +115,6 @@ def test_a_sync_names_its_warehouse_asks_no_delegation_and_writes_as_the_connect
     ours_again = _catalog.load(settings, access(s3_server)).load_table(identifier)
     assert ours_again.io.properties["s3.endpoint"] == s3_server.endpoint
     assert ours_again.scan().to_arrow().num_rows == 120
-    _assert_logged_at_debug(done)
     assert CLIENT_SECRET not in done.output and SECRET_KEY not in done.output
     assert VENDED_SECRET not in done.output
     # The bearer token the server issued for the credential (the adapter's own format) is a
@@ -171,9 +160,8 @@ def test_a_sync_with_a_refused_credential_exits_with_the_auth_code_and_keeps_it_
     wrong = "hw-wrong-client-secret-do-not-print"
     path = _connection(tmp_path, _config(prod_catalog, credential=f"hw-loader:{wrong}"),
                        s3_server)
-    done = _sync(path)
+    done = invoke_logged(["sync", str(path), "--json"])
     assert done.exit_code == ExitCode.AUTHENTICATION, done.output
-    _assert_logged_at_debug(done)
     assert "destination.config.catalog.credential" in done.output
     history = [run.error or "" for run in
                MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").list_runs()]
