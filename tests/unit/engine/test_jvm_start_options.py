@@ -14,11 +14,14 @@ from headwater.engine._python_daemon import drop_shipped_zip
 from headwater.engine._spark import (
     DRIVER_JAVA_OPTIONS,
     EXTENSIONS_FROM_CLASSPATH,
+    LAUNCHER_OPTIONS,
+    LAUNCHER_OPTIONS_ENV,
     LAZY_JIT_OPTION,
     SERIAL_GC_OPTION,
     SparkSettings,
     _add_driver_jvm_options,
     _base_conf,
+    _launcher_options,
 )
 
 SHIPPED_ZIP = str(Path(pyspark.__file__).parent / "python" / "lib" / "pyspark.zip")
@@ -186,3 +189,18 @@ def test_an_archive_is_named_by_the_driver_class_path_it_was_built_for(
     before = with_delta
     os.utime(delta, (1, 1))  # the same jar changed: the JVM would refuse the archive
     assert _class_archive.archive_path(str(delta)) != before
+
+
+def test_the_launcher_jvm_gets_our_options_only_while_it_starts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(LAUNCHER_OPTIONS_ENV, raising=False)
+    with _launcher_options():
+        assert os.environ[LAUNCHER_OPTIONS_ENV] == LAUNCHER_OPTIONS
+    assert LAUNCHER_OPTIONS_ENV not in os.environ
+
+
+def test_the_users_launcher_options_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LAUNCHER_OPTIONS_ENV, "-Xmx256m")
+    with _launcher_options():
+        assert os.environ[LAUNCHER_OPTIONS_ENV] == "-Xmx256m"
+    assert os.environ[LAUNCHER_OPTIONS_ENV] == "-Xmx256m"

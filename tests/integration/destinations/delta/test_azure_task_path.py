@@ -13,7 +13,6 @@ names refused credentials as an auth failure without showing the key.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from headwater.destinations.delta import _delta_rs
 from headwater.destinations.delta._azure import AzureAccess
 from headwater.destinations.delta._store import TableFolder
 from headwater.errors import AuthenticationError, DestinationError, ExitCode
+from tests.integration._cli_logs import invoke_logged
 from tests.integration._stores import AZURE_ACCOUNT, AZURE_KEY, AzureServer
 from tests.integration.destinations.delta._tables import (
     SCHEMA,
@@ -143,7 +143,7 @@ def test_check_names_a_missing_container(azure_server: AzureServer) -> None:
 
 
 def test_check_names_a_wrong_key_as_an_auth_failure_without_the_key(
-        azure_server: AzureServer, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        azure_server: AzureServer, tmp_path: Path) -> None:
     container = new_container(azure_server)
     destination = _destination(azure_server, azure_location(container, "lake"), WRONG_KEY)
     with pytest.raises(AuthenticationError, match="refused the credentials") as raised:
@@ -162,16 +162,15 @@ def test_check_names_a_wrong_key_as_an_auth_failure_without_the_key(
 
     passed = CliRunner().invoke(app, ["check", str(connection(AZURE_KEY)), "--json"])
     assert passed.exit_code == 0, passed.output
-    caplog.set_level(logging.DEBUG)
     wrong = connection(WRONG_KEY)
-    result = CliRunner().invoke(app, ["check", str(wrong), "--json"])
+    result = invoke_logged(["check", str(wrong), "--json"])
     assert result.exit_code == ExitCode.AUTHENTICATION, result.output
     error = json.loads(result.stdout)["destination"]["error"]
     assert error["type"] == AuthenticationError.__name__
     assert "(auth failure: " in error["message"] and "HTTP 403" in error["message"], error
     printed = CliRunner().invoke(app, ["check", str(wrong)])
     assert printed.exit_code == ExitCode.AUTHENTICATION and "auth failure" in printed.output
-    for shown in (result.output, printed.output, caplog.text):
+    for shown in (result.output, printed.output):
         assert WRONG_KEY not in shown and AZURE_KEY not in shown
 
 

@@ -21,7 +21,6 @@ same code path with another URL: ``oauth2_server_uri``).
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from headwater.cli.app import app
 from headwater.destinations.iceberg import _catalog
 from headwater.destinations.iceberg._config import resolve
 from headwater.errors import ExitCode
+from tests.integration._cli_logs import invoke_logged
 from tests.integration._connections import connection_file
 from tests.integration._s3 import SECRET_KEY, S3Server, free_port
 from tests.integration.destinations.delta._s3 import access, hadoop_settings, new_bucket
@@ -90,14 +90,10 @@ def _connection(folder: Path, config: dict[str, Any], s3_server: S3Server) -> Pa
 
 
 def test_a_sync_names_its_warehouse_asks_no_delegation_and_writes_as_the_connection(
-        s3_server: S3Server, prod_catalog: ProdCatalog, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)
-    caplog.set_level(logging.ERROR, logger="py4j")
+        s3_server: S3Server, prod_catalog: ProdCatalog, tmp_path: Path) -> None:
     config = _config(prod_catalog, credential=CREDENTIAL)
     before = len(prod_catalog.server.requests())
-    done = CliRunner().invoke(app, ["sync", str(_connection(tmp_path, config, s3_server)),
-                                    "--json"])
+    done = invoke_logged(["sync", str(_connection(tmp_path, config, s3_server)), "--json"])
     assert done.exit_code == 0, done.output
     assert [s["records_written"] for s in json.loads(done.stdout)["streams"]] == [120]
     ours = prod_catalog.server.requests()[before:]
@@ -119,9 +115,8 @@ def test_a_sync_names_its_warehouse_asks_no_delegation_and_writes_as_the_connect
     ours_again = _catalog.load(settings, access(s3_server)).load_table(identifier)
     assert ours_again.io.properties["s3.endpoint"] == s3_server.endpoint
     assert ours_again.scan().to_arrow().num_rows == 120
-    for shown in (done.output, caplog.text):
-        assert CLIENT_SECRET not in shown and SECRET_KEY not in shown
-        assert VENDED_SECRET not in shown
+    assert CLIENT_SECRET not in done.output and SECRET_KEY not in done.output
+    assert VENDED_SECRET not in done.output
     # The bearer token the server issued for the credential (the adapter's own format) is a
     # secret from then on, as are the vended keys.
     from headwater.config import mask
@@ -159,20 +154,17 @@ def test_check_passes_with_the_client_credential(
 
 
 def test_a_sync_with_a_refused_credential_exits_with_the_auth_code_and_keeps_it_secret(
-        s3_server: S3Server, prod_catalog: ProdCatalog, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
+        s3_server: S3Server, prod_catalog: ProdCatalog, tmp_path: Path) -> None:
     from headwater.metadata_store import MetadataStore
 
-    caplog.set_level(logging.DEBUG)
-    caplog.set_level(logging.ERROR, logger="py4j")
     wrong = "hw-wrong-client-secret-do-not-print"
     path = _connection(tmp_path, _config(prod_catalog, credential=f"hw-loader:{wrong}"),
                        s3_server)
-    done = CliRunner().invoke(app, ["sync", str(path), "--json"])
+    done = invoke_logged(["sync", str(path), "--json"])
     assert done.exit_code == ExitCode.AUTHENTICATION, done.output
     assert "destination.config.catalog.credential" in done.output
     history = [run.error or "" for run in
                MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").list_runs()]
     assert any("destination.config.catalog.credential" in error for error in history), history
-    for shown in (done.output, caplog.text, *history):
+    for shown in (done.output, *history):
         assert wrong not in shown and CLIENT_SECRET not in shown

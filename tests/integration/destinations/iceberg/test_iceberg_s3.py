@@ -31,15 +31,14 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from typer.testing import CliRunner
 
-from headwater.cli.app import app
 from headwater.connectors.sample import SampleSource
 from headwater.destinations._base import CommitMarker, CommitResult
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 from headwater.destinations.iceberg import IcebergDestination, _catalog, _markers
 from headwater.errors import DestinationError, ExitCode
 from headwater.sync_modes import DestinationSyncMode
+from tests.integration._cli_logs import invoke_logged
 from tests.integration._connections import connection_file, sync
 from tests.integration._s3 import SECRET_KEY, S3Server
 from tests.integration.destinations.delta._s3 import access, new_bucket
@@ -275,11 +274,10 @@ def check_connection(folder: Path, server: S3Server, warehouse: str) -> Path:
 
 
 def test_check_reaches_the_bucket_with_the_connection_s_s3a_settings(
-        s3_server: S3Server, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)
+        s3_server: S3Server, tmp_path: Path) -> None:
     bucket = new_bucket(s3_server)
     good = check_connection(tmp_path, s3_server, f"s3a://{bucket}/warehouse")
-    passed = CliRunner().invoke(app, ["check", str(good), "--json"])
+    passed = invoke_logged(["check", str(good), "--json"])
     assert passed.exit_code == 0, passed.output
     assert json.loads(passed.stdout)["destination"] == {"type": "iceberg",
                                                         "status": "succeeded"}
@@ -288,10 +286,10 @@ def test_check_reaches_the_bucket_with_the_connection_s_s3a_settings(
     assert [o["Key"] for o in left] in ([], ["warehouse/headwater/"])
 
     missing = check_connection(tmp_path, s3_server, "s3a://hw-no-such-bucket/warehouse")
-    failed = CliRunner().invoke(app, ["check", str(missing), "--json"])
+    failed = invoke_logged(["check", str(missing), "--json"])
     assert failed.exit_code == ExitCode.FAILED, failed.output
     error = json.loads(failed.stdout)["destination"]["error"]
     assert error["type"] == DestinationError.__name__
     assert "the bucket hw-no-such-bucket" in error["message"]
-    for shown in (passed.output, failed.output, caplog.text):
+    for shown in (passed.output, failed.output):
         assert SECRET_KEY not in shown

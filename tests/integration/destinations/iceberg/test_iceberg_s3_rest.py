@@ -22,7 +22,6 @@ server's JDBC catalog) is what keeps commits apart:
 from __future__ import annotations
 
 import json
-import logging
 import threading
 import uuid
 from collections import Counter
@@ -33,12 +32,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from headwater.cli.app import app
 from headwater.destinations._base import CommitResult
 from headwater.destinations.iceberg import IcebergDestination, _catalog, _markers
 from headwater.errors import ExitCode
+from tests.integration._cli_logs import invoke_logged
 from tests.integration._connections import connection_file, sync
 from tests.integration._s3 import SECRET_KEY, S3Server
 from tests.integration.destinations.delta._s3 import access, hadoop_settings, new_bucket
@@ -109,10 +107,7 @@ def namespace() -> str:
 
 def test_syncs_through_a_rest_catalog_on_s3_give_the_rows_of_a_local_one(
         spark: Any, s3_server: S3Server, rest_on_s3: RestOnS3,
-        iceberg_rest_catalog: RestCatalogServer, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG)
-    caplog.set_level(logging.ERROR, logger="py4j")  # as the CLI sets it (cli/_common.py)
+        iceberg_rest_catalog: RestCatalogServer, tmp_path: Path) -> None:
     configs = {
         "s3": rest_config(rest_on_s3.server.uri, rest_on_s3.warehouse, namespace()),
         "local": rest_config(iceberg_rest_catalog.uri, str(tmp_path / "local" / "warehouse"),
@@ -129,7 +124,7 @@ def test_syncs_through_a_rest_catalog_on_s3_give_the_rows_of_a_local_one(
                 streams=STREAMS, destination={"type": "iceberg", "config": config},
                 checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2})
             if where == "s3" and generation == 1:  # the CLI's --json, in this process
-                done = CliRunner().invoke(app, ["sync", str(path), "--json"])
+                done = invoke_logged(["sync", str(path), "--json"])
                 assert done.exit_code == 0, done.output
                 outputs.append(done.output)
                 document = json.loads(done.stdout)
@@ -151,7 +146,7 @@ def test_syncs_through_a_rest_catalog_on_s3_give_the_rows_of_a_local_one(
     keys = [o["Key"] for o in s3_server.client().list_objects_v2(
         Bucket=rest_on_s3.bucket, Prefix="warehouse/")["Contents"]]
     assert any(k.endswith(".metadata.json") for k in keys), keys
-    for shown in (*outputs, caplog.text):
+    for shown in outputs:
         assert SECRET_KEY not in shown and TOKEN not in shown
 
 
@@ -213,12 +208,10 @@ def test_two_committers_racing_through_a_rest_catalog_on_s3_lose_and_double_noth
 
 
 def test_check_through_a_rest_catalog_on_s3_shows_no_secret(
-        s3_server: S3Server, rest_on_s3: RestOnS3, tmp_path: Path,
-        caplog: pytest.LogCaptureFixture) -> None:
+        s3_server: S3Server, rest_on_s3: RestOnS3, tmp_path: Path) -> None:
     """``check`` (no Spark: the store access comes from the connection's
     ``spark.hadoop.fs.s3a.*``) passes on the server's bucket, and fails on a missing one
     naming it; the secret key and the token show in neither."""
-    caplog.set_level(logging.DEBUG)
     outputs = []
     for warehouse, code in ((rest_on_s3.warehouse, 0),
                             ("s3a://hw-no-such-bucket/warehouse", ExitCode.FAILED)):
@@ -228,7 +221,7 @@ def test_check_through_a_rest_catalog_on_s3_shows_no_secret(
             "destination": {"type": "iceberg", "config": rest_config(
                 rest_on_s3.server.uri, warehouse, namespace())},
             "spark": {"conf": s3_server.spark_conf()}}))
-        done = CliRunner().invoke(app, ["check", str(file), "--json"])
+        done = invoke_logged(["check", str(file), "--json"])
         assert done.exit_code == code, done.output
         outputs.append(done.output)
         destination = json.loads(done.stdout)["destination"]
@@ -236,5 +229,5 @@ def test_check_through_a_rest_catalog_on_s3_shows_no_secret(
             assert "the bucket hw-no-such-bucket" in destination["error"]["message"]
         else:
             assert destination == {"type": "iceberg", "status": "succeeded"}
-    for shown in (*outputs, caplog.text):
+    for shown in outputs:
         assert SECRET_KEY not in shown and TOKEN not in shown
