@@ -46,8 +46,9 @@ def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None, *,
     result = results[-1]
     resumed = results[0].run_id if len(results) > 1 else None
     if result.status == "stopped":
+        # ``exit_code``: stopped because a commit's outcome is unknown, not on request.
         return RunOutcome("stopped", run_id=result.run_id, error=result.stop_reason,
-                          resumed_run_id=resumed)
+                          resumed_run_id=resumed, retry=result.exit_code is not None)
     failed = [f"{s.name}: {s.error}" for s in result.streams if s.status != "succeeded"]
     return RunOutcome(result.status, run_id=result.run_id, error="; ".join(failed) or None,
                       resumed_run_id=resumed)

@@ -64,7 +64,12 @@ class RunOutcome:
     """How one scheduled run ended: ``succeeded``, ``failed``, ``skipped`` (locked) or ``stopped``.
 
     ``stopped``: asked to stop (``serve`` is shutting down), the run ended after
-    its commits in flight; it is not retried, the next sync resumes it.
+    its commits in flight; it is not retried, the next sync resumes it.  A run
+    that stopped because a commit's outcome could not be checked (the
+    destination did not answer: :class:`~headwater.errors.CommitOutcomeUnknown`)
+    is ``stopped`` too, with ``retry``: it is retried like a failure, and the
+    retry resumes it and looks the commit up again, rather than leaving the
+    connection's new data until the next firing.
 
     A firing that found an unfinished run finishes it, then runs a new one
     (``SyncEngine.sync``): ``run_id`` and ``status`` are then the new run's and
@@ -76,6 +81,8 @@ class RunOutcome:
     run_id: str | None = None
     error: str | None = None
     resumed_run_id: str | None = None
+    #: Retry it as a failed run (see above).
+    retry: bool = False
 
 
 #: Runs one connection now and says how it went; raising counts as ``failed``.
@@ -315,7 +322,7 @@ class Scheduler:
             resumed = f"resumed {outcome.resumed_run_id}, then" if outcome.resumed_run_id else ""
             detail = " ".join(x for x in (resumed, outcome.run_id or "", outcome.error or "") if x)
             self._event(now, entry.name, outcome.status, detail)
-            if outcome.status == "failed":
+            if outcome.status == "failed" or outcome.retry:
                 self._schedule_retry(entry, now)
             elif outcome.status == "succeeded":
                 entry.retries = 0

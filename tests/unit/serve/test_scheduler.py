@@ -45,6 +45,8 @@ class Runs:
             raise RuntimeError("the source went away")
         if status == "locked":
             raise ConnectionLockedError("connection is already being synced")
+        if status == "stopped-unknown":  # a commit's outcome could not be checked
+            return RunOutcome("stopped", run_id=f"run-{len(self.calls)}", retry=True)
         return RunOutcome(status, run_id=f"run-{len(self.calls)}")
 
 
@@ -150,6 +152,34 @@ def test_failures_are_retried_with_back_off_up_to_the_limit(tmp_path: Path) -> N
     clock.advance(hours=1)
     s.tick()
     assert len(runs.calls) == 3  # waits for the next firing (tomorrow)
+    s.shutdown()
+
+
+def test_a_run_stopped_with_a_commit_unchecked_is_retried_but_one_stopped_on_request_is_not(
+        tmp_path: Path) -> None:
+    write(tmp_path, "unsure", schedule="0 0 * * *", retry={"max_retries": 2, "backoff_s": 30})
+    write(tmp_path, "asked", schedule="0 0 * * *", retry={"max_retries": 2, "backoff_s": 30})
+    scripted = {"unsure": Runs(["stopped-unknown"]), "asked": Runs(["stopped"])}
+    calls: list[str] = []
+
+    def runner(config: ConnectionConfig) -> RunOutcome:
+        calls.append(config.name)
+        return scripted[config.name](config)
+
+    clock = FastClock(datetime(2026, 1, 1, 23, 59, 0, tzinfo=UTC))
+    s = scheduler(tmp_path, runner, clock)
+    s.tick()
+    clock.advance(minutes=1)
+    s.tick()
+    settle(s)
+    assert sorted(calls) == ["asked", "unsure"]
+    assert whats(s, "unsure")[-2:] == ["stopped", "retry"]
+    assert "retry" not in whats(s, "asked")
+    clock.advance(seconds=30)
+    s.tick()
+    settle(s)
+    assert sorted(calls) == ["asked", "unsure", "unsure"]  # the retry resumes the run
+    assert whats(s, "unsure")[-1] == "succeeded"
     s.shutdown()
 
 

@@ -226,3 +226,22 @@ def test_a_run_stays_resumable_until_an_attempt_could_look_its_commit_up(
 
     faults.heal()
     _assert_resumed_once(spark, tmp_path, "auto", store, run_id)
+
+
+def test_serve_retries_a_run_stopped_with_a_commit_unchecked_and_the_retry_resumes_it(
+        spark: Any, tmp_path: Path, faults: Faults) -> None:
+    """``serve``'s runner (the scheduler's and the web page's sync) marks the stop for a
+    retry, unlike a stop on request; the retry resumes the run and lands it once."""
+    from headwater.config import load_connection
+    from headwater.operations import sync_runner
+
+    faults.lose_an_answer()
+    config = load_connection(_path(tmp_path, "auto"))
+    stopped = sync_runner(config)
+    assert stopped.status == "stopped" and stopped.retry, stopped
+    assert "could not check whether checkpoint" in (stopped.error or ""), stopped
+    faults.heal()
+    retried = sync_runner(config)
+    assert retried.status == "succeeded" and retried.resumed_run_id == stopped.run_id, retried
+    ids = _ids(spark, tmp_path)
+    assert len(ids) == len(set(ids)) == SOURCE["users"]
