@@ -22,6 +22,7 @@ from headwater.cli._start_up import full_collections_after
 
 #: Modules the early reads do not need, which the command imports only after they start.
 NOT_YET = ("pyspark", "headwater.engine._sync", "headwater.destinations.delta",
+           "sqlalchemy.dialects.postgresql",
            "headwater.cli._render")
 
 PROBE = textwrap.dedent("""
