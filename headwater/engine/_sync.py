@@ -154,6 +154,8 @@ class SyncEngine:
                                      self.source))
 
     def _take_early(self, early: EarlyStart) -> None:
+        """Plan with the context the reads were offered with; start Spark's JVM lower
+        when the source said it started them."""
         self._early = early.context
         if early.jvm_nice is not None:
             self.options = replace(self.options, spark=replace(self.options.spark,
