@@ -12,8 +12,8 @@ used 0.93 CPU-seconds when the reads started, now 0.83 (medians of 10).  The
 imports that follow hold the GIL the calls' event loop needs, so with 32
 calls of 50 ms in flight (the loop busy most of the time) the 800th call came
 no sooner (1.87 s from the start, against 1.84 s with the imports first: noise,
-medians of 5); the head start pays where
-the loop mostly waits (fewer calls in flight, a slower API).
+medians of 5); the head start pays where the loop mostly waits (fewer calls in
+flight, a slower API).
 
 Nothing here takes the connection's lock, records a run or moves state: the
 reads are a guess that writes pages into a private folder.  The engine takes
