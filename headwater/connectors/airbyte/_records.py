@@ -12,6 +12,9 @@ errors exactly as before) whenever it could differ:
 
 * a value of the wrong type, malformed JSON, a record without ``stream`` or
   ``data``: Arrow's reader is strict and fails the block;
+* an inferred list (of a field or nested key outside the schema) whose first
+  items are null: Arrow's reader makes an invalid array of it (pyarrow 26), so
+  every block is validated;
 * a column kept as JSON text (an object, a mixed or untyped property) or a field
   outside the schema, whose Arrow-inferred type cannot be written back as the
   same JSON text (a number that may have been an integer, a string Arrow took for
@@ -103,6 +106,9 @@ class RecordDecoder:
                 read_options=pa_json.ReadOptions(use_threads=False, block_size=len(text) + 1),
                 parse_options=pa_json.ParseOptions(explicit_schema=self.read_schema,
                                                    unexpected_field_behavior="infer"))
+            # pyarrow 26's reader builds an invalid list where it infers one whose first
+            # items are null (``[null, 1]``): reading it crashes or gives other values.
+            table.validate(full=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return None
         if table.num_rows != len(lines):
