@@ -49,13 +49,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from headwater.connectors._json_values import exact_json_values
 from headwater.table_schema import READER_NOTES, arrow_schema_for, is_nested
 
 __all__ = ["RecordDecoder"]
 
 _DIRECT = (pa.int64(), pa.float64(), pa.bool_(), pa.string())
-#: Inferred types whose values ``json.dumps`` writes back exactly as they were read.
-_EXACT_LEAVES = (pa.string(), pa.int64(), pa.bool_())
 
 
 class RecordDecoder:
@@ -96,8 +95,14 @@ class RecordDecoder:
         ])
 
     def decode(self, lines: Sequence[str]) -> pa.RecordBatch | None:
-        """This stream's records of ``lines`` as one batch, or ``None`` to decode per line."""
-        if not self.usable or not lines:
+        """This stream's records of ``lines`` as one batch, or ``None`` to decode per line.
+
+        ``lines`` start like a RECORD (``{"type":"RECORD"``, as a :class:`RecordBlock`'s
+        do): pyarrow 26's JSON reader crashes the process (a segmentation fault) on a
+        block whose first value is ``null``, so a block that does not start with an
+        object is refused before it gets there.
+        """
+        if not self.usable or not lines or not lines[0].startswith("{"):
             return None
         text = "".join(lines).encode()
         try:
@@ -126,9 +131,11 @@ class RecordDecoder:
         names, columns = [], []
         for field, column in zip(data.type, data.flatten(), strict=True):
             if field.name in self.typed:
-                if field.type != self.typed[field.name] and not _no_dates(field.type):
-                    # A nested key outside the declared properties, whose text Arrow
-                    # took for a date-time: the dicts keep it as text.
+                if field.type != self.typed[field.name] and not _undeclared_alike(
+                        column, self.typed[field.name]):
+                    # A nested key outside the declared properties typed otherwise
+                    # than the dicts are: text Arrow took for a date-time, an integer
+                    # past int64 it read as a double.
                     return None
                 # Other undeclared nested keys come along; the engine's cast of the
                 # struct notes them, as it does the dicts' (same table, same notes).
@@ -138,8 +145,8 @@ class RecordDecoder:
             if field.name == READER_NOTES:
                 return None
             converted = (_as_json_text(column) if field.name in self.json_text
-                         else column if field.name in self.nested and _no_dates(column.type)
-                         else column if _exact(column) else None)
+                         else column if field.name in self.nested and _inferred_alike(column)
+                         else column if exact_json_values(column) else None)
             if converted is None:
                 return None
             names.append(field.name)
@@ -170,6 +177,46 @@ def _plain_string(prop: Mapping[str, Any]) -> bool:
     return [t for t in types if t != "null"] == ["string"]
 
 
+def _undeclared_alike(column: pa.Array, declared: pa.DataType) -> bool:
+    """Whether every key outside the declared properties, at any depth of a struct
+    column read under its declared type, is typed as the per-record path's Arrow
+    inference of the dicts types it (:func:`_inferred_alike`)."""
+    if pa.types.is_struct(declared) and pa.types.is_struct(column.type):
+        types = {field.name: field.type for field in declared}
+        for field, child in zip(column.type, column.flatten(), strict=True):
+            if field.name in types:
+                if not _undeclared_alike(child, types[field.name]):
+                    return False
+            elif not _inferred_alike(child):
+                return False
+        return True
+    if pa.types.is_list(declared) and pa.types.is_list(column.type):
+        return _undeclared_alike(column.flatten(), declared.value_type)
+    return True
+
+
+#: Arrow's JSON reader reads an integer past int64 as a double; ``pa.array`` of the
+#: dicts refuses it, and the per-record path then keeps the integer (in its note).
+_INT64_EDGE = 2.0**63
+
+
+def _inferred_alike(column: pa.Array) -> bool:
+    """Whether a column Arrow's JSON reader inferred has the values and type the
+    per-record path's ``pa.array`` of the dicts infers: no text taken for a date or
+    a date-time (:func:`_no_dates`), no double that may have been an integer past
+    int64 (or past any double: ``1e400`` is infinite)."""
+    if not _no_dates(column.type):
+        return False
+    if pa.types.is_floating(column.type):
+        largest = pc.max(pc.abs(column)).as_py()
+        return largest is None or largest < _INT64_EDGE
+    if pa.types.is_struct(column.type):
+        return all(_inferred_alike(child) for child in column.flatten())
+    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
+        return _inferred_alike(column.flatten())
+    return True
+
+
 def _no_dates(kind: pa.DataType) -> bool:
     """No date or timestamp anywhere in an inferred nested type.
 
@@ -187,26 +234,6 @@ def _no_dates(kind: pa.DataType) -> bool:
     return True
 
 
-def _exact(column: pa.Array) -> bool:
-    """No nulls anywhere and only types whose values JSON text gives back unchanged.
-
-    A null may have been a missing key (which the per-record path skips), so it
-    makes the column ambiguous.
-    """
-    if column.null_count:
-        return False
-    kind = column.type
-    if kind in _EXACT_LEAVES:
-        return True
-    if pa.types.is_null(kind):
-        return len(column) == 0
-    if pa.types.is_struct(kind):
-        return all(_exact(child) for child in column.flatten())
-    if pa.types.is_list(kind):
-        return _exact(column.flatten())
-    return False
-
-
 def _as_json_text(column: pa.Array) -> pa.Array | None:
     """A JSON-text column as the per-record path writes it (``json.dumps``, sorted keys)."""
     kind = column.type
@@ -214,7 +241,7 @@ def _as_json_text(column: pa.Array) -> pa.Array | None:
         return pa.nulls(len(column), pa.string())
     # A column Arrow inferred as strings held JSON strings: their JSON text is quoted
     # (``"x"``), as the per-record path writes a string value of an open column.
-    if not _exact(column.filter(column.is_valid())):
+    if not exact_json_values(column.filter(column.is_valid())):
         return None
     encoded = _encode(column)
     if encoded is not None:

@@ -10,12 +10,25 @@ make of it is the test.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import json
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+
+def differential(max_examples: int) -> settings:
+    """The settings of a differential test: in CI the same examples every run
+    (``derandomize``, no example database); with ``HEADWATER_RANDOM_EXAMPLES=1``
+    ``--hypothesis-seed`` picks others (how the tests are run at many seeds)."""
+    return settings(max_examples=max_examples, deadline=None, database=None,
+                    derandomize=not os.environ.get("HEADWATER_RANDOM_EXAMPLES"),
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,22 @@ def to_json(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return "1E400" if value > 0 else "-1E400"  # what a JSON writer has for them
     return json.dumps(value)
+
+
+def comparable(value: Any) -> Any:
+    """Floats by their repr (NaN equal to itself, -0.0 told from 0.0), date-times with
+    their zone, decimals by their text."""
+    if isinstance(value, float):
+        return ("float", repr(value))
+    if isinstance(value, decimal.Decimal):
+        return ("decimal", str(value))
+    if isinstance(value, dt.datetime):
+        return ("datetime", value.isoformat())
+    if isinstance(value, list):
+        return [comparable(item) for item in value]
+    if isinstance(value, dict):
+        return {key: comparable(item) for key, item in value.items()}
+    return value
 
 
 # ---------------------------------------------------------------------- values
