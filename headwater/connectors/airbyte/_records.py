@@ -49,7 +49,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from headwater.connectors._json_values import exact_json_values
+from headwater.connectors._json_values import (
+    exact_json_values,
+    inferred_alike,
+    undeclared_alike,
+)
 from headwater.table_schema import READER_NOTES, arrow_schema_for, is_nested
 
 __all__ = ["RecordDecoder"]
@@ -131,7 +135,7 @@ class RecordDecoder:
         names, columns = [], []
         for field, column in zip(data.type, data.flatten(), strict=True):
             if field.name in self.typed:
-                if field.type != self.typed[field.name] and not _undeclared_alike(
+                if field.type != self.typed[field.name] and not undeclared_alike(
                         column, self.typed[field.name]):
                     # A nested key outside the declared properties typed otherwise
                     # than the dicts are: text Arrow took for a date-time, an integer
@@ -145,7 +149,7 @@ class RecordDecoder:
             if field.name == READER_NOTES:
                 return None
             converted = (_as_json_text(column) if field.name in self.json_text
-                         else column if field.name in self.nested and _inferred_alike(column)
+                         else column if field.name in self.nested and inferred_alike(column)
                          else column if exact_json_values(column) else None)
             if converted is None:
                 return None
@@ -175,63 +179,6 @@ def _plain_string(prop: Mapping[str, Any]) -> bool:
     declared = prop.get("type")
     types = [declared] if isinstance(declared, str) else list(declared or [])
     return [t for t in types if t != "null"] == ["string"]
-
-
-def _undeclared_alike(column: pa.Array, declared: pa.DataType) -> bool:
-    """Whether every key outside the declared properties, at any depth of a struct
-    column read under its declared type, is typed as the per-record path's Arrow
-    inference of the dicts types it (:func:`_inferred_alike`)."""
-    if pa.types.is_struct(declared) and pa.types.is_struct(column.type):
-        types = {field.name: field.type for field in declared}
-        for field, child in zip(column.type, column.flatten(), strict=True):
-            if field.name in types:
-                if not _undeclared_alike(child, types[field.name]):
-                    return False
-            elif not _inferred_alike(child):
-                return False
-        return True
-    if pa.types.is_list(declared) and pa.types.is_list(column.type):
-        return _undeclared_alike(column.flatten(), declared.value_type)
-    return True
-
-
-#: Arrow's JSON reader reads an integer past int64 as a double; ``pa.array`` of the
-#: dicts refuses it, and the per-record path then keeps the integer (in its note).
-_INT64_EDGE = 2.0**63
-
-
-def _inferred_alike(column: pa.Array) -> bool:
-    """Whether a column Arrow's JSON reader inferred has the values and type the
-    per-record path's ``pa.array`` of the dicts infers: no text taken for a date or
-    a date-time (:func:`_no_dates`), no double that may have been an integer past
-    int64 (or past any double: ``1e400`` is infinite)."""
-    if not _no_dates(column.type):
-        return False
-    if pa.types.is_floating(column.type):
-        largest = pc.max(pc.abs(column)).as_py()
-        return largest is None or largest < _INT64_EDGE
-    if pa.types.is_struct(column.type):
-        return all(_inferred_alike(child) for child in column.flatten())
-    if pa.types.is_list(column.type) or pa.types.is_large_list(column.type):
-        return _inferred_alike(column.flatten())
-    return True
-
-
-def _no_dates(kind: pa.DataType) -> bool:
-    """No date or timestamp anywhere in an inferred nested type.
-
-    The per-record path infers a nested column's type from the dicts
-    (``pa.array``) and casts it as this path casts Arrow's: both agree but where
-    Arrow's JSON reader takes text for a date-time, which the dicts keep as text.
-    A null, or a missing key, is null in both.
-    """
-    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        return False
-    if pa.types.is_struct(kind):
-        return all(_no_dates(field.type) for field in kind)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _no_dates(kind.value_type)
-    return True
 
 
 def _as_json_text(column: pa.Array) -> pa.Array | None:

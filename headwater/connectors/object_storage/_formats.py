@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
-from headwater.connectors._json_values import exact_json_values
+from headwater.connectors._json_values import exact_json_values, undeclared_alike
 from headwater.connectors.object_storage._config import CsvFormat
 from headwater.connectors.object_storage._io import line_blocks, newlines_before
 from headwater.sdk import RecordOrBatch
@@ -97,6 +97,12 @@ _BLANK_STARTS = (b"\n\n", b"\n ", b"\n\t", b"\n\r")
 _NULL_LINE = re.compile(rb"(?:^|\n)[ \t\r]*null")
 
 
+def _objects_only(block: bytes, lines: int) -> bool:
+    """Every line starts with ``{`` (the common case: one count over the bytes);
+    ``lines``: the block's count of ``\\n``."""
+    return block[:1] == b"{" and block.count(b"\n{") == lines - block.endswith(b"\n")
+
+
 def _may_have_blank_lines(block: bytes) -> bool:
     return block[:1] in (b"\n", b" ", b"\t", b"\r") or any(
         start in block for start in _BLANK_STARTS)
@@ -108,7 +114,7 @@ def has_null_line(block: bytes) -> bool:
     pyarrow 26's JSON reader crashes the process (a segmentation fault) on a
     block whose first value is ``null``, and reads a later one as a row of nulls
     (the line-by-line path rejects it: not an object), so such a block must never
-    reach it.  Two searches of the bytes; the pattern only where lines start with
+    reach it.  Two searches of the bytes, and the pattern where lines start with
     blanks.
     """
     if block.startswith(b"null") or b"\nnull" in block:
@@ -116,12 +122,12 @@ def has_null_line(block: bytes) -> bool:
     return _may_have_blank_lines(block) and _NULL_LINE.search(block) is not None
 
 
-def _jsonl_numbers(block: bytes, first: int, rows: int,
-                   lines: int) -> np.ndarray[Any, Any] | None:
+def _jsonl_numbers(block: bytes, first: int, rows: int, lines: int,
+                   objects_only: bool) -> np.ndarray[Any, Any] | None:
     """The record numbers of pyarrow's rows: one per non-blank line, counted from
     ``first``; None when the rows are not one per non-blank line (pyarrow reads
     ``{} {}`` on one line as two rows, the line-by-line path rejects the line)."""
-    if not _may_have_blank_lines(block):  # the common, vectorised case
+    if objects_only or not _may_have_blank_lines(block):  # the common, vectorised case
         return np.arange(first, first + rows, dtype=np.int64) if rows == lines else None
     kept = [i for i, line in enumerate(block.split(b"\n")[:lines]) if line.strip()]
     if len(kept) != rows:
@@ -164,12 +170,13 @@ def _jsonl_slow(block: bytes, first: int, key: str,
 def _json_read_type(kind: pa.DataType) -> pa.DataType:
     """The type pyarrow's JSON reader is asked for, for a column of type ``kind``.
 
-    The reader parses ISO 8601 date-times itself (fractional seconds to the
-    microsecond, ``Z`` or an offset; none is UTC, as the engine takes it), inside
-    structs and lists too, but not dates: those are read as text and cast by the
-    engine with Arrow.
+    Date-times and dates, inside structs and lists too, are read as text and cast
+    by the engine with Arrow (text Python's ``fromisoformat`` refuses, as year 0,
+    goes value by value to its note): the reader's own parser takes year 0 and
+    other text the line-by-line path notes as misfits.
     """
-    return map_leaf_types(kind, lambda leaf: pa.string() if pa.types.is_date(leaf) else leaf)
+    return map_leaf_types(kind, lambda leaf: pa.string()
+                          if pa.types.is_date(leaf) or pa.types.is_timestamp(leaf) else leaf)
 
 
 def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosition,
@@ -190,9 +197,10 @@ def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosi
     for block in line_blocks(stream, start, end):
         lines = block.count(b"\n")
         first = position.next_record
-        table = _bulk_block(block, read_schema, options)
+        objects_only = _objects_only(block, lines)
+        table = _bulk_block(block, read_schema, options, objects_only)
         numbers = None if table is None else _jsonl_numbers(block, first, table.num_rows,
-                                                             lines)
+                                                             lines, objects_only)
         if table is None or numbers is None:
             yield from _jsonl_slow(block, first, key)
         else:
@@ -202,8 +210,8 @@ def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosi
         position.next_record = first + lines
 
 
-def _bulk_block(block: bytes, read_schema: pa.Schema,
-                options: pa_json.ParseOptions) -> pa.Table | None:
+def _bulk_block(block: bytes, read_schema: pa.Schema, options: pa_json.ParseOptions,
+                objects_only: bool) -> pa.Table | None:
     """The block as pyarrow reads it, or None where only the line-by-line path gives
     the same rows and notes:
 
@@ -214,9 +222,12 @@ def _bulk_block(block: bytes, read_schema: pa.Schema,
     * a key outside the schema whose notes could differ (:func:`_noted_alike`): a
       JSON ``null`` is noted line by line, but in Arrow's column a null is also a
       line without the key (a block without ``null`` in its bytes has none); a
-      number Arrow read as a double may have been written as an integer.
+      number Arrow read as a double may have been written as an integer;
+    * a key inside an object outside its declared properties that Arrow types
+      otherwise than the line-by-line path's inference of the dicts
+      (:func:`~headwater.connectors._json_values.undeclared_alike`).
     """
-    if has_null_line(block):
+    if not objects_only and has_null_line(block):
         return None
     try:
         table = pa_json.read_json(
@@ -227,8 +238,11 @@ def _bulk_block(block: bytes, read_schema: pa.Schema,
     except (pa.ArrowInvalid, UnicodeDecodeError, ValueError):
         return None
     for name in table.column_names:
-        if name not in read_schema.names and not _noted_alike(
-                table.column(name).combine_chunks(), b"null" in block):
+        column = table.column(name).combine_chunks()
+        if name not in read_schema.names:
+            if not _noted_alike(column, b"null" in block):
+                return None
+        elif not undeclared_alike(column, read_schema.field(name).type):
             return None
     return table
 
@@ -264,14 +278,16 @@ def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position
     # Dates (at any depth) are read as text and cast by the engine, as in read_jsonl.
     typed = pa.schema([pa.field(field.name, _json_read_type(field.type))
                        for field in schema if json_kind(field) is None])
-    options = pa_json.ParseOptions(explicit_schema=typed, unexpected_field_behavior="ignore",
+    # Keys outside the schema are inferred, not ignored: inside a struct they are
+    # noted, as the line-by-line path notes them (the top-level ones come from msgspec).
+    options = pa_json.ParseOptions(explicit_schema=typed, unexpected_field_behavior="infer",
                                    newlines_in_values=False)
     for block in line_blocks(stream, start, end):
         lines = block.count(b"\n")
         first = position.next_record
         batch = _json_text_block(block, schema, typed, json_text, options)
-        numbers = None if batch is None else _jsonl_numbers(block, first, batch.num_rows,
-                                                             lines)
+        numbers = None if batch is None else _jsonl_numbers(
+            block, first, batch.num_rows, lines, _objects_only(block, lines))
         if batch is None or numbers is None:
             yield from _jsonl_slow(block, first, key, json_text)
         else:
@@ -289,10 +305,13 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
         table = pa_json.read_json(
             io.BytesIO(block),
             read_options=pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1),
-            parse_options=options) if len(typed) else None
+            parse_options=options).select(typed.names) if len(typed) else None
+        if table is not None:
+            table.validate(full=True)  # see _bulk_block
     except (msgspec.DecodeError, pa.ArrowInvalid, UnicodeDecodeError, ValueError):
         return None
-    if table is not None and table.num_rows != len(records):
+    if table is not None and (table.num_rows != len(records) or not all(
+            undeclared_alike(table.column(f.name).combine_chunks(), f.type) for f in typed)):
         return None
     try:
         texts = {name: _text_array([r.get(name) for r in records]) for name in json_text}
