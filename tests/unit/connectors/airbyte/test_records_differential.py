@@ -77,7 +77,7 @@ def blocks(draw: st.DrawFn) -> tuple[dict[str, Any], list[str]]:
     return json_schema, lines
 
 
-def _outcome(schema: pa.Schema, columns: list[pa.Array], notes: Any) -> tuple[Any, ...]:
+def outcome(schema: pa.Schema, columns: list[pa.Array], notes: Any) -> tuple[Any, ...]:
     """Types, values and notes (each row's notes as a sorted list: the per-record path
     notes keys outside the schema in a set's order).  A VARIANT column's JSON text is
     compared as the value it holds: its spacing, escapes and key order are not kept
@@ -97,8 +97,8 @@ def per_record(lines: list[str], schema: pa.Schema) -> tuple[Any, ...] | None:
         records = [r.data for r in RecordBlock(lines, "test").records() if r.stream == STREAM]
     except ConnectorError:
         return None
-    engine = _outcome(schema, *batch_from_records(records, schema))
-    assert engine == _outcome(schema, *reference(records, schema)), \
+    engine = outcome(schema, *batch_from_records(records, schema))
+    assert engine == outcome(schema, *reference(records, schema)), \
         "the engine's typing of dicts differs from the value-by-value reference"
     return engine
 
@@ -110,7 +110,7 @@ def check(json_schema: dict[str, Any], lines: list[str]) -> None:
     if batch is None:
         return  # refused: the block goes the per-record way, which is `expected`
     assert expected is not None, "decoded in bulk a block the per-record path refuses"
-    assert _outcome(schema, *conform_batch(batch, schema)) == expected
+    assert outcome(schema, *conform_batch(batch, schema)) == expected
 
 
 @differential(300)
@@ -205,3 +205,22 @@ def test_undeclared_nested_keys_are_noted_as_per_record(rows: list[dict[str, Any
         "a": {"type": "integer"}}}, "l": {"type": "array", "items": {
             "type": "object", "properties": {"a": {"type": "integer"}}}}}}
     check(json_schema, [record_line(row) for row in rows])
+
+
+@pytest.mark.xfail(strict=True, reason="the decoder decodes for the stream's own columns; the "
+                   "engine casts to the table's (json_columns, a table's older types): "
+                   "reported to the lead, not fixed here")
+def test_json_columns_the_decoder_does_not_know_of_land_as_per_record() -> None:
+    """With ``json_columns: [o, l]`` the engine's columns are JSON text, but the decoder
+    reads ``o`` as a struct and ``l`` as doubles: ``{"a":1,"b":null}`` and ``[1.0]``
+    land where the per-record path keeps ``{"b":null...}``'s own keys and ``[1]``."""
+    json_schema = {"properties": {"o": {"type": "object", "properties": {
+        "a": {"type": "integer"}, "b": {"type": "string"}}},
+        "l": {"type": "array", "items": {"type": "number"}}}}
+    target = arrow_schema_for(json_schema, ["o", "l"])
+    lines = [record_line({"l": [1], "o": {"a": 1}})]
+    batch = RecordDecoder(STREAM, json_schema).decode(lines)
+    assert batch is not None
+    records = [r.data for r in RecordBlock(lines, "test").records()]
+    assert outcome(target, *conform_batch(batch, target)) == \
+        outcome(target, *batch_from_records(records, target))
