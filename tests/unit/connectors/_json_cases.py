@@ -18,8 +18,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+from headwater.table_schema import map_leaf_types
 
 
 def differential(max_examples: int) -> settings:
@@ -74,6 +77,19 @@ def comparable(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: comparable(item) for key, item in value.items()}
     return value
+
+
+
+def _as_numbers(kind: pa.DataType) -> pa.DataType:
+    return map_leaf_types(kind, lambda leaf: pa.int64() if pa.types.is_timestamp(leaf)
+                          else pa.int32() if pa.types.is_date32(leaf) else leaf)
+
+
+def column_values(column: pa.Array) -> list[Any]:
+    """A column's values, its date-times and dates (at any depth) as their numbers:
+    a value Python's datetime has no room for (year 0, read from an integer taken as
+    days or microseconds) is compared too."""
+    return column.cast(_as_numbers(column.type)).to_pylist()
 
 
 # ---------------------------------------------------------------------- values

@@ -36,6 +36,7 @@ from tests.unit.connectors._json_cases import (
     CORRUPT,
     Pairs,
     Raw,
+    column_values,
     comparable,
     differential,
     json_schemas,
@@ -84,7 +85,7 @@ def outcome(schema: pa.Schema, columns: list[pa.Array], notes: Any) -> tuple[Any
     (Spark's ``parse_json`` keeps none of them)."""
     values = [comparable([None if text is None else json.loads(text)
                            for text in column.to_pylist()]
-                          if json_kind(field) == VARIANT else column.to_pylist())
+                          if json_kind(field) == VARIANT else column_values(column))
               for field, column in zip(schema, columns, strict=True)]
     return ([c.type for c in columns], values,
             [sorted(row, key=lambda n: (n["field"], n["reason"], n["value"]))

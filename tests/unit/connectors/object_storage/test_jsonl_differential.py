@@ -44,6 +44,7 @@ from tests.unit.connectors._json_cases import (
     CORRUPT,
     Pairs,
     Raw,
+    column_values,
     comparable,
     differential,
     json_schemas,
@@ -83,7 +84,8 @@ def typed_rows(items: Iterable[RecordOrBatch], target: pa.Schema) -> list[Any]:
         else:
             columns, notes = batch_from_records([item], target)
         assert [c.type for c in columns] == target.types
-        table = pa.Table.from_arrays(columns, schema=target)
+        table = pa.Table.from_arrays([pa.array(column_values(c)) if len(c) else c
+                                      for c in columns], names=target.names)
         for values, row_notes in zip(table.to_pylist(), notes.to_lists(), strict=True):
             rows.append((values[RECORD_COLUMN], comparable(values),
                          sorted(row_notes, key=lambda n: (n["field"], n["reason"], n["value"]))))
