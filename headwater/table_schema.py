@@ -373,7 +373,6 @@ def note_text(value: Any) -> str:
     return json.dumps(value, default=str, sort_keys=True)
 
 
-
 def _to_int(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("boolean is not an integer")
