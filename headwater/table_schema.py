@@ -365,7 +365,9 @@ def json_text_column(name: str, column: pa.Array | pa.ChunkedArray,
 # --------------------------------------------------------------------------- values
 
 
-def _to_text(value: Any) -> str:
+def note_text(value: Any) -> str:
+    """A value as a string column holds it, and as a note shows it: a string as it
+    is, any other value as JSON with sorted keys."""
     if isinstance(value, str):
         return value
     return json.dumps(value, default=str, sort_keys=True)
@@ -471,7 +473,7 @@ def _converter(target: pa.DataType) -> Callable[[Any], Any]:
     if pa.types.is_binary(target) or pa.types.is_large_binary(target):
         return _to_binary
     if pa.types.is_string(target) or pa.types.is_large_string(target):
-        return _to_text
+        return note_text
     if pa.types.is_integer(target):
         return _to_int
     if pa.types.is_floating(target):
@@ -552,7 +554,7 @@ def _nested_field(value: Any, target: pa.DataType, path: str, found: list[Note])
 
 
 def _clip(value: Any) -> str:
-    text = _to_text(value)
+    text = note_text(value)
     return text if len(text) <= MAX_NOTE_VALUE else text[:MAX_NOTE_VALUE] + "…"
 
 

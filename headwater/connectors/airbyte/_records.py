@@ -12,6 +12,9 @@ errors exactly as before) whenever it could differ:
 
 * a value of the wrong type, malformed JSON, a record without ``stream`` or
   ``data``: Arrow's reader is strict and fails the block;
+* an inferred list (of a field or nested key outside the schema) whose first
+  items are null: Arrow's reader makes an invalid array of it (pyarrow 26), so
+  every block is validated;
 * a column kept as JSON text (an object, a mixed or untyped property) or a field
   outside the schema, whose Arrow-inferred type cannot be written back as the
   same JSON text (a number that may have been an integer, a string Arrow took for
@@ -46,13 +49,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from headwater.connectors._json_values import (
+    exact_json_values,
+    inferred_alike,
+    undeclared_alike,
+)
 from headwater.table_schema import READER_NOTES, arrow_schema_for, is_nested
 
 __all__ = ["RecordDecoder"]
 
 _DIRECT = (pa.int64(), pa.float64(), pa.bool_(), pa.string())
-#: Inferred types whose values ``json.dumps`` writes back exactly as they were read.
-_EXACT_LEAVES = (pa.string(), pa.int64(), pa.bool_())
 
 
 class RecordDecoder:
@@ -93,8 +99,14 @@ class RecordDecoder:
         ])
 
     def decode(self, lines: Sequence[str]) -> pa.RecordBatch | None:
-        """This stream's records of ``lines`` as one batch, or ``None`` to decode per line."""
-        if not self.usable or not lines:
+        """This stream's records of ``lines`` as one batch, or ``None`` to decode per line.
+
+        ``lines`` start like a RECORD (``{"type":"RECORD"``, as a :class:`RecordBlock`'s
+        do): pyarrow 26's JSON reader crashes the process (a segmentation fault) on a
+        block whose first value is ``null``, so a block that does not start with an
+        object is refused before it gets there.
+        """
+        if not self.usable or not lines or not lines[0].startswith("{"):
             return None
         text = "".join(lines).encode()
         try:
@@ -103,6 +115,9 @@ class RecordDecoder:
                 read_options=pa_json.ReadOptions(use_threads=False, block_size=len(text) + 1),
                 parse_options=pa_json.ParseOptions(explicit_schema=self.read_schema,
                                                    unexpected_field_behavior="infer"))
+            # pyarrow 26's reader builds an invalid list where it infers one whose first
+            # items are null (``[null, 1]``): reading it crashes or gives other values.
+            table.validate(full=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             return None
         if table.num_rows != len(lines):
@@ -120,9 +135,11 @@ class RecordDecoder:
         names, columns = [], []
         for field, column in zip(data.type, data.flatten(), strict=True):
             if field.name in self.typed:
-                if field.type != self.typed[field.name] and not _no_dates(field.type):
-                    # A nested key outside the declared properties, whose text Arrow
-                    # took for a date-time: the dicts keep it as text.
+                if field.type != self.typed[field.name] and not undeclared_alike(
+                        column, self.typed[field.name]):
+                    # A nested key outside the declared properties typed otherwise
+                    # than the dicts are: text Arrow took for a date-time, an integer
+                    # past int64 it read as a double.
                     return None
                 # Other undeclared nested keys come along; the engine's cast of the
                 # struct notes them, as it does the dicts' (same table, same notes).
@@ -132,8 +149,8 @@ class RecordDecoder:
             if field.name == READER_NOTES:
                 return None
             converted = (_as_json_text(column) if field.name in self.json_text
-                         else column if field.name in self.nested and _no_dates(column.type)
-                         else column if _exact(column) else None)
+                         else column if field.name in self.nested and inferred_alike(column)
+                         else column if exact_json_values(column) else None)
             if converted is None:
                 return None
             names.append(field.name)
@@ -164,43 +181,6 @@ def _plain_string(prop: Mapping[str, Any]) -> bool:
     return [t for t in types if t != "null"] == ["string"]
 
 
-def _no_dates(kind: pa.DataType) -> bool:
-    """No date or timestamp anywhere in an inferred nested type.
-
-    The per-record path infers a nested column's type from the dicts
-    (``pa.array``) and casts it as this path casts Arrow's: both agree but where
-    Arrow's JSON reader takes text for a date-time, which the dicts keep as text.
-    A null, or a missing key, is null in both.
-    """
-    if pa.types.is_timestamp(kind) or pa.types.is_date(kind):
-        return False
-    if pa.types.is_struct(kind):
-        return all(_no_dates(field.type) for field in kind)
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        return _no_dates(kind.value_type)
-    return True
-
-
-def _exact(column: pa.Array) -> bool:
-    """No nulls anywhere and only types whose values JSON text gives back unchanged.
-
-    A null may have been a missing key (which the per-record path skips), so it
-    makes the column ambiguous.
-    """
-    if column.null_count:
-        return False
-    kind = column.type
-    if kind in _EXACT_LEAVES:
-        return True
-    if pa.types.is_null(kind):
-        return len(column) == 0
-    if pa.types.is_struct(kind):
-        return all(_exact(child) for child in column.flatten())
-    if pa.types.is_list(kind):
-        return _exact(column.flatten())
-    return False
-
-
 def _as_json_text(column: pa.Array) -> pa.Array | None:
     """A JSON-text column as the per-record path writes it (``json.dumps``, sorted keys)."""
     kind = column.type
@@ -208,7 +188,7 @@ def _as_json_text(column: pa.Array) -> pa.Array | None:
         return pa.nulls(len(column), pa.string())
     # A column Arrow inferred as strings held JSON strings: their JSON text is quoted
     # (``"x"``), as the per-record path writes a string value of an open column.
-    if not _exact(column.filter(column.is_valid())):
+    if not exact_json_values(column.filter(column.is_valid())):
         return None
     encoded = _encode(column)
     if encoded is not None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
+from headwater.connectors._json_values import exact_json_values, undeclared_alike
 from headwater.connectors.object_storage._config import CsvFormat
 from headwater.connectors.object_storage._io import line_blocks, newlines_before
 from headwater.sdk import RecordOrBatch
@@ -36,6 +38,7 @@ from headwater.table_schema import (
     JsonText,
     json_kind,
     map_leaf_types,
+    note_text,
 )
 
 __all__ = ["KEY_COLUMN", "RECORD_COLUMN", "ReadPosition", "Rejects", "read_avro", "read_csv",
@@ -87,10 +90,48 @@ Rejects = list[tuple[int, str, Any]]
 # ----------------------------------------------------------------------------- JSONL
 
 
-def _jsonl_numbers(block: bytes, first: int, rows: int, lines: int) -> np.ndarray[Any, Any]:
-    if rows == lines:  # no blank lines: the common, vectorised case
-        return np.arange(first, first + rows, dtype=np.int64)
+#: A line may be blank or start with blanks (JSON's whitespace) where the block has one
+#: of these (or starts with a blank): only then are its lines looked at one by one.
+_BLANK_STARTS = (b"\n\n", b"\n ", b"\n\t", b"\n\r")
+#: A line that is JSON ``null`` (after blanks).
+_NULL_LINE = re.compile(rb"(?:^|\n)[ \t\r]*null")
+
+
+def _objects_only(block: bytes, lines: int) -> bool:
+    """Every line starts with ``{`` (the common case: one count over the bytes);
+    ``lines``: the block's count of ``\\n``."""
+    return block[:1] == b"{" and block.count(b"\n{") == lines - block.endswith(b"\n")
+
+
+def _may_have_blank_lines(block: bytes) -> bool:
+    return block[:1] in (b"\n", b" ", b"\t", b"\r") or any(
+        start in block for start in _BLANK_STARTS)
+
+
+def has_null_line(block: bytes) -> bool:
+    """Whether a line of ``block`` starts with JSON ``null``.
+
+    pyarrow 26's JSON reader crashes the process (a segmentation fault) on a
+    block whose first value is ``null``, and reads a later one as a row of nulls
+    (the line-by-line path rejects it: not an object), so such a block must never
+    reach it.  Two searches of the bytes, and the pattern where lines start with
+    blanks.
+    """
+    if block.startswith(b"null") or b"\nnull" in block:
+        return True
+    return _may_have_blank_lines(block) and _NULL_LINE.search(block) is not None
+
+
+def _jsonl_numbers(block: bytes, first: int, rows: int, lines: int,
+                   objects_only: bool) -> np.ndarray[Any, Any] | None:
+    """The record numbers of pyarrow's rows: one per non-blank line, counted from
+    ``first``; None when the rows are not one per non-blank line (pyarrow reads
+    ``{} {}`` on one line as two rows, the line-by-line path rejects the line)."""
+    if objects_only or not _may_have_blank_lines(block):  # the common, vectorised case
+        return np.arange(first, first + rows, dtype=np.int64) if rows == lines else None
     kept = [i for i, line in enumerate(block.split(b"\n")[:lines]) if line.strip()]
+    if len(kept) != rows:
+        return None
     return np.asarray(kept, dtype=np.int64) + first
 
 
@@ -129,12 +170,13 @@ def _jsonl_slow(block: bytes, first: int, key: str,
 def _json_read_type(kind: pa.DataType) -> pa.DataType:
     """The type pyarrow's JSON reader is asked for, for a column of type ``kind``.
 
-    The reader parses ISO 8601 date-times itself (fractional seconds to the
-    microsecond, ``Z`` or an offset; none is UTC, as the engine takes it), inside
-    structs and lists too, but not dates: those are read as text and cast by the
-    engine with Arrow.
+    Date-times and dates, inside structs and lists too, are read as text and cast
+    by the engine with Arrow (text Python's ``fromisoformat`` refuses, as year 0,
+    goes value by value to its note): the reader's own parser takes year 0 and
+    other text the line-by-line path notes as misfits.
     """
-    return map_leaf_types(kind, lambda leaf: pa.string() if pa.types.is_date(leaf) else leaf)
+    return map_leaf_types(kind, lambda leaf: pa.string()
+                          if pa.types.is_date(leaf) or pa.types.is_timestamp(leaf) else leaf)
 
 
 def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosition,
@@ -155,19 +197,64 @@ def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosi
     for block in line_blocks(stream, start, end):
         lines = block.count(b"\n")
         first = position.next_record
-        try:
-            table = pa_json.read_json(
-                io.BytesIO(block),
-                read_options=pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1),
-                parse_options=options)
-        except (pa.ArrowInvalid, UnicodeDecodeError, ValueError):
+        objects_only = _objects_only(block, lines)
+        table = _bulk_block(block, read_schema, options, objects_only)
+        numbers = None if table is None else _jsonl_numbers(block, first, table.num_rows,
+                                                             lines, objects_only)
+        if table is None or numbers is None:
             yield from _jsonl_slow(block, first, key)
         else:
-            numbers = _jsonl_numbers(block, first, table.num_rows, lines)
             for batch in table.to_batches():
                 yield _with_source(batch, key, numbers[: batch.num_rows])
                 numbers = numbers[batch.num_rows :]
         position.next_record = first + lines
+
+
+def _bulk_block(block: bytes, read_schema: pa.Schema, options: pa_json.ParseOptions,
+                objects_only: bool) -> pa.Table | None:
+    """The block as pyarrow reads it, or None where only the line-by-line path gives
+    the same rows and notes:
+
+    * a line pyarrow refuses (broken, not an object, a value of another type), or
+      a line of JSON ``null`` (:func:`has_null_line`: pyarrow crashes on it);
+    * an invalid array: pyarrow 26's reader makes one of a list it infers (a key
+      outside the schema) whose first items are null (``[null, 1]``);
+    * a key outside the schema whose notes could differ (:func:`_noted_alike`): a
+      JSON ``null`` is noted line by line, but in Arrow's column a null is also a
+      line without the key (a block without ``null`` in its bytes has none); a
+      number Arrow read as a double may have been written as an integer;
+    * a key inside an object outside its declared properties that Arrow types
+      otherwise than the line-by-line path's inference of the dicts
+      (:func:`~headwater.connectors._json_values.undeclared_alike`).
+    """
+    if not objects_only and has_null_line(block):
+        return None
+    try:
+        table = pa_json.read_json(
+            io.BytesIO(block),
+            read_options=pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1),
+            parse_options=options)
+        table.validate(full=True)
+    except (pa.ArrowInvalid, UnicodeDecodeError, ValueError):
+        return None
+    for name in table.column_names:
+        column = table.column(name).combine_chunks()
+        if name not in read_schema.names:
+            if not _noted_alike(column, b"null" in block):
+                return None
+        elif not undeclared_alike(column, read_schema.field(name).type):
+            return None
+    return table
+
+
+def _noted_alike(column: pa.Array, nulls_in_block: bool) -> bool:
+    """Whether the engine notes an inferred column (a key outside the schema) as the
+    line-by-line path notes its keys: values of types that give them back exactly
+    (not a number that may have been an integer, nor text Arrow took for a
+    date-time), and no null that may have been a JSON ``null``."""
+    if column.null_count and nulls_in_block:
+        return False
+    return exact_json_values(column.filter(column.is_valid()))
 
 
 # ------------------------------------------------------------ JSONL with JSON-text columns
@@ -191,16 +278,19 @@ def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position
     # Dates (at any depth) are read as text and cast by the engine, as in read_jsonl.
     typed = pa.schema([pa.field(field.name, _json_read_type(field.type))
                        for field in schema if json_kind(field) is None])
-    options = pa_json.ParseOptions(explicit_schema=typed, unexpected_field_behavior="ignore",
+    # Keys outside the schema are inferred, not ignored: inside a struct they are
+    # noted, as the line-by-line path notes them (the top-level ones come from msgspec).
+    options = pa_json.ParseOptions(explicit_schema=typed, unexpected_field_behavior="infer",
                                    newlines_in_values=False)
     for block in line_blocks(stream, start, end):
         lines = block.count(b"\n")
         first = position.next_record
         batch = _json_text_block(block, schema, typed, json_text, options)
-        if batch is None:
+        numbers = None if batch is None else _jsonl_numbers(
+            block, first, batch.num_rows, lines, _objects_only(block, lines))
+        if batch is None or numbers is None:
             yield from _jsonl_slow(block, first, key, json_text)
         else:
-            numbers = _jsonl_numbers(block, first, batch.num_rows, lines)
             yield _with_source(batch, key, numbers)
         position.next_record = first + lines
 
@@ -215,17 +305,22 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
         table = pa_json.read_json(
             io.BytesIO(block),
             read_options=pa_json.ReadOptions(use_threads=False, block_size=len(block) + 1),
-            parse_options=options) if len(typed) else None
+            parse_options=options).select(typed.names) if len(typed) else None
+        if table is not None:
+            table.validate(full=True)  # see _bulk_block
     except (msgspec.DecodeError, pa.ArrowInvalid, UnicodeDecodeError, ValueError):
         return None
-    if table is not None and table.num_rows != len(records):
+    if table is not None and (table.num_rows != len(records) or not all(
+            undeclared_alike(table.column(f.name).combine_chunks(), f.type) for f in typed)):
         return None
     try:
         texts = {name: _text_array([r.get(name) for r in records]) for name in json_text}
         known = set(schema.names)
         extra = sorted({k for r in records for k in r} - known)
-        texts.update({name: _text_array([r.get(name) for r in records]) for name in extra})
-    except pa.ArrowInvalid:  # bytes that are not UTF-8
+        if any(bytes(r[name]) == b"null" for r in records for name in extra if name in r):
+            return None  # noted by the line-by-line path; a null here would be missing
+        texts.update({name: _noted_values([r.get(name) for r in records]) for name in extra})
+    except (pa.ArrowInvalid, ValueError):  # bytes that are not UTF-8
         return None
     columns: dict[str, pa.Array] = {} if table is None else {
         name: table.column(name).combine_chunks() for name in table.column_names}
@@ -239,6 +334,14 @@ def _text_array(values: Sequence[msgspec.Raw | None]) -> pa.Array:
     """JSON-text values (``null`` and missing keys: null) as a string column."""
     raw = [None if v is None or bytes(v) == b"null" else bytes(v) for v in values]
     return pa.array(raw, pa.binary()).cast(pa.string())
+
+
+def _noted_values(values: Sequence[msgspec.Raw | None]) -> pa.Array:
+    """Values of a key outside the schema as the text the engine notes for them, the
+    same as the line-by-line path's note of the decoded value (a string as it is,
+    any other value as sorted JSON)."""
+    return pa.array([None if v is None else note_text(json.loads(bytes(v))) for v in values],
+                    pa.string())
 
 
 def _raw_values(line: bytes, names: Sequence[str]) -> dict[str, JsonText | None]:

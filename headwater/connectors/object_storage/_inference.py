@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from headwater.connectors.object_storage._config import CsvFormat, StreamConfig
-from headwater.connectors.object_storage._formats import KEY_COLUMN, RECORD_COLUMN
+from headwater.connectors.object_storage._formats import KEY_COLUMN, RECORD_COLUMN, has_null_line
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import ObjectInfo
 from headwater.table_schema import UTC_TIMESTAMP, map_leaf_types
@@ -157,6 +157,8 @@ def _sample_jsonl(stream: Any, records: int) -> pa.Table:
 
     sample = _sample_lines(stream, records)
     try:  # pyarrow's inference refuses a sample with a bad line
+        if has_null_line(sample):  # pyarrow would crash: see has_null_line
+            raise ValueError("a line of JSON null")
         inferred = pa_json.read_json(io.BytesIO(sample)).schema
         # Read again with what it took for timestamps as text: refine_type tells
         # dates from date-times, and knows fractional seconds it leaves as text.

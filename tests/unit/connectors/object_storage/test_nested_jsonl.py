@@ -77,7 +77,8 @@ def test_well_formed_blocks_are_typed_by_arrow_bad_lines_become_rejects(tmp_path
     out = list(read_jsonl(io.BytesIO(jsonl(EVENTS)), "e.jsonl", schema, ReadPosition()))
     assert out and all(isinstance(b, pa.RecordBatch) for b in out)  # no dict per record
     assert pa.types.is_struct(out[0].schema.field("user").type)
-    assert out[0].schema.field("at").type == UTC_TIMESTAMP
+    # Date-times come as text, cast by the engine (as the line-by-line path reads them).
+    assert out[0].schema.field("at").type == pa.string()
 
     broken = [*EVENTS[:3], {"id": 3, "user": {"geo": {"lat": "north"}}}]
     write(tmp_path, "e.jsonl", jsonl(broken) + b'{"id": 4, "user": \n')
