@@ -40,6 +40,11 @@ def sync(
     no new run starts); a second one aborts at once.
     """
     from headwater._events import emit
+    from headwater.cli._leave import done as leave_when_done
+    from headwater.cli._render import ProgressObserver, print_result
+    from headwater.cli._stop import stop_on_signals, sync_exit_code
+    from headwater.engine import SyncEngine, SyncObserver, SyncOptions, get_spark
+    from headwater.engine._results import sync_document
     from headwater.engine._steps import seconds_since_process_start
 
     started = seconds_since_process_start()  # the interpreter's start and the imports
@@ -54,36 +59,20 @@ def sync(
         store = open_store(store_url(config))
         if watch:
             from headwater.cli._watch import watch_sync
-            from headwater.engine import SyncOptions
 
             raise typer.Exit(watch_sync(config, store, SyncOptions(spark=settings), as_json,
                                         cli.out, cli.err))
-        from headwater.cli._start_up import full_collections_after
-
-        with full_collections_after():  # none while the early reads run beside the start
-            # First, before what the reads never use is imported or built (the engine,
-            # the output, the destination): the run's reads may start now, and run
-            # while those are.
-            from headwater.engine._early_start import start_early
-
-            early = start_early(config, store, settings)
-            from headwater.cli._leave import done as leave_when_done
-            from headwater.cli._render import ProgressObserver, print_result
-            from headwater.cli._stop import stop_on_signals, sync_exit_code
-            from headwater.engine import SyncEngine, SyncObserver, SyncOptions, get_spark
-            from headwater.engine._results import sync_document
-
-            progress = (None if as_json or not cli.err.is_terminal
-                        else ProgressObserver(cli.err))
-            engine = SyncEngine(config, store, SyncOptions(spark=settings),
-                                progress or SyncObserver(), early=early)
-            if started is not None:
-                engine.steps.add("cli_start", started)
-            engine.steps.add("cli_setup", time.perf_counter() - setting_up)
-            with engine.steps.step("spark_session"):
-                # Before the handlers (a new SparkContext replaces SIGINT's), with what
-                # the connection's destination needs.
-                get_spark(engine.options.spark)
+        progress = None if as_json or not cli.err.is_terminal else ProgressObserver(cli.err)
+        engine = SyncEngine(config, store, SyncOptions(spark=settings),
+                            progress or SyncObserver())
+        engine.start_reads_early()  # a source's reads may run while Spark starts
+        if started is not None:
+            engine.steps.add("cli_start", started)
+        engine.steps.add("cli_setup", time.perf_counter() - setting_up)
+        with engine.steps.step("spark_session"):
+            # Before the handlers (a new SparkContext replaces SIGINT's), with what the
+            # connection's destination needs.
+            get_spark(engine.options.spark)
         emit("spark-ready")
         with stop_on_signals(engine.request_stop), progress or nullcontext():
             # Oldest first: a resumed run, then (unless it did not succeed) the new one.

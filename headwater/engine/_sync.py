@@ -58,9 +58,8 @@ from typing import TYPE_CHECKING, Any
 
 from headwater._events import emit
 from headwater._waiting import wait_all
-from headwater.config import ConnectionConfig, redact
+from headwater.config import ConnectionConfig, SparkConfig, redact
 from headwater.destinations import Destination, build_destination
-from headwater.engine._early_start import EarlyStart, offer_reads
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context
@@ -68,6 +67,7 @@ from headwater.engine._results import StreamStats, SyncObserver, SyncResult, out
 from headwater.engine._run_logs import capture_run_logs, name_run_logs, submit_in_run
 from headwater.engine._shared_dir import (
     discard_unused,
+    make_shared_dir,
     new_shared_dir,
     remove_shared_dir,
     tasks_run_here,
@@ -80,7 +80,7 @@ from headwater.errors import AuthenticationError, ExitCode, HeadwaterError
 from headwater.metadata_store import LockHandle, MetadataStore, RunRecord
 from headwater.observability.lineage import RunLineage
 from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
-from headwater.sdk import Partition, PlanContext, Source
+from headwater.sdk import INCREMENTAL, Partition, PlanContext, Source
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
@@ -108,36 +108,23 @@ class SyncEngine:
 
     def __init__(self, connection: ConnectionConfig, store: MetadataStore,
                  options: SyncOptions | None = None, observer: SyncObserver | None = None,
-                 *, destination: Destination | None = None,
-                 early: EarlyStart | None = None) -> None:
+                 *, destination: Destination | None = None) -> None:
         """``destination``: one built already (a test's fake, a program's own), in place
-        of the one the connection's ``destination`` section describes.  ``early``: the
-        source :func:`~headwater.engine._early_start.start_early` built and offered
-        the run's reads to, before this engine (``headwater sync``)."""
+        of the one the connection's ``destination`` section describes."""
         self.connection = connection
         self.store = store
         self.options = options or SyncOptions()
         self.observer = observer or SyncObserver()
-        #: How the run will be planned, when its reads were offered before Spark.
-        self._early: PlanContext | None = None
-        if early is None:
-            self.source: Source = build_source(connection)
-            self.source.prepare()  # its streams, learned while Spark starts
-        else:
-            self.source = early.source
-            self._take_early(early)
-        try:
-            self.destination: Destination = destination or build_destination(
-                connection.destination.type, connection.destination.config)
-            if self.options.spark.requirements is None:
-                # The session is started with what this destination needs, and only that.
-                self.options = replace(self.options, spark=replace(
-                    self.options.spark, requirements=self.destination.capabilities.spark))
-            #: OpenLineage run events of every run (off unless configured; never fails a run).
-            self.lineage = RunLineage.for_connection(connection, self.source, self.destination)
-        except BaseException:
-            self._end_early_reads(None)  # no sync: the reads begun for it stop
-            raise
+        self.source: Source = build_source(connection)
+        self.source.prepare()  # its streams, learned while Spark starts
+        self.destination: Destination = destination or build_destination(
+            connection.destination.type, connection.destination.config)
+        if self.options.spark.requirements is None:
+            # The session is started with what this destination needs, and only that.
+            self.options = replace(self.options, spark=replace(
+                self.options.spark, requirements=self.destination.capabilities.spark))
+        #: OpenLineage run events of every run (off unless configured; never fails a run).
+        self.lineage = RunLineage.for_connection(connection, self.source, self.destination)
         #: Set when a stream failed because the source refused the credentials.
         self.refused: AuthenticationError | None = None
         #: Set by :meth:`request_stop`; the ``--watch`` loop waits on it too.
@@ -145,21 +132,36 @@ class SyncEngine:
         self._stop_reason = "stop requested"
         #: Seconds per step of the run in progress (``SyncResult.steps_s``).
         self.steps = StepTimes()
+        #: How the run will be planned, when its reads were started before Spark.
+        self._early: PlanContext | None = None
 
     def start_reads_early(self) -> None:
-        """Before Spark starts: let the source start the run's reads now, on a local
-        master and for a new run (:func:`~headwater.engine._early_start.offer_reads`;
-        ``headwater sync`` does it before building the engine, ``early=``)."""
-        self._take_early(offer_reads(self.connection, self.store, self.options.spark,
-                                     self.source))
+        """Before Spark starts (``headwater sync`` calls it): let the source start the
+        run's reads now, on a local master and for a new run (see ``Source.prepare``).
 
-    def _take_early(self, early: EarlyStart) -> None:
-        """Plan with the context the reads were offered with; start Spark's JVM lower
-        when the source said it started them."""
-        self._early = early.context
-        if early.jvm_nice is not None:
+        Only a guess from the stored states: the plan, made once Spark is up,
+        decides what is read, and a source uses an early read only if it matches.
+        """
+        settings = self.options.spark
+        if settings.remote or (settings.master and not settings.master.startswith("local")):
+            return
+        if "PYSPARK_GATEWAY_PORT" in os.environ:
+            return  # under spark-submit: the master is its flags', perhaps a cluster
+        conn = self.connection
+        if not conn.streams or self.store.find_unfinished_run(conn.name) is not None:
+            return
+        reads = {configured.name: (self.store.get_state(conn.name, configured.name)
+                                   if configured.sync_mode == INCREMENTAL else None)
+                 for configured in conn.streams}
+        # What the plan will be made with, so early reads are the plan's own reads.
+        self._early = PlanContext(parallel_tasks=os.cpu_count() or 1,
+                                  planned_at=datetime.now(UTC), synced_states=reads,
+                                  shared_dir=make_shared_dir(), reads_early=True)
+        if self.source.prepare(reads, self._early):
+            # The reads are the critical path now: Spark's start takes the cores they leave.
+            nice = (conn.spark or SparkConfig()).early_reads_jvm_nice
             self.options = replace(self.options, spark=replace(self.options.spark,
-                                                               jvm_nice=early.jvm_nice))
+                                                               jvm_nice=nice))
 
     def _end_early_reads(self, plan: RunPlan | None) -> None:
         """Early reads the run's ``plan`` did not take up stop: their folder goes."""

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -305,10 +306,6 @@ def _stat(conn: Connection, key: str) -> ColumnElement[int]:
     if conn.dialect.name == "sqlite":
         value = sa.func.json_extract(stats, f"$.{key}")
     else:
-        # Imported here: a SQLite store (the CLI's default) never loads PostgreSQL's
-        # dialect, 25-35 ms of the start-up before a sync's first call.
-        from sqlalchemy.dialects import postgresql
-
         value = sa.cast(sa.cast(stats, postgresql.JSONB)[key].astext, sa.Numeric)
     return sa.func.coalesce(sa.func.sum(value), 0)
 
