@@ -271,6 +271,21 @@ def json_kind(field: pa.Field) -> bytes | None:
     return found if found in (VARIANT, JSON_TEXT) else None
 
 
+def json_kinds_differ(own: pa.Schema, landing: pa.Schema | None) -> list[pa.Field]:
+    """The fields of ``landing`` (the columns records land in) that are JSON text or
+    VARIANT where ``own`` (the stream's columns) is not, or the other way round.
+
+    A reader that types records by ``own`` would hand the engine structs or numbers
+    it then writes back as text (or text it parses): not the record's own text, and
+    not what the engine makes of the record's values (``Stream.lands_in``).
+    """
+    if landing is None:
+        return []
+    kinds = {field.name: json_kind(field) for field in own}
+    return [field for field in landing
+            if field.name in kinds and kinds[field.name] != json_kind(field)]
+
+
 def variant_columns(schema: pa.Schema) -> list[str]:
     """The columns of ``schema`` the destination stores as VARIANT."""
     return [field.name for field in schema if json_kind(field) == VARIANT]

@@ -135,6 +135,7 @@ def read_partition(stream: Stream, partition: Partition, context: TaskContext,
     pending: list[Mapping[str, Any]] = []
     own_state: PartitionState | None = None
     try:
+        stream.lands_in(context.data_schema)  # a bulk reader types for the table's columns
         for item in stream.read(partition):
             if isinstance(item, PartitionState):
                 own_state = item

@@ -188,6 +188,22 @@ class Stream(ABC):
         between partitions (:class:`~headwater.sdk.http.HttpStream` does).
         """
 
+    def lands_in(self, schema: pa.Schema) -> None:
+        """The engine's hint, on the executor, before it reads: the columns the stream's
+        records land in (the table's, ``json_columns`` as JSON text among them).
+
+        The engine types dicts into these columns itself.  A stream that types
+        records into Arrow batches must not type a column the table keeps as JSON
+        text (or VARIANT) as structs or numbers: their text would be written back
+        re-serialized (a key the record lacks as ``null``, ``1`` as ``1.0``), not
+        as the record had it.  Kept in :attr:`landing` (None: not told);
+        :func:`headwater.table_schema.json_kinds_differ` says which columns differ.
+        """
+        self.landing = schema
+
+    #: The columns the engine lands records in, once :meth:`lands_in` told the stream.
+    landing: pa.Schema | None = None
+
     @abstractmethod
     def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
         """Yield the records of one partition, as Arrow record batches or dicts.

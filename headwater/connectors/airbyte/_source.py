@@ -84,6 +84,7 @@ from headwater.sdk import (
     Source,
     Stream,
 )
+from headwater.table_schema import arrow_schema_for, json_kinds_differ
 
 __all__ = ["AirbyteSource", "AirbyteSourceStream"]
 
@@ -175,6 +176,10 @@ class AirbyteSourceStream(Stream):
         recorded = partition.params.get("stream")  # absent from plans made before it was
         stream = AirbyteStream.model_validate(recorded) if recorded else self._stream
         decoder = RecordDecoder(self.name, stream.json_schema)
+        if json_kinds_differ(arrow_schema_for(stream.json_schema), self.landing):
+            # A column the table keeps as JSON text (``json_columns``) the decoder would
+            # type as a struct, re-serialized later: the engine types these records.
+            decoder.usable = False
         head = partition.params.get("head_start")
         with tempfile.TemporaryDirectory(prefix="hw-airbyte-") as folder:
             items = None if head is None else head_start.follow(

@@ -72,7 +72,7 @@ from headwater.connectors.object_storage._notifications import Inbox, with_messa
 from headwater.connectors.object_storage._splitting import collector_paused, group_members, plan
 from headwater.errors import AuthenticationError, ConfigError, ConnectorError, SpecValidationError
 from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
-from headwater.table_schema import arrow_schema_for
+from headwater.table_schema import arrow_schema_for, json_kinds_differ
 
 __all__ = ["ObjectStorageSource", "ObjectStream"]
 
@@ -233,8 +233,12 @@ class ObjectStream(Stream):
                                       f"records: {type(exc).__name__}: {exc}", None)])
 
     def _data_schema(self) -> pa.Schema:
-        """The columns a reader parses: the stream's, without the source columns."""
-        return pa.schema([f for f in arrow_schema_for(self.json_schema())
+        """The columns a reader parses: the stream's, without the source columns; a column
+        the table keeps as JSON text (``json_columns``) or VARIANT is read as the table
+        has it (JSON Lines: the line's own text of it, not a struct written back)."""
+        own = arrow_schema_for(self.json_schema())
+        theirs = {field.name: field for field in json_kinds_differ(own, self.landing)}
+        return pa.schema([theirs.get(f.name, f) for f in own
                           if f.name not in (KEY_COLUMN, RECORD_COLUMN)])
 
     def _read(self, raw: Any, key: str, params: Mapping[str, Any],

@@ -323,7 +323,9 @@ class HttpStream(Stream):
         yielded as dicts for the engine's general path.  :meth:`records` yields
         every record as a dict.
         """
-        schema = arrow_schema_for(self.json_schema())
+        # The table's columns when the engine said them (``json_columns`` stay text):
+        # the batches are then what the engine would make of the dicts.
+        schema = self.landing or arrow_schema_for(self.json_schema())
         pending: list[dict[str, Any]] = []
         for page in self._pages(partition):
             pending.extend(page)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 
@@ -108,6 +109,22 @@ def test_a_record_of_the_wrong_type_is_kept_with_a_note_through_the_per_record_p
                                  "value": "not-a-number"}]
     assert "int64" in bad["_hw_notes"][0]["reason"]
     assert all(r["_hw_notes"] is None for r in rows if r is not bad)
+
+
+def test_json_columns_land_as_the_per_record_path_makes_them_not_as_decoded_in_bulk() -> None:
+    """``json_columns: [id, label]``: the table keeps them as JSON text, which the bulk
+    decoder (typing by the stream's own columns) would hand over as an integer and a
+    bare string; the engine types such records itself (``Stream.lands_in``)."""
+    source = AirbyteSource(fake_source_config(records=12, state_every=5, compact=True))
+    stream = source.stream("items")
+    (partition,) = stream.partitions(None)
+    landing = arrow_schema_for(stream.json_schema(), ["id", "label"])
+    rows = pa.Table.from_batches(list(read_partition(
+        stream, partition, TaskContext(run_id="r", checkpoint_index=0,
+                                       data_schema=landing)))).to_pylist()
+    assert [(r["id"], r["label"]) for r in rows] == [
+        (json.dumps(n), json.dumps(f"item {n}")) for n in range(1, 13)]
+    assert all(r["_hw_notes"] is None for r in rows)
 
 
 def test_connector_logs_reach_headwater_logs(caplog: pytest.LogCaptureFixture) -> None:

@@ -74,9 +74,11 @@ def source(url: str, **stream: Any) -> ObjectStorageSource:
     return ObjectStorageSource({"url": url, "streams": [{"name": "s", **stream}], **settings})
 
 
-def read_all(stream: ObjectStream, partitions: Sequence[Partition] | None = None) -> pa.Table:
-    """Every partition through the engine's task code: typed columns plus ``_hw_notes``."""
-    context = TaskContext("run", 0, arrow_schema_for(stream.json_schema()))
+def read_all(stream: ObjectStream, partitions: Sequence[Partition] | None = None,
+             json_columns: Sequence[str] = ()) -> pa.Table:
+    """Every partition through the engine's task code: typed columns plus ``_hw_notes``
+    (``json_columns``: the table keeps those as JSON text)."""
+    context = TaskContext("run", 0, arrow_schema_for(stream.json_schema(), json_columns))
     chosen = stream.partitions(None) if partitions is None else partitions
     batches = [b for p in chosen for b in read_partition(stream, p, context)]
     if not batches:

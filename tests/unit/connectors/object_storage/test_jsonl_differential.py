@@ -217,20 +217,3 @@ def test_a_first_line_of_null_does_not_crash_the_reader() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
-
-
-@pytest.mark.xfail(strict=True, reason="the reader reads for the stream's own columns; the "
-                   "engine casts to the table's (json_columns, a table's older types): "
-                   "reported to the lead, not fixed here")
-def test_json_columns_the_reader_does_not_know_of_land_as_line_by_line() -> None:
-    """With ``json_columns: [o]`` the engine's column is JSON text (the line's own
-    text, line by line), but the reader reads ``o`` as a struct: ``{"a":1,"b":null}``
-    lands for the line's ``{"a": 1}``."""
-    json_schema = declared({"properties": {"o": {"type": "object", "properties": {
-        "a": {"type": "integer"}, "b": {"type": "string"}}}}})
-    target = arrow_schema_for(json_schema, ["o"])
-    data = pa.schema([f for f in arrow_schema_for(json_schema)
-                      if f.name not in (KEY_COLUMN, RECORD_COLUMN)])
-    block = b'{"o": {"a": 1}}\n'
-    bulk = list(read_jsonl(io.BytesIO(block), KEY, data, ReadPosition()))
-    assert typed_rows(bulk, target) == typed_rows(_jsonl_slow(block, 0, KEY, ["o"]), target)

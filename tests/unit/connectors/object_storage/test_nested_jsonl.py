@@ -53,6 +53,20 @@ def test_inference_gives_nested_properties_date_times_and_dates(tmp_path: Path) 
     assert props["items"]["items"]["properties"]["qty"] == {"type": ["null", "integer"]}
 
 
+def test_json_columns_keep_each_line_s_own_text(tmp_path: Path) -> None:
+    """``json_columns: [user, items]``: the table keeps them as JSON text, and the reader
+    (told so: ``Stream.lands_in``) keeps the line's own bytes of them, rather than a
+    struct written back (a key a line lacks as null, re-spaced, 1 as 1.0)."""
+    rows = [*EVENTS[:5], {"id": 99, "user": {"name": "short"}, "items": [{"qty": 1}, {}]}]
+    write(tmp_path, "e.jsonl", jsonl(rows))
+    table = read_all(source(str(tmp_path)).streams()[0], json_columns=["user", "items"])
+    assert table.schema.field("user").type == pa.string()
+    landed = table.sort_by("_source_record").to_pylist()
+    assert [(r["user"], r["items"]) for r in landed] == [
+        (json.dumps(r["user"]), json.dumps(r["items"])) for r in rows]
+    assert rejected(table) == []
+
+
 def test_nested_rows_land_typed_with_microseconds_and_offsets(tmp_path: Path) -> None:
     write(tmp_path, "e.jsonl", jsonl(EVENTS))
     table = read_all(source(str(tmp_path)).streams()[0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterable
@@ -154,6 +155,27 @@ def test_ignore_404_reads_nothing_for_a_deleted_parent() -> None:
     # Survey i has i % 7 responses: 1 and 3 have some, 2 is gone.
     assert {r["survey_id"] for r in rows} == {1, 3}
     assert 404 in [status for _, _, status in api.calls]
+
+
+def test_json_columns_land_as_the_engine_types_records_not_as_typed_by_the_stream() -> None:
+    """``json_columns: [id, title]``: the table keeps them as JSON text; the stream, told
+    so (``Stream.lands_in``), types its pages for those columns, as the engine would
+    type the dicts, instead of handing over an integer and a bare string."""
+    from headwater.engine._task import TaskContext, read_partition
+    from headwater.table_schema import arrow_schema_for
+
+    with running(ApiData.sample(surveys=3)) as api:
+        config = example("surveys.yaml", base_url=api.url)
+        config["streams"][0].update(end_date="2024-02-01T00:00:00Z")
+        stream = source(config).stream("surveys")
+        landing = arrow_schema_for(stream.json_schema(), ["id", "title"])
+        context = TaskContext(run_id="r", checkpoint_index=0, data_schema=landing)
+        rows = [r for part in stream.plan(None, PlanContext())
+                for r in pa.Table.from_batches(list(read_partition(stream, part, context)),
+                                               schema=context.output_schema).to_pylist()]
+    assert sorted((r["id"], r["title"]) for r in rows) == [
+        (json.dumps(i), json.dumps(f"survey {i}")) for i in (1, 2, 3)]
+    assert all(r["_hw_notes"] is None for r in rows)
 
 
 def test_check_reports_a_refused_token() -> None:
