@@ -127,6 +127,24 @@ def _expected(**source: Any) -> Counter[tuple[int, Any]]:
     return _keyed(SampleSource({**SOURCE, **source}).expected_rows("users"))
 
 
+def _sync_switching_after_the_first_commit(
+        gated: GatedCatalog, path: Path, switch: str) -> tuple[Result, MetadataStore, list[Any]]:
+    """:func:`_sync`, with the catalog's switch set to ``switch`` once the first commit
+    landed; the result, the store, and the run's checkpoints."""
+
+    def switch_after_the_first_commit(moment: str) -> None:
+        if moment == "commit-landed" and not gated.switch.exists():
+            gated.switch.write_text(switch)
+
+    _events.listen(switch_after_the_first_commit)
+    try:
+        refused = _sync(path)
+    finally:
+        _events.clear()
+    store = MetadataStore(f"sqlite:///{path.parent / 'meta.db'}")
+    return refused, store, store.list_checkpoints(store.list_runs(NAME)[0].run_id)
+
+
 def _assert_refused(done: Result, store: MetadataStore, *, says: list[str],
                     unknown: bool = False) -> RunRecord:
     """Exit 3, the run recorded failed with the refusal (``unknown``: left ``stopped``, to
@@ -212,16 +230,7 @@ def test_a_token_or_credential_going_at_a_commit_mid_sync_exits_3_and_stays_resu
         spark: Any, gated: GatedCatalog, tmp_path: Path, namespace: str, going: str) -> None:
     switch, becomes, says = GOING[going]
     path = _connection(tmp_path, _config(gated, tmp_path, LOADER, namespace), per_checkpoint=1)
-
-    def switch_after_the_first_commit(moment: str) -> None:
-        if moment == "commit-landed" and not gated.switch.exists():
-            gated.switch.write_text(switch)
-
-    _events.listen(switch_after_the_first_commit)
-    refused = _sync(path)
-    _events.clear()
-    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    checkpoints = store.list_checkpoints(store.list_runs(NAME)[0].run_id)
+    refused, store, checkpoints = _sync_switching_after_the_first_commit(gated, path, switch)
     [unchecked] = [c for c in checkpoints if c.status == "failed"]
     assert unchecked.stats.get("outcome_unknown") is True, unchecked
     run = _assert_refused(refused, store, unknown=True, says=[
@@ -252,16 +261,8 @@ def test_a_commit_that_landed_while_its_answer_and_lookup_were_refused_is_kept_o
     streams, _, expected = MODES[mode]
     config = _config(gated, tmp_path, LOADER, namespace)
     path = _connection(tmp_path, config, streams=streams, per_checkpoint=1)
-
-    def switch_after_the_first_commit(moment: str) -> None:
-        if moment == "commit-landed" and not gated.switch.exists():
-            gated.switch.write_text("refuse-answer-then-all")
-
-    _events.listen(switch_after_the_first_commit)
-    refused = _sync(path)
-    _events.clear()
-    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    checkpoints = store.list_checkpoints(store.list_runs(NAME)[0].run_id)
+    refused, store, checkpoints = _sync_switching_after_the_first_commit(
+        gated, path, "refuse-answer-then-all")
     [unchecked] = [c for c in checkpoints if c.status == "failed"]
     run = _assert_refused(refused, store, unknown=True, says=[
         f"table {namespace}.users (forbidden; credential given)",
