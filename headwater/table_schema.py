@@ -517,6 +517,8 @@ def _converter(target: pa.DataType) -> Callable[[Any], Any]:
 def _describe(target: pa.DataType) -> str:
     if pa.types.is_timestamp(target):
         return "date-time"
+    if pa.types.is_date(target):
+        return "date"
     if pa.types.is_list(target):
         return f"array of {_describe(target.value_type)}"
     if pa.types.is_struct(target):
@@ -618,6 +620,25 @@ def coerce_values(
         return pa.array(fixed, type=target)
 
 
+def _is_temporal(target: pa.DataType) -> bool:
+    """Whether ``target`` is a date or a date-time, whose numbers Arrow and the
+    value-by-value path read differently.
+
+    A number in a date-time column is Unix epoch seconds (:func:`_to_datetime`,
+    as Spark's JSON reader reads one) and a number in a date column is a misfit
+    (:func:`_to_date`).  Arrow's ``pa.array(..., type=...)`` and its casts read
+    the same number as days or microseconds, and truncate a fraction, so a
+    value's meaning would depend on its neighbours: alone in its batch it was
+    microseconds, beside one ISO text it was seconds.  Numbers there always
+    go value by value.
+    """
+    return pa.types.is_timestamp(target) or pa.types.is_date(target)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def coerce_column(
     name: str, column: pa.Array | pa.ChunkedArray, target: pa.DataType,
     notes: NoteRows,
@@ -639,6 +660,11 @@ def coerce_column(
         if column.type.tz is None and target.tz is not None:
             column = pc.assume_timezone(column, "UTC")
         return pc.cast(column, target)
+    if _is_temporal(target) and (pa.types.is_integer(column.type)
+                                 or pa.types.is_floating(column.type)
+                                 or pa.types.is_decimal(column.type)):
+        # Arrow's cast reads a number as days or microseconds (_is_temporal).
+        return coerce_values(name, column.to_pylist(), target, notes)
     if pa.types.is_string(column.type) and (target in (UTC_TIMESTAMP, LOCAL_TIMESTAMP)
                                             or pa.types.is_date32(target)):
         # Arrow's cast reads text Python's fromisoformat refuses (year 0, say), so
@@ -755,6 +781,8 @@ def _column_from_values(field: pa.Field, values: list[Any], notes: RowNotes) -> 
         return json_text_values(field.name, values, notes)
     if is_nested(field.type):
         return _nested_from_values(field.name, values, field.type, notes)
+    if _is_temporal(field.type) and any(_is_number(v) for v in values):
+        return coerce_values(field.name, values, field.type, notes)  # _is_temporal's why
     try:
         return pa.array(values, type=field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):

@@ -179,6 +179,8 @@ def _values(column: pa.Array) -> list[Any]:
 @example((pa.schema([("t", UTC_TIMESTAMP), ("f", pa.float64())]),
           [{"t": "0000-01-01T10:00:00Z", "f": math.nan}, {"t": "9999-12-31T23:00:00-05:00"}]))
 @example((pa.schema([("d", pa.date32())]), [{"d": "2024-01-01"}, {"d": "0000-01-01T10:00:00"}]))
+@example((pa.schema([("t", UTC_TIMESTAMP), ("l", LOCAL_TIMESTAMP), ("d", pa.date32())]),
+          [{"t": 1700000000, "l": 1.5, "d": 5}, {"t": -62135596800, "l": None, "d": -719163}]))
 def test_bulk_typing_equals_the_value_by_value_path(case: tuple[pa.Schema, list[Any]]) -> None:
     schema, records = case
     expected = _typed(reference, schema, records)

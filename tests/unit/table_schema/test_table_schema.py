@@ -64,3 +64,39 @@ def test_arrow_batches_are_cast_and_only_misfits_go_value_by_value() -> None:
     assert columns[3].type == UTC_TIMESTAMP
     assert notes == [[], [], [{"field": "id", "reason": notes[2][0]["reason"], "value": "three"}]]
     assert "expected int64" in notes[2][0]["reason"]
+
+
+NOVEMBER_14 = dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC)
+
+
+def test_a_number_in_a_date_time_is_epoch_seconds_whatever_its_neighbours() -> None:
+    # Arrow alone reads 1700000000 as microseconds (1970-01-01 00:28:20) and 5 as a
+    # day: the same record landed differently beside an ISO text than alone.
+    alone = {"id": 1, "at": 1700000000, "day": 5}
+    beside_text = {"id": 2, "at": "2024-01-01T00:00:00Z", "day": "2024-01-02"}
+    for page in ([alone], [alone, beside_text], [{**alone, "at": 1700000000.0}]):
+        columns, row_notes = batch_from_records(page, SCHEMA)
+        assert columns[3][0].as_py() == NOVEMBER_14
+        assert columns[4][0].as_py() is None
+        assert row_notes.to_lists()[0] == [
+            {"field": "day", "reason": "expected date: int is not a date", "value": "5"}]
+    columns, row_notes = batch_from_records([{"at": 1.5, "day": 5.5}], SCHEMA)
+    assert columns[3][0].as_py() == dt.datetime(1970, 1, 1, 0, 0, 1, 500000, tzinfo=dt.UTC)
+    assert [n["field"] for n in row_notes.to_lists()[0]] == ["day"]
+    # A number past the years a date-time holds is a noted misfit, not a wrong instant.
+    columns, row_notes = batch_from_records([{"at": 1700000000000}], SCHEMA)
+    assert columns[3][0].as_py() is None
+    assert row_notes.to_lists()[0][0]["field"] == "at"
+
+
+def test_numbers_read_by_arrow_into_a_date_time_are_epoch_seconds_too() -> None:
+    # A reader's Arrow batch (an inferred JSON block, a struct's field) cast to the table.
+    nested = pa.schema([("at", UTC_TIMESTAMP), ("day", pa.date32()),
+                        ("s", pa.struct([("at", UTC_TIMESTAMP)]))])
+    batch = pa.record_batch({"at": pa.array([1700000000]), "day": pa.array([5]),
+                             "s": pa.array([{"at": 1700000000}])})
+    columns, row_notes = conform_batch(batch, nested)
+    assert columns[0].to_pylist() == [NOVEMBER_14]
+    assert columns[1].to_pylist() == [None]
+    assert columns[2].to_pylist() == [{"at": NOVEMBER_14}]
+    assert [n["field"] for n in row_notes.to_lists()[0]] == ["day"]
