@@ -321,7 +321,8 @@ class Scheduler:
             outcome = future.result()
             resumed = f"resumed {outcome.resumed_run_id}, then" if outcome.resumed_run_id else ""
             detail = " ".join(x for x in (resumed, outcome.run_id or "", outcome.error or "") if x)
-            self._event(now, entry.name, outcome.status, detail)
+            # A stop the scheduler retries (a commit's outcome unknown) warns as a failure does.
+            self._event(now, entry.name, outcome.status, detail, warn=outcome.retry)
             if outcome.status == "failed" or outcome.retry:
                 self._schedule_retry(entry, now)
             elif outcome.status == "succeeded":
@@ -342,11 +343,13 @@ class Scheduler:
         self._event(now, entry.name, "retry",
                     f"retry {entry.retries} of {policy.max_retries} at {entry.retry_at}")
 
-    def _event(self, at: datetime, connection: str, what: str, detail: str = "") -> None:
+    def _event(self, at: datetime, connection: str, what: str, detail: str = "", *,
+               warn: bool = False) -> None:
         event = ScheduleEvent(at=at, connection=connection, what=what, detail=detail)
         with self._lock:
             self.events.append(event)
-        level = logging.WARNING if what in ("failed", "invalid", "gave-up") else logging.INFO
+        level = (logging.WARNING if warn or what in ("failed", "invalid", "gave-up")
+                 else logging.INFO)
         log.log(level, "%s %s %s", connection, what, detail)
         if self.on_event is not None:
             self.on_event(event)

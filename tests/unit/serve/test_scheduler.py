@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from headwater.config import ConnectionConfig
@@ -156,7 +158,8 @@ def test_failures_are_retried_with_back_off_up_to_the_limit(tmp_path: Path) -> N
 
 
 def test_a_run_stopped_with_a_commit_unchecked_is_retried_but_one_stopped_on_request_is_not(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="headwater.serve")
     write(tmp_path, "unsure", schedule="0 0 * * *", retry={"max_retries": 2, "backoff_s": 30})
     write(tmp_path, "asked", schedule="0 0 * * *", retry={"max_retries": 2, "backoff_s": 30})
     scripted = {"unsure": Runs(["stopped-unknown"]), "asked": Runs(["stopped"])}
@@ -175,6 +178,11 @@ def test_a_run_stopped_with_a_commit_unchecked_is_retried_but_one_stopped_on_req
     assert sorted(calls) == ["asked", "unsure"]
     assert whats(s, "unsure")[-2:] == ["stopped", "retry"]
     assert "retry" not in whats(s, "asked")
+    # The stop that is retried warns as a failure does; the one asked for does not.
+    levels = {(r.getMessage().split()[0], r.getMessage().split()[1]): r.levelno
+              for r in caplog.records if r.name.startswith("headwater.serve")}
+    assert levels[("unsure", "stopped")] == logging.WARNING
+    assert levels[("asked", "stopped")] == logging.INFO
     clock.advance(seconds=30)
     s.tick()
     settle(s)
