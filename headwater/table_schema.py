@@ -752,8 +752,9 @@ def batch_from_records(records: Iterable[Mapping[str, Any]],
             notes[row].extend(given)
         unknown = record.keys() - known
         for key in unknown:
-            notes[row].append({"field": key, "reason": "not in the stream schema",
-                               "value": _clip(record[key])})
+            if record[key] is not None:  # a null loses nothing: not noted, at any depth
+                notes[row].append({"field": key, "reason": "not in the stream schema",
+                                   "value": _clip(record[key])})
     if dicts and rows:
         return _bulk_columns(rows, schema, notes), notes
     columns = [_column_from_values(field, [r.get(field.name) if isinstance(r, Mapping)

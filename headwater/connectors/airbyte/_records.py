@@ -148,9 +148,14 @@ class RecordDecoder:
                 continue
             if field.name == READER_NOTES:
                 return None
-            converted = (_as_json_text(column) if field.name in self.json_text
-                         else column if field.name in self.nested and inferred_alike(column)
-                         else column if exact_json_values(column) else None)
+            if field.name in self.json_text:
+                converted = _as_json_text(column)
+            elif field.name in self.nested:
+                converted = (column if inferred_alike(column) or exact_json_values(column)
+                             else None)
+            else:  # a field outside the schema: its nulls are noted by neither path
+                converted = (column if exact_json_values(column.filter(column.is_valid()))
+                             else None)
             if converted is None:
                 return None
             names.append(field.name)

@@ -220,8 +220,6 @@ def _bulk_block(block: bytes, read_schema: pa.Schema, options: pa_json.ParseOpti
     * an invalid array: pyarrow 26's reader makes one of a list it infers (a key
       outside the schema) whose first items are null (``[null, 1]``);
     * a key outside the schema whose notes could differ (:func:`_noted_alike`): a
-      JSON ``null`` is noted line by line, but in Arrow's column a null is also a
-      line without the key (a block without ``null`` in its bytes has none); a
       number Arrow read as a double may have been written as an integer;
     * a key inside an object outside its declared properties that Arrow types
       otherwise than the line-by-line path's inference of the dicts
@@ -240,20 +238,19 @@ def _bulk_block(block: bytes, read_schema: pa.Schema, options: pa_json.ParseOpti
     for name in table.column_names:
         column = table.column(name).combine_chunks()
         if name not in read_schema.names:
-            if not _noted_alike(column, b"null" in block):
+            if not _noted_alike(column):
                 return None
         elif not undeclared_alike(column, read_schema.field(name).type):
             return None
     return table
 
 
-def _noted_alike(column: pa.Array, nulls_in_block: bool) -> bool:
+def _noted_alike(column: pa.Array) -> bool:
     """Whether the engine notes an inferred column (a key outside the schema) as the
     line-by-line path notes its keys: values of types that give them back exactly
     (not a number that may have been an integer, nor text Arrow took for a
-    date-time), and no null that may have been a JSON ``null``."""
-    if column.null_count and nulls_in_block:
-        return False
+    date-time).  Its nulls, a JSON ``null`` or a line without the key, are noted
+    by neither path."""
     return exact_json_values(column.filter(column.is_valid()))
 
 
@@ -317,8 +314,6 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
         texts = {name: _text_array([r.get(name) for r in records]) for name in json_text}
         known = set(schema.names)
         extra = sorted({k for r in records for k in r} - known)
-        if any(bytes(r[name]) == b"null" for r in records for name in extra if name in r):
-            return None  # noted by the line-by-line path; a null here would be missing
         texts.update({name: _noted_values([r.get(name) for r in records]) for name in extra})
     except (pa.ArrowInvalid, ValueError):  # bytes that are not UTF-8
         return None
@@ -339,9 +334,9 @@ def _text_array(values: Sequence[msgspec.Raw | None]) -> pa.Array:
 def _noted_values(values: Sequence[msgspec.Raw | None]) -> pa.Array:
     """Values of a key outside the schema as the text the engine notes for them, the
     same as the line-by-line path's note of the decoded value (a string as it is,
-    any other value as sorted JSON)."""
-    return pa.array([None if v is None else note_text(json.loads(bytes(v))) for v in values],
-                    pa.string())
+    any other value as sorted JSON; a JSON ``null`` is null, noted by neither)."""
+    decoded = [None if v is None else json.loads(bytes(v)) for v in values]
+    return pa.array([None if v is None else note_text(v) for v in decoded], pa.string())
 
 
 def _raw_values(line: bytes, names: Sequence[str]) -> dict[str, JsonText | None]:

@@ -44,8 +44,9 @@ def batch_from_records(records: Iterable[Mapping[str, Any]],
             notes[row].extend(given)
         unknown = record.keys() - known
         for key in unknown:
-            notes[row].append({"field": key, "reason": "not in the stream schema",
-                               "value": _clip(record[key])})
+            if record[key] is not None:  # decided since (2026-11-27), as nested keys
+                notes[row].append({"field": key, "reason": "not in the stream schema",
+                                   "value": _clip(record[key])})
     columns = []
     for field in schema:
         values = [r.get(field.name) if isinstance(r, Mapping) else None for r in rows]

@@ -104,13 +104,21 @@ def test_records_of_other_streams_are_left_out() -> None:
     pytest.param(lines([{"id": 1, "anything": 2.0}]), id="number that may be an integer"),
     pytest.param(lines([{"id": 1, "address": {"at": "2024-01-01"}}]),
                  id="text Arrow takes for a date"),
-    pytest.param(lines([{"id": 1, "extra": "x"}, {"id": 2}]),
-                 id="field outside the schema missing"),
     pytest.param(lines([{"id": 1, "_hw_notes": []}]), id="reserved notes field"),
     pytest.param(['{"type":"RECORD","record":{"stream":"items"}}\n'], id="no data"),
 ])
 def test_blocks_that_could_differ_are_refused(block: list[str]) -> None:
     assert RecordDecoder("items", SCHEMA).decode(block) is None
+
+
+def test_a_field_outside_the_schema_missing_or_null_is_taken_with_the_same_notes() -> None:
+    # Its nulls (a JSON null, a record without it) are noted by neither path.
+    rows: list[dict[str, Any]] = [{"id": 1, "extra": "x"}, {"id": 2}, {"id": 3, "extra": None}]
+    table, notes = bulk(lines(rows))
+    expected, expected_notes = per_record(rows)
+    assert table.equals(expected)
+    assert notes == expected_notes == [
+        [{"field": "extra", "reason": "not in the stream schema", "value": "x"}], [], []]
 
 
 def test_streams_with_decimals_or_base64_are_never_decoded_in_bulk() -> None:

@@ -217,3 +217,21 @@ def test_a_first_line_of_null_does_not_crash_the_reader() -> None:
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("json_schema", [
+    pytest.param({"id": {"type": "integer"}}, id="typed columns"),
+    pytest.param({"id": {"type": "integer"}, "any": {}}, id="beside a JSON-text column"),
+])
+def test_nulls_outside_the_schema_are_read_in_bulk_and_noted_by_neither_path(
+        json_schema: dict[str, Any]) -> None:
+    block = (b'{"id":1,"any":1,"extra":null}\n' if "any" in json_schema
+             else b'{"id":1,"extra":null}\n') + b'{"id":2,"extra":"x"}\n{"id":3}\n'
+    schema = declared({"properties": json_schema})
+    check(schema, block)
+    target = arrow_schema_for(schema)
+    data = pa.schema([f for f in target if f.name not in (KEY_COLUMN, RECORD_COLUMN)])
+    items = list(read_jsonl(io.BytesIO(block), KEY, data, ReadPosition()))
+    assert items and all(isinstance(item, pa.RecordBatch) for item in items)
+    assert [notes for _, _, notes in typed_rows(items, target)] == [
+        [], [{"field": "extra", "reason": "not in the stream schema", "value": "x"}], []]
