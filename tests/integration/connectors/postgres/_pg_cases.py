@@ -160,6 +160,8 @@ def _kinds() -> list[Kind]:
         Kind("boolean[]", _array(st.sampled_from(["true", "false"]))),
         Kind("text[]", _array(_TEXT)),
         Kind("varchar[]", _array(_TEXT)),
+        Kind("char(3)[]", _array(_TEXT.map(lambda t: t[:3]))),
+        Kind("smallint[]", _array(_integers(-(2 ** 15), 2 ** 15 - 1))),
         Kind("integer[][]", _array(_integers(-9, 9))),
         Kind("numeric[]", _array(_numeric(5, 2))),
         Kind("date[]", _array(_DATES)),

@@ -250,14 +250,32 @@ def test_copy_reader_and_cdc_read_as_the_reference(postgres_server: PostgresServ
     check(postgres_server, database, table)
 
 
+#: The edges Spark, Parquet and Delta meet, in every sync of the test below.
+EDGES = Table(tuple(_kind(ddl) for ddl in (
+    "date", "timestamp", "timestamptz", "real", "double precision", "numeric(38, 38)",
+    "numeric(38, 0)", "bytea", "integer[]", "text[]", "interval")), (
+    ("0001-01-01", "0001-01-01 00:00:00", "0001-01-01 00:00:00+00", "-0", "NaN",
+     "0." + "9" * 38, "9" * 38, "\\x", "{}", '{"a,b","{q}","\\"",NULL,""}',
+     "-1 mons 2 days -3 microseconds"),
+    ("9999-12-31", "9999-12-31 23:59:59.999999", "9999-12-31 23:59:59.999999+00", "1.1",
+     "-Infinity", "-0." + "0" * 37 + "1", "-" + "9" * 38, "\\x00ff", "{NULL,-2147483648}",
+     "{}", "0 mons"),
+    ("infinity", "-infinity", "0001-01-01 00:30:00+01", "NaN", "5e-324", "NaN", "NaN", None,
+     "{{1,2},{3,4}}", "{{a},{b}}", None),
+    ("1582-10-10", "2262-04-11 23:47:16.854776", "1969-12-31 23:59:59.999999+00", "3.4028235e38",
+     "-0", None, "0", "\\x", "[0:1]={7,8}", None, None),
+))
+
+
 @pytest.mark.spark
 @differential(2)
 @given(st.lists(tables(max_columns=8, max_rows=8), min_size=3, max_size=3))
 def test_generated_tables_land_in_delta_as_the_reference(
         spark: Any, postgres_server: PostgresServer, database: str,
         generated: list[Table]) -> None:
-    """A real sync (Spark, Delta) of three generated tables: each Delta table holds the
-    reference's rows and notes."""
+    """A real sync (Spark, Delta) of three generated tables and :data:`EDGES`: each Delta
+    table holds the reference's rows and notes."""
+    generated = [*generated, EDGES]
     names = [f"t_{uuid.uuid4().hex[:10]}" for _ in generated]
     with _connect(postgres_server, database) as conn, \
             tempfile.TemporaryDirectory(prefix="hw-pg-diff-") as folder:
