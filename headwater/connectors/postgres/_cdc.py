@@ -44,18 +44,21 @@ import struct
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import psycopg
-from psycopg import sql
-from psycopg.adapt import Transformer
+from psycopg import abc, sql
+from psycopg.adapt import AdaptersMap, Loader, Transformer
 from psycopg.pq import Format
 
 from headwater.connectors.postgres._catalog import TableInfo
 from headwater.connectors.postgres._config import PostgresConfig
+from headwater.connectors.postgres._misfits import misfit_note, misfit_text
 from headwater.errors import StateError
 from headwater.sdk import Cursor, Partition
-from headwater.table_schema import JsonText, is_open
+from headwater.table_schema import READER_NOTES, JsonText, Note, is_open
 
-__all__ = ["CDC_COLUMNS", "DELETED_COLUMN", "LSN_COLUMN", "LsnCursor", "decode_message"]
+__all__ = ["CDC_COLUMNS", "DELETED_COLUMN", "LSN_COLUMN", "LsnCursor", "decode_message",
+           "text_transformer"]
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +217,7 @@ def read_changes(settings: PostgresConfig, table: TableInfo,
     decoder = _Decoder(table)
     with connect(settings) as conn:
         conn.autocommit = False
-        decoder.transformer = Transformer(conn)
+        decoder.transformer = text_transformer(conn)
         with conn.cursor(name="headwater_changes") as cur:
             cur.itersize = FETCH_ROWS
             cur.execute("SELECT lsn::text, data FROM pg_logical_slot_peek_binary_changes("
@@ -225,6 +228,25 @@ def read_changes(settings: PostgresConfig, table: TableInfo,
                 if row is not None and decoder.commit_lsn > after:
                     yield row
         conn.rollback()
+
+
+class _Float4Loader(Loader):
+    """A ``real`` as the binary reader has it: the float32 its text stands for, widened.
+
+    psycopg reads ``1.1`` as the double 1.1, but the column holds the float32
+    nearest 1.1 (1.100000023841858 as a double), which is what a snapshot (binary
+    COPY) lands: change data capture must land the same double.
+    """
+
+    def load(self, data: Any) -> float:
+        return float(np.float32(bytes(data).decode()))
+
+
+def text_transformer(conn: psycopg.Connection[Any]) -> abc.Transformer:
+    """psycopg's text loaders of ``conn``, ``real`` (and ``real[]``'s items) read as float32."""
+    adapters = AdaptersMap(conn.adapters)
+    adapters.register_loader("float4", _Float4Loader)
+    return Transformer(adapters)
 
 
 class _Reader:
@@ -308,6 +330,7 @@ class _Decoder:
         #: Columns of JSON text that land as VARIANT: their text is JSON, not a string value.
         self._json = {c.name for c in table.columns if is_open(c.type.schema)}
         self._key = set(table.primary_key)
+        self._columns = {c.name: c for c in table.columns}
 
     def feed(self, lsn: int, data: bytes) -> dict[str, Any] | None:
         kind, fields = decode_message(data)
@@ -343,17 +366,25 @@ class _Decoder:
                 values: list[tuple[str, bytes | None]]) -> dict[str, Any]:
         assert self.transformer is not None
         row: dict[str, Any] = {}
+        notes: list[Note] = []
         for (name, oid, _), (kind, raw) in zip(columns, values, strict=False):
+            column = self._columns.get(name)
             if kind == "u":
                 row[name] = _UNCHANGED
             elif raw is None:
                 row[name] = None
+            elif column is not None and misfit_text(column, raw.decode()):
+                # What the snapshot's reader notes (see ._misfits): same value, same note.
+                row[name] = None
+                notes.append(misfit_note(column, raw.decode()))
             elif name in self._json:
                 row[name] = JsonText(raw.decode())
             elif name in self._text:
                 row[name] = raw.decode()
             else:
                 row[name] = self.transformer.get_loader(oid, Format.TEXT).load(raw)
+        if notes:
+            row[READER_NOTES] = notes
         return row
 
 

@@ -32,6 +32,7 @@ from headwater.connectors.postgres._boundary import (
     key_expression,
 )
 from headwater.connectors.postgres._catalog import TableInfo
+from headwater.connectors.postgres._misfits import select_columns
 from headwater.connectors.postgres._partitioning import typed_value
 from headwater.connectors.postgres._types import SESSION_SETTINGS
 
@@ -55,9 +56,11 @@ def partition_query(table: TableInfo, bounds: Mapping[str, Any],
     boundary params of :mod:`._boundary` with the table's ``key`` columns:
     rows at ``top_at`` only with a key in ``top_keys``, rows at ``seen_at``
     only with a key not in ``seen_keys`` (each list one JSON text setting).
-    ``extra`` adds constant columns (change data capture's LSN and flag).
+    ``extra`` adds constant columns (change data capture's LSN and flag).  Columns that
+    may hold values the table cannot hold come with a misfit column each
+    (:func:`._misfits.notes_from_misfits` turns them into notes).
     """
-    columns: list[sql.Composable] = [c.type.select(c.name) for c in table.columns]
+    columns = select_columns(table.columns)  # with the misfit columns of :mod:`._misfits`
     if extra is not None:
         columns.append(extra)
     query = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(columns),

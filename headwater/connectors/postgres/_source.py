@@ -40,6 +40,7 @@ from headwater.connectors.postgres._boundary import (
 from headwater.connectors.postgres._catalog import TableInfo, discover_tables
 from headwater.connectors.postgres._config import PostgresConfig
 from headwater.connectors.postgres._errors import connect, explain
+from headwater.connectors.postgres._misfits import notes_from_misfits
 from headwater.connectors.postgres._partitioning import cursor_windows, key_ranges
 from headwater.connectors.postgres._reader import partition_query, read_arrow
 from headwater.errors import ConfigError, ConnectorError, SpecValidationError
@@ -219,7 +220,8 @@ class PostgresStream(Stream):
             extra, extra_values = _cdc.snapshot_columns(params["snapshot_lsn"]) \
                 if "snapshot_lsn" in params else (None, {})
             query, values = partition_query(self.table, bounds, extra)
-            yield from read_arrow(settings.conninfo(), query, {**values, **extra_values})
+            for batch in read_arrow(settings.conninfo(), query, {**values, **extra_values}):
+                yield notes_from_misfits(batch, self.table.columns)
         except ConnectorError:
             raise
         except Exception as exc:

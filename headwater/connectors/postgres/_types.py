@@ -27,6 +27,11 @@ enum                                string with its labels as ``enum``    string
 anything else                       string (the type's text output)       string, *reported*
 =================================  ====================================  ========================
 
+A value the table's type cannot hold (an infinite or BC date, a timestamp past
+year 9999, a multi-dimensional array in an array column) lands as null with a
+note holding PostgreSQL's text (:mod:`._misfits`), by the reader and by change
+data capture alike.
+
 Text forms depend on session settings, so every reading session sets
 ``TimeZone=UTC``, ``DateStyle=ISO`` and ``IntervalStyle=iso_8601``
 (:data:`SESSION_SETTINGS`).
