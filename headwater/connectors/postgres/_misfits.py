@@ -32,7 +32,8 @@ from psycopg import sql
 from headwater.connectors.postgres._catalog import ColumnInfo
 from headwater.table_schema import NOTES_TYPE, READER_NOTES, Note
 
-__all__ = ["misfit_note", "misfit_text", "notes_from_misfits", "select_columns"]
+__all__ = ["fits_condition", "misfit_note", "misfit_text", "notes_from_misfits",
+           "select_columns"]
 
 #: The instants a table's date and timestamp columns hold: years 1 to 9999 (UTC).
 _LOW, _HIGH = "0001-01-01 00:00:00", "10000-01-01 00:00:00"
@@ -56,7 +57,9 @@ def _kind(column: ColumnInfo) -> str | None:
     return None
 
 
-def _fits(kind: str, ident: sql.Identifier) -> sql.Composable:
+def fits_condition(kind: str, ident: sql.Identifier) -> sql.Composable:
+    """SQL true where the value of ``ident`` (a ``date``/``timestamp``/``timestamptz``,
+    or ``array``) is one the table holds."""
     if kind == "array":
         return sql.SQL("coalesce(array_ndims({}), 1) = 1").format(ident)
     zone = "+00" if kind == "timestamptz" else ""
@@ -74,7 +77,7 @@ def select_columns(columns: Iterable[ColumnInfo]) -> list[sql.Composable]:
             selected.append(column.type.select(column.name))
             continue
         ident = sql.Identifier(column.name)
-        fits = _fits(kind, ident)
+        fits = fits_condition(kind, ident)
         selected.append(sql.SQL("CASE WHEN NOT {} THEN NULL ELSE {} END AS {}").format(
             fits, ident, ident))
         selected.append(sql.SQL("CASE WHEN NOT {} THEN {}::text END AS {}").format(

@@ -55,6 +55,8 @@ from headwater.connectors.postgres._boundary import (
     key_expression,
 )
 from headwater.connectors.postgres._catalog import TableInfo
+from headwater.connectors.postgres._misfits import fits_condition
+from headwater.errors import ConnectorError
 from headwater.sdk import StateConverter
 
 __all__ = ["cursor_windows", "key_ranges", "typed_value"]
@@ -96,6 +98,34 @@ def key_ranges(conn: psycopg.Connection[Any], table: TableInfo, column: str | No
     return [{"column": column, "lo": a, "hi": b} for a, b in itertools.pairwise(bounds)]
 
 
+def _top_value(conn: psycopg.Connection[Any], table: TableInfo, column: str,
+               cursor_type: str, stream: str) -> Any:
+    """The cursor column's largest value, None for an empty table.
+
+    A date or timestamp cursor whose largest value is ``infinity`` or past year
+    9999 (or before year 1) fails the plan, naming the value: no window could end
+    after it, so its rows would never be read, and no state could hold it.
+    """
+    ident = sql.Identifier(column)
+    if cursor_type not in ("date", "timestamp", "timestamptz"):
+        row = conn.execute(sql.SQL("SELECT max({}) FROM {}").format(ident, _relation(table)))\
+            .fetchone()
+        return None if row is None else row[0]
+    top = sql.Identifier("top")
+    row = conn.execute(sql.SQL(
+        "SELECT CASE WHEN {} THEN top END, top::text FROM (SELECT max({}) AS top FROM {}) m"
+    ).format(fits_condition(cursor_type, top), ident, _relation(table))).fetchone()
+    if row is None or row[1] is None:
+        return None
+    if row[0] is None:
+        raise ConnectorError(
+            f"stream {stream}: the cursor column {column} holds {row[1]}, outside what an "
+            "incremental cursor can order (finite values in years 1 to 9999): its rows would "
+            "never be read; sync this table with full_refresh, or name another cursor "
+            "column in cursor_fields")
+    return row[0]
+
+
 def cursor_windows(conn: psycopg.Connection[Any], table: TableInfo, column: str,
                    cursor_type: str, cursor: BoundaryCursor,
                    rows_per_partition: int, max_partitions: int, *, keys_limit: int,
@@ -111,11 +141,10 @@ def cursor_windows(conn: psycopg.Connection[Any], table: TableInfo, column: str,
     """
     converter = cursor.converter
     ident = sql.Identifier(column)
-    row = conn.execute(sql.SQL("SELECT max({}) FROM {}").format(ident, _relation(table)))\
-        .fetchone()
-    if row is None or row[0] is None:
+    top_value = _top_value(conn, table, column, cursor_type, stream)
+    if top_value is None:
         return []
-    top = converter.parse_record_value(row[0])
+    top = converter.parse_record_value(top_value)
     top_keys = _keys_at(conn, table, ident, cursor_type, converter.serialize(top), keys_limit)
     hold_back = top_keys is None and exact_append
     if hold_back:

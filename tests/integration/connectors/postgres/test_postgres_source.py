@@ -417,3 +417,31 @@ def test_check_explains_credentials_and_replication_rights(
             unreachable.check()
     finally:
         execute(postgres_server, database, f"DROP OWNED BY {role}; DROP ROLE {role}")
+
+
+def test_a_cursor_past_the_years_a_table_holds_fails_the_plan_and_names_the_value(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    # Values below the years a table holds are read by the first window (which has no
+    # lower bound) and land as notes; a top value past them would leave its rows unread
+    # by every window, so the plan refuses it, naming the column and the value.
+    execute(postgres_server, database, """
+        CREATE TABLE ev (id int PRIMARY KEY, at timestamptz);
+        INSERT INTO ev SELECT g, '2024-01-01'::timestamptz + g * interval '1 h'
+        FROM generate_series(1, 20) g;
+        INSERT INTO ev VALUES (100, '-infinity'), (101, '0044-03-15 BC');
+    """)
+    streams = [{"name": "ev", "sync_mode": "incremental", "destination_sync_mode": "append",
+                "cursor_field": "at"}]
+    path = write_connection(tmp_path, postgres_server, database, streams,
+                            cursor_fields={"ev": "at"}, rows_per_partition=5)
+    first = sync(path)
+    assert first.streams[0].records_read == 22
+    frame = spark.read.format("delta").load(str(tmp_path / "lake" / "ev"))
+    noted = {r["id"]: (r["at"], [n["value"] for n in r["_hw_notes"]])
+             for r in frame.where("_hw_notes IS NOT NULL").collect()}
+    assert noted == {100: (None, ["-infinity"]), 101: (None, ["0044-03-15 00:00:00+00 BC"])}
+
+    execute(postgres_server, database, "INSERT INTO ev VALUES (102, 'infinity')")
+    connection = load_connection(path)
+    with pytest.raises(ConnectorError, match=r"cursor column at holds infinity.*full_refresh"):
+        SyncEngine(connection, MetadataStore(connection.metadata_store or "")).run()
