@@ -53,8 +53,18 @@ def json_schema_of(arrow_type: pa.DataType) -> dict[str, Any]:
         kind: dict[str, Any] = {"type": "boolean"}
     elif pa.types.is_integer(t):
         kind = {"type": "integer"}
-    elif pa.types.is_floating(t) or pa.types.is_decimal(t):
+    elif pa.types.is_decimal(t) and 1 <= t.precision <= 38 and 0 <= t.scale <= t.precision:
+        # The same decimal in the table: as a double, digits past its 53 bits were lost.
+        kind = {"type": "number", "format": "decimal", "precision": t.precision,
+                "scale": t.scale}
+    elif pa.types.is_decimal(t):  # wider than a Delta decimal: its text loses nothing
+        kind = {"type": "string"}
+    elif pa.types.is_floating(t):
         kind = {"type": "number"}
+    elif pa.types.is_binary(t) or pa.types.is_large_binary(t) \
+            or pa.types.is_fixed_size_binary(t):
+        # Bytes land as bytes (a binary column), not as the text of a Python bytes repr.
+        kind = {"type": "string", "contentEncoding": "base64"}
     elif pa.types.is_timestamp(t):
         # pyarrow's CSV/JSON inference yields naive timestamps already normalised to
         # UTC, so every timestamp lands as UTC (a naive one is taken to be UTC).
