@@ -27,7 +27,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from headwater.connectors.object_storage._config import CsvFormat, StreamConfig
-from headwater.connectors.object_storage._formats import KEY_COLUMN, RECORD_COLUMN, has_null_line
+from headwater.connectors.object_storage._formats import (
+    CSV_NULLS,
+    KEY_COLUMN,
+    RECORD_COLUMN,
+    has_null_line,
+)
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import ObjectInfo
 from headwater.table_schema import UTC_TIMESTAMP, map_leaf_types
@@ -149,17 +154,48 @@ def _sample_lines(stream: Any, records: int) -> bytes:
 
 
 def _sample_csv(stream: Any, fmt: CsvFormat, records: int) -> pa.Table:
+    """The sample typed by pyarrow's inference, except a column of integers some of
+    which are past int64 (inferred as doubles, which round them): ``decimal(38, 0)``
+    when every one fits 38 digits, else text, so no sampled value lands rounded."""
     data = _sample_lines(stream, records + fmt.skip_rows + int(fmt.header))
-    return pa_csv.read_csv(
-        io.BytesIO(data),
-        read_options=pa_csv.ReadOptions(
-            encoding=fmt.encoding, skip_rows=fmt.skip_rows,
-            column_names=fmt.column_names if not fmt.header else None,
-            autogenerate_column_names=not fmt.header and not fmt.column_names),
-        parse_options=pa_csv.ParseOptions(delimiter=fmt.delimiter,
-                                          quote_char=fmt.quote_char or False,
-                                          newlines_in_values=fmt.newlines_in_values,
-                                          invalid_row_handler=lambda row: "skip"))
+
+    def read(types: dict[str, pa.DataType] | None = None) -> pa.Table:
+        return pa_csv.read_csv(
+            io.BytesIO(data),
+            read_options=pa_csv.ReadOptions(
+                encoding=fmt.encoding, skip_rows=fmt.skip_rows,
+                column_names=fmt.column_names if not fmt.header else None,
+                autogenerate_column_names=not fmt.header and not fmt.column_names),
+            parse_options=pa_csv.ParseOptions(delimiter=fmt.delimiter,
+                                              quote_char=fmt.quote_char or False,
+                                              newlines_in_values=fmt.newlines_in_values,
+                                              invalid_row_handler=lambda row: "skip"),
+            convert_options=pa_csv.ConvertOptions(
+                null_values=CSV_NULLS, strings_can_be_null=True,
+                quoted_strings_can_be_null=False, column_types=types))
+
+    table = read()
+    floats = [i for i, f in enumerate(table.schema) if pa.types.is_floating(f.type)]
+    if not floats:
+        return table
+    text = read({name: pa.string() for name in table.column_names})
+    for i in floats:
+        column = text.column(i).combine_chunks()
+        kind = _big_integers_type(column)
+        if kind is not None:
+            table = table.set_column(i, table.schema.field(i).with_type(kind),
+                                     column if kind == pa.string() else column.cast(kind))
+    return table
+
+
+def _big_integers_type(column: pa.Array) -> pa.DataType | None:
+    """``decimal(38, 0)`` or text for a column of integer text past int64, else None."""
+    values = column.drop_null()
+    if len(values) == 0 or not _all(values, r"\s*[+-]?\d+\s*"):
+        return None
+    if _parses(values, pa.int64()):
+        return None
+    return pa.decimal128(38, 0) if _parses(values, pa.decimal128(38, 0)) else pa.string()
 
 
 def _sample_jsonl(stream: Any, records: int) -> pa.Table:
