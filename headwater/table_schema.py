@@ -681,6 +681,9 @@ def coerce_column(
                  else _iso_date_times(column, target))
         return typed if typed is not None else coerce_values(name, column.to_pylist(),
                                                              target, notes)
+    if pa.types.is_decimal(target) and pa.types.is_string(column.type) \
+            and not _decimal_text_fits(column, target):
+        return coerce_values(name, column.to_pylist(), target, notes)
     if not (pa.types.is_string(target) and not pa.types.is_string(column.type)) \
             or pa.types.is_decimal(column.type):  # a decimal's text, not JSON of it
         try:
@@ -700,6 +703,17 @@ def coerce_column(
 
 _UNIT_TICKS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
 _INT64_MAX = 2**63 - 1
+
+
+def _decimal_text_fits(column: pa.Array, target: pa.Decimal128Type) -> bool:
+    """Whether every value is plain decimal text with no more digits than ``target``
+    holds: Arrow's cast of text with more integer digits than the precision wraps
+    around (40 ones cast to decimal(38, 0) gave 902640...), so only such text is
+    cast in bulk; the rest goes value by value, where a misfit is noted."""
+    whole = target.precision - target.scale
+    pattern = rf"^[+-]?\d{{0,{whole}}}(\.\d{{0,{target.scale}}})?$"
+    return bool(pc.all(pc.match_substring_regex(column.drop_null(), pattern)).as_py()
+                is not False)
 
 
 def _cast_timestamps(name: str, column: pa.Array, target: pa.TimestampType,

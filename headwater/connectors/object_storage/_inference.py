@@ -195,7 +195,9 @@ def _big_integers_type(column: pa.Array) -> pa.DataType | None:
         return None
     if _parses(values, pa.int64()):
         return None
-    return pa.decimal128(38, 0) if _parses(values, pa.decimal128(38, 0)) else pa.string()
+    # Arrow's cast of more than 38 digits wraps around: the digits are counted.
+    # Arrow's cast of more than 38 digits wraps around: the digits are counted.
+    return pa.decimal128(38, 0) if _all(values, r"\s*[+-]?\d{1,38}\s*") else pa.string()
 
 
 def _sample_jsonl(stream: Any, records: int) -> pa.Table:
