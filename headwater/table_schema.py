@@ -16,6 +16,7 @@ import datetime as dt
 import decimal
 import json
 import math
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -392,9 +393,12 @@ def python_values(column: pa.Array) -> list[Any]:
 
 def note_text(value: Any) -> str:
     """A value as a string column holds it, and as a note shows it: a string as it
-    is, any other value as JSON with sorted keys."""
+    is (a UUID, which fastavro gives for Avro's ``uuid``, as its text), any other
+    value as JSON with sorted keys."""
     if isinstance(value, str):
         return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
     return json.dumps(value, default=str, sort_keys=True)
 
 

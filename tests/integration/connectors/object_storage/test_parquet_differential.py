@@ -261,7 +261,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 STREAMS_PER_SYNC = 6
 
 
-@settings(differential(6), phases=[Phase.explicit, Phase.generate])  # a shrink step is a sync
+@settings(differential(4), phases=[Phase.explicit, Phase.generate])  # a shrink step is a sync
 @given(st.lists(folders(), min_size=STREAMS_PER_SYNC, max_size=STREAMS_PER_SYNC))
 def test_parquet_lands_as_sparks_reader_reads_it(spark: Any, tmp_path_factory: Any,
                                                  case: list[Folder]) -> None:
