@@ -16,6 +16,7 @@ import datetime as dt
 import decimal
 import json
 import math
+import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -374,7 +375,17 @@ def json_text_column(name: str, column: pa.Array | pa.ChunkedArray,
         return column.cast(pa.string())
     if pa.types.is_null(column.type):
         return pa.nulls(len(column), pa.string())
-    return json_text_values(name, column.to_pylist(), notes)
+    return json_text_values(name, python_values(column), notes)
+
+
+def python_values(column: pa.Array) -> list[Any]:
+    """A column's values in Python, maps (a Parquet or Avro map, at any depth) as
+    dicts: their JSON is an object, not a list of pairs.  A map with a key twice
+    stays its pairs, all of them."""
+    try:
+        return column.to_pylist(maps_as_pydicts="strict")
+    except KeyError:
+        return column.to_pylist()
 
 
 # --------------------------------------------------------------------------- values
@@ -382,9 +393,12 @@ def json_text_column(name: str, column: pa.Array | pa.ChunkedArray,
 
 def note_text(value: Any) -> str:
     """A value as a string column holds it, and as a note shows it: a string as it
-    is, any other value as JSON with sorted keys."""
+    is (a UUID, which fastavro gives for Avro's ``uuid``, as its text), any other
+    value as JSON with sorted keys."""
     if isinstance(value, str):
         return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
     return json.dumps(value, default=str, sort_keys=True)
 
 
@@ -657,9 +671,7 @@ def coerce_column(
             pa.types.is_list(column.type) or pa.types.is_large_list(column.type)):
         return _conform_list(name, column, target, notes)
     if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
-        if column.type.tz is None and target.tz is not None:
-            column = pc.assume_timezone(column, "UTC")
-        return pc.cast(column, target)
+        return _cast_timestamps(name, column, target, notes)
     if _is_temporal(target) and (pa.types.is_integer(column.type)
                                  or pa.types.is_floating(column.type)
                                  or pa.types.is_decimal(column.type)):
@@ -673,7 +685,11 @@ def coerce_column(
                  else _iso_date_times(column, target))
         return typed if typed is not None else coerce_values(name, column.to_pylist(),
                                                              target, notes)
-    if not (pa.types.is_string(target) and not pa.types.is_string(column.type)):
+    if pa.types.is_decimal(target) and pa.types.is_string(column.type) \
+            and not _decimal_text_fits(column, target):
+        return coerce_values(name, column.to_pylist(), target, notes)
+    if not (pa.types.is_string(target) and not pa.types.is_string(column.type)) \
+            or pa.types.is_decimal(column.type):  # a decimal's text, not JSON of it
         try:
             return pc.cast(column, target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
@@ -686,7 +702,60 @@ def coerce_column(
             return pc.assume_timezone(naive, "UTC").cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
-    return coerce_values(name, column.to_pylist(), target, notes)
+    return coerce_values(name, python_values(column), target, notes)
+
+
+_UNIT_TICKS = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+_INT64_MAX = 2**63 - 1
+
+
+def _decimal_text_fits(column: pa.Array, target: pa.Decimal128Type) -> bool:
+    """Whether every value is plain decimal text with no more digits than ``target``
+    holds: Arrow's cast of text with more integer digits than the precision wraps
+    around (40 ones cast to decimal(38, 0) gave 902640...), so only such text is
+    cast in bulk; the rest goes value by value, where a misfit is noted."""
+    whole = target.precision - target.scale
+    pattern = rf"^[+-]?\d{{0,{whole}}}(\.\d{{0,{target.scale}}})?$"
+    return bool(pc.all(pc.match_substring_regex(column.drop_null(), pattern)).as_py()
+                is not False)
+
+
+def _cast_timestamps(name: str, column: pa.Array, target: pa.TimestampType,
+                     notes: NoteRows) -> pa.Array:
+    """A timestamp column in another unit (or zone) as ``target``.
+
+    A naive column is UTC.  A value the target's unit cannot hold exactly
+    (nanoseconds that do not divide into microseconds, seconds or milliseconds
+    past the microseconds an int64 holds) is null with a note keeping the
+    source's value: Arrow's safe cast refuses the whole column for one such value
+    (which failed the read), and an unsafe cast would land a truncated or
+    wrapped instant.
+    """
+    if column.type.tz is None and target.tz is not None:
+        column = pc.assume_timezone(column, "UTC")
+    try:
+        return pc.cast(column, target)
+    except pa.ArrowInvalid:
+        pass
+    source, wanted = _UNIT_TICKS[column.type.unit], _UNIT_TICKS[target.unit]
+    ticks = column.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    if source > wanted:
+        fits = ticks % (source // wanted) == 0
+        reason = f"expected date-time: a {column.type.unit} value past the {target.unit} " \
+            "a date-time holds"
+    else:
+        limit = _INT64_MAX // (wanted // source)
+        fits = (ticks >= -limit) & (ticks <= limit)
+        reason = f"out of range: a date-time past what {target.unit} since 1970 hold"
+    bad = ~fits & column.is_valid().to_numpy(zero_copy_only=False)
+    texts = pc.cast(column.filter(pa.array(bad)), pa.string()).to_pylist()
+    for row, tick, text in zip(np.flatnonzero(bad).tolist(), ticks[bad].tolist(), texts,
+                               strict=True):
+        # Arrow's text of an instant past its calendar is not a date: the count is.
+        shown = text if source > wanted else f"{tick} {column.type.unit} since 1970-01-01"
+        notes[row].append({"field": name, "reason": reason, "value": shown})
+    kept = pc.if_else(pa.array(bad), pa.scalar(None, column.type), column)
+    return pc.cast(kept, target)
 
 
 def _conform_struct(name: str, column: pa.StructArray, target: pa.StructType,

@@ -41,11 +41,15 @@ from headwater.table_schema import (
     note_text,
 )
 
-__all__ = ["KEY_COLUMN", "RECORD_COLUMN", "ReadPosition", "Rejects", "read_avro", "read_csv",
-           "read_jsonl", "read_parquet", "reject_batch"]
+__all__ = ["CSV_NULLS", "KEY_COLUMN", "RECORD_COLUMN", "ReadPosition", "Rejects", "read_avro",
+           "read_csv", "read_jsonl", "read_parquet", "reject_batch"]
 
 KEY_COLUMN = "_source_key"
 RECORD_COLUMN = "_source_record"
+#: The CSV text that is null: an empty unquoted field only (``""`` is an empty string).
+#: pyarrow's default also takes ``NA``, ``N/A``, ``null``, ``NaN``, ``None``... for null,
+#: which lost those values of text columns (Spark's and Python's readers keep them).
+CSV_NULLS = [""]
 #: Rows per batch of the Avro reader (dicts) and the Parquet reader.
 BATCH_ROWS = 65_536
 
@@ -417,7 +421,9 @@ def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
     Columns are read as bytes and decoded here, so one invalid UTF-8 value costs
     that value (null plus a note), not the object; rows with the wrong number of
     columns are rejected with their line (pyarrow's ``invalid_row_handler``).
-    A rejected row is numbered after the good rows of the batch it was found in.
+    Every row keeps its own record number (the row's place in the object; a
+    quoted newline does not start a record): a rejected row does not shift the
+    good rows after it.  Only an empty unquoted field is null (:data:`CSV_NULLS`).
     """
     if end is not None or start > 0:
         # A byte range: the header line, then the lines that start in the range.
@@ -433,12 +439,17 @@ def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
         source = stream
     utf8 = fmt.encoding.lower().replace("_", "-") in ("utf-8", "utf8")
     binary = list(schema.names) if utf8 else []
-    bad: list[tuple[str, str]] = []  # (reason, row text) of rows the parser refused
+    # (record number or None, reason, row text) of rows the parser refused.  pyarrow
+    # numbers rows from 1 counting the header (not lines: a quoted newline is no row).
+    bad: list[tuple[int | None, str, str]] = []
+    first_row = 1 + int(fmt.header) + (fmt.skip_rows if start == 0 and end is None else 0)
+    base = position.next_record
 
     def on_invalid(row: Any) -> str:
         line = f" (line {row.number})" if row.number else ""
-        bad.append((f"expected {row.expected_columns} columns, got {row.actual_columns}{line}",
-                    row.text))
+        record = None if row.number is None else base + row.number - first_row
+        bad.append((record, f"expected {row.expected_columns} columns, got "
+                    f"{row.actual_columns}{line}", row.text))
         return "skip"
 
     read_options = pa_csv.ReadOptions(
@@ -451,7 +462,7 @@ def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
         newlines_in_values=fmt.newlines_in_values, invalid_row_handler=on_invalid)
     convert_options = pa_csv.ConvertOptions(
         column_types={n: (pa.binary() if utf8 else pa.string()) for n in schema.names},
-        strings_can_be_null=True, quoted_strings_can_be_null=False)
+        null_values=CSV_NULLS, strings_can_be_null=True, quoted_strings_can_be_null=False)
     try:
         reader = pa_csv.open_csv(source, read_options=read_options, parse_options=parse_options,
                                  convert_options=convert_options)
@@ -460,22 +471,40 @@ def read_csv(stream: BinaryIO, key: str, schema: pa.Schema, fmt: CsvFormat,
             return
         raise
     for batch in reader:
-        begin = position.next_record
         yield _with_source(_decode_columns(batch, binary), key,
-                           np.arange(begin, begin + batch.num_rows, dtype=np.int64))
-        position.next_record += batch.num_rows
+                           _good_numbers(batch.num_rows, bad, position))
         if bad:
             yield _rejected_rows(key, bad, position)
     if bad:  # rows refused after the last batch
         yield _rejected_rows(key, bad, position)
 
 
-def _rejected_rows(key: str, bad: list[tuple[str, str]], position: ReadPosition) -> pa.RecordBatch:
-    first = position.next_record
-    batch = reject_batch(key, [(first + i, reason, text) for i, (reason, text) in enumerate(bad)])
-    position.next_record += len(bad)
+def _good_numbers(rows: int, bad: list[tuple[int | None, str, str]],
+                  position: ReadPosition) -> np.ndarray[Any, Any]:
+    """The record numbers of a batch's ``rows`` good rows: the next ones that are not a
+    refused row's (the batch's refused rows were seen while it was parsed), so a bad
+    row never shifts the good rows after it."""
+    begin = position.next_record
+    refused = [number for number, _, _ in bad if number is not None and number >= begin]
+    numbers = np.arange(begin, begin + rows + len(refused), dtype=np.int64)
+    if refused:
+        numbers = numbers[~np.isin(numbers, refused)]
+    numbers = numbers[:rows]
+    if rows:
+        position.next_record = int(numbers[-1]) + 1
+    return numbers
+
+
+def _rejected_rows(key: str, bad: list[tuple[int | None, str, str]],
+                   position: ReadPosition) -> pa.RecordBatch:
+    rejects: Rejects = []
+    for number, reason, text in bad:
+        if number is None:  # pyarrow did not say which row it was: the next one
+            number = position.next_record
+        rejects.append((number, reason, text))
+        position.next_record = max(position.next_record, number + 1)
     bad.clear()
-    return batch
+    return reject_batch(key, rejects)
 
 
 def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:

@@ -27,7 +27,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from headwater.connectors.object_storage._config import CsvFormat, StreamConfig
-from headwater.connectors.object_storage._formats import KEY_COLUMN, RECORD_COLUMN, has_null_line
+from headwater.connectors.object_storage._formats import (
+    CSV_NULLS,
+    KEY_COLUMN,
+    RECORD_COLUMN,
+    has_null_line,
+)
 from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
 from headwater.connectors.object_storage._listing import ObjectInfo
 from headwater.table_schema import UTC_TIMESTAMP, map_leaf_types
@@ -53,8 +58,18 @@ def json_schema_of(arrow_type: pa.DataType) -> dict[str, Any]:
         kind: dict[str, Any] = {"type": "boolean"}
     elif pa.types.is_integer(t):
         kind = {"type": "integer"}
-    elif pa.types.is_floating(t) or pa.types.is_decimal(t):
+    elif pa.types.is_decimal(t) and 1 <= t.precision <= 38 and 0 <= t.scale <= t.precision:
+        # The same decimal in the table: as a double, digits past its 53 bits were lost.
+        kind = {"type": "number", "format": "decimal", "precision": t.precision,
+                "scale": t.scale}
+    elif pa.types.is_decimal(t):  # wider than a Delta decimal: its text loses nothing
+        kind = {"type": "string"}
+    elif pa.types.is_floating(t):
         kind = {"type": "number"}
+    elif pa.types.is_binary(t) or pa.types.is_large_binary(t) \
+            or pa.types.is_fixed_size_binary(t):
+        # Bytes land as bytes (a binary column), not as the text of a Python bytes repr.
+        kind = {"type": "string", "contentEncoding": "base64"}
     elif pa.types.is_timestamp(t):
         # pyarrow's CSV/JSON inference yields naive timestamps already normalised to
         # UTC, so every timestamp lands as UTC (a naive one is taken to be UTC).
@@ -139,17 +154,50 @@ def _sample_lines(stream: Any, records: int) -> bytes:
 
 
 def _sample_csv(stream: Any, fmt: CsvFormat, records: int) -> pa.Table:
+    """The sample typed by pyarrow's inference, except a column of integers some of
+    which are past int64 (inferred as doubles, which round them): ``decimal(38, 0)``
+    when every one fits 38 digits, else text, so no sampled value lands rounded."""
     data = _sample_lines(stream, records + fmt.skip_rows + int(fmt.header))
-    return pa_csv.read_csv(
-        io.BytesIO(data),
-        read_options=pa_csv.ReadOptions(
-            encoding=fmt.encoding, skip_rows=fmt.skip_rows,
-            column_names=fmt.column_names if not fmt.header else None,
-            autogenerate_column_names=not fmt.header and not fmt.column_names),
-        parse_options=pa_csv.ParseOptions(delimiter=fmt.delimiter,
-                                          quote_char=fmt.quote_char or False,
-                                          newlines_in_values=fmt.newlines_in_values,
-                                          invalid_row_handler=lambda row: "skip"))
+
+    def read(types: dict[str, pa.DataType] | None = None) -> pa.Table:
+        return pa_csv.read_csv(
+            io.BytesIO(data),
+            read_options=pa_csv.ReadOptions(
+                encoding=fmt.encoding, skip_rows=fmt.skip_rows,
+                column_names=fmt.column_names if not fmt.header else None,
+                autogenerate_column_names=not fmt.header and not fmt.column_names),
+            parse_options=pa_csv.ParseOptions(delimiter=fmt.delimiter,
+                                              quote_char=fmt.quote_char or False,
+                                              newlines_in_values=fmt.newlines_in_values,
+                                              invalid_row_handler=lambda row: "skip"),
+            convert_options=pa_csv.ConvertOptions(
+                null_values=CSV_NULLS, strings_can_be_null=True,
+                quoted_strings_can_be_null=False, column_types=types))
+
+    table = read()
+    floats = [i for i, f in enumerate(table.schema) if pa.types.is_floating(f.type)]
+    if not floats:
+        return table
+    text = read({name: pa.string() for name in table.column_names})
+    for i in floats:
+        column = text.column(i).combine_chunks()
+        kind = _big_integers_type(column)
+        if kind is not None:
+            table = table.set_column(i, table.schema.field(i).with_type(kind),
+                                     column if kind == pa.string() else column.cast(kind))
+    return table
+
+
+def _big_integers_type(column: pa.Array) -> pa.DataType | None:
+    """``decimal(38, 0)`` or text for a column of integer text past int64, else None."""
+    values = column.drop_null()
+    if len(values) == 0 or not _all(values, r"\s*[+-]?\d+\s*"):
+        return None
+    if _parses(values, pa.int64()):
+        return None
+    # Arrow's cast of more than 38 digits wraps around: the digits are counted.
+    # Arrow's cast of more than 38 digits wraps around: the digits are counted.
+    return pa.decimal128(38, 0) if _all(values, r"\s*[+-]?\d{1,38}\s*") else pa.string()
 
 
 def _sample_jsonl(stream: Any, records: int) -> pa.Table:

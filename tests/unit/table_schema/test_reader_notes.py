@@ -51,3 +51,16 @@ def test_row_notes_are_null_for_rows_without_notes_even_after_an_empty_lookup() 
     assert column.type == NOTES_TYPE
     assert column.to_pylist() == [None, None, [NOTE], None]
     assert RowNotes(3).array().null_count == 3
+
+
+def test_decimal_text_past_the_precision_is_noted_not_wrapped() -> None:
+    """Arrow's cast of text with more digits than the precision wraps around (40 ones
+    as decimal(38, 0) gave 902640...): such text is noted, the rest lands exact."""
+    schema = pa.schema([("d", pa.decimal128(38, 0))])
+    batch = pa.RecordBatch.from_arrays([pa.array(["1" * 40, "25", None, "-1"])],
+                                       names=["d"])
+    columns, notes = conform_batch(batch, schema)
+    assert [None if v is None else str(v) for v in columns[0].to_pylist()] == [
+        None, "25", None, "-1"]
+    assert [[(n["field"], n["value"]) for n in row] for row in notes.to_lists()] == [
+        [("d", "1" * 40)], [], [], []]

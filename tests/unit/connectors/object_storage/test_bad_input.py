@@ -64,15 +64,16 @@ def test_malformed_csv_corpus(tmp_path: Path) -> None:
     table = read_all(stream)
     bad = rejected(table)
     assert [(r["key"], r["record"]) for r in bad] == [
-        ("a.csv", 1), ("a.csv", 2), ("a.csv", 4), ("a.csv", 5), ("d.csv", 0)]
+        ("a.csv", 1), ("a.csv", 2), ("a.csv", 3), ("a.csv", 4), ("d.csv", 0)]
     reasons = {r["record"]: r["reasons"] for r in bad if r["key"] == "a.csv"}
-    # the good rows come first, then the two ragged ones (numbered after the batch)
-    assert any("expected 3 columns, got 4 (line 3)" in x for x in reasons[4])
-    assert any("expected 3 columns, got 1 (line 4)" in x for x in reasons[5])
-    assert any("expected double" in x for x in reasons[1])
-    assert any("UTF-8" in x for x in reasons[2])
+    # every row keeps its own number: the ragged ones do not shift the rows after them
+    assert any("expected 3 columns, got 4 (line 3)" in x for x in reasons[1])
+    assert any("expected 3 columns, got 1 (line 4)" in x for x in reasons[2])
+    assert any("expected double" in x for x in reasons[3])
+    assert any("UTF-8" in x for x in reasons[4])
     good = [r for r in table.to_pylist() if r["_source_key"] == "a.csv" and not r["_hw_notes"]]
-    assert [(r["id"], r["name"]) for r in good] == [(1, "a"), (6, "f")]
+    assert [(r["_source_record"], r["id"], r["name"]) for r in good] == [(0, 1, "a"),
+                                                                         (5, 6, "f")]
     assert table.num_rows == 6 + 1  # a.csv: 4 read + 2 ragged; d.csv: 1 ragged
 
 
