@@ -1,34 +1,51 @@
-"""An HTTP source's calls, made on the driver, starting while Spark starts.
+"""An HTTP source's calls, made from the driver's side, starting while Spark starts.
 
 A ``headwater sync`` spends seconds before its first task can call the API:
 the JVM starts, then the first Spark job.  On a local master the driver and
-the tasks share one machine, so the driver makes the run's calls from the
+the tasks share one machine, so the driver has the run's calls made from the
 start, into the run's shared folder (:mod:`._shared_pages`), and the tasks
 take their calls' pages from there: the tasks decode and write while the
-driver keeps the source's ``concurrency`` calls in flight, as one client, for
+reader keeps the source's ``concurrency`` calls in flight, as one client, for
 the whole run.
+
+The reader is a process of its own, forked from the driver in
+``Source.prepare`` (:mod:`._reader_process`): the calls' event loop never
+waits for the driver's GIL while the driver imports PySpark, starts Spark and
+plans.  Where a fork is not safe (not Linux, or other threads already run in
+the driver: a program that syncs from a thread of its own) the reader is a
+thread of the driver, as it was before.
 
 It is a head start, never a different read:
 
 * the calls are those of the plan the engine will make (the same streams,
   states and planning moment, ``PlanContext.planned_at``); a task uses a call's
   pages only if its own partition has that very call (same stream and window);
-* the driver marks itself done once it has started every call it will make,
-  or when it stops early (an error, :data:`SPOOL_LIMIT_BYTES` kept and not yet
-  removed by the run's end); a call the driver never made is then made by
-  the task that needs it, and a task never waits for a driver that died;
+* the folder names the reader's process (:data:`DRIVER_MARK`); the reader
+  marks the folder done once every call it started has ended, or when it stops
+  early (an error, :data:`SPOOL_LIMIT_BYTES` kept and not yet removed by the
+  run's end, the driver's :meth:`EarlyReads.stop`), and the driver marks it
+  again once the reader's process has ended however it ended (killed): a call
+  the reader never made is then made by the task that needs it, and a task
+  never waits for a reader that died (it checks the marked process is alive);
+* the reader leaves at once when the driver is gone or the run's folder was
+  removed (the plan did not take the early reads up, or the run ended);
 * with a call budget split per task (``rate_limit.budgets`` without Redis),
   nothing is read early: the tasks' shares assume they are alone;
-* errors are the tasks' to report: a call that failed for the driver is not
-  kept, and the task that needs it makes it again.
+* errors are the tasks' to report: a call that failed for the reader is not
+  kept, and the task that needs it makes it again.  The reader's log records
+  go through the driver's handlers, secrets masked as the driver's are.
 
-While the calls run, the interpreter hands the GIL between threads every
-:data:`SWITCH_INTERVAL_S` instead of every 5 ms (:func:`sys.setswitchinterval`):
-the driver's main thread meanwhile imports PySpark and starts Spark, pure
-Python for seconds, and each answer the event loop's thread had to handle
-waited up to a whole interval for the GIL.  With a busy main thread the loop
-made about twice the calls in its first 4 s at 0.5 ms (1,482-1,893 against
-723-1,334, four pairs back to back on a loaded machine) for no more CPU.
+In a thread of the driver (the fallback), the interpreter hands the GIL
+between threads every :data:`SWITCH_INTERVAL_S` instead of every 5 ms
+(:func:`sys.setswitchinterval`) while the calls run: the driver's main thread
+meanwhile imports PySpark and starts Spark, pure Python for seconds, and each
+answer the event loop's thread had to handle waited up to a whole interval for
+the GIL.  With a busy main thread the loop made about twice the calls in its
+first 4 s at 0.5 ms (1,482-1,893 against 723-1,334, four pairs back to back on
+a loaded machine) for no more CPU.  The reader's own process is left at the
+default: besides the loop's thread it has only its main thread, waiting for
+the loop, and a watcher that wakes every 50 ms, each holding the GIL for
+microseconds (reasoned, not measured); the driver keeps its default too.
 """
 
 from __future__ import annotations

@@ -31,9 +31,10 @@ What the child does and must not do:
 * it never outlives the driver: the kernel kills it when the thread that
   forked it ends (``PR_SET_PDEATHSIG``: the CLI's main thread, so the
   process), and a watcher in it leaves at once when the driver is gone (its
-  parent process changed) or the run's folder was removed (nothing it reads
-  can be used).  Ctrl-C is the driver's to handle (the child ignores SIGINT
-  and stops when asked, or with the driver);
+  parent process changed, or the driver's end of the stop pipe closed) or the
+  run's folder was removed (nothing it reads can be used).  Ctrl-C is the
+  driver's to handle (the child ignores SIGINT and stops when asked, or with
+  the driver);
 * the driver reaps it (no zombie) from a thread that hears its messages and,
   once it has ended however it ended, says so (``done``).
 """
