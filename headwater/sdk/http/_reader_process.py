@@ -96,7 +96,10 @@ class ReaderProcess:
         self.folder = folder
         self.done = done
         self.pid = 0
+        #: The driver's end of the stop pipe; -1 once closed (a number closed and
+        #: reused by another file must never be written to).
         self._stop_w = -1
+        self._stop_lock = threading.Lock()
         self._listener: threading.Thread | None = None
 
     def start(self) -> int:
@@ -122,8 +125,9 @@ class ReaderProcess:
 
     def stop(self) -> None:
         """Ask the child to start no further call (those under way end as usual)."""
-        with contextlib.suppress(OSError):  # it has ended already
-            os.write(self._stop_w, b"s")
+        with self._stop_lock, contextlib.suppress(OSError):  # it has ended already
+            if self._stop_w >= 0:
+                os.write(self._stop_w, b"s")
 
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait up to ``timeout_s`` for the child to end and be reaped; whether it has."""
@@ -152,8 +156,9 @@ class ReaderProcess:
                 log.debug("early reads' process %d ended: %s", self.pid,
                           f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status)
                           else f"exit {os.WEXITSTATUS(status)}")
-            with contextlib.suppress(OSError):
+            with self._stop_lock:
                 os.close(self._stop_w)
+                self._stop_w = -1
             self.done(result)
 
 
@@ -163,7 +168,7 @@ class _Forwarder(logging.handlers.QueueHandler):
     def __init__(self, report: Connection) -> None:
         super().__init__(None)  # type: ignore[arg-type]  # enqueue sends instead
         self._report = report
-        self._sending = threading.Lock()  # records come from the child's two threads
+        self._sending = threading.Lock()  # records come from any of the child's threads
 
     def enqueue(self, record: logging.LogRecord) -> None:
         with self._sending:
