@@ -7,7 +7,8 @@ stream ``after-publish`` for a staged overwrite, ``after-state`` once its
 state is saved, ``stream-done``; ``run-recorded`` once the metadata store holds
 the run's end, ``summary-printed`` once the CLI has printed it; and
 ``early-reads-started`` and ``early-reads-done`` when the driver's early HTTP
-calls start and have all ended); a
+calls start and have all ended, the latter heard from the reads' own process
+by a thread of the driver once that process has ended); a
 listener registered with :func:`listen` hears them in order, in the thread
 that reached the moment.  On the executors each task announces ``reading``
 before it reads a partition, ``partition-read`` once every batch of it has

@@ -16,7 +16,9 @@ committing) slower; ``bench/RESULTS.md`` has both figures (the default, 5, not
 Linux keeps a priority per thread, a child process starts with its creating
 thread's, and lowering it cannot be undone without privileges.  So the JVM is
 launched from a short-lived thread whose own priority is lowered: the
-caller's threads (the early reads among them) keep theirs.  Spark's Python
+caller's threads (the early reads among them, where they are a thread) keep
+theirs, and so does the early reads' own process, forked from the main thread
+before the JVM starts.  Spark's Python
 workers are the JVM's children and inherit its priority.  PySpark's builder
 launches the JVM itself and offers no hook for the child's priority, but
 ``SparkContext`` accepts a gateway launched beforehand (``gateway=``), which

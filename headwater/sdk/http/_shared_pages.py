@@ -17,13 +17,15 @@ set only where all tasks run on one machine):
   by whoever asks next.  Breaking a claim wrongly costs a second read of the
   call, never a wrong row: the pages file is only ever complete.
 
-The driver may make a run's calls itself, starting while Spark starts
-(:mod:`._early_reads`): it marks the folder as its own (:data:`DRIVER_MARK`)
-and, once it has started every call it will make, as done
-(:data:`DRIVER_DONE`).  Until then a task leaves a call nobody has claimed
-to the driver and waits for its pages, so the calls in flight stay the
-driver's ``concurrency``; a task makes a call itself only once the driver is
-done (or gone) and the call is still nobody's.
+The driver may have a run's calls made early, starting while Spark starts
+(:mod:`._early_reads`), by a reader: a process forked from the driver, or a
+thread of it.  The folder names the reader's process (:data:`DRIVER_MARK`)
+and, once every call the reader started has ended or it stopped, is marked
+done (:data:`DRIVER_DONE`).  Until then a task leaves a call nobody has
+claimed to the reader and waits for its pages, so the calls in flight stay the
+reader's ``concurrency``; a task makes a call itself only once the reader is
+done, or its process gone (killed: it never marked the folder), and the call
+is still nobody's.
 
 Nothing here is a cache across runs: the engine removes the folder with the
 run, and a folder that is gone (a run resumed after a reboot) shares nothing.
@@ -46,9 +48,11 @@ from headwater._processes import pid_alive
 
 __all__ = ["DRIVER_DONE", "DRIVER_MARK", "SharedPages", "kept_bytes"]
 
-#: The file holding the process id of a driver that reads early into the folder.
+#: The file holding the process id of the reader making the run's early calls (the
+#: process forked for them, or the driver's own when they are a thread of it).
 DRIVER_MARK = "driver.pid"
-#: The file the driver makes once it has started every call it will make.
+#: The file the reader (or the driver, once the reader has ended) makes when the
+#: reader starts no further call.
 DRIVER_DONE = "driver.done"
 
 Page = list[dict[str, Any]]
@@ -155,7 +159,8 @@ _driver_seen: dict[Path, tuple[float, bool]] = {}
 
 
 def _driver_reading(folder: Path) -> bool:
-    """Whether another process, alive, reads early into ``folder`` and is not done.
+    """Whether another process, alive, reads early into ``folder`` and is not done
+    (the reader's process: killed, it counts as gone even before it is reaped).
 
     Every call waiting in this process asks; one look per :data:`DRIVER_POLL_S`
     answers them all, and a driver found done or gone stays so.

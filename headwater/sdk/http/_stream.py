@@ -28,8 +28,9 @@ by whichever task asks first and shared with the other through the run's
 shared folder (:mod:`._shared_pages`; on one machine only: on a cluster both
 streams read it).  Windows before the parent's state, which only the
 substream reads, are not shared.  On a local master, ``headwater sync`` has
-the driver make every shared call itself, from before Spark starts
-(:mod:`._early_reads`); the tasks then take the pages and make no call.
+every shared call made from the driver's side (a process forked for them),
+from before Spark starts (:mod:`._early_reads`); the tasks then take the
+pages and make no call.
 
 Path and parameter templates are ``str.format`` strings over ``{start}`` and
 ``{end}`` (the window, in the cursor's stored form) and ``{parent.<field>}``.

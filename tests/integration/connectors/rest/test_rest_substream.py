@@ -9,6 +9,7 @@ call log (every call with its arrival time) shows the order the calls came in.
 from __future__ import annotations
 
 import math
+import re
 import signal
 import time
 from collections import Counter
@@ -24,7 +25,7 @@ from headwater.metadata_store import MetadataStore
 from headwater.sdk import Partition, PlanContext, read_fields_locally
 from headwater.sdk.http import HttpStream
 from tests.api_server import BASE_EPOCH, ApiData, ApiServer, running
-from tests.integration._cli import store
+from tests.integration._cli import HOME, store
 from tests.integration._cli import sync as cli_sync
 from tests.integration.connectors.rest._rest import (
     END_1,
@@ -192,8 +193,14 @@ def test_a_cli_sync_calls_the_api_while_spark_starts_and_each_call_once(
     # No call budget, so the driver reads early (a per-task budget would forbid it).
     api = unlimited_api
     path = connection(tmp_path, api, "surveys.yaml", end=END_2, store=False, rate_limit={})
-    result = cli_sync(tmp_path, path)
+    result = cli_sync(tmp_path, path, "-vv")
     assert result.exit_code == 0, result.describe()
+    # The calls were made by a process of their own, which the driver reaped; what it
+    # said reached the driver's log (the Spark log while Spark started, else stderr).
+    said = result.stderr + (tmp_path / HOME / "logs" / "spark.log").read_text()
+    assert re.search(r"early reads' process \d+ ended: exit 0", said), said[-3000:]
+    started = re.search(r"early reads: (\d+) of (\d+) calls started", said)
+    assert started and started[1] == started[2], said[-3000:]
     assert result.document is not None
     run = store(tmp_path).get_run(result.document["run_id"])
     assert run is not None

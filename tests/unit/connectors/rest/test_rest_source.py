@@ -291,7 +291,7 @@ def test_reads_started_early_are_the_tasks_reads_made_once(tmp_path: Path) -> No
         context = early_context(tmp_path, *names)
         rest.prepare(dict.fromkeys(names), context)
         assert rest._early is not None
-        rest._early._thread.join(30)
+        assert rest._early.wait(30)
         early_calls = len(api.calls)
         rows = read_all(rest, context, *names)
         assert len(api.calls) == early_calls  # everything came from the folder
@@ -316,7 +316,7 @@ def test_tasks_reading_beside_the_driver_leave_every_call_to_it(tmp_path: Path) 
             assert rest._early is not None
             (tmp_path / "driver.pid").write_text(str(other.pid))
             rows = read_all(rest, context, *names)
-            rest._early._thread.join(30)
+            assert rest._early.wait(30)
             started = rest._early.calls_started
             paths = [path for _, path, _ in api.calls]
         finally:
