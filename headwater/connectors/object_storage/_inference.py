@@ -196,7 +196,6 @@ def _big_integers_type(column: pa.Array) -> pa.DataType | None:
     if _parses(values, pa.int64()):
         return None
     # Arrow's cast of more than 38 digits wraps around: the digits are counted.
-    # Arrow's cast of more than 38 digits wraps around: the digits are counted.
     return pa.decimal128(38, 0) if _all(values, r"\s*[+-]?\d{1,38}\s*") else pa.string()
 
 
