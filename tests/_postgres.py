@@ -7,7 +7,10 @@ itself it stops at the end of the session.
 
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
+import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +20,8 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "postgres"
+#: Held while a server is started (one per machine user; the script's folder is per clone).
+LOCK = Path(tempfile.gettempdir()) / f"headwater-postgres-start-{os.getuid()}.lock"
 
 
 @dataclass(frozen=True)
@@ -61,12 +66,22 @@ class PostgresServer:
                 admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def running() -> bool:
+    return subprocess.run([str(SCRIPT), "status"], check=False).returncode == 0
+
+
 def start() -> tuple[PostgresServer, bool]:
-    """The running server, and whether this call started it."""
-    running = subprocess.run([str(SCRIPT), "status"], check=False).returncode == 0
-    url = subprocess.run([str(SCRIPT), "start"], check=True, capture_output=True,
-                         text=True).stdout.strip().splitlines()[-1]
-    return PostgresServer(url), not running
+    """The running server, and whether this call started it.
+
+    Two pytest workers may ask at once (``tests/_workers.py``): one starts it under
+    a lock, the other then finds it running.
+    """
+    with open(LOCK, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        was_running = running()
+        url = subprocess.run([str(SCRIPT), "start"], check=True, capture_output=True,
+                             text=True).stdout.strip().splitlines()[-1]
+    return PostgresServer(url), not was_running
 
 
 def stop() -> None:

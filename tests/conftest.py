@@ -10,6 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests import _time_report as time_report
+from tests import _workers as workers
+
 # Spark's Python workers must run this interpreter (see DESIGN.md, field notes).
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -20,6 +23,14 @@ def pytest_configure(config: pytest.Config) -> None:
     # still tears the session fixtures down and the servers they started (PostgreSQL,
     # the Spark Connect server, Redis) stop with it instead of outliving the run.
     signal.signal(signal.SIGTERM, _interrupted)
+    # Where the minutes went, written at the end of every run (tests/_time_report.py).
+    time_report.pytest_configure(config)
+    workers.configure(config)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Each module one unit of work for pytest-xdist, the slowest first (tests/_workers.py).
+    workers.group_and_order(items)
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -40,11 +51,12 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[object]:
+def postgres_server(request: pytest.FixtureRequest) -> Iterator[object]:
     """A real PostgreSQL on 127.0.0.1 (``scripts/postgres``); stopped if this session started it."""
     from tests import _postgres
 
     server, started = _postgres.start()
     yield server
-    if started:
+    # Under xdist the other worker may still use it: the controller stops it (_workers).
+    if started and not workers.is_worker(request.config):
         _postgres.stop()

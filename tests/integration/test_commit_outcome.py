@@ -9,7 +9,10 @@
   (on Spark's writer too, where Delta skips the write and no job runs), and
   ``headwater state realign`` brings the store back in step.
 
-Each test runs the real CLI as a subprocess, like the crash tests.
+Each test runs the CLI's own command in the test process (``_in_process``): no
+process is killed here, so a subprocess (a JVM start per sync) would prove nothing
+more. The faults are raised, not kills: ``raise-commit-landed`` and a log checkpoint
+that cannot be renamed.
 """
 
 from __future__ import annotations
@@ -28,13 +31,12 @@ from tests.integration._cli import (
     assert_table_equals_source,
     expected_rows,
     read_table,
-    run_cli,
     table_location,
 )
 from tests.integration._connections import connection_file
-from tests.integration._side_by_side import Scenarios, SideBySide
+from tests.integration._in_process import run_in_process
 
-pytestmark = [pytest.mark.crash, pytest.mark.spark]
+pytestmark = pytest.mark.spark
 
 NAME = "commits"
 STREAM = "users"
@@ -45,10 +47,6 @@ SOURCE: dict[str, Any] = {"seed": 5, "users": 2_400, "orders": 0, "rows_per_part
 CHECKPOINT = {"partitions_per_checkpoint": 1, "concurrent_checkpoints": 2}
 APPEND = {"name": STREAM, "sync_mode": "incremental", "destination_sync_mode": "append",
           "cursor_field": "updated_at"}
-#: Longer than any of these syncs takes on a loaded machine, two at a time (the cases run
-#: side by side); a sync that waits forever (an observation of a job Delta skipped) fails
-#: the test instead of hanging it.
-SYNC_GUARD_S = 900.0
 
 
 def source(generation: int) -> dict[str, Any]:
@@ -60,7 +58,7 @@ def run_sync(tmp_path: Path, generation: int, *, writer: str = "auto",
     path = connection_file(tmp_path, name=NAME, source=source(generation), streams=[APPEND],
                            lake=LAKEHOUSE, store_file=None, checkpoint=CHECKPOINT,
                            writer=writer)
-    return run_cli(tmp_path, "sync", str(path), "--json", env=env, timeout=SYNC_GUARD_S)
+    return run_in_process(tmp_path, "sync", str(path), "--json", env=env)
 
 
 def succeeded(result: CliResult, written: int) -> dict[str, Any]:
@@ -73,8 +71,7 @@ def succeeded(result: CliResult, written: int) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- scenarios
-# Each is the case of the test of its name below; the cases run two at a time
-# (``_side_by_side``): each has its own folder, metadata store and table.
+# Each is the case of the test of its name below.
 
 
 def log_checkpoint_failing_after_the_commit(spark: Any, tmp_path: Path) -> None:
@@ -139,7 +136,7 @@ def store_restored_from_an_older_copy(spark: Any, tmp_path: Path, writer: str) -
     assert len(ids) == SOURCE["users"] + SOURCE["new_per_generation"] + landed
 
     connection = tmp_path / f"{NAME}.yaml"
-    realigned = run_cli(tmp_path, "state", "realign", str(connection), "--drop-unknown-runs",
+    realigned = run_in_process(tmp_path, "state", "realign", str(connection), "--drop-unknown-runs",
                         "--yes", "--json")
     assert realigned.exit_code == 0, realigned.describe()
     assert realigned.document is not None, realigned.describe()
@@ -159,25 +156,16 @@ def store_restored_from_an_older_copy(spark: Any, tmp_path: Path, writer: str) -
 
 # --------------------------------------------------------------------------- tests
 
-SCENARIOS: Scenarios = {
-    "test_log_checkpoint_failing_after_the_commit": log_checkpoint_failing_after_the_commit,
-    "test_commit_raising_after_it_landed": commit_raising_after_it_landed,
-    "test_store_restored_from_an_older_copy": store_restored_from_an_older_copy,
-}
 
-
-def test_log_checkpoint_failing_after_the_commit(
-        cases: SideBySide, request: pytest.FixtureRequest) -> None:
-    cases.check(request.node.nodeid)
+def test_log_checkpoint_failing_after_the_commit(spark: Any, tmp_path: Path) -> None:
+    log_checkpoint_failing_after_the_commit(spark, tmp_path)
 
 
 @pytest.mark.parametrize("writer", ["auto", "spark"])
-def test_commit_raising_after_it_landed(
-        cases: SideBySide, request: pytest.FixtureRequest, writer: str) -> None:
-    cases.check(request.node.nodeid)
+def test_commit_raising_after_it_landed(spark: Any, tmp_path: Path, writer: str) -> None:
+    commit_raising_after_it_landed(spark, tmp_path, writer)
 
 
 @pytest.mark.parametrize("writer", ["auto", "spark"])
-def test_store_restored_from_an_older_copy(
-        cases: SideBySide, request: pytest.FixtureRequest, writer: str) -> None:
-    cases.check(request.node.nodeid)
+def test_store_restored_from_an_older_copy(spark: Any, tmp_path: Path, writer: str) -> None:
+    store_restored_from_an_older_copy(spark, tmp_path, writer)
