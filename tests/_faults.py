@@ -35,6 +35,18 @@ class InjectedFault(RuntimeError):
     """What a ``raise-`` fault raises."""
 
 
+class Killed(BaseException):
+    """A kill simulated in the test process (``install_fault(..., simulated=True)``).
+
+    Nothing in the engine catches it (it catches ``Exception``), so the run stays
+    unfinished, as SIGKILL leaves it; and once it is raised, every thread that
+    reaches any later moment raises it too, so no lane commits or releases past
+    the point where the process "died". Unlike a real kill, ``finally`` blocks run
+    (the connection's lock is released): the real kills of ``test_crash_resume``
+    keep that path proved, one per moment and destination.
+    """
+
+
 def _blind_lookup() -> None:
     """Make the commit routes' lookup of an earlier attempt's commit find nothing (the
     staging routes keep theirs)."""
@@ -46,9 +58,9 @@ def _blind_lookup() -> None:
     _commit_routes.CommitRows.find = find_nothing  # type: ignore[assignment,method-assign]
 
 
-def install_fault(spec: str) -> None:
+def install_fault(spec: str, *, simulated: bool = False) -> None:
     """Kill (or, for ``raise-...``, raise once) at the Nth pass of a moment: ``MOMENT:N``;
-    or ``blind-lookup``."""
+    or ``blind-lookup``. ``simulated``: raise :class:`Killed` instead of a SIGKILL."""
     if spec == BLIND_LOOKUP:
         _blind_lookup()
         return
@@ -57,10 +69,13 @@ def install_fault(spec: str) -> None:
     moment = point.removeprefix("raise-")
     wanted = int(nth or 1)
     passes = 0
+    dead = False
     lock = threading.Lock()
 
     def listener(reached: str) -> None:
-        nonlocal passes
+        nonlocal passes, dead
+        if dead:  # a simulated kill: every thread stops at its next moment
+            raise Killed(f"killed earlier, at {moment} (pass {wanted})")
         if reached != moment:
             return
         with lock:
@@ -69,6 +84,9 @@ def install_fault(spec: str) -> None:
             hit = passes == wanted if raises else passes >= wanted
         if hit and raises:
             raise InjectedFault(f"fault injected at {moment} (pass {passes})")
+        if hit and simulated:
+            dead = True
+            raise Killed(f"killed at {moment} (pass {passes})")
         if hit:
             os.kill(os.getpid(), signal.SIGKILL)
 

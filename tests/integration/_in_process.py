@@ -9,7 +9,8 @@ session's Spark running and uses it, as a sync under ``spark-submit`` or in a
 notebook does. Everything else is as :func:`tests.integration._cli.run_cli` sets
 it up: the working directory is the test's folder, ``HEADWATER_HOME`` its
 ``.headwater``, and faults (:data:`~tests.integration._cli.FAULT`) are installed
-by :mod:`tests._faults` for the command and removed after it.
+by :mod:`tests._faults` for the command and removed after it: a kill fault is
+simulated (:class:`tests._faults.Killed`, exit code ``-9`` as a SIGKILL gives).
 
 One command at a time: the working directory and the environment are the
 process's own.
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -42,12 +44,15 @@ def run_in_process(tmp_path: Path, *args: str,
 
     extra = dict(env or {})
     fault, pause = extra.pop(FAULT, None), extra.pop(PAUSE, None)
-    if fault and not (fault.startswith("raise-") or fault == _faults.BLIND_LOOKUP):
-        raise ValueError(f"{fault} kills the process it runs in: run it with run_cli")
-    with _one_at_a_time, _working_in(tmp_path, {"HEADWATER_HOME": str(tmp_path / HOME),
-                                                "HEADWATER_METADATA_STORE": None, **extra}), \
-            _faults_installed(fault, pause):
-        result = CliRunner().invoke(app, list(args), catch_exceptions=True)
+    try:
+        with _one_at_a_time, _working_in(tmp_path, {"HEADWATER_HOME": str(tmp_path / HOME),
+                                                    "HEADWATER_METADATA_STORE": None,
+                                                    **extra}), \
+                _faults_installed(fault, pause):
+            result = CliRunner().invoke(app, list(args), catch_exceptions=True)
+    except _faults.Killed as killed:
+        # What a SIGKILLed process leaves: an exit code, and nothing more said.
+        return CliResult(-signal.SIGKILL, None, "", f"simulated kill: {killed}")
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         import traceback
@@ -93,8 +98,8 @@ def _faults_installed(fault: str | None, pause: str | None) -> Iterator[None]:
     find = _commit_routes.CommitRows.find
     # Task listeners travel to Spark's Python workers by value (as tests/_faulty_cli.py).
     cloudpickle.register_pickle_by_value(_faults)
-    if fault:
-        _faults.install_fault(fault)
+    if fault:  # a kill fault is simulated: it raises _faults.Killed (see there)
+        _faults.install_fault(fault, simulated=True)
     if pause:
         _faults.install_pause(pause)
     try:

@@ -64,12 +64,12 @@ from tests.integration._cli import (
     run_cli,
     start_cli,
     store,
-    sync,
     sync_runs,
     table_location,
     tagged_commits,
     write_connection,
 )
+from tests.integration._in_process import run_in_process
 from tests.integration._side_by_side import Scenarios, SideBySide
 
 pytestmark = [pytest.mark.crash, pytest.mark.spark]
@@ -125,15 +125,17 @@ class Connection:
     writer: str | None = None
     #: ``delta`` or ``iceberg``: the destination the connection lands in.
     kind: str = "delta"
+    #: Run each command in the test process, a kill simulated (``_in_process``), not a CLI.
+    in_process: bool = False
 
     @classmethod
-    def of(cls, tmp_path: Path, kind_and_mode: str) -> Connection:
+    def of(cls, tmp_path: Path, kind_and_mode: str, in_process: bool = False) -> Connection:
         """``append`` (on Delta), ``iceberg-append`` or ``spark-append`` (on Delta through
         Spark's writer), as :data:`KINDS` and :data:`SPARK_APPEND` name them."""
         kind, _, mode = kind_and_mode.rpartition("-")
         if kind == "spark":
-            return cls(tmp_path, mode, writer="spark")
-        return cls(tmp_path, mode, kind=kind or "delta")
+            return cls(tmp_path, mode, writer="spark", in_process=in_process)
+        return cls(tmp_path, mode, kind=kind or "delta", in_process=in_process)
     #: What each generation changes, in place of ``SOURCE``'s.
     changes: dict[str, int] | None = None
 
@@ -153,7 +155,10 @@ class Connection:
 
     def sync(self, generation: int = 0, fault: str | None = None) -> CliResult:
         env = {"HEADWATER_FAULT": fault} if fault else None
-        return sync(self.tmp_path, self.write(generation), env=env)
+        args = ("sync", str(self.write(generation)), "--json")
+        if self.in_process:
+            return run_in_process(self.tmp_path, *args, env=env)
+        return run_cli(self.tmp_path, *args, env=env)
 
     def start(self, generation: int = 0) -> subprocess.Popen[str]:
         return start_cli(self.tmp_path, "sync", str(self.write(generation)), "--json",
@@ -288,7 +293,8 @@ def kill_while_reading(
 # (``_side_by_side``): each has its own folder, metadata store and table.
 
 
-def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kind: str) -> None:
+def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kind: str,
+                                                  in_process: bool = False) -> None:
     """The third checkpoint's commit is in the table, the store does not know: resume skips it.
 
     An overwrite stages its checkpoints instead: the third is staged, the
@@ -303,7 +309,7 @@ def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kin
     checkpoint once) is not proof of the lookup on Delta: the resumed run's
     record is (:func:`assert_found_committed`).
     """
-    connection = Connection.of(tmp_path, kind)
+    connection = Connection.of(tmp_path, kind, in_process)
     run_id = crashed_run(connection, connection.sync(fault="after-commit:3"))
     known = set(landed_checkpoints(connection, run_id))
     unreleased = unreleased_in_table(spark, connection, run_id)
@@ -325,14 +331,15 @@ def killed_after_a_delta_commit_before_its_state(spark: Any, tmp_path: Path, kin
         next_generation(spark, connection, run_id)
 
 
-def killed_after_a_commit_then_resumed_without_the_lookup(spark: Any, tmp_path: Path) -> None:
+def killed_after_a_commit_then_resumed_without_the_lookup(spark: Any, tmp_path: Path,
+                                                          in_process: bool = False) -> None:
     """Delta's guard alone: the resumed attempt's marker lookup is blinded (a test-only
     fault), so it reads the unreleased checkpoint again, and delta-rs skips its commit by its
     ``txnAppId``/``txnVersion``: still each checkpoint once, and none found by its marker.
 
     The other guard of :func:`killed_after_a_delta_commit_before_its_state`, proved apart.
     """
-    conn = Connection(tmp_path, "append")
+    conn = Connection(tmp_path, "append", in_process=in_process)
     run_id = crashed_run(conn, conn.sync(fault="after-commit:3"))
     unreleased = unreleased_in_table(spark, conn, run_id)
     assert unreleased, "the third commit must be unreleased"
@@ -345,9 +352,10 @@ def killed_after_a_commit_then_resumed_without_the_lookup(spark: Any, tmp_path: 
         assert (ran[index]["attempt"], ran[index]["already_committed"]) == (2, True), ran[index]
 
 
-def killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str) -> None:
+def killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str,
+                                 in_process: bool = False) -> None:
     """State of two checkpoints is released; the resumed attempt runs only the rest."""
-    conn = Connection(tmp_path, mode)
+    conn = Connection(tmp_path, mode, in_process=in_process)
     run_id = crashed_run(conn, conn.sync(fault="after-release:2"))
     released = store(tmp_path).released_indices(run_id, STREAM)
     assert len(released) == 2, f"two released checkpoints expected, got {sorted(released)}"
@@ -381,11 +389,29 @@ def killed_while_reading(spark: Any, tmp_path: Path, kind: str) -> None:
     assert_found_committed(tmp_path, run_id, STREAM, unreleased)
 
 
+#: The driver's moments after a checkpoint's commit where a simulated kill may land.
+MOMENTS_AFTER_A_COMMIT = ("after-commit", "after-release")
+
+
+def killed_at_a_moment_after_the_first_commit(spark: Any, tmp_path: Path, kind: str) -> None:
+    """The in-process twin of :func:`killed_while_reading`: a kill simulated at a moment
+    after the first commit, chosen per kind (the same on every run), not at a time."""
+    connection = Connection.of(tmp_path, kind, in_process=True)
+    chosen = random.Random(f"after-the-first-commit-{kind}")
+    fault = f"{chosen.choice(MOMENTS_AFTER_A_COMMIT)}:{chosen.randint(2, PLANNED_CHECKPOINTS - 1)}"
+    run_id = crashed_run(connection, connection.sync(fault=fault))
+    unreleased = unreleased_in_table(spark, connection, run_id)
+
+    resume(spark, connection, run_id, attempt=2)
+    assert_found_committed(tmp_path, run_id, STREAM, unreleased)
+
+
 def a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
-        spark: Any, tmp_path: Path, writer: str) -> None:
+        spark: Any, tmp_path: Path, writer: str, in_process: bool = False) -> None:
     """Readers see the previous sync's rows until the resumed run publishes, once."""
-    conn = (Connection(tmp_path, "overwrite", kind="iceberg") if writer == "iceberg"
-            else Connection(tmp_path, "overwrite", writer=writer))
+    conn = (Connection(tmp_path, "overwrite", kind="iceberg", in_process=in_process)
+            if writer == "iceberg"
+            else Connection(tmp_path, "overwrite", writer=writer, in_process=in_process))
     assert conn.sync().exit_code == 0
     assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
 
@@ -451,11 +477,14 @@ def one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
 
 
 # --------------------------------------------------------------------------- tests
+# A real SIGKILL of a real `headwater sync` at every moment, on each destination (the
+# side-by-side cases); the rest of the matrix (sync modes, Spark's writer) with the kill
+# simulated in the test process (the `_in_process` tests below): the same scenarios and
+# assertions, without a JVM start per command.
+
 SCENARIOS: Scenarios = {
     "test_killed_after_a_delta_commit_before_its_state":
         killed_after_a_delta_commit_before_its_state,
-    "test_killed_after_a_commit_then_resumed_without_the_lookup":
-        killed_after_a_commit_then_resumed_without_the_lookup,
     "test_killed_after_a_state_release": killed_after_a_state_release,
     "test_killed_after_the_plan": killed_after_the_plan,
     "test_killed_while_reading": killed_while_reading,
@@ -465,39 +494,65 @@ SCENARIOS: Scenarios = {
     "test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since":
         one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since,
 }
+#: The kinds a real kill covers per moment: ``append`` on each destination.
+REAL_KINDS = ["append", "iceberg-append"]
+#: The rest of the matrix, in-process.
+SIMULATED_KINDS = [kind for kind in KINDS if kind not in REAL_KINDS]
 
 
-@pytest.mark.parametrize("kind", [*KINDS, SPARK_APPEND])
+@pytest.mark.parametrize("kind", REAL_KINDS)
 def test_killed_after_a_delta_commit_before_its_state(
         cases: SideBySide, request: pytest.FixtureRequest, kind: str) -> None:
     cases.check(request.node.nodeid)
 
 
-def test_killed_after_a_commit_then_resumed_without_the_lookup(
-        cases: SideBySide, request: pytest.FixtureRequest) -> None:
-    cases.check(request.node.nodeid)
+@pytest.mark.parametrize("kind", [*SIMULATED_KINDS, SPARK_APPEND])
+def test_killed_after_a_commit_before_its_state_in_process(
+        spark: Any, tmp_path: Path, kind: str) -> None:
+    killed_after_a_delta_commit_before_its_state(spark, tmp_path, kind, in_process=True)
 
 
-@pytest.mark.parametrize("mode", ["append", "append_dedup"])
+def test_killed_after_a_commit_then_resumed_without_the_lookup_in_process(
+        spark: Any, tmp_path: Path) -> None:
+    killed_after_a_commit_then_resumed_without_the_lookup(spark, tmp_path, in_process=True)
+
+
+@pytest.mark.parametrize("mode", ["append"])
 def test_killed_after_a_state_release(
         cases: SideBySide, request: pytest.FixtureRequest, mode: str) -> None:
     cases.check(request.node.nodeid)
+
+
+def test_killed_after_a_state_release_in_process(spark: Any, tmp_path: Path) -> None:
+    killed_after_a_state_release(spark, tmp_path, "append_dedup", in_process=True)
 
 
 def test_killed_after_the_plan(cases: SideBySide, request: pytest.FixtureRequest) -> None:
     cases.check(request.node.nodeid)
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", REAL_KINDS)
 def test_killed_while_reading(cases: SideBySide, request: pytest.FixtureRequest,
                               kind: str) -> None:
     cases.check(request.node.nodeid)
 
 
-@pytest.mark.parametrize("writer", ["auto", "spark", "iceberg"])
+@pytest.mark.parametrize("kind", SIMULATED_KINDS)
+def test_killed_at_a_moment_after_the_first_commit_in_process(
+        spark: Any, tmp_path: Path, kind: str) -> None:
+    killed_at_a_moment_after_the_first_commit(spark, tmp_path, kind)
+
+
+@pytest.mark.parametrize("writer", ["auto", "iceberg"])
 def test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
         cases: SideBySide, request: pytest.FixtureRequest, writer: str) -> None:
     cases.check(request.node.nodeid)
+
+
+def test_a_full_refresh_on_sparks_writer_killed_after_its_first_staged_checkpoint_in_process(
+        spark: Any, tmp_path: Path) -> None:
+    a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
+        spark, tmp_path, "spark", in_process=True)
 
 
 def test_killed_twice_then_resumed(cases: SideBySide, request: pytest.FixtureRequest) -> None:
