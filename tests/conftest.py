@@ -44,7 +44,10 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     logs = tmp_path_factory.mktemp("spark-logs")
     session = get_spark(SparkSettings(master="local[2]", app_name="headwater-tests",
-                                      conf={"spark.sql.shuffle.partitions": "4"},
+                                      conf={"spark.sql.shuffle.partitions": "4",
+                                            # Each pytest process its own (xdist workers).
+                                            "spark.sql.warehouse.dir":
+                                                str(tmp_path_factory.mktemp("warehouse"))},
                                       jvm_log_path=Path(logs) / "spark.log"))
     yield session
     session.stop()
