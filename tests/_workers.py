@@ -55,6 +55,14 @@ def group_and_order(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: (-unit_cost[_group_of(item)], first_seen[_group_of(item)]))
 
 
+def mark_slow(items: list[pytest.Item]) -> None:
+    """Mark ``slow`` every integration test (a Spark session, servers, CLI processes), so
+    ``-m "not slow"`` is the developers' fast loop: every module's unit tests."""
+    for item in items:
+        if _module_of(item).startswith("tests/integration/"):
+            item.add_marker(pytest.mark.slow)
+
+
 def known_costs() -> dict[str, float]:
     """Seconds per known slow file: the first word of its reason in ``tests/slow_files.txt``."""
     costs: dict[str, float] = {}

@@ -31,6 +31,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Each module one unit of work for pytest-xdist, the slowest first (tests/_workers.py).
     workers.group_and_order(items)
+    workers.mark_slow(items)
 
 
 def _interrupted(signum: int, frame: object) -> None:
