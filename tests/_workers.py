@@ -46,12 +46,14 @@ def group_and_order(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("xdist_group") is None:
             group = CLUSTER_GROUP if item.get_closest_marker("cluster") else _module_of(item)
             item.add_marker(pytest.mark.xdist_group(group))
-    unit_cost: dict[str, float] = {}
+    modules: dict[str, set[str]] = {}
     first_seen: dict[str, int] = {}
     for index, item in enumerate(items):
         unit = _group_of(item)
-        unit_cost[unit] = unit_cost.get(unit, 0.0) + costs.get(_module_of(item), 0.0)
+        modules.setdefault(unit, set()).add(_module_of(item))
         first_seen.setdefault(unit, index)
+    unit_cost = {unit: sum(costs.get(module, 0.0) for module in in_unit)
+                 for unit, in_unit in modules.items()}
     items.sort(key=lambda item: (-unit_cost[_group_of(item)], first_seen[_group_of(item)]))
 
 
