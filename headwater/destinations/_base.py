@@ -340,6 +340,9 @@ class Destination(ABC):
 
         New columns are added; a column whose type changed keeps the table's
         type, and values that do not fit it are recorded per row by the engine.
+        That is for a table the destination created: one it did not (no ``_hw_*``
+        columns) is refused before it changes unless each shared column holds every
+        value of the stream's (``_existing_table.py``), as :meth:`check_tables` says.
         """
 
     @abstractmethod
