@@ -91,7 +91,8 @@ def _print(name: str, part: dict[str, Any]) -> None:
 
 def check(connection: ConnectionArg, as_json: JsonOpt = False, verbose: VerboseOpt = 0) -> None:
     """Validate the connection file, ask the source whether it can be read and the
-    destination whether it can be written (the exit code is non-zero if either fails)."""
+    destination whether it can be written, its streams' existing tables included (the
+    exit code is non-zero if either fails)."""
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)

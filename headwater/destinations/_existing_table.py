@@ -91,9 +91,9 @@ def refuse(misfits: list[Misfit], *, table: str, stream: str) -> None:
         "_hw_* columns), and cannot take the stream's rows: "
         f"{'; '.join(m.describe() for m in misfits)}. Nothing "
         "was written. Rename or drop that table (or write the stream to another one: "
-        "table_prefix, namespace, path), change the column's type in the table to one that "
-        "holds the stream's values, or declare the column's type in the source's schema so "
-        "it matches the table's", stream=stream)
+        "table_prefix, namespace, path), change the column in the table (a type that holds "
+        "the stream's values, or nullable), or declare the column's type in the source's "
+        "schema so it matches the table's", stream=stream)
 
 
 def _compare(path: str, table: pa.Field, stream: pa.Field, found: list[Misfit],
