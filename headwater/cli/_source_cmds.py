@@ -13,7 +13,7 @@ from rich.markup import escape
 from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
 from headwater.config import ConnectionConfig, load_connection, mask
-from headwater.errors import ExitCode
+from headwater.errors import ConfigError, ExitCode
 
 
 def _checked(kind: str, type_name: str, run: Callable[[], str | None]) -> dict[str, Any]:
@@ -45,7 +45,30 @@ def _check_destination(config: ConnectionConfig) -> str | None:
     skipped = destination.check_skipped()
     if skipped is None:
         destination.check()
+    schemas = _stream_schemas(config)
+    if schemas is not None:  # else the source's part says why
+        destination.check_tables(schemas)
     return skipped
+
+
+def _stream_schemas(config: ConnectionConfig) -> dict[str, Any] | None:
+    """Each configured stream's data columns, as a sync hands them to the destination's
+    ``prepare`` (None: the source cannot say, and its own check fails)."""
+    from headwater.engine import build_source, resolve_streams
+    from headwater.table_schema import arrow_schema_for
+
+    try:
+        source = build_source(config)
+        streams = resolve_streams(source, config)
+        return {s.name: arrow_schema_for(source.stream(s.name).json_schema(), s.json_columns)
+                for s in streams}
+    except ConfigError as exc:
+        if str(exc.context.get("field", "")).startswith("streams"):
+            raise  # the connection file's streams (their table_properties among them)
+    except Exception:
+        pass
+    logging.getLogger("headwater").debug("stream schemas not known", exc_info=True)
+    return None
 
 
 _PASSED = {"source": "is reachable and the config is valid",
@@ -68,7 +91,8 @@ def _print(name: str, part: dict[str, Any]) -> None:
 
 def check(connection: ConnectionArg, as_json: JsonOpt = False, verbose: VerboseOpt = 0) -> None:
     """Validate the connection file, ask the source whether it can be read and the
-    destination whether it can be written (the exit code is non-zero if either fails)."""
+    destination whether it can be written, its streams' existing tables included (the
+    exit code is non-zero if either fails)."""
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)

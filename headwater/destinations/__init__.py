@@ -63,6 +63,14 @@ def build_destination(type_name: str, config: Any, *,
     return cls(validated)
 
 
+def table_properties_refusal(type_name: str, properties: Mapping[str, str]) -> str | None:
+    """Why a ``type_name`` destination cannot honour a stream's ``table_properties`` (None:
+    it can): what ``headwater validate`` and every sync's start refuse."""
+    if not properties:
+        return None
+    return get_destination_class(type_name).table_property_refusal(properties)
+
+
 def spark_requirements(type_names: Any = None) -> SparkRequirements:
     """What sessions for ``type_names`` (default: every built-in destination) need."""
     names = list(_BUILT_INS) if type_names is None else list(type_names)
@@ -74,4 +82,5 @@ def spark_requirements(type_names: Any = None) -> SparkRequirements:
 
 __all__ = ["DESTINATION_ENTRY_POINT_GROUP", "CommitMarker", "CommitResult", "Destination",
            "DestinationCapabilities", "SparkRequirements", "build_destination",
-           "destination_types", "get_destination_class", "spark_requirements"]
+           "destination_types", "get_destination_class", "spark_requirements",
+           "table_properties_refusal"]

@@ -275,6 +275,32 @@ class Destination(ABC):
         """
         return None
 
+    def check_tables(self, streams: Mapping[str, pa.Schema]) -> None:
+        """Prove, before any sync, that each stream's existing table can take its rows.
+
+        What ``headwater check`` runs after :meth:`check`, with each configured
+        stream's data columns (what :meth:`prepare` is handed).  A table Headwater
+        did not create must hold every value of the stream's columns
+        (``_existing_table.py``), else a :class:`~headwater.errors.ConfigError`
+        names the columns, both types and what to do, as the sync's ``prepare``
+        would.  Starts no Spark; a table it cannot reach without Spark is not
+        checked.  The default checks nothing.
+        """
+        return None
+
+    @classmethod
+    def table_property_refusal(cls, properties: Mapping[str, str]) -> str | None:
+        """Why a stream's ``table_properties`` cannot be honoured here (None: they can).
+
+        A property that tells the table's writers how to write (Iceberg's
+        ``write.format.default``) but that this destination's own writer ignores
+        would be set on the table while the files say otherwise, and would tell
+        every later writer to do what this one does not: refused before anything
+        runs (``headwater validate``, and every sync's start), naming the
+        property.  The default refuses nothing.
+        """
+        return None
+
     def use_spark_conf(self, conf: Mapping[str, str]) -> None:
         """Take the connection's ``spark.conf`` before :meth:`check` (which starts no Spark).
 
@@ -314,6 +340,9 @@ class Destination(ABC):
 
         New columns are added; a column whose type changed keeps the table's
         type, and values that do not fit it are recorded per row by the engine.
+        That is for a table the destination created: one it did not (no ``_hw_*``
+        columns) is refused before it changes unless each shared column holds every
+        value of the stream's (``_existing_table.py``), as :meth:`check_tables` says.
         """
 
     @abstractmethod

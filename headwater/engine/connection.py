@@ -13,6 +13,7 @@ from typing import Any
 
 from headwater.config import ConnectionConfig, register_secrets, secret_values, validate_config
 from headwater.connectors import get_source_class
+from headwater.destinations import table_properties_refusal
 from headwater.errors import ConfigError
 from headwater.partition_terms import parse_term
 from headwater.plan import ConfiguredStream, TableLayout
@@ -78,6 +79,11 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
             if problem is not None:
                 raise ConfigError(f"stream {configured.name!r}: {problem}",
                                   field=f"{where}.{setting}")
+        refused = table_properties_refusal(connection.destination.type,
+                                           configured.table_properties)
+        if refused is not None:
+            raise ConfigError(f"stream {configured.name!r}: {refused}",
+                              field=f"{where}.table_properties")
         resolved.append(ConfiguredStream(
             name=configured.name, sync_mode=configured.sync_mode,
             destination_sync_mode=configured.destination_sync_mode,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from headwater.config import load_connection, mask, validate_config
+from headwater.config import ConnectionConfig, load_connection, mask, validate_config
 from headwater.errors import ConfigError, HeadwaterError, SpecValidationError
 
 _LINE_SUFFIX = re.compile(r"\s*\(line (\d+)\)$")
@@ -56,6 +56,23 @@ def validate_file(path: Path) -> list[dict[str, Any]]:
                 if problem["line"] is None:
                     problem["line"] = config.field_line(problem["field"] or f"{section}.type")
             problems += found
+    return problems + _refused_table_properties(path, config)
+
+
+def _refused_table_properties(path: Path, config: ConnectionConfig) -> list[dict[str, Any]]:
+    """A problem for each stream whose ``table_properties`` the destination cannot honour."""
+    from headwater.destinations import table_properties_refusal
+
+    problems: list[dict[str, Any]] = []
+    for position, stream in enumerate(config.streams or []):
+        field = f"streams[{position}].table_properties"
+        try:
+            refused = table_properties_refusal(config.destination.type, stream.table_properties)
+        except HeadwaterError:  # an unknown destination type: reported above
+            return problems
+        if refused is not None:
+            problems.append({"file": str(path), "line": config.field_line(field),
+                             "field": field, "message": mask(f"stream {stream.name!r}: {refused}")})
     return problems
 
 

@@ -100,13 +100,19 @@ from headwater.destinations.delta._store import (
 )
 from headwater.destinations.delta._store_check import check_s3
 from headwater.destinations.delta._table_features import task_path_refusal
+from headwater.destinations.delta._table_fit import refuse_misfits
 from headwater.destinations.delta._variant import (
     spark_schema,
     task_path_reason,
     variant_columns,
     with_variants,
 )
-from headwater.errors import CommitOutcomeUnknownError, DestinationError, StoreBehindTableError
+from headwater.errors import (
+    CommitOutcomeUnknownError,
+    DestinationError,
+    HeadwaterError,
+    StoreBehindTableError,
+)
 from headwater.sync_modes import DestinationSyncMode
 from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT, json_kind
 
@@ -287,6 +293,26 @@ class DeltaDestination(Destination):
         else:
             check_azure(self.root, reached.store)
 
+    def check_tables(self, streams: Mapping[str, pa.Schema]) -> None:
+        """Each stream's existing table, read by delta-rs (local folders, S3, Azure), must
+        take the stream's rows (``_table_fit.py``); other locations are Spark's to read."""
+        from pyspark.sql.types import StructType
+
+        for stream, data_schema in streams.items():
+            location = self.table_location(stream)
+            local = local_folder(location)
+            if local is not None:
+                folder: TableFolder | None = TableFolder(local)
+            elif on_object_store(location) and not store_refusal(location,
+                                                                 self._hadoop_setting):
+                folder = store_folder(location, self._hadoop_setting)
+            else:
+                continue
+            state = None if folder is None else _delta_rs.table_state(folder)
+            if state is not None:
+                refuse_misfits(StructType.fromJson(state.schema_json), data_schema, location,
+                               stream)
+
     def check_skipped(self) -> str | None:
         if local_folder(self.root) is not None:
             return None
@@ -435,6 +461,9 @@ class DeltaDestination(Destination):
             # then is decided from the table as created (``file_writer`` reads it again).
             # A table off the task path's allowlist is evolved by Spark (below): on a
             # column-mapped table only Spark's ALTER TABLE gives new columns physical names.
+            if state is not None:  # before the table changes: one Headwater did not create
+                refuse_misfits(StructType.fromJson(state.schema_json), data_schema, location,
+                               plan.stream.name)
             if (folder is not None and state is not None
                     and self._choose(plan, folder, state).folder is not None):
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
@@ -455,10 +484,12 @@ class DeltaDestination(Destination):
                     _create_table(spark, location, spark_schema(wanted), layout)
                     self._clustered[plan.stream.name] = bool(layout.cluster_by)
                     return data_schema
+                existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
+                if state is None:  # not read by delta-rs above
+                    refuse_misfits(existing.values(), data_schema, location, plan.stream.name)
                 _report_layout(plan, location, detail)
                 self._clustered[plan.stream.name] = bool(detail.clustering_columns)
                 properties = dict(detail.properties)
-                existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
                 wanted_spark = spark_schema(wanted)
                 missing = [f for f in wanted_spark if f.name not in existing]
                 nested = nested_additions(wanted_spark, existing)
@@ -481,6 +512,8 @@ class DeltaDestination(Destination):
                     existing = {f.name: f
                                 for f in spark.read.format("delta").load(location).schema}
                 return _table_types(data_schema, existing)
+        except HeadwaterError:
+            raise
         except Exception as exc:
             raise _failed(f"cannot prepare Delta table at {location}", exc,
                           plan.stream.name) from exc

@@ -162,6 +162,13 @@ class ParquetFiles:
     compression: str = "snappy"
     #: How the executors reach ``folder`` on S3 or Azure (None: a local folder).
     store: StoreAccess | None = None
+    #: The codec's level (None: its default), as a table asks for it (Iceberg's
+    #: ``write.parquet.compression-level``).
+    compression_level: int | None = None
+    #: A file is also closed once this many bytes of Arrow data went into it (None: no
+    #: limit): a table's target file size (Iceberg's ``write.target-file-size-bytes``),
+    #: met from above since the file holds them encoded and compressed.
+    max_bytes_per_file: int | None = None
 
     @property
     def schema(self) -> pa.Schema:
@@ -183,15 +190,14 @@ class ParquetFiles:
                 if batch.num_rows == 0:
                     continue
                 if current is None:
-                    current = _File.open(TableFolder(self.folder, self.store), batch.schema,
-                                         self.compression,
-                                         [c for c in self.stats_columns if c in batch.schema.names])
+                    current = self.open_file(
+                        batch.schema, [c for c in self.stats_columns if c in batch.schema.names])
                 elif batch.schema != current.schema:
                     # One file has one schema; a batch that differs only in how it is
                     # encoded (nullability, a dictionary) is cast to the file's.
                     batch = batch.cast(current.schema)
                 current.write(batch)
-                if current.rows >= self.max_rows_per_file:
+                if self.is_full(current):
                     yield current.close()
                     current = None
             if current is not None:
@@ -200,6 +206,17 @@ class ParquetFiles:
         finally:
             if current is not None:  # the task failed: leave no half-written file behind
                 current.abandon()
+
+
+    def open_file(self, schema: pa.Schema, stats_columns: Sequence[str]) -> _File:
+        """A new file in ``folder``, written as this writer's settings say."""
+        return _File.open(TableFolder(self.folder, self.store), schema, self.compression,
+                          stats_columns, compression_level=self.compression_level)
+
+    def is_full(self, file: _File) -> bool:
+        """Whether ``file`` is to be closed (and another started) now."""
+        return file.rows >= self.max_rows_per_file or (
+            self.max_bytes_per_file is not None and file.bytes >= self.max_bytes_per_file)
 
 
 class _File:
@@ -211,19 +228,23 @@ class _File:
         self.pending_rows = 0
         self.pending_bytes = 0
         self.rows = 0
+        #: Bytes of Arrow data written (before encoding and compression).
+        self.bytes = 0
         self.rejected = 0
 
     @classmethod
     def open(cls, table: str | TableFolder, schema: pa.Schema, compression: str,
-             stats_columns: Sequence[str]) -> _File:
+             stats_columns: Sequence[str], *, compression_level: int | None = None) -> _File:
         folder = TableFolder.of(table)
         # Spark's naming, so the table's folder looks the same whoever wrote a file.
-        name = f"part-{uuid.uuid4()}-c000.{compression}.parquet"
+        name = (f"part-{uuid.uuid4()}-c000.parquet" if compression == "none"
+                else f"part-{uuid.uuid4()}-c000.{compression}.parquet")
         plain = _float_leaves(schema)
         others = [path for path in _leaf_paths(schema) if path not in plain]
         where, filesystem = folder.write_target(name)
         writer = pq.ParquetWriter(
             where, schema, filesystem=filesystem, compression=compression,
+            compression_level=compression_level,
             # No row-group statistics and no dictionary on float and double columns,
             # nested ones included, so Spark never skips a row group by them (issue 16).
             # Arrow leaves NaN out of a column's min/max (as the Parquet format advises),
@@ -251,6 +272,7 @@ class _File:
         if self.pending_rows >= ROW_GROUP_ROWS or self.pending_bytes >= ROW_GROUP_BYTES:
             self._flush()
         self.rows += batch.num_rows
+        self.bytes += batch.nbytes
         if "_hw_notes" in batch.schema.names:
             notes = batch.column("_hw_notes")
             self.rejected += batch.num_rows - notes.null_count

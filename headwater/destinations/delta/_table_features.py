@@ -37,6 +37,9 @@ What is allowed, and why:
   the protocol identifies the file.  Checked against Spark in the tests.
 * ``appendOnly`` / ``invariants``: allowed while unused; ``delta.appendOnly =
   true`` or any ``delta.invariants`` field metadata sends the table to Spark.
+* Properties that ask writers for work: ``delta.autoOptimize.optimizeWrite`` and
+  ``delta.autoOptimize.autoCompact`` (set, and not false) send the table to
+  Spark, whose writer does it; the task path would set them and ignore them.
 
 Everything else goes to Spark's writer: reader version 2 or writer versions
 3 to 6 (legacy versions that imply CHECK constraints, generated columns,
@@ -68,6 +71,13 @@ ALLOWED_WRITER_VERSIONS: frozenset[int] = frozenset({1, 2})
 #: The table-features versions: their features are listed, and checked one by one.
 FEATURES_READER_VERSION = 3
 FEATURES_WRITER_VERSION = 7
+
+#: Table properties that ask every writer for work Spark's Delta writer does and the task
+#: path does not (its files are as the tasks wrote them): such a table is Spark's to write.
+_WRITER_WORK: tuple[tuple[str, str], ...] = (
+    ("delta.autoOptimize.optimizeWrite", "optimized writes"),
+    ("delta.autoOptimize.autoCompact", "auto compaction"),
+)
 
 #: Field metadata keys that ask a writer to compute or check a column's values.
 _FIELD_METADATA: tuple[tuple[str, str], ...] = (
@@ -114,6 +124,10 @@ def task_path_refusal(table: TableProtocol) -> str | None:
         return refused
     if str(table.properties.get("delta.appendOnly", "false")).lower() == "true":
         return "table is append-only (delta.appendOnly=true)"
+    for key, what in _WRITER_WORK:
+        value = table.properties.get(key)
+        if value is not None and value.strip().lower() not in ("false", "none"):
+            return f"table asks its writers for {what} ({key}={value})"
     if table.partition_columns:
         return (f"table is partitioned by {', '.join(table.partition_columns)} (task files "
                 "carry no partition values)")

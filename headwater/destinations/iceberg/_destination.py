@@ -75,6 +75,7 @@ from headwater.destinations.iceberg import (
     _layout,
     _markers,
     _merge,
+    _properties,
     _rewrite,
     _schema,
     _staging,
@@ -149,6 +150,8 @@ class IcebergDestination(Destination):
         self._staging = _staging.Staging(self.load_table, self._lock)
         #: Each stream's partition fields, as its tasks split rows by them (``_layout.py``).
         self._partition_keys: dict[str, tuple[Any, ...]] = {}
+        #: How each stream's tasks write its files, from the table's properties.
+        self._file_settings: dict[str, _properties.FileSettings] = {}
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
@@ -220,6 +223,16 @@ class IcebergDestination(Destination):
                 f"the Iceberg {self.settings.catalog_type} catalog at {where} is not usable: "
                 f"{_error_line(exc)}") from exc
 
+    def check_tables(self, streams: Mapping[str, pa.Schema]) -> None:
+        for stream, data_schema in streams.items():
+            table = self.load_table(stream)
+            if table is not None:
+                _schema.refuse_misfits(table, data_schema, self.table_location(stream), stream)
+
+    @classmethod
+    def table_property_refusal(cls, properties: Mapping[str, str]) -> str | None:
+        return _properties.refusal(properties)
+
     # ----------------------------------------------------------------- preparing
 
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
@@ -234,13 +247,13 @@ class IcebergDestination(Destination):
                     table = _layout.create_table(catalog, identifier,
                                                  _schema.table_schema(data_schema), plan,
                                                  self.settings.reaches)
-                else:
+                else:  # checked before the table changes: one Headwater did not create
+                    _schema.refuse_misfits(table, data_schema, identifier, plan.stream.name)
                     table = _layout.apply_to_existing(_catalog.with_name_mapping(table), plan)
                     existing = {f.name for f in table.schema().fields}
                     table = _catalog.add_columns(
                         table, _schema.new_columns(existing, data_schema))
-                self._folders[plan.stream.name] = self._data_folder(table, plan.stream.name)
-                self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
+                self._remember_layout(table, plan.stream.name)
                 return _schema.writing_schema(data_schema, table.schema())
         except HeadwaterError:
             raise
@@ -255,14 +268,18 @@ class IcebergDestination(Destination):
             if table is None:
                 raise DestinationError(f"no Iceberg table {self.table_location(plan.stream.name)}"
                                        " (prepare creates it)", stream=plan.stream.name)
-            folder = self._folders[plan.stream.name] = self._data_folder(table, plan.stream.name)
-            self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
-        keys = self._partition_keys.get(plan.stream.name)
-        if keys:  # one file per partition value, as the table's spec splits rows
-            return _layout.PartitionedParquetFiles(folder=folder.uri, stats_columns=(),
-                                                   store=folder.store, keys=keys)
-        # No Delta statistics: Iceberg reads each file's metrics from its footer.
-        return ParquetFiles(folder=folder.uri, stats_columns=(), store=folder.store)
+            self._remember_layout(table, plan.stream.name)
+            folder = self._folders[plan.stream.name]
+        # One file per partition value, as the table's spec splits rows; written as the
+        # table's properties ask (codec, target file size: ``_properties.py``).
+        return self._file_settings[plan.stream.name].writer(
+            folder, self._partition_keys.get(plan.stream.name) or ())
+
+    def _remember_layout(self, table: Table, stream: str) -> None:
+        """Where and how the stream's tasks write the table's files, as the table says."""
+        self._folders[stream] = self._data_folder(table, stream)
+        self._partition_keys[stream] = _layout.partition_keys(table)
+        self._file_settings[stream] = _properties.file_settings(table.properties)
 
     def _data_folder(self, table: Table, stream: str) -> TableFolder:
         """Where the stream's tasks write the table's data files (a local one created)."""

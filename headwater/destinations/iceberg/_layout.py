@@ -36,8 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater.destinations.delta._files import ParquetFiles, _File
-from headwater.destinations.delta._store import TableFolder
-from headwater.destinations.iceberg import _catalog, _config
+from headwater.destinations.iceberg import _catalog, _config, _properties
 from headwater.errors import ConfigError, DestinationError
 from headwater.partition_terms import EXPECTED_SHAPE, PartitionTerm, parse_term
 
@@ -87,8 +86,13 @@ def partition_spec(terms: Sequence[PartitionTerm], schema: Schema, stream: str) 
 
 
 def user_properties(plan: StreamPlan) -> dict[str, str]:
-    """The stream's ``table_properties``, refused where they name the destination's own."""
+    """The stream's ``table_properties``, refused where they name the destination's own
+    or ask the writer for what it does not do (``_properties.py``)."""
     properties = dict(plan.stream.table_layout.properties)
+    refused = _properties.refusal(properties)
+    if refused is not None:
+        raise ConfigError(f"stream {plan.stream.name!r}: {refused}", stream=plan.stream.name,
+                          field="table_properties")
     for key in properties:
         if key.startswith(_RESERVED_PREFIXES):
             raise ConfigError(f"stream {plan.stream.name!r}: table_properties: {key!r} is kept "
@@ -220,12 +224,11 @@ class PartitionedParquetFiles(ParquetFiles):
                 for value, rows in split(batch, self.keys):
                     current = files.get(value)
                     if current is None:
-                        current = files[value] = _File.open(
-                            TableFolder(self.folder, self.store), rows.schema, self.compression, ())
+                        current = files[value] = self.open_file(rows.schema, ())
                     elif rows.schema != current.schema:
                         rows = rows.cast(current.schema)
                     current.write(rows)
-                    if current.rows >= self.max_rows_per_file:
+                    if self.is_full(current):
                         yield files.pop(value).close()
             while files:
                 yield files.popitem()[1].close()

@@ -51,7 +51,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from headwater.destinations._merge_rule import quote
-from headwater.destinations.delta._files import FILE_SCHEMA, ParquetFiles, WrittenFile
+from headwater.destinations.delta._files import FILE_SCHEMA, WrittenFile
 from headwater.destinations.delta._store import (
     S3Access,
     StoreAccess,
@@ -59,7 +59,8 @@ from headwater.destinations.delta._store import (
     s3_bucket_and_key,
 )
 from headwater.destinations.iceberg import _commit, _config
-from headwater.destinations.iceberg._layout import PartitionedParquetFiles, partition_keys
+from headwater.destinations.iceberg._layout import partition_keys
+from headwater.destinations.iceberg._properties import FileSettings, file_settings
 from headwater.destinations.iceberg._schema import small_types
 from headwater.errors import DestinationError
 
@@ -222,12 +223,11 @@ class _TableFiles:
     #: The table's partition fields (``_layout.partition_keys``; empty: unpartitioned):
     #: a partitioned table gets one file per partition value, as from the tasks.
     keys: tuple[Any, ...] = ()
+    #: How the table's properties ask its files to be written (codec, target size).
+    settings: FileSettings = field(default_factory=FileSettings)
 
     def __call__(self, batches: Any) -> Any:
-        folder, store = self.folder.uri, self.folder.store
-        writer = (PartitionedParquetFiles(folder=folder, stats_columns=(), store=store,
-                                          keys=self.keys)
-                  if self.keys else ParquetFiles(folder=folder, stats_columns=(), store=store))
+        writer = self.settings.writer(self.folder, self.keys)
         return writer.write(batch.select(self.schema.names).cast(self.schema)
                             for batch in batches)
 
@@ -245,7 +245,8 @@ def write_files(frame: DataFrame, table: Table, folder: TableFolder) -> list[Wri
     types = {f.name: f.dataType for f in spark_schema(table)}
     columns = [F.col(quote(n)) if n in frame.columns else F.lit(None).cast(types[n]).alias(n)
                for n in schema.names]  # a column the rows lack (the source dropped it): nulls
-    files = frame.select(*columns).mapInArrow(_TableFiles(folder, schema, partition_keys(table)),
+    files = frame.select(*columns).mapInArrow(_TableFiles(folder, schema, partition_keys(table),
+                                                          file_settings(table.properties)),
                                               from_arrow_schema(FILE_SCHEMA))
     return [WrittenFile(**row.asDict()) for row in files.collect()]
 

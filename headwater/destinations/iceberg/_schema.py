@@ -14,7 +14,10 @@ Rules, as the Delta destination's where Iceberg allows:
   type and PyIceberg 0.12 writes no v3 variant;
 * new top-level source columns are added (``union_by_name``); a column whose type
   changed keeps the table's type, and values that do not fit it become notes;
-  fields a struct gained are not added yet (its values keep them as notes).
+  fields a struct gained are not added yet (its values keep them as notes);
+* a table Headwater did not create (it lacks the ``_hw_*`` columns) is taken
+  only where each shared column's type holds every value of the stream's
+  (``_existing_table.py``), checked before the table changes.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from headwater.destinations._existing_table import is_headwater_table, misfits, refuse
 from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, json_kind
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
+    from pyiceberg.table import Table
 
 
 def _as_text(field: pa.Field) -> pa.Field:
@@ -86,4 +91,20 @@ def writing_schema(data_schema: pa.Schema, table: Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
-__all__ = ["new_columns", "small_types", "table_schema", "writing_schema"]
+def refuse_misfits(table: Table, data_schema: pa.Schema, identifier: str, stream: str) -> None:
+    """Raise a ConfigError when ``table`` cannot take the stream's rows as they are.
+
+    Never for a table Headwater created (it has the ``_hw_*`` columns): its schema
+    evolves as above.  Iceberg adds no field to a struct here, so a struct field
+    the table lacks is a misfit too.
+    """
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    arrow = schema_to_pyarrow(table.schema(), include_field_ids=False)
+    if is_headwater_table(arrow.names):
+        return
+    refuse(misfits(arrow, table_schema(data_schema), adds_nested_fields=False),
+           table=f"Iceberg table {identifier}", stream=stream)
+
+
+__all__ = ["new_columns", "refuse_misfits", "small_types", "table_schema", "writing_schema"]

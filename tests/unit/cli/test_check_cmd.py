@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from typer.testing import CliRunner
 
@@ -105,3 +106,50 @@ def test_secrets_stay_masked_in_the_destinations_failure(
     text = CliRunner().invoke(app, ["check", str(path)])
     assert text.exit_code == ExitCode.FAILED
     assert token not in result.output + text.output and REDACTED in text.stderr
+
+
+def _foreign_orders(destination: str, tmp_path: Path, columns: pa.Schema) -> Path:
+    """A connection syncing the sample's ``orders`` (id long, amount double...) into a table
+    someone else made first with ``columns``, through delta-rs or PyIceberg (no Spark)."""
+    path = _connection(tmp_path, destination)
+    path.write_text(path.read_text() + "streams: [{name: orders, destination_sync_mode: append}]\n")
+    if "delta" in destination:
+        from deltalake import write_deltalake
+
+        write_deltalake(str(tmp_path / "lake" / "orders"), columns.empty_table())
+    else:
+        from headwater.destinations import build_destination
+
+        destination = build_destination("iceberg", {"warehouse": str(tmp_path / "wh")})
+        catalog = destination.catalog()  # type: ignore[attr-defined]
+        catalog.create_namespace("headwater")
+        catalog.create_table("headwater.orders", schema=columns)
+    return path
+
+
+@pytest.mark.parametrize("destination", ["delta", "iceberg"])
+def test_an_existing_table_that_cannot_hold_the_stream_s_values_fails_the_check(
+        tmp_path: Path, destination: str) -> None:
+    config = ("{type: delta, config: {path: " + str(tmp_path / "lake") + "}}"
+              if destination == "delta"
+              else "{type: iceberg, config: {warehouse: " + str(tmp_path / "wh") + "}}")
+    path = _foreign_orders(config, tmp_path, pa.schema([("id", pa.string()),
+                                                        ("amount", pa.int32())]))
+    result = CliRunner().invoke(app, ["check", str(path), "--json"])
+    assert result.exit_code == ExitCode.CONFIG, result.output
+    error = json.loads(result.stdout)["destination"]["error"]
+    assert "was not created by Headwater" in error["message"]
+    assert ("id: the stream's long does not fit the table's string; amount: the stream's "
+            "double does not fit the table's int") in error["message"]
+
+
+@pytest.mark.parametrize("destination", ["delta", "iceberg"])
+def test_an_existing_table_with_wider_types_passes_the_check(tmp_path: Path,
+                                                             destination: str) -> None:
+    config = ("{type: delta, config: {path: " + str(tmp_path / "lake") + "}}"
+              if destination == "delta"
+              else "{type: iceberg, config: {warehouse: " + str(tmp_path / "wh") + "}}")
+    path = _foreign_orders(config, tmp_path, pa.schema([
+        ("id", pa.decimal128(20, 0)), ("amount", pa.float64()), ("legacy", pa.string())]))
+    result = CliRunner().invoke(app, ["check", str(path), "--json"])
+    assert result.exit_code == 0, result.output

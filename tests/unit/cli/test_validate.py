@@ -77,3 +77,33 @@ def test_valid_files_pass(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["validate", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "all valid" in result.stdout
+
+
+ORC_TABLE = """\
+name: orc
+source: {type: sample}
+destination:
+  type: iceberg
+  config: {warehouse: wh}
+streams:
+  - name: orders
+    table_properties:
+      write.parquet.compression-codec: zstd
+      write.format.default: orc
+"""
+
+
+def test_a_table_property_the_writer_would_not_honour_is_refused_with_its_line(
+        tmp_path: Path) -> None:
+    path = tmp_path / "orc.yaml"
+    path.write_text(ORC_TABLE)
+    result = CliRunner().invoke(app, ["validate", str(path), "--json"])
+    assert result.exit_code == 2, result.output
+    [problem] = json.loads(result.stdout)["problems"]
+    assert problem["field"] == "streams[0].table_properties"
+    assert problem["line"] == 8  # the table_properties line
+    assert problem["message"].startswith(
+        "stream 'orders': table_properties: write.format.default: 'orc': the iceberg "
+        "destination's tasks write Parquet files only")
+    path.write_text(ORC_TABLE.replace("default: orc", "default: parquet"))  # honoured: valid
+    assert CliRunner().invoke(app, ["validate", str(path)]).exit_code == 0

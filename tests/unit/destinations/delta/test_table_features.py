@@ -32,7 +32,8 @@ def table(reader: int = 1, writer: int = 2, readers: tuple[str, ...] = (),
 @pytest.mark.parametrize("allowed", [
     table(1, 1),
     table(1, 2),
-    table(1, 2, properties={"delta.appendOnly": "false", "delta.checkpointInterval": "10"}),
+    table(1, 2, properties={"delta.appendOnly": "false", "delta.checkpointInterval": "10",
+                            "delta.autoOptimize.optimizeWrite": "false"}),
     # Spark moves a table with a timestamp_ntz column to table features, listing the
     # legacy appendOnly and invariants with it: unused, they are fine.
     table(3, 7, ("timestampNtz",), ("appendOnly", "invariants", "timestampNtz")),
@@ -79,6 +80,10 @@ def test_tables_on_the_allowlist_take_task_written_files(allowed: TableProtocol)
     (table(1, 8), "writer version 8 is not on"),
     (table(properties={"delta.appendOnly": "true"}),
      "table is append-only (delta.appendOnly=true)"),
+    (table(properties={"delta.autoOptimize.optimizeWrite": "true"}),
+     "table asks its writers for optimized writes (delta.autoOptimize.optimizeWrite=true)"),
+    (table(properties={"delta.autoOptimize.autoCompact": "auto"}),
+     "table asks its writers for auto compaction (delta.autoOptimize.autoCompact=auto)"),
     (table(partitions=("day",), fields=[field("id"), field("day", "date")]),
      "table is partitioned by day"),
     (table(fields=[field("id"), field("twice", **{"delta.generationExpression": "id * 2"})]),
