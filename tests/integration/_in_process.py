@@ -67,6 +67,13 @@ def run_in_process(tmp_path: Path, *args: str,
     return CliResult(result.exit_code, document, result.stdout, stderr)
 
 
+def sync_in_process(tmp_path: Path, connection: Path, *extra: str,
+                    env: Mapping[str, str] | None = None) -> CliResult:
+    """``headwater sync CONNECTION --json EXTRA...`` in this process, as
+    :func:`tests.integration._cli.sync` runs it in a subprocess."""
+    return run_in_process(tmp_path, "sync", str(connection), "--json", *extra, env=env)
+
+
 @contextmanager
 def _working_in(folder: Path, env: Mapping[str, str | None]) -> Iterator[None]:
     before_cwd = os.getcwd()

@@ -20,6 +20,7 @@ from headwater.connectors.object_storage._source import ObjectStorageSource
 from headwater.errors import ConnectorError
 from headwater.sdk import Partition
 from tests.integration._cli import store, sync, sync_runs
+from tests.integration._in_process import sync_in_process
 from tests.integration.connectors.object_storage.conftest import ACCESS_KEY, SECRET_KEY, S3Server
 from tests.integration.connectors.object_storage.test_object_storage_sync import (
     connection,
@@ -230,7 +231,7 @@ def test_sigkill_mid_run_then_one_sync_lands_every_object_once_and_empties_the_q
     assert len(store(tmp_path).get_state("crashy", "notified")["recent"]) == 3
 
     put(s3_server, bucket, ["in/new/a.jsonl", "in/new/b.jsonl"])
-    result = sync(tmp_path, path)
+    result = sync_in_process(tmp_path, path)  # nothing killed: in this process
     assert result.exit_code == 0, result.describe()
     resumed, new = sync_runs(result)
     assert resumed["resumed"] is True and resumed["status"] == "succeeded"

@@ -2,7 +2,9 @@
 
 In-process syncs share the suite's Spark session; the crash and ``--watch``
 tests run the real CLI (a SIGKILL must hit a whole sync, a watcher must be
-signalled like a user's).  Data are small: the cost is Spark's per-job overhead.
+signalled like a user's); the sync resuming a killed one runs the CLI's command
+in this process (``_in_process``: nothing is killed there).  Data are small: the
+cost is Spark's per-job overhead.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from tests.integration._cli import (
     wait_for_group_exit,
 )
 from tests.integration._connections import connection_file
+from tests.integration._in_process import sync_in_process
 from tests.integration.connectors.object_storage.conftest import SECRET_KEY, S3Server
 from tests.unit.connectors.object_storage.conftest import COMPRESSORS, ROWS, encode
 
@@ -160,7 +163,7 @@ def test_sigkill_in_a_large_object_then_resume_lands_every_record_once(
     (folder / "new.jsonl").write_text("".join(
         json.dumps({"id": i, "payload": f"p{i:06d}"}) + "\n"
         for i in range(records, records + arrived)))
-    result = sync(tmp_path, path)
+    result = sync_in_process(tmp_path, path)
     assert result.exit_code == 0, result.describe()
     resumed, new = sync_runs(result)
     assert resumed["resumed"] is True and resumed["status"] == "succeeded"

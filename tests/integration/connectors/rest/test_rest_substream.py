@@ -27,6 +27,7 @@ from headwater.sdk.http import HttpStream
 from tests.api_server import BASE_EPOCH, ApiData, ApiServer, running
 from tests.integration._cli import HOME, store
 from tests.integration._cli import sync as cli_sync
+from tests.integration._in_process import sync_in_process
 from tests.integration.connectors.rest._rest import (
     END_1,
     END_2,
@@ -136,7 +137,7 @@ def test_a_substream_killed_after_a_commit_resumes_with_each_row_once(
 
     # --one-run: this test is about the old plan's resumed run; a new run (a second
     # full refresh, appended) would add a second copy of the rows.
-    resumed = cli_sync(tmp_path, path, "--one-run")
+    resumed = sync_in_process(tmp_path, path, "--one-run")  # nothing killed: in this process
     assert resumed.exit_code == 0, resumed.describe()
     assert resumed.document is not None
     assert resumed.document["resumed"] is True and resumed.document["run_id"] == run.run_id

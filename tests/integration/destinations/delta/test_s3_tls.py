@@ -8,6 +8,11 @@ sync goes through every client Headwater uses against the store: S3A in the JVM
 driver (which trust the PEM bundle named by ``SSL_CERT_FILE``), and botocore in
 ``headwater check``.  Told where the CA is, the sync takes the task path and lands
 every row once; not told, ``check`` says the store's certificate is not trusted.
+
+The sync runs as a ``headwater sync`` process: its JVM must start with the trust
+store (``spark.driver.extraJavaOptions``), which the suite's shared session did not.
+``check`` starts no Spark and reads ``SSL_CERT_FILE`` when it makes its client, so
+it runs in this process (``_in_process``).
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from tests.integration._cli import expected_rows, run_cli, store, sync
+from tests.integration._cli import expected_rows, store, sync
 from tests.integration._connections import connection_file
+from tests.integration._in_process import run_in_process
 from tests.integration._s3 import (
     ACCESS_KEY,
     HOST,
@@ -158,7 +164,7 @@ def test_a_sync_over_tls_with_a_private_ca_takes_the_task_path_and_lands_every_r
     connection = _connection(tmp_path, tls_store, bucket)
     trusted = {"SSL_CERT_FILE": str(tls_store.ca_pem)}
 
-    checked = run_cli(tmp_path, "check", str(connection), env=trusted)
+    checked = run_in_process(tmp_path, "check", str(connection), env=trusted)
     assert checked.exit_code == 0, checked.describe()
 
     result = sync(tmp_path, connection, env=trusted)
@@ -182,8 +188,8 @@ def test_check_names_an_untrusted_certificate(tls_store: TlsStore, tmp_path: Pat
     bucket = tls_store.server.bucket("hw-tls-untrusted")
     connection = _connection(tmp_path, tls_store, bucket)
     public = certifi.where()  # the public CAs: a machine that was not told of the test CA
-    result = run_cli(tmp_path, "check", str(connection),
-                     env={"SSL_CERT_FILE": public, "AWS_CA_BUNDLE": public})
+    result = run_in_process(tmp_path, "check", str(connection),
+                            env={"SSL_CERT_FILE": public, "AWS_CA_BUNDLE": public})
     assert result.exit_code != 0, result.describe()
     assert "certificate of the s3 endpoint" in result.stderr.lower(), result.describe()
     assert "SSL_CERT_FILE" in result.stderr, result.describe()
