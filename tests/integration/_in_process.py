@@ -19,6 +19,7 @@ process's own.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import threading
@@ -78,6 +79,9 @@ def sync_in_process(tmp_path: Path, connection: Path, *extra: str,
 def _working_in(folder: Path, env: Mapping[str, str | None]) -> Iterator[None]:
     before_cwd = os.getcwd()
     before_env = {key: os.environ.get(key) for key in env}
+    # The command sets up logging as a process does; a later test must not inherit it.
+    root = logging.getLogger()
+    before_logging = (root.handlers[:], root.level)
     os.chdir(folder)
     for key, value in env.items():
         _set(key, value)
@@ -85,6 +89,8 @@ def _working_in(folder: Path, env: Mapping[str, str | None]) -> Iterator[None]:
         yield
     finally:
         os.chdir(before_cwd)
+        root.handlers[:], _ = before_logging
+        root.setLevel(before_logging[1])
         for key, value in before_env.items():
             _set(key, value)
 

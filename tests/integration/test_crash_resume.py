@@ -3,7 +3,8 @@
 The guarantee under test (DESIGN.md, "Exactly once"): a run killed at any
 point and then resumed lands every row of the source once, none missing and
 none twice.  Each test runs the real CLI as a subprocess, kills it (with a
-named fault point, or from outside while it reads), runs it again, and
+named fault point, or from outside while it reads; the ``_in_process`` tests
+simulate the kill, see the tests' section), runs it again, and
 compares the table with :meth:`SampleSource.expected_rows`: a Delta table, or
 (the ``iceberg-`` cases) an Iceberg table read with PyIceberg's own client.
 
@@ -24,7 +25,10 @@ and not released (``found_committed``): with the lookup answering nothing,
 these tests fail, on Delta too.
 
 The sync that resumes also syncs what is new, in a run of its own, in the same
-command (issue 20): one test lands new rows between the kill and that sync.
+command (issue 20): one test lands new rows between the kill and that sync, and
+runs that sync as a CLI process. Elsewhere the syncs that resume a killed run, and
+the syncs before and after, run the same command in the test process
+(``_in_process``): the kill is what needs a process of its own.
 
 The source is small (12,000 rows in 12 partitions, 6 checkpoints in 2 lanes):
 the cost of a sync here is Spark's per-job overhead, not rows, and the
@@ -153,10 +157,13 @@ class Connection:
             destination=ICEBERG if self.kind == "iceberg" else None,
         )
 
-    def sync(self, generation: int = 0, fault: str | None = None) -> CliResult:
+    def sync(self, generation: int = 0, fault: str | None = None,
+             in_process: bool | None = None) -> CliResult:
+        """``headwater sync --json``: a CLI process, or (``in_process``, by default the
+        connection's) the same command in the test process, a kill fault simulated."""
         env = {"HEADWATER_FAULT": fault} if fault else None
         args = ("sync", str(self.write(generation)), "--json")
-        if self.in_process:
+        if self.in_process if in_process is None else in_process:
             return run_in_process(self.tmp_path, *args, env=env)
         return run_cli(self.tmp_path, *args, env=env)
 
@@ -218,7 +225,8 @@ def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: 
     incremental stream (the source did not change since the crash); a full
     refresh reads the whole source again (and lands the same table).
     """
-    result = conn.sync(generation, fault=fault)
+    # In the test process: what is proved here is the resume, not the process's end.
+    result = conn.sync(generation, fault=fault, in_process=True)
     assert result.exit_code == 0, result.describe()
     resumed, new = sync_runs(result)
     assert resumed["status"] == "succeeded"
@@ -239,7 +247,7 @@ def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: 
 
 def next_generation(spark: Any, conn: Connection, run_id: str) -> None:
     """After the resumed run, the next sync reads exactly what changed since (generation 1)."""
-    result = conn.sync(generation=1)
+    result = conn.sync(generation=1, in_process=True)
     assert result.exit_code == 0, result.describe()
     document = result.document
     assert document is not None, result.describe()
@@ -412,7 +420,7 @@ def a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
     conn = (Connection(tmp_path, "overwrite", kind="iceberg", in_process=in_process)
             if writer == "iceberg"
             else Connection(tmp_path, "overwrite", writer=writer, in_process=in_process))
-    assert conn.sync().exit_code == 0
+    assert conn.sync(in_process=True).exit_code == 0
     assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
 
     run_id = crashed_run(conn, conn.sync(generation=1, fault="after-commit:1"))
