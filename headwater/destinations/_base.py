@@ -316,6 +316,13 @@ class Destination(ABC):
         type, and values that do not fit it are recorded per row by the engine.
         """
 
+    def unwritten_columns(self, stream: str) -> list[str]:
+        """Columns the stream's table has that the schema its last :meth:`prepare` was
+        given lacks, in the table's order: this run's rows hold null in them, and the
+        engine warns (:func:`headwater.engine._results.stream_warnings`).  The default,
+        for a destination that does not look: none."""
+        return []
+
     @abstractmethod
     def find_commit(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:

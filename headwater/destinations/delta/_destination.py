@@ -241,6 +241,8 @@ class DeltaDestination(Destination):
         #: overwriting it takes care to keep the clustering (``_overwrite_options``).
         #: Each stream's thread reads and writes only its own stream's entry.
         self._clustered: dict[str, bool] = {}
+        #: Per stream, what :meth:`unwritten_columns` says (found by ``_prepare``).
+        self._unwritten: dict[str, list[str]] = {}
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
@@ -405,6 +407,7 @@ class DeltaDestination(Destination):
         # Tables on the task path's allowlist are never clustered (``clustering`` is off it).
         self._clustered[plan.stream.name] = False
         wanted = pa.schema(META_FIELDS + list(data_schema))
+        self._unwritten[plan.stream.name] = []
         self._choices[plan.stream.name] = choice = self._files_folder(spark, plan)
         folder = choice.folder
         variants = variant_columns(data_schema)
@@ -438,6 +441,7 @@ class DeltaDestination(Destination):
             if (folder is not None and state is not None
                     and self._choose(plan, folder, state).folder is not None):
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
+                self._note_unwritten(plan, existing, wanted)
                 if all(f.name in existing for f in wanted) and not nested_additions(
                         from_arrow_schema(wanted), existing) and not _properties_to_set(
                         layout, state.properties):
@@ -459,6 +463,7 @@ class DeltaDestination(Destination):
                 self._clustered[plan.stream.name] = bool(detail.clustering_columns)
                 properties = dict(detail.properties)
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
+                self._note_unwritten(plan, existing, wanted)
                 wanted_spark = spark_schema(wanted)
                 missing = [f for f in wanted_spark if f.name not in existing]
                 nested = nested_additions(wanted_spark, existing)
@@ -484,6 +489,14 @@ class DeltaDestination(Destination):
         except Exception as exc:
             raise _failed(f"cannot prepare Delta table at {location}", exc,
                           plan.stream.name) from exc
+
+    def _note_unwritten(self, plan: StreamPlan, existing: Mapping[str, Any],
+                        wanted: pa.Schema) -> None:
+        self._unwritten[plan.stream.name] = [name for name in existing
+                                             if name not in wanted.names]
+
+    def unwritten_columns(self, stream: str) -> list[str]:
+        return list(self._unwritten.get(stream, ()))
 
     # ----------------------------------------------------------------- commits
 
