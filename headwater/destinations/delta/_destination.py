@@ -108,7 +108,14 @@ from headwater.destinations.delta._variant import (
 )
 from headwater.errors import CommitOutcomeUnknownError, DestinationError, StoreBehindTableError
 from headwater.sync_modes import DestinationSyncMode
-from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT, json_kind
+from headwater.table_schema import (
+    JSON_TEXT,
+    LOGICAL_KEY,
+    META_FIELDS,
+    VARIANT,
+    json_kind,
+    unwritten_columns,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -441,7 +448,7 @@ class DeltaDestination(Destination):
             if (folder is not None and state is not None
                     and self._choose(plan, folder, state).folder is not None):
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
-                self._note_unwritten(plan, existing, wanted)
+                self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
                 if all(f.name in existing for f in wanted) and not nested_additions(
                         from_arrow_schema(wanted), existing) and not _properties_to_set(
                         layout, state.properties):
@@ -463,7 +470,7 @@ class DeltaDestination(Destination):
                 self._clustered[plan.stream.name] = bool(detail.clustering_columns)
                 properties = dict(detail.properties)
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
-                self._note_unwritten(plan, existing, wanted)
+                self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
                 wanted_spark = spark_schema(wanted)
                 missing = [f for f in wanted_spark if f.name not in existing]
                 nested = nested_additions(wanted_spark, existing)
@@ -489,11 +496,6 @@ class DeltaDestination(Destination):
         except Exception as exc:
             raise _failed(f"cannot prepare Delta table at {location}", exc,
                           plan.stream.name) from exc
-
-    def _note_unwritten(self, plan: StreamPlan, existing: Mapping[str, Any],
-                        wanted: pa.Schema) -> None:
-        self._unwritten[plan.stream.name] = [name for name in existing
-                                             if name not in wanted.names]
 
     def unwritten_columns(self, stream: str) -> list[str]:
         return list(self._unwritten.get(stream, ()))

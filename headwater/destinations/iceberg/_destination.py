@@ -88,6 +88,7 @@ from headwater.errors import (
     StoreBehindTableError,
 )
 from headwater.sync_modes import DestinationSyncMode
+from headwater.table_schema import unwritten_columns
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -149,6 +150,8 @@ class IcebergDestination(Destination):
         self._staging = _staging.Staging(self.load_table, self._lock)
         #: Each stream's partition fields, as its tasks split rows by them (``_layout.py``).
         self._partition_keys: dict[str, tuple[Any, ...]] = {}
+        #: Per stream, what :meth:`unwritten_columns` says (found by :meth:`prepare`).
+        self._unwritten: dict[str, list[str]] = {}
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
@@ -222,6 +225,9 @@ class IcebergDestination(Destination):
 
     # ----------------------------------------------------------------- preparing
 
+    def unwritten_columns(self, stream: str) -> list[str]:
+        return list(self._unwritten.get(stream, ()))
+
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         _refuse_unsupported(spark, plan)
         identifier = self.table_location(plan.stream.name)
@@ -230,15 +236,17 @@ class IcebergDestination(Destination):
                 catalog = self.catalog()
                 _catalog.ensure_namespace(catalog, self.settings.namespace)
                 table = _catalog.load_table(catalog, identifier)
+                self._unwritten[plan.stream.name] = []
                 if table is None:  # laid out as the stream asks (_layout.py)
                     table = _layout.create_table(catalog, identifier,
                                                  _schema.table_schema(data_schema), plan,
                                                  self.settings.reaches)
                 else:
                     table = _layout.apply_to_existing(_catalog.with_name_mapping(table), plan)
-                    existing = {f.name for f in table.schema().fields}
+                    existing = [f.name for f in table.schema().fields]
+                    self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
                     table = _catalog.add_columns(
-                        table, _schema.new_columns(existing, data_schema))
+                        table, _schema.new_columns(set(existing), data_schema))
                 self._folders[plan.stream.name] = self._data_folder(table, plan.stream.name)
                 self._partition_keys[plan.stream.name] = _layout.partition_keys(table)
                 return _schema.writing_schema(data_schema, table.schema())

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from headwater.config import ConnectionConfig, load_connection
 from headwater.engine._results import StreamStats, outcome, stream_warnings
 from headwater.errors import ConfigError
 from headwater.integrations._outcome import sensor_verdict, warned_message
+from headwater.table_schema import META_NAMES, unwritten_columns
 
 
 def stats(name: str = "s", read: int = 8, rejected: int = 8, status: str = "succeeded",
@@ -61,3 +63,9 @@ def test_on_warning_takes_only_warn_or_fail(tmp_path: Path) -> None:
     path.write_text("name: c\nsource: {type: sample}\non_warning: ignore\n")
     with pytest.raises(ConfigError, match="on_warning"):
         load_connection(path)
+
+
+def test_unwritten_columns_are_the_tables_others_in_its_order() -> None:
+    table = [*META_NAMES, "id", "tier", "name", "at"]
+    assert unwritten_columns(table, pa.schema([("name", pa.string()), ("id", pa.int64()),
+                                               ("new", pa.int64())])) == ["tier", "at"]
