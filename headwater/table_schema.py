@@ -48,6 +48,7 @@ def unwritten_columns(existing: Iterable[str], data_schema: pa.Schema) -> list[s
     written = {*META_NAMES, *data_schema.names}
     return [name for name in existing if name not in written]
 
+
 #: Notes keep at most this much of a misfit value: enough to debug, bounded per row.
 MAX_NOTE_VALUE = 1000
 

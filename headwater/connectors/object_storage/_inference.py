@@ -221,19 +221,16 @@ def _decodable_lines(data: bytes, encoding: str) -> bytes:
     encoding in which a line break is the byte ``\\n`` (not UTF-16, say).
     """
     try:
-        data.decode(encoding)
-        return data
-    except UnicodeDecodeError:
-        if "\n".encode(encoding) != b"\n":
+        if _decodes(data, encoding) or "\n".encode(encoding) != b"\n":
             return data
     except LookupError:  # a codec Python does not know: pyarrow's error stands
         return data
     return b"\n".join(line for line in data.split(b"\n") if _decodes(line, encoding))
 
 
-def _decodes(line: bytes, encoding: str) -> bool:
+def _decodes(data: bytes, encoding: str) -> bool:
     try:
-        line.decode(encoding)
+        data.decode(encoding)
     except UnicodeDecodeError:
         return False
     return True
