@@ -31,6 +31,7 @@ _EXIT_MEANING: dict[int, str] = {
     ExitCode.FAILED: "the run failed",
     ExitCode.CONFIG: "the connection file or a config is wrong",
     ExitCode.AUTHENTICATION: "credentials were refused",
+    ExitCode.WARNED: "the run warned",
     ExitCode.STOPPED: "interrupted (the next sync resumes the run)",
 }
 

@@ -11,7 +11,6 @@ import pytest
 from headwater.config import ConnectionConfig, load_connection
 from headwater.engine._results import StreamStats, outcome, stream_warnings
 from headwater.errors import ConfigError
-from headwater.integrations._outcome import sensor_verdict, warned_message
 from headwater.table_schema import META_NAMES, unwritten_columns
 
 
@@ -41,12 +40,6 @@ def test_a_warned_stream_warns_the_run_and_a_failed_one_still_fails_it() -> None
     assert outcome([warned, failed], "stop") == ("failed", "c: boom")
     assert warned.to_dict()["warnings"] == ["every record read was rejected"]
     assert "warnings" not in stats(rejected=0).to_dict()
-
-
-def test_a_warned_run_is_a_success_to_a_sensor() -> None:
-    assert sensor_verdict("warned") == "succeeded"
-    document = {"streams": [{"name": "a", "warnings": ["x", "y"]}, {"name": "b"}]}
-    assert warned_message(document) == "a: x; a: y"
 
 
 def test_on_warning_is_the_streams_else_the_connections(tmp_path: Path) -> None:
