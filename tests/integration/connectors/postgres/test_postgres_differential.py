@@ -56,13 +56,14 @@ from headwater.table_schema import (
     conform_batch,
 )
 from tests._postgres import PostgresServer
+from tests.integration._connections import engine
 from tests.integration.connectors.postgres._pg_cases import (
     KINDS,
     TYPES_DDL,
     Table,
     tables,
 )
-from tests.integration.connectors.postgres.test_postgres_source import sync, write_connection
+from tests.integration.connectors.postgres.test_postgres_source import write_connection
 from tests.unit.connectors._json_cases import column_values, comparable, differential
 
 #: One row as compared: (``_row``, values by column, sorted (field, value) of its notes).
@@ -286,8 +287,8 @@ def test_generated_tables_land_in_delta_as_the_reference(
             streams = [{"name": n, "sync_mode": "full_refresh",
                         "destination_sync_mode": "overwrite"} for n in names]
             # A generated table may hold only misfits (every row noted): then `warned`.
-            result = sync(write_connection(Path(folder), postgres_server, database, streams,
-                                           rows_per_partition=3), expect=None)
+            result = engine(write_connection(Path(folder), postgres_server, database, streams,
+                                             rows_per_partition=3)).run()
             assert result.status in SUCCEEDED_STATUSES, result.to_dict()
             for name in names:
                 schema = arrow_schema_for(_stream(postgres_server, database,
