@@ -43,6 +43,10 @@ class ExitCode(IntEnum):
     CONFIG = 2
     #: Credentials were refused.
     AUTHENTICATION = 3
+    #: The sync committed everything and finished (``warned``), but a stream's result looks
+    #: wrong: every record it read was rejected, or its table has columns it no longer
+    #: writes.  ``on_warning: fail`` in the connection file makes such a sync fail (1).
+    WARNED = 4
     #: Stopped on request (SIGINT/SIGTERM) after the commits in flight; the next sync
     #: continues the run.
     STOPPED = 130

@@ -41,6 +41,14 @@ META_FIELDS: list[pa.Field] = [
 ]
 META_NAMES = [f.name for f in META_FIELDS]
 
+
+def unwritten_columns(existing: Iterable[str], data_schema: pa.Schema) -> list[str]:
+    """The columns of a table (``existing``, in its order) that neither the metadata
+    columns nor ``data_schema`` write: what a destination's ``unwritten_columns`` says."""
+    written = {*META_NAMES, *data_schema.names}
+    return [name for name in existing if name not in written]
+
+
 #: Notes keep at most this much of a misfit value: enough to debug, bounded per row.
 MAX_NOTE_VALUE = 1000
 

@@ -82,8 +82,8 @@ class ProgressObserver(SyncObserver):
             self.progress.update(task, advance=partitions, rows=rows)
 
     def stream_finished(self, stats: StreamStats) -> None:
-        mark = {"succeeded": "[green]done[/]", "stopped": "[yellow]stopped[/]"}.get(
-            stats.status, "[red]failed[/]")
+        mark = {"succeeded": "[green]done[/]", "warned": "[yellow]warned[/]",
+                "stopped": "[yellow]stopped[/]"}.get(stats.status, "[red]failed[/]")
         with self._lock:
             task = self.tasks.get(stats.name)
             if task is not None:
@@ -98,7 +98,7 @@ def summary_table(result: SyncResult) -> Table:
     for column in ("read", "written", "rejected", "bytes", "partitions", "time"):
         table.add_column(column, justify="right")
     for s in result.streams:
-        status = {"succeeded": "[green]succeeded[/]",
+        status = {"succeeded": "[green]succeeded[/]", "warned": "[yellow]warned[/]",
                   "stopped": f"[yellow]stopped {s.checkpoints_done}/{s.checkpoints}[/]"}.get(
             s.status, f"[red]{s.status}[/]")
         rejected = f"[yellow]{s.records_rejected:,}[/]" if s.records_rejected else "0"
@@ -108,11 +108,15 @@ def summary_table(result: SyncResult) -> Table:
 
 
 def print_result(result: SyncResult, out: Console, err: Console) -> None:
-    """A sync's summary table on ``out``; why streams failed, or why it stopped, on ``err``."""
+    """A sync's summary table on ``out``; why streams failed or warned, or why it stopped,
+    on ``err``."""
     out.print(summary_table(result))
     for stream in result.streams:
         if stream.error:
             err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)
+        elif stream.warnings:
+            for warning in stream.warnings:
+                err.print(f"[yellow]{stream.name}:[/] {mask(warning)}", highlight=False)
     if result.status == "stopped":
         err.print(f"[yellow]run {result.run_id} stopped:[/] "
                   f"{mask(result.stop_reason or 'on request')}", highlight=False)

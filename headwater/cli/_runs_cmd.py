@@ -98,10 +98,12 @@ def runs_show(
             return
         summary = _run_summary(run)
         cli.out.print(key_value_table(f"run {run_id}", [*summary.items(), ("error", run.error)]))
+        shown = [{**s, "warnings": "; ".join(s.get("warnings", ()))}
+                 for s in document["streams"]]
         cli.out.print(rows_table("streams", ["name", "mode", "status", "records_read",
                                          "records_written", "records_rejected", "bytes",
-                                         "partitions", "duration_s", "error"],
-                             document["streams"]))
+                                         "partitions", "duration_s", "error", "warnings"],
+                             shown))
         cli.out.print(rows_table("checkpoints", ["stream", "index", "status", "partitions",
                                              "records_written", "records_rejected", "bytes",
                                              "duration_s", "attempt", commit_id_key(run),

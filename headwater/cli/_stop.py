@@ -91,10 +91,12 @@ def stop_on_signals(request_stop: Callable[[str], None]) -> Iterator[None]:
 
 
 def sync_exit_code(result: SyncResult) -> int:
-    """0 succeeded, 1 failed, 130 stopped on request with checkpoints left; a run stopped
-    because a commit's outcome is unknown exits with its error's code (1, or 3)."""
+    """0 succeeded, 4 warned, 1 failed, 130 stopped on request with checkpoints left; a run
+    stopped because a commit's outcome is unknown exits with its error's code (1, or 3)."""
     if result.status == "succeeded":
         return 0
+    if result.status == "warned":
+        return ExitCode.WARNED
     if result.exit_code is not None:
         return result.exit_code
     return STOPPED_EXIT_CODE if result.status == "stopped" else ExitCode.FAILED

@@ -88,7 +88,8 @@ def sync(
         # then folds its write-ahead log into the database file and removes it.
         store.close()
         leave_when_done()
-        # The new run starts only after the resumed one succeeded: the last result decides.
+        # The new run starts only after the resumed one succeeded (or warned): the last
+        # result decides.
         if results[-1].status != "succeeded":
             raise typer.Exit(sync_exit_code(results[-1]))
 

@@ -73,6 +73,12 @@ class ConnectorRef(BaseModel):
         return {} if value is None else value
 
 
+#: What a stream that committed everything but looks wrong does to its sync
+#: (:func:`headwater.engine._results.stream_warnings`): ``warn``: the stream and the run are
+#: ``warned`` (exit code 4); ``fail``: the stream is ``failed`` and so the run (exit code 1).
+OnWarning = Literal["warn", "fail"]
+
+
 class StreamConfig(BaseModel):
     """One configured stream: which sync mode, and what the file overrides of the source.
 
@@ -103,6 +109,8 @@ class StreamConfig(BaseModel):
     #: table where it lacks one or holds another value.  Values are strings as the
     #: table keeps them; numbers and booleans in the file become ``"8"`` / ``"true"``.
     table_properties: dict[str, str] = Field(default_factory=dict)
+    #: This stream's :attr:`ConnectionConfig.on_warning` (``None``: the connection's).
+    on_warning: OnWarning | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -337,12 +345,23 @@ class ConnectionConfig(BaseModel):
     schedule: str | None = None
     retry: RetryConfig = Field(default_factory=RetryConfig)
     after_sync: list[HookConfig] = Field(default_factory=list)
+    #: What a stream whose every record was rejected, or whose table has columns its
+    #: schema no longer has, does to the sync (:data:`OnWarning`); a stream may say
+    #: otherwise.  Its records are committed and its state moved either way.
+    on_warning: OnWarning = "warn"
     #: Where OpenLineage run events go (:mod:`headwater.config._lineage`); None: the
     #: OpenLineage client's environment decides, or no events.
     lineage: LineageConfig | None = None
     path: Path | None = Field(default=None, exclude=True)
 
     _field_lines: dict[str, int] = PrivateAttr(default_factory=dict)
+
+    def on_warning_of(self, stream: str) -> OnWarning:
+        """``stream``'s own ``on_warning``, else the connection's."""
+        for configured in self.streams or ():
+            if configured.name == stream and configured.on_warning is not None:
+                return configured.on_warning
+        return self.on_warning
 
     @field_validator("name")
     @classmethod

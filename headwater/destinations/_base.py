@@ -345,6 +345,13 @@ class Destination(ABC):
         value of the stream's (``_existing_table.py``), as :meth:`check_tables` says.
         """
 
+    def unwritten_columns(self, stream: str) -> list[str]:
+        """Columns the stream's table has that the schema its last :meth:`prepare` was
+        given lacks, in the table's order: this run's rows hold null in them, and the
+        engine warns (:func:`headwater.engine._results.stream_warnings`).  The default,
+        for a destination that does not look: none."""
+        return []
+
     @abstractmethod
     def find_commit(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:

@@ -77,7 +77,8 @@ def run_after_sync_hooks(connection: ConnectionConfig, result: SyncResult) -> li
     if not hooks:
         return outcomes
     env = {**os.environ, **summary_env(result)}
-    applies = {"succeeded": ("success", "always"), "failed": ("failure", "always")}
+    applies = {"succeeded": ("success", "always"), "warned": ("success", "always"),
+               "failed": ("failure", "always")}
     for hook in hooks:
         if hook.when not in applies.get(result.status, ("always",)):
             continue

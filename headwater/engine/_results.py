@@ -47,6 +47,9 @@ class StreamStats:
     #: (:class:`~headwater.errors.CommitOutcomeUnknown`; ``error`` says which).  The
     #: stream is then ``stopped`` (or ``failed``, when another checkpoint failed).
     outcome_unknown: bool = False
+    #: Why a stream that committed everything looks wrong (:func:`stream_warnings`): its
+    #: status is then ``warned``, or ``failed`` with ``on_warning: fail``.
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -67,6 +70,8 @@ class StreamStats:
             data["published_version"] = self.published_version
         if self.outcome_unknown:
             data["outcome_unknown"] = True
+        if self.warnings:
+            data["warnings"] = list(self.warnings)
         return data
 
 
@@ -154,10 +159,30 @@ class SyncObserver:
         """A stream succeeded or failed."""
 
 
+def stream_warnings(stats: StreamStats, unwritten: Sequence[str] = ()) -> list[str]:
+    """Why a stream that committed everything still did not plainly succeed.
+
+    Every record it read was rejected (at least one read): a sync whose rows all
+    carry notes instead of values is no success, whatever made them misfit (a
+    schema sampled wrong, a changed source).  Or its table has columns
+    (``unwritten``) the stream's schema no longer has: this run's rows hold null in
+    them, and their values, if any came, are in ``_hw_notes``.
+    """
+    found = []
+    if stats.records_read and stats.records_rejected >= stats.records_read:
+        found.append(f"every record read was rejected ({stats.records_rejected:,} of "
+                     f"{stats.records_read:,}; why is in the table's _hw_notes)")
+    if unwritten:
+        found.append("the table has columns the stream's schema no longer has (null in this "
+                     f"run's rows): {', '.join(unwritten)}")
+    return found
+
+
 def outcome(stats: Sequence[StreamStats], stop_reason: str,
             unchecked: Sequence[str] = ()) -> tuple[RunStatus, str | None]:
     """The run's status and error: any commit whose outcome is unknown stops it, else
-    any failed stream fails it, else any stopped one stops it.
+    any failed stream fails it, else any stopped one stops it, else any ``warned`` one
+    makes it ``warned`` (its error then lists the warnings).
 
     ``unchecked``: checkpoints an earlier attempt could not check and this one did
     not get to (``stream: why``).  A run with either is ``stopped``, not
@@ -177,7 +202,11 @@ def outcome(stats: Sequence[StreamStats], stop_reason: str,
         left = ", ".join(f"{s.name} {s.checkpoints_done} of {s.checkpoints}" for s in stopped)
         return "stopped", (f"{stop_reason}: stopped after the commits in flight, checkpoints "
                            f"committed: {left}; the next sync continues this run")
+    warned = [f"{s.name}: {w}" for s in stats if s.status == "warned" for w in s.warnings]
+    if warned:
+        return "warned", "; ".join(warned)
     return "succeeded", None
 
 
-__all__ = ["StreamStats", "SyncObserver", "SyncResult", "outcome", "sync_document"]
+__all__ = ["StreamStats", "SyncObserver", "SyncResult", "outcome", "stream_warnings",
+           "sync_document"]

@@ -22,7 +22,7 @@ from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import slot_shares
 from headwater.engine._plan_reads import headwater_error_from
 from headwater.engine._realign import lane_app_id_prefix
-from headwater.engine._results import StreamStats
+from headwater.engine._results import StreamStats, stream_warnings
 from headwater.engine._run_logs import submit_in_run
 from headwater.engine._spark import default_parallelism
 from headwater.engine._task import TaskContext, interleaved, make_task, stream_slots, task_count
@@ -140,10 +140,29 @@ class StreamRunner:
             self.stats.error = "a checkpoint failed (see the log)"
         if self.attempt > 1:
             self._count_whole_run()
+        if self.stats.status == "succeeded":
+            self._judge()
         self.stats.duration_s = time.monotonic() - started
         self.engine.observer.stream_finished(self.stats)
         emit("stream-done")
         return self.stats
+
+    def _judge(self) -> None:
+        """A stream that committed everything but looks wrong is ``warned``, or with
+        ``on_warning: fail`` ``failed`` (:func:`stream_warnings`); its records stay
+        committed and its state moved, either way."""
+        found = stream_warnings(self.stats,
+                                self.engine.destination.unwritten_columns(self.name))
+        if not found:
+            return
+        self.stats.warnings = found
+        for warning in found:
+            log.warning("stream %s: %s", self.name, warning)
+        if self.engine.connection.on_warning_of(self.name) == "fail":
+            self.stats.status = "failed"
+            self.stats.error = "; ".join(found) + " (on_warning: fail)"
+        else:
+            self.stats.status = "warned"
 
     def _count_whole_run(self) -> None:
         """Make the stream's figures the run's, not this attempt's: what every attempt's

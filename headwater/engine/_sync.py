@@ -77,7 +77,7 @@ from headwater.engine._steps import StepTimes
 from headwater.engine._stream_runner import OUTCOME_UNKNOWN, StreamRunner
 from headwater.engine.connection import build_source, resolve_streams
 from headwater.errors import AuthenticationError, ExitCode, HeadwaterError
-from headwater.metadata_store import LockHandle, MetadataStore, RunRecord
+from headwater.metadata_store import SUCCEEDED_STATUSES, LockHandle, MetadataStore, RunRecord
 from headwater.observability.lineage import RunLineage
 from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
 from headwater.sdk import INCREMENTAL, Partition, PlanContext, Source
@@ -379,7 +379,7 @@ class SyncEngine:
 
     def _goes_on_after(self, resumed: SyncResult) -> bool:
         """Whether :meth:`sync` starts a new run after the ``resumed`` one."""
-        if resumed.status != "succeeded" or self.refused is not None:
+        if resumed.status not in SUCCEEDED_STATUSES or self.refused is not None:
             return False
         if self.stopping.is_set():
             log.warning("run %s of %s finished; not starting a new run: %s", resumed.run_id,

@@ -31,6 +31,7 @@ _EXIT_MEANING: dict[int, str] = {
     ExitCode.FAILED: "the run failed",
     ExitCode.CONFIG: "the connection file or a config is wrong",
     ExitCode.AUTHENTICATION: "credentials were refused",
+    ExitCode.WARNED: "the run warned",
     ExitCode.STOPPED: "interrupted (the next sync resumes the run)",
 }
 
@@ -60,15 +61,22 @@ def failure_message(code: int, document: Mapping[str, Any]) -> str:
     if "error" in document:
         return f"headwater: {meaning}: {document['error'].get('message')}"
     failed = [f"{s['name']}: {s.get('error')}" for s in document.get("streams", [])
-              if s.get("status") != "succeeded"]
+              if s.get("status") not in ("succeeded", "warned")]
     return f"headwater run {document.get('run_id')}: {meaning}: {'; '.join(failed)}"
+
+
+def warned_message(document: Mapping[str, Any]) -> str:
+    """Each warned stream's warnings, ``stream: warning; ...``."""
+    return "; ".join(f"{s['name']}: {w}" for s in document.get("streams", [])
+                     for w in s.get("warnings", ()))
 
 
 def sensor_verdict(status: str) -> Verdict:
     """``running`` and ``stopped`` (resumed later, same run id) wait; ``failed`` fails."""
     if status in ("running", "stopped"):
         return "wait"
-    return "succeeded" if status == "succeeded" else "failed"
+    return "succeeded" if status in ("succeeded", "warned") else "failed"
 
 
-__all__ = ["Verdict", "failure_message", "is_stopped", "sensor_verdict", "stopped_message"]
+__all__ = ["Verdict", "failure_message", "is_stopped", "sensor_verdict", "stopped_message",
+           "warned_message"]

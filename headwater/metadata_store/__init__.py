@@ -17,6 +17,7 @@ from headwater.metadata_store._figures import (
 from headwater.metadata_store._lock import LockHandle
 from headwater.metadata_store._models import (
     DURABLE_CHECKPOINT_STATUSES,
+    SUCCEEDED_STATUSES,
     UNFINISHED_STATUSES,
     AttemptRecord,
     AttemptStatus,
@@ -36,6 +37,7 @@ __all__ = [
     "DURABLE_CHECKPOINT_STATUSES",
     "FIRST_CHECKPOINT_INDEX",
     "SCHEMA_VERSION",
+    "SUCCEEDED_STATUSES",
     "UNFINISHED_STATUSES",
     "AttemptRecord",
     "AttemptStatus",

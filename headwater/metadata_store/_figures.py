@@ -39,7 +39,11 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from headwater.metadata_store import _schema as t
-from headwater.metadata_store._models import DURABLE_CHECKPOINT_STATUSES, FINISHED_STATUSES
+from headwater.metadata_store._models import (
+    DURABLE_CHECKPOINT_STATUSES,
+    FINISHED_STATUSES,
+    SUCCEEDED_STATUSES,
+)
 
 #: Checkpoint statuses whose records are durable in the destination.
 _DURABLE = sorted(DURABLE_CHECKPOINT_STATUSES)
@@ -198,7 +202,7 @@ class _Share:
             seconds = (row.ended_at - row.started_at).total_seconds()
             self.durations.setdefault(
                 row.connection, _Histogram(self.bounds, [0] * len(self.bounds))).add(seconds)
-            if row.status == "succeeded" and row.kind == "sync":
+            if row.status in SUCCEEDED_STATUSES and row.kind == "sync":
                 best = self.last_success.get(row.connection)
                 self.last_success[row.connection] = max(row.ended_at, best or row.ended_at)
 

@@ -16,12 +16,20 @@ R = TypeVar("R")
 #: ``running`` until :meth:`MetadataStore.finish_run` / ``finish_attempt`` says otherwise.
 #: ``stopped``: asked to stop, it ended after its commits in flight with checkpoints
 #: left; unfinished like ``running`` (the next sync resumes it), but no process runs it.
-RunStatus = Literal["running", "stopped", "succeeded", "failed"]
+#: ``warned``: succeeded (committed, state moved, finished), but a stream's result looks
+#: wrong: every record it read was rejected, or its table has columns it no longer
+#: writes (:func:`headwater.engine._results.stream_warnings`).  Kept to 16 characters, the
+#: status columns' width.
+RunStatus = Literal["running", "stopped", "succeeded", "warned", "failed"]
 AttemptStatus = RunStatus
 #: ``committed``: its data is durable; ``released``: its state moved too; ``failed``.
 CheckpointStatus = Literal["committed", "released", "failed"]
 
-RUN_STATUSES: frozenset[str] = frozenset({"running", "stopped", "succeeded", "failed"})
+RUN_STATUSES: frozenset[str] = frozenset({"running", "stopped", "succeeded", "warned",
+                                          "failed"})
+#: Runs that committed everything and finished: what a schedule, a sensor or a metric
+#: counts as a success (``warned`` ones say so besides).
+SUCCEEDED_STATUSES: frozenset[str] = frozenset({"succeeded", "warned"})
 #: Runs the next sync of their connection resumes.
 UNFINISHED_STATUSES: frozenset[str] = frozenset({"running", "stopped"})
 #: What :meth:`MetadataStore.finish_run` may close a run with: then it never changes.

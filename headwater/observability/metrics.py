@@ -136,7 +136,8 @@ def _last_run_metrics(figures: StoreFigures, now: float) -> Iterator[Metric]:
     ended = gauge("headwater_last_run_end_timestamp_seconds",
                   "When the connection's newest ended run ended (Unix time).")
     success = gauge("headwater_last_run_success",
-                    "1 if the connection's newest ended run succeeded, else 0.")
+                    "1 if the connection's newest ended run succeeded, else 0 (a "
+                    "warned run too).")
     good = gauge("headwater_last_successful_sync_timestamp_seconds",
                  "When the connection's newest successful sync ended (Unix time).")
     good_age = gauge("headwater_last_successful_sync_age_seconds",

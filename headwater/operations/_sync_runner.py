@@ -49,7 +49,8 @@ def sync_runner(config: ConnectionConfig, runs: RunsInProgress | None = None, *,
         # ``exit_code``: stopped because a commit's outcome is unknown, not on request.
         return RunOutcome("stopped", run_id=result.run_id, error=result.stop_reason,
                           resumed_run_id=resumed, retry=result.exit_code is not None)
-    failed = [f"{s.name}: {s.error}" for s in result.streams if s.status != "succeeded"]
+    failed = [f"{s.name}: {s.error or '; '.join(s.warnings)}" for s in result.streams
+              if s.status != "succeeded"]
     return RunOutcome(result.status, run_id=result.run_id, error="; ".join(failed) or None,
                       resumed_run_id=resumed)
 

@@ -325,7 +325,7 @@ class Scheduler:
             self._event(now, entry.name, outcome.status, detail, warn=outcome.retry)
             if outcome.status == "failed" or outcome.retry:
                 self._schedule_retry(entry, now)
-            elif outcome.status == "succeeded":
+            elif outcome.status in ("succeeded", "warned"):  # a warned run is not retried
                 entry.retries = 0
 
     def _schedule_retry(self, entry: _Entry, now: datetime) -> None:

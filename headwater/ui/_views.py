@@ -233,6 +233,7 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
             "partitions_done": sum(len(c.stats.get("partitions") or []) for c in done),
             "partitions_planned": planned.get(name, 0),
             "error": row.get("error"),
+            "warnings": list(row.get("warnings") or ()),
             "checkpoints": [{"index": c.index, "checkpoint_id": c.checkpoint_id,
                              "status": c.status, "records": c.stats.get("records_written"),
                              "bytes": c.stats.get("bytes"),
@@ -259,7 +260,8 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
         summary["bytes"] = sum(s["bytes"] or 0 for s in streams)
         summary["rejected"] = sum(s["rejected"] or 0 for s in streams)
         summary["rows_per_s"] = _rate(summary["records"], summary["duration_s"])
-    if run.error and not errors and run.status != "stopped":  # a stop's reason is no error
+    # A stop's reason is no error, nor a warned run's warnings (the page shows both apart).
+    if run.error and not errors and run.status not in ("stopped", "warned"):
         errors.append({"stream": None, "partition_id": None, "message": run.error})
     return {
         **summary,

@@ -11,6 +11,15 @@ date-time or date become ``format: date-time`` / ``date``: pyarrow's inference
 keeps date-times with fractional seconds in JSON as text and takes dates for
 timestamps, so its guesses are replaced by this one, made with Arrow kernels on
 the sampled column.
+
+A sample never loses columns silently.  A CSV sample is typed without the lines
+its encoding cannot decode (the reader rejects those rows one by one, so one bad
+byte must not cost the sample its header); an object whose sample still fails
+is skipped for the next one; and when every sampled object failed, planning
+fails with :class:`SampleError` naming them, rather than planning a stream of
+only the ``schema`` overrides (whose every row would land with its undeclared
+columns in notes).  A failure of the store itself (:class:`StorageReadError`)
+is raised as it is: it says nothing about the objects.
 """
 
 from __future__ import annotations
@@ -18,6 +27,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,11 +43,20 @@ from headwater.connectors.object_storage._formats import (
     RECORD_COLUMN,
     has_null_line,
 )
-from headwater.connectors.object_storage._io import StorageFile, compression_of, decompress
+from headwater.connectors.object_storage._io import (
+    StorageFile,
+    StorageReadError,
+    compression_of,
+    decompress,
+)
 from headwater.connectors.object_storage._listing import ObjectInfo
+from headwater.errors import ConnectorError
 from headwater.table_schema import UTC_TIMESTAMP, map_leaf_types
 
-__all__ = ["infer_json_schema", "json_schema_of", "refine_type", "sample_schema"]
+__all__ = ["SampleError", "infer_json_schema", "json_schema_of", "refine_type",
+           "sample_schema"]
+
+log = logging.getLogger(__name__)
 
 #: Objects looked at, at most, to fill the sample.
 SAMPLE_OBJECTS = 10
@@ -49,6 +68,10 @@ SAMPLE_BYTES = 4 * 1024 * 1024
 _DATE = r"\d{4}-\d{2}-\d{2}"
 _DATE_TIME = _DATE + r"[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?"
 _ZONE = r"(Z|[+-]\d{2}(:?\d{2})?)"
+
+
+class SampleError(ConnectorError):
+    """No sampled object of a stream could be read: its columns cannot be known."""
 
 
 def json_schema_of(arrow_type: pa.DataType) -> dict[str, Any]:
@@ -157,7 +180,8 @@ def _sample_csv(stream: Any, fmt: CsvFormat, records: int) -> pa.Table:
     """The sample typed by pyarrow's inference, except a column of integers some of
     which are past int64 (inferred as doubles, which round them): ``decimal(38, 0)``
     when every one fits 38 digits, else text, so no sampled value lands rounded."""
-    data = _sample_lines(stream, records + fmt.skip_rows + int(fmt.header))
+    data = _decodable_lines(_sample_lines(stream, records + fmt.skip_rows + int(fmt.header)),
+                            fmt.encoding)
 
     def read(types: dict[str, pa.DataType] | None = None) -> pa.Table:
         return pa_csv.read_csv(
@@ -186,6 +210,30 @@ def _sample_csv(stream: Any, fmt: CsvFormat, records: int) -> pa.Table:
             table = table.set_column(i, table.schema.field(i).with_type(kind),
                                      column if kind == pa.string() else column.cast(kind))
     return table
+
+
+def _decodable_lines(data: bytes, encoding: str) -> bytes:
+    """``data`` without the lines ``encoding`` cannot decode.
+
+    pyarrow types a column with such a value as binary, or refuses the sample when
+    it reads the column as text, so one bad byte would cost the sample the whole
+    column or every column; the reader rejects those rows one by one.  Only for an
+    encoding in which a line break is the byte ``\\n`` (not UTF-16, say).
+    """
+    try:
+        if _decodes(data, encoding) or "\n".encode(encoding) != b"\n":
+            return data
+    except LookupError:  # a codec Python does not know: pyarrow's error stands
+        return data
+    return b"\n".join(line for line in data.split(b"\n") if _decodes(line, encoding))
+
+
+def _decodes(data: bytes, encoding: str) -> bool:
+    try:
+        data.decode(encoding)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _big_integers_type(column: pa.Array) -> pa.DataType | None:
@@ -222,7 +270,28 @@ def _sample_jsonl(stream: Any, records: int) -> pa.Table:
             continue
         if isinstance(value, dict):
             rows.append(value)
-    return pa.Table.from_pylist(rows)
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return _fitting_rows(rows)
+
+
+def _fitting_rows(rows: list[dict[str, Any]]) -> pa.Table:
+    """The rows whose types agree with the rows before them, one by one: a value of
+    another type (the reader notes it) must not cost the sample every column."""
+    schema = pa.schema([])
+    kept = []
+    for row in rows:
+        try:
+            schema = pa.unify_schemas([schema, pa.Table.from_pylist([row]).schema],
+                                      promote_options="permissive")
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            continue
+        kept.append(row)
+    try:
+        return pa.Table.from_pylist(kept, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return schema.empty_table()
 
 
 def _sample_object(fs: fsspec.AbstractFileSystem, obj: ObjectInfo, config: StreamConfig,
@@ -249,17 +318,33 @@ def _sample_object(fs: fsspec.AbstractFileSystem, obj: ObjectInfo, config: Strea
 
 def sample_schema(fs: fsspec.AbstractFileSystem, objects: Sequence[ObjectInfo],
                   config: StreamConfig) -> pa.Schema:
-    """The unified Arrow schema of the first readable objects (empty when there are none)."""
+    """The unified Arrow schema of the first readable objects (empty when there are none).
+
+    Raises:
+        SampleError: every non-empty object sampled failed (each named, with why).
+        StorageReadError: the store failed while an object was sampled.
+    """
     schemas = []
+    failures: list[str] = []
     for obj in objects[:SAMPLE_OBJECTS]:
         if obj.size == 0:
             continue
         try:
             schemas.append(_sample_object(fs, obj, config, config.infer_records))
-        except Exception:  # an unreadable object says nothing about the schema
+        except StorageReadError:
+            raise  # the store failed, not the object
+        except Exception as exc:  # the object's bytes: the next object may do
+            log.warning("stream %s: object %s could not be sampled: %s: %s", config.name,
+                        obj.key, type(exc).__name__, exc)
+            failures.append(f"{obj.key}: {type(exc).__name__}: {exc}")
             continue
         if len(schemas) >= 3:
             break
+    if failures and not schemas:
+        raise SampleError(
+            f"the schema of stream {config.name} cannot be sampled: no sampled object could "
+            f"be read ({'; '.join(failures)}); fix or move the object, or list a readable "
+            "one first", stream=config.name)
     if not schemas:
         return pa.schema([])
     try:

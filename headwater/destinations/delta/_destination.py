@@ -114,7 +114,14 @@ from headwater.errors import (
     StoreBehindTableError,
 )
 from headwater.sync_modes import DestinationSyncMode
-from headwater.table_schema import JSON_TEXT, LOGICAL_KEY, META_FIELDS, VARIANT, json_kind
+from headwater.table_schema import (
+    JSON_TEXT,
+    LOGICAL_KEY,
+    META_FIELDS,
+    VARIANT,
+    json_kind,
+    unwritten_columns,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -247,6 +254,8 @@ class DeltaDestination(Destination):
         #: overwriting it takes care to keep the clustering (``_overwrite_options``).
         #: Each stream's thread reads and writes only its own stream's entry.
         self._clustered: dict[str, bool] = {}
+        #: Per stream, what :meth:`unwritten_columns` says (found by ``_prepare``).
+        self._unwritten: dict[str, list[str]] = {}
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
@@ -431,6 +440,7 @@ class DeltaDestination(Destination):
         # Tables on the task path's allowlist are never clustered (``clustering`` is off it).
         self._clustered[plan.stream.name] = False
         wanted = pa.schema(META_FIELDS + list(data_schema))
+        self._unwritten[plan.stream.name] = []
         self._choices[plan.stream.name] = choice = self._files_folder(spark, plan)
         folder = choice.folder
         variants = variant_columns(data_schema)
@@ -467,6 +477,7 @@ class DeltaDestination(Destination):
             if (folder is not None and state is not None
                     and self._choose(plan, folder, state).folder is not None):
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
+                self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
                 if all(f.name in existing for f in wanted) and not nested_additions(
                         from_arrow_schema(wanted), existing) and not _properties_to_set(
                         layout, state.properties):
@@ -490,6 +501,7 @@ class DeltaDestination(Destination):
                 _report_layout(plan, location, detail)
                 self._clustered[plan.stream.name] = bool(detail.clustering_columns)
                 properties = dict(detail.properties)
+                self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
                 wanted_spark = spark_schema(wanted)
                 missing = [f for f in wanted_spark if f.name not in existing]
                 nested = nested_additions(wanted_spark, existing)
@@ -517,6 +529,9 @@ class DeltaDestination(Destination):
         except Exception as exc:
             raise _failed(f"cannot prepare Delta table at {location}", exc,
                           plan.stream.name) from exc
+
+    def unwritten_columns(self, stream: str) -> list[str]:
+        return list(self._unwritten.get(stream, ()))
 
     # ----------------------------------------------------------------- commits
 

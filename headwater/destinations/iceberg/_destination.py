@@ -89,6 +89,7 @@ from headwater.errors import (
     StoreBehindTableError,
 )
 from headwater.sync_modes import DestinationSyncMode
+from headwater.table_schema import unwritten_columns
 
 if TYPE_CHECKING:
     from pyiceberg.catalog import Catalog
@@ -152,6 +153,8 @@ class IcebergDestination(Destination):
         self._partition_keys: dict[str, tuple[Any, ...]] = {}
         #: How each stream's tasks write its files, from the table's properties.
         self._file_settings: dict[str, _properties.FileSettings] = {}
+        #: Per stream, what :meth:`unwritten_columns` says (found by :meth:`prepare`).
+        self._unwritten: dict[str, list[str]] = {}
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
@@ -235,6 +238,9 @@ class IcebergDestination(Destination):
 
     # ----------------------------------------------------------------- preparing
 
+    def unwritten_columns(self, stream: str) -> list[str]:
+        return list(self._unwritten.get(stream, ()))
+
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         _refuse_unsupported(spark, plan)
         identifier = self.table_location(plan.stream.name)
@@ -243,6 +249,7 @@ class IcebergDestination(Destination):
                 catalog = self.catalog()
                 _catalog.ensure_namespace(catalog, self.settings.namespace)
                 table = _catalog.load_table(catalog, identifier)
+                self._unwritten[plan.stream.name] = []
                 if table is None:  # laid out as the stream asks (_layout.py)
                     table = _layout.create_table(catalog, identifier,
                                                  _schema.table_schema(data_schema), plan,
@@ -250,9 +257,10 @@ class IcebergDestination(Destination):
                 else:  # checked before the table changes: one Headwater did not create
                     _schema.refuse_misfits(table, data_schema, identifier, plan.stream.name)
                     table = _layout.apply_to_existing(_catalog.with_name_mapping(table), plan)
-                    existing = {f.name for f in table.schema().fields}
+                    existing = [f.name for f in table.schema().fields]
+                    self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
                     table = _catalog.add_columns(
-                        table, _schema.new_columns(existing, data_schema))
+                        table, _schema.new_columns(set(existing), data_schema))
                 self._remember_layout(table, plan.stream.name)
                 return _schema.writing_schema(data_schema, table.schema())
         except HeadwaterError:

@@ -8,7 +8,13 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.integrations._outcome import failure_message, is_stopped, stopped_message
+from headwater.errors import ExitCode
+from headwater.integrations._outcome import (
+    failure_message,
+    is_stopped,
+    stopped_message,
+    warned_message,
+)
 from headwater.integrations.airflow._compat import AirflowException, BaseOperator
 
 
@@ -31,7 +37,10 @@ class HeadwaterSyncOperator(BaseOperator):
     "--to", "{{ next_ds }}"]`` backfills the task's interval; ``["RUN_ID"]``
     replays that run of the connection).  The return
     value (the ``--json`` document, already masked of secrets) goes to XCom.
-    The task fails when the run fails, naming the streams and their errors.
+    The task fails when the run fails, naming the streams and their errors.  A
+    ``warned`` run (exit code 4: a stream's every record rejected, or its table's
+    columns no longer written) succeeds with its warnings logged; ``on_warning:
+    fail`` in the connection file makes it a failed run.
 
     A run stopped on request (``headwater`` got SIGTERM or SIGINT: exit code
     130, status ``stopped``) has not failed, but has not finished either: the
@@ -79,6 +88,10 @@ class HeadwaterSyncOperator(BaseOperator):
         if is_stopped(done.returncode, document):
             raise HeadwaterRunStopped(stopped_message(document, self.command,
                                                       self.connection_file))
+        if done.returncode == ExitCode.WARNED and document.get("status") == "warned":
+            # Committed and finished; `on_warning: fail` in the connection fails it instead.
+            self.log.warning("run %s warned: %s", document.get("run_id"), warned_message(document))
+            return document
         if done.returncode != 0:
             raise AirflowException(failure_message(done.returncode, document))
         self.log.info("run %s %s", document.get("run_id"), document.get("status"))

@@ -50,6 +50,7 @@ HEADWATER_FACET_SCHEMA = "urn:headwater:lineage:HeadwaterRunFacet"
 #: How a Headwater run ends, as an OpenLineage event type.
 END_STATES: Mapping[str, RunState] = {
     "succeeded": RunState.COMPLETE,
+    "warned": RunState.COMPLETE,
     "failed": RunState.FAIL,
     "stopped": RunState.ABORT,
 }

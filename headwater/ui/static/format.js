@@ -84,7 +84,8 @@ export function freshness(seconds) {
 }
 
 const STATUS_WORDS = {
-  succeeded: "succeeded", failed: "failed", running: "running", stopped: "stopped",
+  succeeded: "succeeded", warned: "warned", failed: "failed", running: "running",
+  stopped: "stopped",
   pending: "pending", planned: "planned", committed: "committed", released: "released",
 };
 

@@ -128,6 +128,14 @@ function drawBody(run) {
       run.connection), " (Sync now, its schedule or headwater sync) resumes it where it "
       + "stopped; until then a replay or backfill of the connection is refused."),
     run.error ? h("pre", { "data-testid": "stop-reason" }, run.error) : null)
+      : run.status === "warned" ? h("div", { class: "panel panel-warned", role: "status",
+        "data-testid": "run-warned" },
+      h("h2", {}, "Warned"),
+      h("p", {}, "This run committed every checkpoint and finished, but a stream's result "
+        + "looks wrong: every record it read was rejected (the reasons are in the table's "
+        + "_hw_notes), or its table has columns the stream's schema no longer has. "
+        + "on_warning: fail in the connection file makes such a run fail."),
+      h("pre", { "data-testid": "run-warnings" }, run.error))
       : run.error ? h("div", { class: "panel panel-error", role: "alert" },
         h("h2", {}, "Error"), h("pre", { "data-testid": "run-error" }, run.error)) : null,
     (run.errors || []).length ? h("section", {}, h("h2", {}, "Errors by stream and partition"),

@@ -60,7 +60,7 @@ def test_sigint_alone_requests_a_stop_without_raising() -> None:
     assert signal.getsignal(signal.SIGINT) == before
 
 
-@pytest.mark.parametrize(("status", "code"), [("succeeded", 0), ("failed", 1),
+@pytest.mark.parametrize(("status", "code"), [("succeeded", 0), ("warned", 4), ("failed", 1),
                                               ("stopped", STOPPED_EXIT_CODE)])
 def test_exit_code_of_a_sync(status: str, code: int) -> None:
     result = SyncResult(run_id="r", connection="c", status=status, resumed=False, attempt=1)

@@ -56,7 +56,10 @@ def test_hooks_run_only_when_they_apply(tmp_path: Path) -> None:
     run_after_sync_hooks(connection(hooks), result("failed"))
     # A stopped run (the next sync continues it) is neither: only `always` hooks run.
     run_after_sync_hooks(connection(hooks), result("stopped"))
-    assert marker.read_text().split() == ["success", "always", "failure", "always", "always"]
+    # A warned run committed and finished: `success` hooks run (on_warning: fail fails it).
+    run_after_sync_hooks(connection(hooks), result("warned"))
+    assert marker.read_text().split() == ["success", "always", "failure", "always", "always",
+                                          "success", "always"]
 
 
 def test_a_failing_or_slow_hook_is_reported_not_raised() -> None:

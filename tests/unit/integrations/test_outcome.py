@@ -9,6 +9,7 @@ from headwater.integrations._outcome import (
     is_stopped,
     sensor_verdict,
     stopped_message,
+    warned_message,
 )
 
 STOPPED = {"run_id": "20260101T000000Z-abc123", "status": "stopped", "kind": "sync",
@@ -43,13 +44,21 @@ def test_failures_name_their_meaning_and_the_failed_streams() -> None:
               "streams": [{"name": "users", "status": "failed", "error": "HTTP 500"},
                           {"name": "orders", "status": "succeeded", "error": None}]}
     assert failure_message(1, failed) == "headwater run r: the run failed: users: HTTP 500"
+    warned = {**failed, "streams": [*failed["streams"], {"name": "events", "status": "warned"}]}
+    assert failure_message(1, warned) == "headwater run r: the run failed: users: HTTP 500"
     assert failure_message(2, {"error": {"message": "no such file"}}) == \
         "headwater: the connection file or a config is wrong: no such file"
 
 
 @pytest.mark.parametrize(("status", "verdict"), [("running", "wait"), ("stopped", "wait"),
                                                  ("succeeded", "succeeded"),
+                                                 ("warned", "succeeded"),
                                                  ("failed", "failed")])
 def test_the_sensor_waits_for_a_stopped_run_as_for_a_running_one(status: str,
                                                                  verdict: str) -> None:
     assert sensor_verdict(status) == verdict
+
+
+def test_a_warned_runs_message_lists_each_streams_warnings() -> None:
+    document = {"streams": [{"name": "a", "warnings": ["x", "y"]}, {"name": "b"}]}
+    assert warned_message(document) == "a: x; a: y"

@@ -105,6 +105,24 @@ def test_a_stopped_runs_reason_is_said_but_is_no_error(tmp_path: Path) -> None:
     assert detail["error"].startswith("stopped from the web page")
 
 
+def test_a_warned_runs_warnings_are_said_per_stream_and_are_no_error(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    run_id = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.start_attempt(run_id, pid=1, host="h")
+    warning = "every record read was rejected (8 of 8; why is in the table's _hw_notes)"
+    store.finish_run(run_id, status="warned", state_after={}, error=f"users: {warning}",
+                     stats={"streams": [{"name": "users", "status": "warned",
+                                         "records_read": 8, "records_rejected": 8,
+                                         "warnings": [warning]}]})
+    run = store.get_run(run_id)
+    assert run is not None
+    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", NOW)
+    assert detail["status"] == "warned" and detail["errors"] == []
+    assert detail["error"] == f"users: {warning}"
+    [stream] = [s for s in detail["streams"] if s["name"] == "users"]
+    assert stream["status"] == "warned" and stream["warnings"] == [warning]
+
+
 def test_a_resumed_run_counts_what_every_attempt_committed(tmp_path: Path) -> None:
     """Its record holds the last attempt's figures (the engine skips, and so does not
     count, what an earlier attempt committed); the run page shows what the run landed."""

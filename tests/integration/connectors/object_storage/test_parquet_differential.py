@@ -44,6 +44,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+from headwater.metadata_store import SUCCEEDED_STATUSES
 from tests.integration._connections import connection_file, sync
 from tests.unit.connectors._json_cases import comparable, differential
 
@@ -278,6 +279,8 @@ def test_parquet_lands_as_sparks_reader_reads_it(spark: Any, tmp_path_factory: A
         root, name="parquet", source_type="object_storage",
         source={"url": str(root / "in"), "streams": streams},
         streams=[{"name": s["name"]} for s in streams])
-    sync(path)
+    # A generated stream may hold only misfits (every row noted): that run is `warned`.
+    result = sync(path, expect=None)
+    assert result.status in SUCCEEDED_STATUSES, result.to_dict()
     for index, folder in enumerate(case):
         compare(spark, root / "in" / f"s{index}", root / "lake" / f"s{index}", folder.widened)

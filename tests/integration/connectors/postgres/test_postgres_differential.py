@@ -48,6 +48,7 @@ from headwater.connectors.postgres._cdc import (
 )
 from headwater.connectors.postgres._source import PostgresStream
 from headwater.connectors.postgres._types import SESSION_SETTINGS
+from headwater.metadata_store import SUCCEEDED_STATUSES
 from headwater.table_schema import (
     META_NAMES,
     arrow_schema_for,
@@ -55,13 +56,14 @@ from headwater.table_schema import (
     conform_batch,
 )
 from tests._postgres import PostgresServer
+from tests.integration._connections import engine
 from tests.integration.connectors.postgres._pg_cases import (
     KINDS,
     TYPES_DDL,
     Table,
     tables,
 )
-from tests.integration.connectors.postgres.test_postgres_source import sync, write_connection
+from tests.integration.connectors.postgres.test_postgres_source import write_connection
 from tests.unit.connectors._json_cases import column_values, comparable, differential
 
 #: One row as compared: (``_row``, values by column, sorted (field, value) of its notes).
@@ -284,8 +286,10 @@ def test_generated_tables_land_in_delta_as_the_reference(
         try:
             streams = [{"name": n, "sync_mode": "full_refresh",
                         "destination_sync_mode": "overwrite"} for n in names]
-            sync(write_connection(Path(folder), postgres_server, database, streams,
-                                  rows_per_partition=3))
+            # A generated table may hold only misfits (every row noted): then `warned`.
+            result = engine(write_connection(Path(folder), postgres_server, database, streams,
+                                             rows_per_partition=3)).run()
+            assert result.status in SUCCEEDED_STATUSES, result.to_dict()
             for name in names:
                 schema = arrow_schema_for(_stream(postgres_server, database,
                                                   name).json_schema())

@@ -163,6 +163,20 @@ def test_incremental_append_adds_what_changed_and_new_columns(
     _assert_one_snapshot_per_checkpoint(path, [first, second])
 
 
+def test_a_column_the_table_has_and_the_stream_lost_is_warned(
+        spark: Any, tmp_path: Path) -> None:
+    sync(write_connection(tmp_path, APPEND, users=100, schema_version=2))
+    # The source's schema lost `loyalty_tier`: the table keeps it, this run's rows hold null.
+    second = sync(write_connection(tmp_path, APPEND, users=100), expect="warned")
+    assert second.streams[0].warnings == [
+        "the table has columns the stream's schema no longer has (null in this run's rows): "
+        "loyalty_tier"]
+    rows = read(tmp_path / "ice.yaml")
+    assert {t for t, run in zip(rows.column("loyalty_tier").to_pylist(),
+                                rows.column("_hw_run_id").to_pylist(), strict=True)
+            if run == second.run_id} == {None}
+
+
 def test_overwrite_of_one_checkpoint_is_one_overwrite_snapshot(
         spark: Any, tmp_path: Path, config: dict[str, Any]) -> None:
     path = write_connection(tmp_path, OVERWRITE, per_checkpoint=16, destination=config)

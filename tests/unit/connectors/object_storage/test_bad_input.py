@@ -80,11 +80,16 @@ def test_malformed_csv_corpus(tmp_path: Path) -> None:
 def test_unreadable_parquet_and_avro_are_one_reject_each(tmp_path: Path) -> None:
     write(tmp_path, "a.parquet", b"PAR1 this is not parquet")
     write(tmp_path, "b.avro", encode(ROWS, "avro")[:-40])
+    # (a good object beside each: sampled alone, a damaged one fails the plan, see
+    # test_sampling.py)
+    write(tmp_path, "c.parquet", encode(ROWS[:2], "parquet"))
     table = read_all(source(str(tmp_path), globs=["*.parquet"],
                             format={"type": "parquet"}).streams()[0])
     assert [(r["key"], r["record"]) for r in rejected(table)] == [("a.parquet", 0)]
+    assert table.num_rows == 1 + 2
+    write(tmp_path, "d.avro", encode(ROWS[:2], "avro"))
     avro = read_all(source(str(tmp_path), globs=["*.avro"],
                            format={"type": "avro"}).streams()[0])
     bad = rejected(avro)
     assert len(bad) == 1 and bad[0]["key"] == "b.avro"
-    assert avro.num_rows == bad[0]["record"] + 1
+    assert avro.num_rows == bad[0]["record"] + 1 + 2
