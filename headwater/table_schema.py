@@ -24,6 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater import json_numbers
+from headwater.json_numbers import JsonFloat, exact_decimal
+
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 LOCAL_TIMESTAMP = pa.timestamp("us")
 
@@ -186,6 +189,15 @@ def map_leaf_types(kind: pa.DataType,
     if pa.types.is_list(kind):
         return pa.list_(map_leaf_types(kind.value_type, leaf))
     return leaf(kind)
+
+
+def has_decimal(kind: pa.DataType) -> bool:
+    """A decimal, or a struct or list with a decimal leaf at any depth."""
+    if pa.types.is_struct(kind):
+        return any(has_decimal(field.type) for field in kind)
+    if pa.types.is_list(kind):
+        return has_decimal(kind.value_type)
+    return pa.types.is_decimal(kind)
 
 
 def is_nested(target: pa.DataType) -> bool:
@@ -397,6 +409,8 @@ def note_text(value: Any) -> str:
     value as JSON with sorted keys."""
     if isinstance(value, str):
         return value
+    if isinstance(value, JsonFloat):
+        return value.text  # as the source wrote it, not the float's repr
     if isinstance(value, uuid.UUID):
         return str(value)
     return json.dumps(value, default=str, sort_keys=True)
@@ -407,6 +421,8 @@ def _to_int(value: Any) -> int:
         raise ValueError("boolean is not an integer")
     if isinstance(value, int):
         return value
+    if isinstance(value, JsonFloat):
+        return _integral(exact_decimal(value))  # 9007199254740993.0 is not ...992
     if isinstance(value, float):
         if not value.is_integer():
             raise ValueError("has a fractional part")
@@ -414,6 +430,19 @@ def _to_int(value: Any) -> int:
     if isinstance(value, str):
         return int(value.strip())
     raise ValueError(f"{type(value).__name__} is not an integer")
+
+
+#: Digits past which an integral decimal is refused before it becomes a Python int
+#: (``1e999999999`` would take minutes): far past any Arrow integer.
+_INT_DIGITS = 40
+
+
+def _integral(number: decimal.Decimal) -> int:
+    if not number.is_finite() or number.adjusted() > _INT_DIGITS:
+        raise ValueError("out of range")
+    if number != number.to_integral_value():
+        raise ValueError("has a fractional part")
+    return int(number)
 
 
 def _to_float(value: Any) -> float:
@@ -477,6 +506,8 @@ def _to_decimal(value: Any) -> decimal.Decimal:
         raise ValueError("boolean is not a number")
     if isinstance(value, decimal.Decimal):
         return value
+    if isinstance(value, JsonFloat):
+        return exact_decimal(value)  # the literal's digits, not the float's
     if isinstance(value, int | float | str):
         try:
             return decimal.Decimal(str(value).strip())
@@ -519,7 +550,7 @@ def _converter(target: pa.DataType) -> Callable[[Any], Any]:
 
         def to_list(value: Any) -> list[Any]:
             if isinstance(value, str):
-                value = json.loads(value)
+                value = json_numbers.loads(value)
             if not isinstance(value, list | tuple):
                 raise ValueError(f"{type(value).__name__} is not an array")
             return [None if v is None else item(v) for v in value]
@@ -553,7 +584,7 @@ def _nested_value(value: Any, target: pa.DataType, path: str, found: list[Note])
     Raises only when ``value`` itself does not fit ``target`` (the caller notes it).
     """
     if isinstance(value, str) and (pa.types.is_struct(target) or pa.types.is_list(target)):
-        value = json.loads(value)  # JSON text (a CSV column, an API's encoded field)
+        value = json_numbers.loads(value)  # JSON text (a CSV column, an API's field)
     if pa.types.is_struct(target):
         if not isinstance(value, Mapping):
             raise ValueError(f"{type(value).__name__} is not an object")
@@ -942,8 +973,10 @@ def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array |
     value-by-value path is sure to give the same values and notes."""
     target = field.type
     if is_nested(target):
-        # The value-by-value path infers these too, then casts (_nested_from_values).
-        return coerce_column(field.name, column, target, notes)
+        # The value-by-value path infers these too, then casts (_nested_from_values),
+        # but for a decimal leaf (a double's cast is not the literal's digits).
+        return None if has_decimal(target) else coerce_column(field.name, column, target,
+                                                               notes)
     if column.type == target:
         return column
     if pa.types.is_null(column.type):
@@ -1010,6 +1043,10 @@ def _nested_from_values(name: str, values: list[Any], target: pa.DataType,
     that in bulk (a typed ``pa.array`` would drop keys the struct lacks, unnoted);
     values Arrow cannot give one type go value by value.
     """
+    if has_decimal(target):
+        # Arrow's inference reads a number as a double: a decimal leaf is typed from
+        # its literal's text (JsonFloat), value by value.
+        return coerce_values(name, values, target, notes)
     try:
         inferred = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
