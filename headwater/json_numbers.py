@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import decimal
 import json
+import uuid
 from typing import Any
 
 import msgspec
 
-__all__ = ["JsonFloat", "decode", "exact_decimal", "loads"]
+__all__ = ["JsonFloat", "decode", "dumps", "exact_decimal", "loads"]
 
 
 class JsonFloat(float):
@@ -63,3 +64,52 @@ def decode(content: bytes) -> Any:
         return _DECODER.decode(content)
     except msgspec.DecodeError:
         return loads(content)
+
+
+class _Literal:
+    """A :class:`JsonFloat` on its way through :func:`dumps` (``json`` writes a float's
+    repr, subclass or not, and asks ``default`` only for what it cannot write)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _marked(value: Any) -> tuple[Any, bool]:
+    """``value`` with each JsonFloat as a :class:`_Literal`, and whether there was one."""
+    if isinstance(value, JsonFloat):
+        return _Literal(value.text), True
+    if isinstance(value, dict):
+        items = [(key, *_marked(item)) for key, item in value.items()]
+        if any(found for _, _, found in items):
+            return {key: item for key, item, _ in items}, True
+    elif isinstance(value, list | tuple):
+        marked = [_marked(item) for item in value]
+        if any(found for _, found in marked):
+            return [item for item, _ in marked], True
+    return value, False
+
+
+def dumps(value: Any, **options: Any) -> str:
+    """``json.dumps(value, **options)`` writing each JsonFloat as its literal
+    (``1.50``, ``12345678901234567890.123456789012345678``), not the float's repr."""
+    marked, found = _marked(value)
+    if not found:
+        return json.dumps(value, **options)
+    literals: list[str] = []
+    token = uuid.uuid4().hex
+    fallback = options.pop("default", None)
+
+    def default(item: Any) -> Any:
+        if isinstance(item, _Literal):
+            literals.append(item.text)
+            return f"{token}:{len(literals) - 1}"
+        if fallback is None:
+            raise TypeError(f"{type(item).__name__} is not JSON serializable")
+        return fallback(item)
+
+    text = json.dumps(marked, default=default, **options)
+    for number, literal in enumerate(literals):
+        text = text.replace(f'"{token}:{number}"', literal, 1)
+    return text

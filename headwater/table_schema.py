@@ -413,7 +413,7 @@ def note_text(value: Any) -> str:
         return value.text  # as the source wrote it, not the float's repr
     if isinstance(value, uuid.UUID):
         return str(value)
-    return json.dumps(value, default=str, sort_keys=True)
+    return json_numbers.dumps(value, default=str, sort_keys=True)
 
 
 def _to_int(value: Any) -> int:
@@ -527,15 +527,39 @@ def _to_binary(value: Any) -> bytes:
     raise ValueError(f"{type(value).__name__} is not binary")
 
 
+#: Room for any decimal a column can hold while one is checked against it.
+_WIDE_DECIMALS = decimal.Context(prec=100)
+
+
+def _fitting_decimal(number: decimal.Decimal, target: pa.DataType) -> decimal.Decimal:
+    """``number`` when ``target`` (a decimal type) holds it exactly; a misfit is noted
+    at its own path (inside a struct too), not found by Arrow for the whole value."""
+    whole = target.precision - target.scale
+    if not number.is_finite() or (number and number.adjusted() >= whole):
+        raise ValueError(f"out of range: more than {whole} integer digits")
+    exact = number.quantize(decimal.Decimal(1).scaleb(-target.scale), context=_WIDE_DECIMALS)
+    if exact != number:
+        raise ValueError(f"out of range: more than {target.scale} fractional digits")
+    return exact
+
+
+def _fitting_int(number: int, target: pa.DataType) -> int:
+    """``number`` when the integer type ``target`` holds it (see :func:`_fitting_decimal`)."""
+    bounds = np.iinfo(target.to_pandas_dtype())
+    if not int(bounds.min) <= number <= int(bounds.max):
+        raise ValueError(f"out of range: past {target}")
+    return number
+
+
 def _converter(target: pa.DataType) -> Callable[[Any], Any]:
     if pa.types.is_decimal(target):
-        return _to_decimal
+        return lambda v: _fitting_decimal(_to_decimal(v), target)
     if pa.types.is_binary(target) or pa.types.is_large_binary(target):
         return _to_binary
     if pa.types.is_string(target) or pa.types.is_large_string(target):
         return note_text
     if pa.types.is_integer(target):
-        return _to_int
+        return lambda v: _fitting_int(_to_int(v), target)
     if pa.types.is_floating(target):
         return _to_float
     if pa.types.is_boolean(target):
@@ -885,10 +909,18 @@ def _column_from_values(field: pa.Field, values: list[Any], notes: RowNotes) -> 
     if _is_temporal(field.type) and any(_is_number(v) for v in values):
         return coerce_values(field.name, values, field.type, notes)  # _is_temporal's why
     try:
+        if pa.types.is_integer(field.type):
+            return pc.cast(pa.array(values, type=EXACT_INTS), field.type, safe=True)
         return pa.array(values, type=field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         return coerce_values(field.name, values, field.type, notes)
 
+
+#: The type ``pa.array`` is asked for where an integer belongs: Arrow truncates a
+#: float into an integer type (``1.5`` landed as 1, ``9007199254740993.0`` as ...992,
+#: unnoted) but refuses one for a decimal, and reads integers of up to 38 digits
+#: exactly; the cast to the column's type then refuses what does not fit.
+EXACT_INTS = pa.decimal128(38, 0)
 
 #: What Arrow's inference of Python values may raise (mixed types, huge ints, odd objects).
 _NOT_INFERRED = (pa.ArrowException, OverflowError, TypeError, ValueError, RecursionError)
@@ -931,8 +963,9 @@ def _read_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Struc
     """The records as one struct array: in the columns' own types where the schema
     has no nested or JSON-text column (each column read as ``pa.array(values,
     type=...)`` reads it, the value-by-value path's first try; date-times and
-    dates as text), else, or when that fails, in the types Arrow infers (about
-    twice the work).  None when neither reads them (or the result is chunked)."""
+    dates as text, integers as :data:`EXACT_INTS`), else, or when that fails, in
+    the types Arrow infers (about twice the work).  None when neither reads them
+    (or the result is chunked)."""
     requested = _requested_struct(schema)
     for kind in ([requested] if requested is not None else []) + [None]:
         try:
@@ -949,7 +982,8 @@ def _requested_struct(schema: pa.Schema) -> pa.StructType | None:
         if json_kind(field) is not None or is_nested(field.type):
             return None  # only inference gives these as the value-by-value path does
         temporal = pa.types.is_timestamp(field.type) or pa.types.is_date32(field.type)
-        fields.append(pa.field(field.name, pa.string() if temporal else field.type))
+        fields.append(pa.field(field.name, pa.string() if temporal else EXACT_INTS
+                               if pa.types.is_integer(field.type) else field.type))
     return pa.struct(fields)
 
 
@@ -981,6 +1015,11 @@ def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array |
         return column
     if pa.types.is_null(column.type):
         return pa.nulls(len(column), target)
+    if column.type == EXACT_INTS and pa.types.is_integer(target):
+        try:  # integers read exactly (_requested_struct); one past the column is noted
+            return pc.cast(column, target, safe=True)
+        except pa.ArrowInvalid:
+            return None
     if pa.types.is_int64(column.type) and pa.types.is_float64(target):
         try:  # exact, as pa.array(ints, type=float64) is: beyond 2**53 both refuse
             return pc.cast(column, target, safe=True)
