@@ -282,8 +282,9 @@ def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position
     """
     json_text = [field.name for field in schema if json_kind(field) is not None]
     # pyarrow's reader keeps a decimal past its precision and wraps one past 128 bits
-    # (1e25 in a decimal(38, 18) gave 122083294381374201810.41...): a column with a
-    # decimal leaf is read as its values' text, which the engine types exactly.
+    # (1e25 in a decimal(38, 18) gave 122083294381374201810.41...): a decimal column
+    # is read as its values' text, which the engine types exactly; a decimal inside
+    # an object or a list keeps the stream on the line-by-line path.
     exact = {field.name: field.type for field in schema
              if json_kind(field) is None and has_decimal(field.type)}
     # Dates (at any depth) are read as text and cast by the engine, as in read_jsonl.
@@ -312,6 +313,10 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
                      exact: Mapping[str, pa.DataType]) -> pa.RecordBatch | None:
     """One block as a batch (typed columns by pyarrow, JSON-text and ``exact`` ones as
     the line's text), or None when either decoder refuses it."""
+    if not all(pa.types.is_decimal(kind) for kind in exact.values()):
+        # A decimal inside an object or a list: the line-by-line path's values (a whole
+        # list noted as JSON, say) are the ones its text would not give alike.
+        return None
     try:
         records = _RAW_LINES.decode_lines(block)
         table = pa_json.read_json(
@@ -327,9 +332,9 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
         return None
     try:
         texts = {name: _text_array([r.get(name) for r in records]) for name in json_text}
-        for name, kind in exact.items():
+        for name in exact:
             values = [r.get(name) for r in records]
-            if not _typed_alike(values, kind):
+            if not _numbers_only(values):
                 return None
             texts[name] = _text_array(values)
         known = set(schema.names)
@@ -345,23 +350,18 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
     return pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
 
 
-#: The first bytes of the JSON values the engine types from their text as the
-#: line-by-line path types them parsed (:func:`_typed_alike`).
+#: The first bytes of a JSON number.
 _NUMBER_STARTS = frozenset(b"-0123456789")
 
 
-def _typed_alike(values: Sequence[msgspec.Raw | None], kind: pa.DataType) -> bool:
-    """Whether the engine types each value's text (a column with a decimal leaf) as
-    the line-by-line path types the parsed value: a number's literal in a decimal
-    column, an object's or an array's text in a struct or list column (the text of
-    a string, say ``"1.5"`` or ``"{}"``, is a string's: the engine would read it
-    otherwise), or ``null``."""
-    starts = (frozenset(b"{") if pa.types.is_struct(kind) else
-              frozenset(b"[") if pa.types.is_list(kind) else _NUMBER_STARTS)
+def _numbers_only(values: Sequence[msgspec.Raw | None]) -> bool:
+    """Whether each value of a decimal column is a number's literal (or ``null``), which
+    the engine types from its text as the line-by-line path types the parsed number
+    (the text of a string, ``"1.5"``, is not the string's value)."""
     for value in values:
         if value is not None:
             text = bytes(value)
-            if text[0] not in starts and text != b"null":
+            if text[0] not in _NUMBER_STARTS and text != b"null":
                 return False
     return True
 

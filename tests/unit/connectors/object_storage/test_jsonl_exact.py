@@ -70,7 +70,7 @@ def went_line_by_line(columns: dict[str, Any], block: bytes) -> bool:
     return any(isinstance(item, dict) for item in items)
 
 
-@differential(60)
+@differential(40)
 @given(objects())
 def test_jsonl_lands_its_text_in_bulk_and_line_by_line(
         case: tuple[dict[str, Any], list[Record], list[Expected]]) -> None:
