@@ -47,10 +47,17 @@ def exact_decimal(value: JsonFloat) -> decimal.Decimal:
     return decimal.Decimal(value.text)
 
 
+#: Made once: ``json.loads(..., parse_float=...)`` builds a decoder per call (twice
+#: the time of a short line).
+_LOADS = json.JSONDecoder(parse_float=JsonFloat)
+
+
 def loads(text: str | bytes) -> Any:
     """``json.loads`` (same errors, ``NaN`` and ``Infinity`` taken), numbers with a
     fraction or an exponent as :class:`JsonFloat`."""
-    return json.loads(text, parse_float=JsonFloat)
+    if isinstance(text, bytes):
+        text = text.decode(json.detect_encoding(text), "surrogatepass")  # as json.loads
+    return _LOADS.decode(text)
 
 
 _DECODER = msgspec.json.Decoder(float_hook=JsonFloat)
