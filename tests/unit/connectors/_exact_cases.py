@@ -144,7 +144,8 @@ _OFFSETS = [("", 0), ("Z", 0), ("+00:00", 0), ("-00:00", 0), ("+05:30", 330),
 def instants(draw: st.DrawFn) -> Instant:
     """Date-times at the calendar's edges: years 1 and 9999 (an offset may push the
     instant out of them), leap days, 0 to 9 fractional digits (past 6 they are cut),
-    and what is no date-time at all (hour 24, second 60, day 30 of February)."""
+    ``T`` or a space, a date alone (its midnight), and what is no date-time at all
+    (hour 24, second 60, month 13, day 30 of February)."""
     year = draw(st.sampled_from([1, 9999, 1969, 1970, 2000, 2024, 2023, 1900])
                 | st.integers(1, 9999))
     month = draw(st.integers(1, 12))
@@ -158,8 +159,13 @@ def instants(draw: st.DrawFn) -> Instant:
     broken = draw(st.sampled_from([None] * 6 + ["hour", "second", "month"]))
     clock = (f"{24 if broken == 'hour' else hour:02d}:{minute:02d}:"
              f"{60 if broken == 'second' else second:02d}")
-    text = (f"{year:04d}-{13 if broken == 'month' else month:02d}-{day:02d}T{clock}"
-            + ("." + fraction if fraction else "") + offset)
+    date = f"{year:04d}-{13 if broken == 'month' else month:02d}-{day:02d}"
+    if not broken and draw(st.integers(0, 7)) == 0:  # a date alone: its midnight
+        hour = minute = second = 0
+        fraction, offset, minutes, text = "", "", 0, date
+    else:
+        text = (date + draw(st.sampled_from(["T", "T", " "])) + clock
+                + ("." + fraction if fraction else "") + offset)
     if broken:
         return Instant(text, None)
     try:
