@@ -24,6 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater import json_numbers
+from headwater.json_numbers import JsonFloat, exact_decimal
+
 UTC_TIMESTAMP = pa.timestamp("us", tz="UTC")
 LOCAL_TIMESTAMP = pa.timestamp("us")
 
@@ -194,6 +197,15 @@ def map_leaf_types(kind: pa.DataType,
     if pa.types.is_list(kind):
         return pa.list_(map_leaf_types(kind.value_type, leaf))
     return leaf(kind)
+
+
+def has_decimal(kind: pa.DataType) -> bool:
+    """A decimal, or a struct or list with a decimal leaf at any depth."""
+    if pa.types.is_struct(kind):
+        return any(has_decimal(field.type) for field in kind)
+    if pa.types.is_list(kind):
+        return has_decimal(kind.value_type)
+    return pa.types.is_decimal(kind)
 
 
 def is_nested(target: pa.DataType) -> bool:
@@ -405,9 +417,11 @@ def note_text(value: Any) -> str:
     value as JSON with sorted keys."""
     if isinstance(value, str):
         return value
+    if isinstance(value, JsonFloat):
+        return value.text  # as the source wrote it, not the float's repr
     if isinstance(value, uuid.UUID):
         return str(value)
-    return json.dumps(value, default=str, sort_keys=True)
+    return json_numbers.dumps(value, default=str, sort_keys=True)
 
 
 def _to_int(value: Any) -> int:
@@ -415,6 +429,8 @@ def _to_int(value: Any) -> int:
         raise ValueError("boolean is not an integer")
     if isinstance(value, int):
         return value
+    if isinstance(value, JsonFloat):
+        return _integral(exact_decimal(value))  # 9007199254740993.0 is not ...992
     if isinstance(value, float):
         if not value.is_integer():
             raise ValueError("has a fractional part")
@@ -422,6 +438,19 @@ def _to_int(value: Any) -> int:
     if isinstance(value, str):
         return int(value.strip())
     raise ValueError(f"{type(value).__name__} is not an integer")
+
+
+#: Digits past which an integral decimal is refused before it becomes a Python int
+#: (``1e999999999`` would take minutes): far past any Arrow integer.
+_INT_DIGITS = 40
+
+
+def _integral(number: decimal.Decimal) -> int:
+    if not number.is_finite() or number.adjusted() > _INT_DIGITS:
+        raise ValueError("out of range")
+    if number != number.to_integral_value():
+        raise ValueError("has a fractional part")
+    return int(number)
 
 
 def _to_float(value: Any) -> float:
@@ -485,6 +514,8 @@ def _to_decimal(value: Any) -> decimal.Decimal:
         raise ValueError("boolean is not a number")
     if isinstance(value, decimal.Decimal):
         return value
+    if isinstance(value, JsonFloat):
+        return exact_decimal(value)  # the literal's digits, not the float's
     if isinstance(value, int | float | str):
         try:
             return decimal.Decimal(str(value).strip())
@@ -504,15 +535,39 @@ def _to_binary(value: Any) -> bytes:
     raise ValueError(f"{type(value).__name__} is not binary")
 
 
+#: Room for any decimal a column can hold while one is checked against it.
+_WIDE_DECIMALS = decimal.Context(prec=100)
+
+
+def _fitting_decimal(number: decimal.Decimal, target: pa.DataType) -> decimal.Decimal:
+    """``number`` when ``target`` (a decimal type) holds it exactly; a misfit is noted
+    at its own path (inside a struct too), not found by Arrow for the whole value."""
+    whole = target.precision - target.scale
+    if not number.is_finite() or (number and number.adjusted() >= whole):
+        raise ValueError(f"out of range: more than {whole} integer digits")
+    exact = number.quantize(decimal.Decimal(1).scaleb(-target.scale), context=_WIDE_DECIMALS)
+    if exact != number:
+        raise ValueError(f"out of range: more than {target.scale} fractional digits")
+    return exact
+
+
+def _fitting_int(number: int, target: pa.DataType) -> int:
+    """``number`` when the integer type ``target`` holds it (see :func:`_fitting_decimal`)."""
+    bounds = np.iinfo(target.to_pandas_dtype())
+    if not int(bounds.min) <= number <= int(bounds.max):
+        raise ValueError(f"out of range: past {target}")
+    return number
+
+
 def _converter(target: pa.DataType) -> Callable[[Any], Any]:
     if pa.types.is_decimal(target):
-        return _to_decimal
+        return lambda v: _fitting_decimal(_to_decimal(v), target)
     if pa.types.is_binary(target) or pa.types.is_large_binary(target):
         return _to_binary
     if pa.types.is_string(target) or pa.types.is_large_string(target):
         return note_text
     if pa.types.is_integer(target):
-        return _to_int
+        return lambda v: _fitting_int(_to_int(v), target)
     if pa.types.is_floating(target):
         return _to_float
     if pa.types.is_boolean(target):
@@ -527,7 +582,7 @@ def _converter(target: pa.DataType) -> Callable[[Any], Any]:
 
         def to_list(value: Any) -> list[Any]:
             if isinstance(value, str):
-                value = json.loads(value)
+                value = json_numbers.loads(value)
             if not isinstance(value, list | tuple):
                 raise ValueError(f"{type(value).__name__} is not an array")
             return [None if v is None else item(v) for v in value]
@@ -561,7 +616,7 @@ def _nested_value(value: Any, target: pa.DataType, path: str, found: list[Note])
     Raises only when ``value`` itself does not fit ``target`` (the caller notes it).
     """
     if isinstance(value, str) and (pa.types.is_struct(target) or pa.types.is_list(target)):
-        value = json.loads(value)  # JSON text (a CSV column, an API's encoded field)
+        value = json_numbers.loads(value)  # JSON text (a CSV column, an API's field)
     if pa.types.is_struct(target):
         if not isinstance(value, Mapping):
             raise ValueError(f"{type(value).__name__} is not an object")
@@ -862,10 +917,18 @@ def _column_from_values(field: pa.Field, values: list[Any], notes: RowNotes) -> 
     if _is_temporal(field.type) and any(_is_number(v) for v in values):
         return coerce_values(field.name, values, field.type, notes)  # _is_temporal's why
     try:
+        if pa.types.is_integer(field.type):
+            return pc.cast(pa.array(values, type=EXACT_INTS), field.type, safe=True)
         return pa.array(values, type=field.type)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
         return coerce_values(field.name, values, field.type, notes)
 
+
+#: The type ``pa.array`` is asked for where an integer belongs: Arrow truncates a
+#: float into an integer type (``1.5`` landed as 1, ``9007199254740993.0`` as ...992,
+#: unnoted) but refuses one for a decimal, and reads integers of up to 38 digits
+#: exactly; the cast to the column's type then refuses what does not fit.
+EXACT_INTS = pa.decimal128(38, 0)
 
 #: What Arrow's inference of Python values may raise (mixed types, huge ints, odd objects).
 _NOT_INFERRED = (pa.ArrowException, OverflowError, TypeError, ValueError, RecursionError)
@@ -908,8 +971,9 @@ def _read_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Struc
     """The records as one struct array: in the columns' own types where the schema
     has no nested or JSON-text column (each column read as ``pa.array(values,
     type=...)`` reads it, the value-by-value path's first try; date-times and
-    dates as text), else, or when that fails, in the types Arrow infers (about
-    twice the work).  None when neither reads them (or the result is chunked)."""
+    dates as text, integers as :data:`EXACT_INTS`), else, or when that fails, in
+    the types Arrow infers (about twice the work).  None when neither reads them
+    (or the result is chunked)."""
     requested = _requested_struct(schema)
     for kind in ([requested] if requested is not None else []) + [None]:
         try:
@@ -926,7 +990,8 @@ def _requested_struct(schema: pa.Schema) -> pa.StructType | None:
         if json_kind(field) is not None or is_nested(field.type):
             return None  # only inference gives these as the value-by-value path does
         temporal = pa.types.is_timestamp(field.type) or pa.types.is_date32(field.type)
-        fields.append(pa.field(field.name, pa.string() if temporal else field.type))
+        fields.append(pa.field(field.name, pa.string() if temporal else EXACT_INTS
+                               if pa.types.is_integer(field.type) else field.type))
     return pa.struct(fields)
 
 
@@ -950,12 +1015,19 @@ def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array |
     value-by-value path is sure to give the same values and notes."""
     target = field.type
     if is_nested(target):
-        # The value-by-value path infers these too, then casts (_nested_from_values).
-        return coerce_column(field.name, column, target, notes)
+        # The value-by-value path infers these too, then casts (_nested_from_values),
+        # but for a decimal leaf (a double's cast is not the literal's digits).
+        return None if has_decimal(target) else coerce_column(field.name, column, target,
+                                                               notes)
     if column.type == target:
         return column
     if pa.types.is_null(column.type):
         return pa.nulls(len(column), target)
+    if column.type == EXACT_INTS and pa.types.is_integer(target):
+        try:  # integers read exactly (_requested_struct); one past the column is noted
+            return pc.cast(column, target, safe=True)
+        except pa.ArrowInvalid:
+            return None
     if pa.types.is_int64(column.type) and pa.types.is_float64(target):
         try:  # exact, as pa.array(ints, type=float64) is: beyond 2**53 both refuse
             return pc.cast(column, target, safe=True)
@@ -1018,6 +1090,10 @@ def _nested_from_values(name: str, values: list[Any], target: pa.DataType,
     that in bulk (a typed ``pa.array`` would drop keys the struct lacks, unnoted);
     values Arrow cannot give one type go value by value.
     """
+    if has_decimal(target):
+        # Arrow's inference reads a number as a double: a decimal leaf is typed from
+        # its literal's text (JsonFloat), value by value.
+        return coerce_values(name, values, target, notes)
     try:
         inferred = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):

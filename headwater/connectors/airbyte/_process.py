@@ -5,7 +5,8 @@ per line on stdout.  RECORD lines are the bulk of the traffic, so consecutive
 ones are handed over raw, as a :class:`RecordBlock` (at most
 :data:`BLOCK_LINES` lines or :data:`BLOCK_BYTES` characters), for the reader to
 decode in bulk; :meth:`RecordBlock.records` decodes them one by one instead
-(``json.loads`` only).  A block is always handed over before the message that
+(``json.loads`` only, a number keeping its literal's text:
+:mod:`headwater.json_numbers`).  A block is always handed over before the message that
 follows it, so a STATE never overtakes the records it covers.  Every other line
 is validated into :class:`~headwater.protocol.AirbyteMessage`.
 LOG messages go to Headwater's logger at their level; an error TRACE becomes a
@@ -17,7 +18,6 @@ stderr.  Either way the caller's partition fails and no state moves.
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import os
 import queue
@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from headwater import json_numbers
 from headwater.config import mask
 from headwater.errors import ConnectorError
 from headwater.protocol import AirbyteMessage, LogLevel, MessageType, TraceType
@@ -79,7 +80,7 @@ class RecordBlock:
 def _record_of(line: str, label: str, stream: str | None) -> Record | None:
     """One line starting like a RECORD; ``None`` when it holds no record after all."""
     try:
-        body = json.loads(line)["record"]
+        body = json_numbers.loads(line)["record"]  # a decimal keeps its literal
         return Record(body["stream"], body["data"])
     except (ValueError, KeyError, TypeError):
         pass  # the validating parser says what is wrong

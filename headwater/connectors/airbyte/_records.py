@@ -23,7 +23,9 @@ errors exactly as before) whenever it could differ:
   took a string for a date-time (the per-record path infers its type from the
   dicts, where the string stays a string);
 * a stream with a column type the reader cannot produce as the per-record path
-  does (decimals, base64 binary): such streams are never decoded in bulk.
+  does (decimals, at any depth: Arrow reads a number as a double, the
+  per-record path keeps its literal; base64 binary): such streams are never
+  decoded in bulk.
 
 Date-time and date columns are read as text and cast by the engine with Arrow
 (the same cast every native Arrow source gets).
@@ -34,8 +36,8 @@ any per-record Python; a block is refused where that could differ from the
 per-record path: a nested key outside the declared properties (Arrow would add
 it, the per-record path drops it), or a nested value of another type (Arrow's
 reader fails).  A struct with a leaf the reader cannot produce as the
-per-record path does (a date-time, a decimal, base64 binary inside it) keeps
-the whole stream on the per-record path.
+per-record path does (a decimal, base64 binary inside it) keeps the whole
+stream on the per-record path.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from headwater.connectors._json_values import (
     inferred_alike,
     undeclared_alike,
 )
-from headwater.table_schema import READER_NOTES, arrow_schema_for, is_nested
+from headwater.table_schema import READER_NOTES, arrow_schema_for, has_decimal, is_nested
 
 __all__ = ["RecordDecoder"]
 
@@ -81,8 +83,8 @@ class RecordDecoder:
                 read_fields.append(pa.field(field.name, pa.string()))
             elif _readable(kind):
                 read_fields.append(pa.field(field.name, kind))
-            elif is_nested(kind):
-                # A struct with a date-time, decimal or binary leaf: inferred by Arrow,
+            elif is_nested(kind) and not has_decimal(kind):
+                # A struct with a date-time or binary leaf: inferred by Arrow,
                 # kept where no date-time was inferred, cast as the dicts' would be.
                 self.nested.add(field.name)
             else:

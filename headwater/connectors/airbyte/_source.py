@@ -191,12 +191,7 @@ class AirbyteSourceStream(Stream):
                                       stream=self.name, counts=counts)
             for item in items:
                 if isinstance(item, RecordBlock):
-                    batch = decoder.decode(item.lines)
-                    if batch is not None:
-                        if batch.num_rows:
-                            yield batch
-                    else:
-                        yield from (r.data for r in item.records() if r.stream == self.name)
+                    yield from block_items(decoder, item)
                 elif isinstance(item, Record):
                     if item.stream == self.name:
                         yield item.data
@@ -211,6 +206,18 @@ class AirbyteSourceStream(Stream):
                                          "INCOMPLETE", stream=self.name)
         _log.info("connector %s, stream %s: %d log messages (%d warnings or worse), %d traces",
                   self._env.label, self.name, counts.logs, counts.warnings, counts.traces)
+
+
+def block_items(decoder: RecordDecoder, block: RecordBlock) -> Iterator[RecordOrBatch]:
+    """The decoder's stream's records of one block: one batch decoded in bulk, or, where
+    the decoder refuses the block, each record's data parsed line by line (numbers
+    keeping their literal: the reference the bulk decoder is held to)."""
+    batch = decoder.decode(block.lines)
+    if batch is not None:
+        if batch.num_rows:
+            yield batch
+    else:
+        yield from (r.data for r in block.records() if r.stream == decoder.stream)
 
 
 class AirbyteSource(Source):

@@ -15,7 +15,6 @@ yield looser types: the engine casts, and records every value that does not fit.
 from __future__ import annotations
 
 import io
-import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.json as pa_json
 
+from headwater import json_numbers
 from headwater.connectors._json_values import exact_json_values, undeclared_alike
 from headwater.connectors.object_storage._config import CsvFormat
 from headwater.connectors.object_storage._io import line_blocks, newlines_before
@@ -36,6 +36,7 @@ from headwater.table_schema import (
     NOTES_TYPE,
     READER_NOTES,
     JsonText,
+    has_decimal,
     json_kind,
     map_leaf_types,
     note_text,
@@ -144,7 +145,9 @@ def _jsonl_slow(block: bytes, first: int, key: str,
     """Line by line, for a block pyarrow refused: bad lines become rejects.
 
     The ``json_text`` columns keep the line's own text of their value
-    (:func:`_raw_values`), not a re-serialized dict.
+    (:func:`_raw_values`), not a re-serialized dict.  Numbers keep their literal's
+    text (:class:`~headwater.json_numbers.JsonFloat`): a decimal or an integer
+    column is typed from it, not from a float.
     """
     rejects: Rejects = []
     for offset, line in enumerate(block.split(b"\n")[:-1]):
@@ -152,7 +155,7 @@ def _jsonl_slow(block: bytes, first: int, key: str,
             continue
         number = first + offset
         try:
-            record = json.loads(line)
+            record = json_numbers.loads(line)
         except UnicodeDecodeError as exc:
             rejects.append((number, f"not valid UTF-8: {exc}", line))
             continue
@@ -192,7 +195,7 @@ def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosi
     well-formed block is typed by Arrow alone, with no Python per record."""
     if start > 0:
         position.next_record = newlines_before(stream, start - 1) + 1
-    if any(json_kind(field) is not None for field in schema):
+    if any(json_kind(field) is not None or has_decimal(field.type) for field in schema):
         yield from read_jsonl_json_text(stream, key, schema, position, start, end)
         return
     read_schema = pa.schema([pa.field(f.name, _json_read_type(f.type)) for f in schema])
@@ -228,6 +231,8 @@ def _bulk_block(block: bytes, read_schema: pa.Schema, options: pa_json.ParseOpti
     * a key inside an object outside its declared properties that Arrow types
       otherwise than the line-by-line path's inference of the dicts
       (:func:`~headwater.connectors._json_values.undeclared_alike`).
+
+    Columns with a decimal leaf never come here (:func:`read_jsonl_json_text`).
     """
     if not objects_only and has_null_line(block):
         return None
@@ -276,9 +281,16 @@ def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position
     that is not an object, a value of the wrong type) is read line by line.
     """
     json_text = [field.name for field in schema if json_kind(field) is not None]
+    # pyarrow's reader keeps a decimal past its precision and wraps one past 128 bits
+    # (1e25 in a decimal(38, 18) gave 122083294381374201810.41...): a decimal column
+    # is read as its values' text, which the engine types exactly; a decimal inside
+    # an object or a list keeps the stream on the line-by-line path.
+    exact = {field.name: field.type for field in schema
+             if json_kind(field) is None and has_decimal(field.type)}
     # Dates (at any depth) are read as text and cast by the engine, as in read_jsonl.
     typed = pa.schema([pa.field(field.name, _json_read_type(field.type))
-                       for field in schema if json_kind(field) is None])
+                       for field in schema if json_kind(field) is None
+                       and field.name not in exact])
     # Keys outside the schema are inferred, not ignored: inside a struct they are
     # noted, as the line-by-line path notes them (the top-level ones come from msgspec).
     options = pa_json.ParseOptions(explicit_schema=typed, unexpected_field_behavior="infer",
@@ -286,7 +298,7 @@ def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position
     for block in line_blocks(stream, start, end):
         lines = block.count(b"\n")
         first = position.next_record
-        batch = _json_text_block(block, schema, typed, json_text, options)
+        batch = _json_text_block(block, schema, typed, json_text, options, exact)
         numbers = None if batch is None else _jsonl_numbers(
             block, first, batch.num_rows, lines, _objects_only(block, lines))
         if batch is None or numbers is None:
@@ -297,10 +309,14 @@ def read_jsonl_json_text(stream: BinaryIO, key: str, schema: pa.Schema, position
 
 
 def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
-                     json_text: Sequence[str],
-                     options: pa_json.ParseOptions) -> pa.RecordBatch | None:
-    """One block as a batch (typed columns by pyarrow, JSON-text ones as the line's
-    text), or None when either decoder refuses it."""
+                     json_text: Sequence[str], options: pa_json.ParseOptions,
+                     exact: Mapping[str, pa.DataType]) -> pa.RecordBatch | None:
+    """One block as a batch (typed columns by pyarrow, JSON-text and ``exact`` ones as
+    the line's text), or None when either decoder refuses it."""
+    if not all(pa.types.is_decimal(kind) for kind in exact.values()):
+        # A decimal inside an object or a list: the line-by-line path's values (a whole
+        # list noted as JSON, say) are the ones its text would not give alike.
+        return None
     try:
         records = _RAW_LINES.decode_lines(block)
         table = pa_json.read_json(
@@ -316,6 +332,11 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
         return None
     try:
         texts = {name: _text_array([r.get(name) for r in records]) for name in json_text}
+        for name in exact:
+            values = [r.get(name) for r in records]
+            if not _numbers_only(values):
+                return None
+            texts[name] = _text_array(values)
         known = set(schema.names)
         extra = sorted({k for r in records for k in r} - known)
         texts.update({name: _noted_values([r.get(name) for r in records]) for name in extra})
@@ -329,6 +350,22 @@ def _json_text_block(block: bytes, schema: pa.Schema, typed: pa.Schema,
     return pa.RecordBatch.from_arrays(list(columns.values()), names=list(columns))
 
 
+#: The first bytes of a JSON number.
+_NUMBER_STARTS = frozenset(b"-0123456789")
+
+
+def _numbers_only(values: Sequence[msgspec.Raw | None]) -> bool:
+    """Whether each value of a decimal column is a number's literal (or ``null``), which
+    the engine types from its text as the line-by-line path types the parsed number
+    (the text of a string, ``"1.5"``, is not the string's value)."""
+    for value in values:
+        if value is not None:
+            text = bytes(value)
+            if text[0] not in _NUMBER_STARTS and text != b"null":
+                return False
+    return True
+
+
 def _text_array(values: Sequence[msgspec.Raw | None]) -> pa.Array:
     """JSON-text values (``null`` and missing keys: null) as a string column."""
     raw = [None if v is None or bytes(v) == b"null" else bytes(v) for v in values]
@@ -339,7 +376,7 @@ def _noted_values(values: Sequence[msgspec.Raw | None]) -> pa.Array:
     """Values of a key outside the schema as the text the engine notes for them, the
     same as the line-by-line path's note of the decoded value (a string as it is,
     any other value as sorted JSON; a JSON ``null`` is null, noted by neither)."""
-    decoded = [None if v is None else json.loads(bytes(v)) for v in values]
+    decoded = [None if v is None else json_numbers.loads(bytes(v)) for v in values]
     return pa.array([None if v is None else note_text(v) for v in decoded], pa.string())
 
 

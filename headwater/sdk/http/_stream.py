@@ -77,7 +77,7 @@ from headwater.sdk.http._rate_limit import split_share
 from headwater.sdk.http._records import records_batch
 from headwater.sdk.http._session import SessionCache
 from headwater.sdk.http._shared_pages import SharedPages
-from headwater.table_schema import arrow_schema_for
+from headwater.table_schema import arrow_schema_for, has_decimal
 
 __all__ = ["HttpStream", "HttpStreamSpec", "ParentLink"]
 
@@ -345,6 +345,15 @@ class HttpStream(Stream):
         else:
             yield batch
 
+    def _exact_numbers(self) -> bool:
+        """Whether pages are decoded keeping numbers' literals: a column with a decimal
+        leaf is typed from them (decoding so costs more, so only then)."""
+        found = self.__dict__.get("_decimals")
+        if found is None:  # the stream's own columns: a JSON-text one decodes alike
+            found = self.__dict__["_decimals"] = any(
+                has_decimal(field.type) for field in arrow_schema_for(self.json_schema()))
+        return bool(found)
+
     def records(self, partition: Partition) -> Iterator[dict[str, Any]]:
         """The partition's records as dicts, in API order (after :meth:`transform`)."""
         for page in self._pages(partition):
@@ -485,7 +494,8 @@ class HttpStream(Stream):
         window = unit.get("_range")
         try:
             async for page in client.apages(path, self.request_params(values),
-                                            self.spec.paginator, self.spec.record_path):
+                                            self.spec.paginator, self.spec.record_path,
+                                            exact_numbers=self._exact_numbers()):
                 records = []
                 for record in page.records:
                     if not isinstance(record, dict):

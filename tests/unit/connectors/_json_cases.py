@@ -153,6 +153,15 @@ FLOAT_TEXT = st.sampled_from(["1.0", "-0.0", "0.0", "1e308", "-1e308", "1E400", 
                               "5e-324", "1.7976931348623157e308", "-1"]).map(Raw)
 FLOATS = (st.floats(allow_nan=False, allow_infinity=False) | FLOAT_TEXT
           | st.integers(-10**6, 10**6))
+#: Decimal literals past a float's digits, at a decimal(38, 18)'s edges and one past them.
+DECIMAL_TEXT = st.builds(
+    lambda sign, whole, fraction, exponent: Raw(f"{sign}{whole}{fraction}{exponent}"),
+    st.sampled_from(["", "-"]),
+    st.sampled_from(["0", "1", "12345678901234567890", "99999999999999999999",
+                     "100000000000000000000"]) | st.integers(0, 10**21).map(str),
+    st.sampled_from(["", ".5", ".123456789012345678", ".999999999999999999",
+                     ".0000000000000000001", ".10"]),
+    st.sampled_from(["", "", "", "e0", "E-2", "e+3"]))
 STRINGS = (st.text(max_size=6) | st.sampled_from(
     ["", "é", "😀", "a\"b", "back\\slash", "tab\tnew\nline", "\u2028", "\x00", "null", "1",
      "true", "2024-01-01", "2024-01-01T00:00:00Z"])
@@ -176,7 +185,7 @@ TIDY_ANY = st.one_of(
 
 # ---------------------------------------------------------------------- schemas
 
-_LEAVES = ["integer", "number", "boolean", "string", "date-time", "local", "date"]
+_LEAVES = ["integer", "number", "boolean", "string", "date-time", "local", "date", "decimal"]
 
 
 def _leaf_prop(kind: str, nullable: bool) -> dict[str, Any]:
@@ -187,6 +196,7 @@ def _leaf_prop(kind: str, nullable: bool) -> dict[str, Any]:
         "local": {"type": "string", "format": "date-time",
                   "airbyte_type": "timestamp_without_timezone"},
         "date": {"type": "string", "format": "date"},
+        "decimal": {"type": "number", "format": "decimal", "precision": 38, "scale": 18},
     }[kind]
     if nullable:
         base = {**base, "type": ["null", base["type"]]}
@@ -238,6 +248,10 @@ def fitting(draw: st.DrawFn, prop: dict[str, Any], tidy: bool) -> Any:
     kind, fmt = types[0], prop.get("format")
     if kind == "integer":
         return draw(st.integers(-10**6, 10**6) if tidy else INTS)
+    if kind == "number" and fmt == "decimal":
+        return draw(st.integers(-1000, 1000) | DECIMAL_TEXT.filter(lambda raw: "e" not in
+                                                                   raw.text.lower())
+                    if tidy else DECIMAL_TEXT | FLOATS | INTS)
     if kind == "number":
         return draw(st.floats(-1e6, 1e6) | st.integers(-1000, 1000) if tidy else FLOATS)
     if kind == "boolean":

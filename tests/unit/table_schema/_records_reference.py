@@ -1,6 +1,6 @@
 """The value-by-value typing of dict records as it was before the bulk path: the
 reference :func:`headwater.table_schema.batch_from_records` must equal, kept
-verbatim (only this docstring, the imports and the one rule dated below are new)."""
+verbatim (only this docstring, the imports and the rules dated below are new)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,12 @@ def batch_from_records(records: Iterable[Mapping[str, Any]],
             # Decided since (2026-11-27): a number in a date-time column is epoch
             # seconds, in a date column a misfit, whatever its neighbours are; Arrow's
             # own reading (days, microseconds) is never taken.
+            columns.append(coerce_values(field.name, values, field.type, notes))
+            continue
+        if pa.types.is_integer(field.type) and any(isinstance(v, float) for v in values):
+            # Decided since (2026-11-28, issue 35): a float in an integer column is
+            # typed value by value (an integer's literal, or a misfit noted); Arrow
+            # truncated it (0.5 landed as 0, unnoted).
             columns.append(coerce_values(field.name, values, field.type, notes))
             continue
         try:
