@@ -272,7 +272,7 @@ def _sample_jsonl(stream: Any, records: int) -> pa.Table:
             rows.append(value)
     try:
         return pa.Table.from_pylist(rows)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # Overflow: an int past int64
         return _fitting_rows(rows)
 
 
@@ -285,12 +285,12 @@ def _fitting_rows(rows: list[dict[str, Any]]) -> pa.Table:
         try:
             schema = pa.unify_schemas([schema, pa.Table.from_pylist([row]).schema],
                                       promote_options="permissive")
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
             continue
         kept.append(row)
     try:
         return pa.Table.from_pylist(kept, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
         return schema.empty_table()
 
 

@@ -280,8 +280,8 @@ class IcebergDestination(Destination):
             folder = self._folders[plan.stream.name]
         # One file per partition value, as the table's spec splits rows; written as the
         # table's properties ask (codec, target file size: ``_properties.py``).
-        return self._file_settings[plan.stream.name].writer(
-            folder, self._partition_keys.get(plan.stream.name) or ())
+        return _layout.files_writer(self._file_settings[plan.stream.name], folder,
+                                    self._partition_keys.get(plan.stream.name) or ())
 
     def _remember_layout(self, table: Table, stream: str) -> None:
         """Where and how the stream's tasks write the table's files, as the table says."""

@@ -36,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater.destinations.delta._files import ParquetFiles, _File
+from headwater.destinations.delta._store import TableFolder
 from headwater.destinations.iceberg import _catalog, _config, _properties
 from headwater.errors import ConfigError, DestinationError
 from headwater.partition_terms import EXPECTED_SHAPE, PartitionTerm, parse_term
@@ -237,6 +238,22 @@ class PartitionedParquetFiles(ParquetFiles):
                 left.abandon()
 
 
+def files_writer(settings: _properties.FileSettings, folder: TableFolder,
+                 keys: tuple[Any, ...] = ()) -> ParquetFiles:
+    """The tasks' writer into ``folder``, as the table's properties ask (``settings``): one
+    file per partition value when ``keys``."""
+    # No Delta statistics: Iceberg reads each file's metrics from its footer.
+    if keys:
+        return PartitionedParquetFiles(
+            folder=folder.uri, stats_columns=(), store=folder.store, keys=keys,
+            compression=settings.compression, compression_level=settings.compression_level,
+            max_bytes_per_file=settings.max_bytes_per_file)
+    return ParquetFiles(folder=folder.uri, stats_columns=(), store=folder.store,
+                        compression=settings.compression,
+                        compression_level=settings.compression_level,
+                        max_bytes_per_file=settings.max_bytes_per_file)
+
+
 def split(batch: pa.RecordBatch, keys: Sequence[_Key]) -> Iterator[tuple[tuple[Any, ...],
                                                                           pa.RecordBatch]]:
     """``batch``'s rows grouped by their partition value (a tuple, one item per key)."""
@@ -339,5 +356,6 @@ def _partition_value(field: Any, statistics: Any, schema: Schema, path: str) -> 
     return low
 
 
-__all__ = ["PartitionedParquetFiles", "apply_to_existing", "create_table", "partition_keys",
+__all__ = ["PartitionedParquetFiles", "apply_to_existing", "create_table", "files_writer",
+           "partition_keys",
            "partition_spec", "partitioned_data_file", "split", "user_properties"]

@@ -35,10 +35,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from headwater.destinations.delta._files import ParquetFiles
-from headwater.destinations.delta._store import TableFolder
 
 FORMAT = "write.format.default"
 CODEC = "write.parquet.compression-codec"
@@ -126,20 +122,6 @@ class FileSettings:
     compression_level: int | None = None
     max_bytes_per_file: int | None = None
 
-    def writer(self, folder: TableFolder, keys: tuple[Any, ...] = ()) -> ParquetFiles:
-        """The tasks' writer into ``folder``: one file per partition value when ``keys``."""
-        from headwater.destinations.iceberg._layout import PartitionedParquetFiles
-
-        # No Delta statistics: Iceberg reads each file's metrics from its footer.
-        if keys:
-            return PartitionedParquetFiles(
-                folder=folder.uri, stats_columns=(), store=folder.store, keys=keys,
-                compression=self.compression, compression_level=self.compression_level,
-                max_bytes_per_file=self.max_bytes_per_file)
-        return ParquetFiles(folder=folder.uri, stats_columns=(), store=folder.store,
-                            compression=self.compression,
-                            compression_level=self.compression_level,
-                            max_bytes_per_file=self.max_bytes_per_file)
 
 
 def file_settings(properties: Mapping[str, str]) -> FileSettings:

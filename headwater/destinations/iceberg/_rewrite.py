@@ -59,7 +59,7 @@ from headwater.destinations.delta._store import (
     s3_bucket_and_key,
 )
 from headwater.destinations.iceberg import _commit, _config
-from headwater.destinations.iceberg._layout import partition_keys
+from headwater.destinations.iceberg._layout import files_writer, partition_keys
 from headwater.destinations.iceberg._properties import FileSettings, file_settings
 from headwater.destinations.iceberg._schema import small_types
 from headwater.errors import DestinationError
@@ -227,7 +227,7 @@ class _TableFiles:
     settings: FileSettings = field(default_factory=FileSettings)
 
     def __call__(self, batches: Any) -> Any:
-        writer = self.settings.writer(self.folder, self.keys)
+        writer = files_writer(self.settings, self.folder, self.keys)
         return writer.write(batch.select(self.schema.names).cast(self.schema)
                             for batch in batches)
 

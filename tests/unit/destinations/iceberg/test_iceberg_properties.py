@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from headwater.destinations.delta._store import TableFolder
+from headwater.destinations.iceberg._layout import files_writer
 from headwater.destinations.iceberg._properties import FileSettings, file_settings, refusal
 from headwater.errors import DestinationError
 
@@ -61,7 +62,7 @@ def test_the_tasks_files_carry_the_codec_and_target_size_asked(tmp_path: Path,
                                                                codec: str) -> None:
     settings = file_settings({"write.parquet.compression-codec": codec,
                               "write.target-file-size-bytes": str(8 * 10_000)})
-    writer = settings.writer(TableFolder(str(tmp_path)))
+    writer = files_writer(settings, TableFolder(str(tmp_path)))
     batches = [pa.record_batch({"id": pa.array(range(i, i + 10_000), pa.int64())})
                for i in range(0, 50_000, 10_000)]
     written = [row for out in writer.write(iter(batches)) for row in out.to_pylist()]
