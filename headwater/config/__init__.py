@@ -31,11 +31,13 @@ from headwater.config._secrets import (
     install_log_masking,
     mask,
     mask_obj,
+    mask_uri_passwords,
     redact,
     register_secrets,
     register_spark_conf_secrets,
     secret_paths,
     secret_values,
+    uri_passwords,
 )
 from headwater.config._spec_validation import validate_config
 
@@ -58,10 +60,12 @@ __all__ = [
     "load_connection",
     "mask",
     "mask_obj",
+    "mask_uri_passwords",
     "redact",
     "register_secrets",
     "register_spark_conf_secrets",
     "secret_paths",
     "secret_values",
+    "uri_passwords",
     "validate_config",
 ]

@@ -8,7 +8,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from headwater.config import ConnectionConfig, register_spark_conf_secrets
+from headwater.config import (
+    ConnectionConfig,
+    register_secrets,
+    register_spark_conf_secrets,
+    uri_passwords,
+)
 from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -39,8 +44,11 @@ def store_url(connection: ConnectionConfig | None = None, explicit: str | None =
 
 
 def open_store(url: str) -> MetadataStore:
+    """The metadata store at ``url``; its password is masked from here on (a driver's
+    error may quote it without the URL around it)."""
     from headwater.metadata_store import MetadataStore
 
+    register_secrets(uri_passwords(url))
     return MetadataStore(url)
 
 
