@@ -287,6 +287,35 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
 }
 
 
+def database_url(url: str) -> URL:
+    """``url`` as the store opens it, refused here when no installed driver reads it.
+
+    Why apart from :class:`Database`: ``headwater validate`` and ``check`` refuse a
+    store ``sync`` could not open (a misspelt scheme, a missing driver) without
+    opening it, connecting or creating a SQLite file's folder.  Messages never
+    echo the URL as written: it may hold a password.
+    """
+    try:
+        parsed = sa.make_url(url)
+    except sa_exc.ArgumentError as exc:
+        raise MetadataStoreError(
+            "the metadata store URL is not a database URL; expected e.g. "
+            "sqlite:///path/to/headwater.db or postgresql://user@host/db"
+        ) from exc
+    if parsed.drivername == "postgresql":
+        # SQLAlchemy's default PostgreSQL driver is psycopg2; Headwater ships psycopg 3.
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    try:
+        parsed.get_dialect().import_dbapi()  # the driver too, not only its dialect
+    except (sa_exc.NoSuchModuleError, ImportError) as exc:
+        raise MetadataStoreError(
+            f"the metadata store {parsed.render_as_string(hide_password=True)} names "
+            f"{parsed.drivername!r}, which no installed database driver reads; expected e.g. "
+            "sqlite:///path/to/headwater.db or postgresql://user@host/db"
+        ) from exc
+    return parsed
+
+
 class WriteConflict(Exception):
     """A write lost a race with another writer; :meth:`Database.write` retries it.
 
@@ -306,17 +335,7 @@ class Database:
     """
 
     def __init__(self, url: str) -> None:
-        try:
-            self.url: URL = sa.make_url(url)
-        except sa_exc.ArgumentError as exc:
-            # Not echoed: an unparsable URL may still hold a password.
-            raise MetadataStoreError(
-                "the metadata store URL is not a database URL; expected e.g. "
-                "sqlite:///path/to/headwater.db or postgresql://user@host/db"
-            ) from exc
-        if self.url.drivername == "postgresql":
-            # SQLAlchemy's default PostgreSQL driver is psycopg2; Headwater ships psycopg 3.
-            self.url = self.url.set(drivername="postgresql+psycopg")
+        self.url: URL = database_url(url)
         self.safe_url = self.url.render_as_string(hide_password=True)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         try:
