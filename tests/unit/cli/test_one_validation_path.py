@@ -110,3 +110,27 @@ def test_what_plan_refuses_validate_and_check_refuse(
     checked = runner.invoke(app, ["check", str(path), "--json"])
     assert checked.exit_code != 0, checked.output
     assert reason in json.loads(checked.stdout)["error"]["message"]
+
+
+def test_a_record_cursor_the_objects_lack_is_refused_once_they_are_sampled(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one refusal ``validate`` cannot make: it reads no object, and the columns of
+    an object storage stream are sampled from its objects (``plan`` and ``check`` do)."""
+    monkeypatch.chdir(tmp_path)
+    path = _write(tmp_path, {
+        "source": _folder({"name": "events", "primary_key": ["id"]}),
+        "streams": [{"name": "events", "sync_mode": "incremental",
+                     "destination_sync_mode": "append_dedup", "cursor_field": "changed"}]})
+    (tmp_path / "landing" / "a.jsonl").write_text('{"id": 1, "updated_at": "2024-01-01"}\n')
+    reason = "stream 'events' has no column 'changed' to order its versions by"
+    runner = CliRunner()
+    for command in (["plan", str(path), "--json"], ["check", str(path), "--json"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == ExitCode.CONFIG, result.output
+        assert reason in json.loads(result.stdout)["error"]["message"]
+    assert runner.invoke(app, ["validate", str(path)]).exit_code == 0
+    # Named right, the column is taken by every command.
+    path.write_text(path.read_text().replace("cursor_field: changed", "cursor_field: updated_at"))
+    for command in (["plan", str(path), "--json"], ["check", str(path), "--json"],
+                    ["validate", str(path)]):
+        assert runner.invoke(app, command).exit_code == 0, command
