@@ -14,8 +14,7 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
 from headwater.config import ConnectionConfig, load_connection, mask
 from headwater.errors import ExitCode
-from headwater.metadata_store import MetadataStore
-from headwater.operations import store_url
+from headwater.operations import check_store_url
 
 
 def _checked(kind: str, type_name: str, run: Callable[[], str | None]) -> dict[str, Any]:
@@ -42,7 +41,8 @@ def _check_source(config: ConnectionConfig) -> str | None:
     if offline != "spec":  # what the file alone gets wrong first, as validate says it
         resolve_streams(source, config, schemas=offline == "schemas")
     source.check()
-    resolve_streams(source, config)
+    if offline != "schemas":  # what needs the source reached
+        resolve_streams(source, config)
     return None
 
 
@@ -81,8 +81,7 @@ def check(connection: ConnectionArg, as_json: JsonOpt = False, verbose: VerboseO
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        # The store sync would record the run in (opened by neither check nor validate).
-        MetadataStore.check_url(store_url(config))
+        check_store_url(config)  # the store sync would record the run in, not opened
         parts = [
             _checked("source", config.source.type, lambda: _check_source(config)),
             _checked("destination", config.destination.type,

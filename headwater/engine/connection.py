@@ -120,7 +120,7 @@ def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
                 f"of its records: cursor_field {chosen!r} only orders the versions of a key in "
                 "append_dedup (use destination_sync_mode: append_dedup, or leave it out)",
                 field=f"{where}.cursor_field")
-        columns = stream.json_schema().get("properties") or {} if schemas else None
+        columns = (stream.json_schema().get("properties") or {}) if schemas else None
         if columns is not None and chosen not in columns:
             raise ConfigError(f"stream {name!r} has no column {chosen!r} to order its "
                               f"versions by (cursor_field); it has: {', '.join(columns)}",

@@ -14,7 +14,6 @@ database's tables are known only by asking them, so ``check`` finds those).
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any, TypeVar
 
 from headwater.config import ConnectionConfig, load_connection, mask, validate_config
 from headwater.errors import ConfigError, HeadwaterError, SpecValidationError
-from headwater.operations._settings import STORE_ENV
+from headwater.operations._settings import check_store_url
 
 _T = TypeVar("_T")
 
@@ -65,8 +64,6 @@ def refusals(config: ConnectionConfig) -> list[tuple[str, HeadwaterError]]:
     from headwater.connectors import get_source_class
     from headwater.destinations import build_destination
     from headwater.engine import build_source, resolve_streams
-    from headwater.metadata_store import MetadataStore
-
     found: list[tuple[str, HeadwaterError]] = []
 
     def attempt(section: str, step: Callable[[], _T]) -> _T | None:
@@ -76,9 +73,7 @@ def refusals(config: ConnectionConfig) -> list[tuple[str, HeadwaterError]]:
             found.append((section, exc))
             return None
 
-    url = config.metadata_store or os.environ.get(STORE_ENV)
-    if url:
-        attempt("metadata_store", lambda: MetadataStore.check_url(url))
+    attempt("metadata_store", lambda: check_store_url(config))
     source_class = attempt("source", lambda: get_source_class(config.source.type))
     if source_class is not None and source_class.offline_catalog == "spec":
         attempt("source", lambda: validate_config(
