@@ -33,6 +33,8 @@ def _folder(*streams: dict[str, Any], url: str = "landing") -> dict[str, Any]:
 
 USERS = {"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append_dedup"}
 QUEUE = {"mode": "notifications", "queue_url": "http://127.0.0.1:1/queue/events"}
+ISSUES = {"type": "object", "properties": {"id": {"type": "integer"},
+                                           "updated_at": {"type": "string"}}}
 
 #: id -> (connection fields over the defaults, what each command's refusal says)
 REFUSALS: dict[str, tuple[dict[str, Any], str]] = {
@@ -72,6 +74,20 @@ REFUSALS: dict[str, tuple[dict[str, Any], str]] = {
         {"source": _folder({"name": "events", "discovery": QUEUE}, url="s3://landing/in"),
          "streams": [{"name": "events"}]},
         "notification discovery reads only new objects"),
+    "incremental-rest-stream-without-start-date": (
+        {"source": {"type": "rest", "config": {
+            "base_url": "http://127.0.0.1:1", "streams": [
+                {"name": "issues", "path": "/issues", "cursor_field": "updated_at",
+                 "schema": ISSUES}]}},
+         "streams": [{"name": "issues", "sync_mode": "incremental"}]},
+        "incremental stream 'issues' needs a start_date"),
+    "rest-start-date-not-a-date": (
+        {"source": {"type": "rest", "config": {
+            "base_url": "http://127.0.0.1:1", "streams": [
+                {"name": "issues", "path": "/issues", "cursor_field": "updated_at",
+                 "start_date": "last tuesday", "schema": ISSUES}]}},
+         "streams": [{"name": "issues", "sync_mode": "incremental"}]},
+        "start_date 'last tuesday' is not an ISO 8601 date-time"),
     "record-cursor-outside-append-dedup": (
         {"source": _folder({"name": "events", "primary_key": ["id"]}),
          "streams": [{"name": "events", "sync_mode": "incremental",
