@@ -11,6 +11,7 @@ private.  Typical use by the engine::
 """
 
 from headwater.config._connection import load_connection
+from headwater.config._database_urls import read_database_url
 from headwater.config._interpolation import interpolate
 from headwater.config._lineage import LineageConfig
 from headwater.config._models import (
@@ -61,6 +62,7 @@ __all__ = [
     "mask",
     "mask_obj",
     "mask_uri_passwords",
+    "read_database_url",
     "redact",
     "register_secrets",
     "register_spark_conf_secrets",

@@ -36,6 +36,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.engine.url import URL
 
+from headwater.config import read_database_url
 from headwater.errors import HeadwaterError, MetadataStoreError
 from headwater.metadata_store._models import FINISHED_STATUSES
 
@@ -292,27 +293,14 @@ def database_url(url: str) -> URL:
 
     Why apart from :class:`Database`: ``headwater validate`` and ``check`` refuse a
     store ``sync`` could not open (a misspelt scheme, a missing driver) without
-    opening it, connecting or creating a SQLite file's folder.  Messages never
-    echo the URL as written: it may hold a password.
+    opening it, connecting or creating a SQLite file's folder.
     """
-    try:
-        parsed = sa.make_url(url)
-    except sa_exc.ArgumentError as exc:
-        raise MetadataStoreError(
-            "the metadata store URL is not a database URL; expected e.g. "
-            "sqlite:///path/to/headwater.db or postgresql://user@host/db"
-        ) from exc
-    if parsed.drivername == "postgresql":
+    parsed, problem = read_database_url(url)
+    if parsed is not None and parsed.drivername == "postgresql":
         # SQLAlchemy's default PostgreSQL driver is psycopg2; Headwater ships psycopg 3.
-        parsed = parsed.set(drivername="postgresql+psycopg")
-    try:
-        parsed.get_dialect().import_dbapi()  # the driver too, not only its dialect
-    except (sa_exc.NoSuchModuleError, ImportError) as exc:
-        raise MetadataStoreError(
-            f"the metadata store {parsed.render_as_string(hide_password=True)} names "
-            f"{parsed.drivername!r}, which no installed database driver reads; expected e.g. "
-            "sqlite:///path/to/headwater.db or postgresql://user@host/db"
-        ) from exc
+        parsed, problem = read_database_url(parsed.set(drivername="postgresql+psycopg"))
+    if parsed is None or problem is not None:
+        raise MetadataStoreError(f"the metadata store URL: {problem}")
     return parsed
 
 

@@ -63,6 +63,10 @@ REFUSALS: dict[str, tuple[dict[str, Any], str]] = {
     "warehouse-neither-local-nor-s3": (
         {"destination": _iceberg(warehouse="gs://lake/wh")},
         "is neither a local folder nor on S3"),
+    "sql-catalog-no-driver-reads": (
+        {"destination": _iceberg(catalog={"type": "sql",
+                                          "uri": "postgressql://loader@127.0.0.1/iceberg"})},
+        "'postgressql', which no installed database driver reads"),
     "metadata-store-no-driver-reads": (
         {"metadata_store": "postgressql://headwater@127.0.0.1/headwater"},
         "which no installed database driver reads"),
