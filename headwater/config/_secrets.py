@@ -198,12 +198,14 @@ def _values_pattern(values: Iterable[str]) -> re.Pattern[str]:
     return re.compile("|".join(alternatives))
 
 
-#: The password of URI-like text, by its place: after ``scheme://user:`` and up to the
-#: last ``@`` before the text's next space (a malformed password may hold an unencoded
-#: ``@``, ``/``, ``:`` or quote; masking a little more than the password beats showing
-#: part of it).  Any scheme, spelt right or not, and none (``//user:pw@host``).
+#: The password of URI-like text, by its place: after ``//user:`` (whatever scheme comes
+#: before, spelt right or not, or none) and up to the last ``@`` before the text's next
+#: space (a malformed password may hold an unencoded ``@``, ``/``, ``:`` or quote;
+#: masking a little more than the password beats showing part of it).  Bounded lengths
+#: keep a search linear in the text: a long run without a space (a base64 blob with a
+#: ``//`` in it) is not scanned again from every position.
 _URI_PASSWORD = re.compile(
-    r"(?P<head>(?:[A-Za-z][\w+.-]*:)?//[^\s/@:'\"<>]*:)(?P<password>[^\s<>]+)@")
+    r"(?P<head>//[^\s/@:'\"<>]{0,256}:)(?P<password>[^\s<>]{1,512})@")
 
 
 def mask_uri_passwords(text: str) -> str:

@@ -291,3 +291,15 @@ def test_conf_pairs_from_the_command_line_are_masked_too() -> None:
 
     spark_conf(["spark.hadoop.fs.s3a.secret.key=cli-secret-value-123", "spark.ui.port=4041"])
     assert mask("cli-secret-value-123 on 4041") == f"{REDACTED} on 4041"
+
+
+@pytest.mark.parametrize("text", ["a" * 50_000 + "//x", ("//u:" + "b" * 100) * 500],
+                         ids=["long-word-then-slashes", "many-uri-heads-no-at"])
+def test_masking_by_place_stays_linear_on_long_text_without_spaces(text: str) -> None:
+    """A base64 blob or a long JSON line passes through every log filter: an unbounded
+    pattern scanned such text again from every position (minutes for 200 KB)."""
+    import time
+
+    started = time.perf_counter()
+    assert mask(text) == text
+    assert time.perf_counter() - started < 2.0
