@@ -14,6 +14,7 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
 from headwater.config import ConnectionConfig, load_connection, mask
 from headwater.errors import ConfigError, ExitCode
+from headwater.operations import check_store_url
 
 
 def _checked(kind: str, type_name: str, run: Callable[[], str | None]) -> dict[str, Any]:
@@ -31,9 +32,17 @@ def _checked(kind: str, type_name: str, run: Callable[[], str | None]) -> dict[s
 
 
 def _check_source(config: ConnectionConfig) -> str | None:
-    from headwater.engine import build_source
+    """The source reachable, and the connection's streams ones it can sync (as ``sync``
+    resolves them: a stream it lacks, a cursor it cannot read or order by...)."""
+    from headwater.engine import build_source, resolve_streams
 
-    build_source(config).check()
+    source = build_source(config)
+    offline = type(source).offline_catalog
+    if offline != "spec":  # what the file alone gets wrong first, as validate says it
+        resolve_streams(source, config, schemas=offline == "schemas")
+    source.check()
+    if offline != "schemas":  # what needs the source reached
+        resolve_streams(source, config)
     return None
 
 
@@ -96,6 +105,7 @@ def check(connection: ConnectionArg, as_json: JsonOpt = False, verbose: VerboseO
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
+        check_store_url(config)  # the store sync would record the run in, not opened
         parts = [
             _checked("source", config.source.type, lambda: _check_source(config)),
             _checked("destination", config.destination.type,

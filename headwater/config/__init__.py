@@ -11,6 +11,7 @@ private.  Typical use by the engine::
 """
 
 from headwater.config._connection import load_connection
+from headwater.config._database_urls import read_database_url
 from headwater.config._interpolation import interpolate
 from headwater.config._lineage import LineageConfig
 from headwater.config._models import (
@@ -31,11 +32,13 @@ from headwater.config._secrets import (
     install_log_masking,
     mask,
     mask_obj,
+    mask_uri_passwords,
     redact,
     register_secrets,
     register_spark_conf_secrets,
     secret_paths,
     secret_values,
+    uri_passwords,
 )
 from headwater.config._spec_validation import validate_config
 
@@ -58,10 +61,13 @@ __all__ = [
     "load_connection",
     "mask",
     "mask_obj",
+    "mask_uri_passwords",
+    "read_database_url",
     "redact",
     "register_secrets",
     "register_spark_conf_secrets",
     "secret_paths",
     "secret_values",
+    "uri_passwords",
     "validate_config",
 ]

@@ -10,9 +10,19 @@ process (log records through :class:`SecretMaskingFilter`, ``--json`` output
 and run history through :func:`mask_obj`), even when a library or a stack
 trace repeats a value the code never meant to print.
 
-Values shorter than :data:`MIN_SECRET_LENGTH` characters are not registered:
-masking ``"1"`` or ``"abc"`` everywhere would mangle every log line while
-hiding nothing worth hiding, so short secrets rely on the first line only.
+Every marked value is registered, whatever its length: a two-character
+database password is a password.  Values shorter than
+:data:`MIN_SECRET_LENGTH` are masked where they stand alone (not inside a
+longer word or number: ``pw`` in ``:pw@`` or ``'pw'``, not in ``pwd``), so
+masking ``"ab"`` does not mangle every log line; longer values are masked
+wherever they appear.
+
+The third line needs no registration at all: the password of any URI-like
+text (``scheme://user:password@host``) is masked by its place, whether or not
+the URI parses, its scheme is known or it sits inside a longer message or an
+exception's text (:func:`mask_uri_passwords`).  A connection string is where
+an unmarked secret most often hides (a catalog's or a metadata store's URI),
+and a misspelt scheme is exactly when a library quotes the URI back.
 """
 
 from __future__ import annotations
@@ -24,11 +34,11 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 #: What a secret value is replaced with, in redacted configs and masked text.
 REDACTED = "**********"
-#: Shorter registered values are ignored by the masker (see the module docstring).
+#: Shorter registered values are masked only where they stand alone (module docstring).
 MIN_SECRET_LENGTH = 4
 #: Path component meaning "every item of the list" (a secret inside ``items``).
 ANY_ITEM = "*"
@@ -149,13 +159,11 @@ class _SecretRegistry:
     def add(self, values: Iterable[str]) -> None:
         variants = set()
         for value in values:
-            if not isinstance(value, str) or len(value) < MIN_SECRET_LENGTH:
+            if not isinstance(value, str) or not value:
                 continue
             # The same secret as it appears URL-encoded (connection strings)
             # or JSON-escaped (a private key with newlines in --json output).
-            for variant in (value, quote(value, safe=""), json.dumps(value)[1:-1]):
-                if len(variant) >= MIN_SECRET_LENGTH:
-                    variants.add(variant)
+            variants |= {value, quote(value, safe=""), json.dumps(value)[1:-1]}
         with self._lock:
             if variants <= self._values:
                 return
@@ -174,10 +182,55 @@ class _SecretRegistry:
         if pattern is None:
             with self._lock:
                 if self._pattern is None:
-                    ordered = sorted(self._values, key=len, reverse=True)
-                    self._pattern = re.compile("|".join(map(re.escape, ordered)))
+                    self._pattern = _values_pattern(self._values)
                 pattern = self._pattern
         return pattern.sub(REDACTED, text)
+
+
+def _values_pattern(values: Iterable[str]) -> re.Pattern[str]:
+    """One pattern for every registered value, longest first (a secret containing
+    another is hidden whole); a short value only where no letter, digit or ``_`` touches it."""
+    alternatives = []
+    for value in sorted(values, key=len, reverse=True):
+        escaped = re.escape(value)
+        alternatives.append(escaped if len(value) >= MIN_SECRET_LENGTH
+                            else rf"(?<!\w){escaped}(?!\w)")
+    return re.compile("|".join(alternatives))
+
+
+#: The password of URI-like text, by its place: after ``//user:`` (whatever scheme comes
+#: before, spelt right or not, or none) and up to the last ``@`` before the text's next
+#: space (a malformed password may hold an unencoded ``@``, ``/``, ``:`` or quote;
+#: masking a little more than the password beats showing part of it).  Bounded lengths
+#: keep a search linear in the text: a long run without a space (a base64 blob with a
+#: ``//`` in it) is not scanned again from every position.
+_URI_PASSWORD = re.compile(
+    r"(?P<head>//[^\s/@:'\"<>]{0,256}:)(?P<password>[^\s<>]{1,512})@")
+
+
+def mask_uri_passwords(text: str) -> str:
+    """``text`` with the password of every URI-like part replaced by REDACTED.
+
+    >>> mask_uri_passwords("cannot load postgressql://loader:pw@127.0.0.1/iceberg")
+    'cannot load postgressql://loader:**********@127.0.0.1/iceberg'
+    """
+    if "//" not in text:
+        return text
+    return _URI_PASSWORD.sub(rf"\g<head>{REDACTED}@", text)
+
+
+def uri_passwords(text: str) -> list[str]:
+    """The passwords of the URI-like parts of ``text``, found by place as
+    :func:`mask_uri_passwords` finds them, each as written and URL-decoded.
+
+    For registering them (:func:`register_secrets`): a driver's error may quote
+    the password alone, outside its URI.
+    """
+    found: dict[str, None] = {}
+    for match in _URI_PASSWORD.finditer(text):
+        password = match.group("password")
+        found.update(dict.fromkeys((password, unquote(password))))
+    return list(found)
 
 
 _registry = _SecretRegistry()
@@ -186,8 +239,9 @@ _registry = _SecretRegistry()
 def register_secrets(values: Iterable[str]) -> None:
     """Add secret values to the process-wide masker (thread-safe, idempotent).
 
-    Values shorter than :data:`MIN_SECRET_LENGTH` are ignored.  The longest
-    value wins where two overlap, so a secret containing another is hidden whole.
+    Values shorter than :data:`MIN_SECRET_LENGTH` are masked where they stand
+    alone (the module docstring says why).  The longest value wins where two
+    overlap, so a secret containing another is hidden whole.
     """
     _registry.add(values)
 
@@ -213,8 +267,8 @@ def register_spark_conf_secrets(conf: Mapping[str, str]) -> None:
 
 
 def mask(text: str) -> str:
-    """``text`` with every registered secret replaced by REDACTED."""
-    return _registry.mask(text)
+    """``text`` with every registered secret, and every URI's password, replaced by REDACTED."""
+    return mask_uri_passwords(_registry.mask(text))
 
 
 def mask_obj(obj: Any) -> Any:

@@ -11,14 +11,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from headwater.config import ConnectionConfig, register_secrets, secret_values, validate_config
+from headwater.config import (
+    ConnectionConfig,
+    StreamConfig,
+    register_secrets,
+    secret_values,
+    validate_config,
+)
 from headwater.connectors import get_source_class
 from headwater.destinations import table_properties_refusal
 from headwater.errors import ConfigError
 from headwater.partition_terms import parse_term
 from headwater.plan import ConfiguredStream, TableLayout
 from headwater.protocol import AirbyteCatalog, AirbyteStream, DestinationSyncMode, SyncMode
-from headwater.sdk import INCREMENTAL, Source
+from headwater.sdk import INCREMENTAL, Source, Stream
 from headwater.table_schema import META_NAMES, json_columns_problem
 
 
@@ -34,8 +40,16 @@ def build_source(connection: ConnectionConfig) -> Source:
     return source_cls(config)
 
 
-def resolve_streams(source: Source, connection: ConnectionConfig) -> list[ConfiguredStream]:
-    """The streams to sync: those the file lists, or every stream as full refresh."""
+def resolve_streams(source: Source, connection: ConnectionConfig, *,
+                    schemas: bool = True) -> list[ConfiguredStream]:
+    """The streams to sync: those the file lists, or every stream as full refresh.
+
+    Refuses (ConfigError, naming the field) every stream setting the source's
+    streams cannot honour; ``sync``, ``plan``, ``check`` and ``validate`` all
+    refuse through here.  ``schemas``: check the columns the settings name
+    against each stream's schema too (False for ``validate`` where learning a
+    schema would reach the source: the source's ``offline_catalog``).
+    """
     available = {s.stream_name: s for s in source.streams()}
     if not connection.streams:
         return [ConfiguredStream(name=name, sync_mode=SyncMode.FULL_REFRESH,
@@ -51,31 +65,25 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
             known = ", ".join(sorted(available))
             raise ConfigError(f"the source has no stream {configured.name!r}; it has: {known}",
                               field=f"{where}.name")
-        cursor_field = configured.cursor_field or stream.cursor_field
+        cursor_field = _cursor_field(stream, configured, where, schemas)
         primary_key = tuple(configured.primary_key or stream.primary_key)
-        if configured.sync_mode == INCREMENTAL:
-            if INCREMENTAL not in stream.supported_sync_modes:
-                raise ConfigError(f"stream {configured.name!r} does not support incremental sync",
-                                  field=f"{where}.sync_mode")
-            if cursor_field != stream.cursor_field:
-                raise ConfigError(
-                    f"stream {configured.name!r} reads incrementally on its cursor "
-                    f"{stream.cursor_field!r}; another cursor field is not supported",
-                    field=f"{where}.cursor_field")
         if configured.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP \
                 and not primary_key:
             raise ConfigError(f"append_dedup needs a primary key and stream "
                               f"{configured.name!r} has none", field=f"{where}.primary_key")
+        # The stream's own refusals of a sync mode come with its cursor, made as the
+        # plan makes it (notification discovery reads only new objects, say).
+        stream.cursor(None, configured.sync_mode == INCREMENTAL)
         problem = (json_columns_problem(stream.json_schema(), configured.json_columns)
-                   if configured.json_columns else None)
+                   if configured.json_columns and schemas else None)
         if problem is not None:
             raise ConfigError(f"stream {configured.name!r}: {problem}",
                               field=f"{where}.json_columns")
         for setting in ("partition_by", "cluster_by"):
-            problem = (layout_kind_problem(connection.destination.type, setting,
-                                           getattr(configured, setting))
-                       or layout_columns_problem(stream.json_schema(), setting,
-                                                 getattr(configured, setting)))
+            entries = getattr(configured, setting)
+            problem = (layout_kind_problem(connection.destination.type, setting, entries)
+                       or (layout_columns_problem(stream.json_schema(), setting, entries)
+                           if entries and schemas else None))
             if problem is not None:
                 raise ConfigError(f"stream {configured.name!r}: {problem}",
                                   field=f"{where}.{setting}")
@@ -93,6 +101,43 @@ def resolve_streams(source: Source, connection: ConnectionConfig) -> list[Config
                                      cluster_by=tuple(configured.cluster_by),
                                      properties=dict(configured.table_properties))))
     return resolved
+
+
+def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
+                  schemas: bool) -> str | None:
+    """The cursor the stream is synced with: the file's ``cursor_field``, else the
+    stream's own; refused where the stream cannot read or order by it.
+
+    A stream whose own cursor is not a record value (``versions_by_record_column``:
+    an object's key) takes one of its columns for ``append_dedup``, where that
+    column orders the versions of a key; its incremental reads keep its own cursor.
+    """
+    name = configured.name
+    if configured.sync_mode == INCREMENTAL and INCREMENTAL not in stream.supported_sync_modes:
+        raise ConfigError(f"stream {name!r} does not support incremental sync",
+                          field=f"{where}.sync_mode")
+    chosen = configured.cursor_field or stream.cursor_field
+    if chosen == stream.cursor_field:
+        return chosen
+    if stream.versions_by_record_column:
+        if configured.destination_sync_mode is not DestinationSyncMode.APPEND_DEDUP:
+            raise ConfigError(
+                f"stream {name!r} reads new data by {stream.cursor_field!r}, not by a column "
+                f"of its records: cursor_field {chosen!r} only orders the versions of a key in "
+                "append_dedup (use destination_sync_mode: append_dedup, or leave it out)",
+                field=f"{where}.cursor_field")
+        columns = (stream.json_schema().get("properties") or {}) if schemas else None
+        if columns is not None and chosen not in columns:
+            raise ConfigError(f"stream {name!r} has no column {chosen!r} to order its "
+                              f"versions by (cursor_field); it has: {', '.join(columns)}",
+                              field=f"{where}.cursor_field")
+        return chosen
+    if configured.sync_mode == INCREMENTAL:
+        raise ConfigError(
+            f"stream {name!r} reads incrementally on its cursor "
+            f"{stream.cursor_field!r}; another cursor field is not supported",
+            field=f"{where}.cursor_field")
+    return chosen
 
 
 def layout_kind_problem(destination_type: str, setting: str,

@@ -36,6 +36,7 @@ from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.engine.url import URL
 
+from headwater.config import read_database_url
 from headwater.errors import HeadwaterError, MetadataStoreError
 from headwater.metadata_store._models import FINISHED_STATUSES
 
@@ -287,6 +288,22 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {
 }
 
 
+def database_url(url: str) -> URL:
+    """``url`` as the store opens it, refused here when no installed driver reads it.
+
+    Why apart from :class:`Database`: ``headwater validate`` and ``check`` refuse a
+    store ``sync`` could not open (a misspelt scheme, a missing driver) without
+    opening it, connecting or creating a SQLite file's folder.
+    """
+    parsed, problem = read_database_url(url)
+    if parsed is not None and parsed.drivername == "postgresql":
+        # SQLAlchemy's default PostgreSQL driver is psycopg2; Headwater ships psycopg 3.
+        parsed, problem = read_database_url(parsed.set(drivername="postgresql+psycopg"))
+    if parsed is None or problem is not None:
+        raise MetadataStoreError(f"the metadata store URL: {problem}")
+    return parsed
+
+
 class WriteConflict(Exception):
     """A write lost a race with another writer; :meth:`Database.write` retries it.
 
@@ -306,17 +323,7 @@ class Database:
     """
 
     def __init__(self, url: str) -> None:
-        try:
-            self.url: URL = sa.make_url(url)
-        except sa_exc.ArgumentError as exc:
-            # Not echoed: an unparsable URL may still hold a password.
-            raise MetadataStoreError(
-                "the metadata store URL is not a database URL; expected e.g. "
-                "sqlite:///path/to/headwater.db or postgresql://user@host/db"
-            ) from exc
-        if self.url.drivername == "postgresql":
-            # SQLAlchemy's default PostgreSQL driver is psycopg2; Headwater ships psycopg 3.
-            self.url = self.url.set(drivername="postgresql+psycopg")
+        self.url: URL = database_url(url)
         self.safe_url = self.url.render_as_string(hide_password=True)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
         try:

@@ -13,6 +13,9 @@ What it guarantees to the engine:
   ``state_history``.
 * A run's plan is stored whole when the run is created and never changed, so
   a resumed attempt re-executes exactly the same checkpoints.
+* Errors and figures of runs and attempts are stored masked (secrets and URI
+  passwords, :func:`headwater.config.mask`), whoever records them: the store is
+  read by every user of ``runs show`` and the web page.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from headwater.config import mask, mask_obj
 from headwater.errors import MetadataStoreError
 from headwater.metadata_store import _schema as t
 from headwater.metadata_store._figures import FiguresCache, StoreFigures, read_figures
@@ -81,6 +85,11 @@ class MetadataStore:
         self._db = t.Database(url)
         self._store_id = self._db.create_schema()
         self._figures = FiguresCache()  # for figures(): finished runs are read once
+
+    @staticmethod
+    def check_url(url: str) -> None:
+        """Refuse (MetadataStoreError) a URL no installed driver reads, opening nothing."""
+        t.database_url(url)
 
     @staticmethod
     def default_url(workdir: Path) -> str:
@@ -382,9 +391,9 @@ class MetadataStore:
                 .values(
                     status=status,
                     ended_at=t.utcnow(),
-                    stats=stats,
+                    stats=mask_obj(stats),
                     state_after=state_after,
-                    error=error,
+                    error=_masked(error),
                     finished_seq=t.next_finished_seq(conn),
                 )
             )
@@ -413,8 +422,8 @@ class MetadataStore:
             conn.execute(
                 sa.update(t.runs)
                 .where(t.runs.c.run_id == run_id)
-                .values(status="stopped", ended_at=t.utcnow(), stats=stats,
-                        state_after=state_after, error=error)
+                .values(status="stopped", ended_at=t.utcnow(), stats=mask_obj(stats),
+                        state_after=state_after, error=_masked(error))
             )
 
         self._db.write(stop)
@@ -499,7 +508,7 @@ class MetadataStore:
             updated = conn.execute(
                 sa.update(a)
                 .where(a.c.run_id == run_id, a.c.number == number)
-                .values(status=status, ended_at=t.utcnow(), error=error)
+                .values(status=status, ended_at=t.utcnow(), error=_masked(error))
             ).rowcount
             if updated == 0:
                 raise MetadataStoreError(f"run {run_id} has no attempt {number}", run_id=run_id)
@@ -699,6 +708,10 @@ class MetadataStore:
     def lock_holder(self, connection: str) -> LockHolder | None:
         """Who holds ``connection``'s lock now (the row may be stale), or ``None``."""
         return self._db.read(lambda conn: read_holder(conn, connection))
+
+
+def _masked(error: str | None) -> str | None:
+    return None if error is None else mask(error)
 
 
 def _check_status(status: str, allowed: frozenset[str], what: str) -> None:

@@ -12,6 +12,7 @@ from headwater.operations._run_detail import commit_id_key, partition_rows, stre
 from headwater.operations._settings import (
     HOME_ENV,
     STORE_ENV,
+    check_store_url,
     home,
     open_store,
     spark_conf,
@@ -24,6 +25,7 @@ from headwater.operations._validation import connection_files, validate_file
 __all__ = [
     "HOME_ENV",
     "STORE_ENV",
+    "check_store_url",
     "commit_id_key",
     "connection_files",
     "home",

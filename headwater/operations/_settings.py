@@ -8,7 +8,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from headwater.config import ConnectionConfig, register_spark_conf_secrets
+from headwater.config import (
+    ConnectionConfig,
+    register_secrets,
+    register_spark_conf_secrets,
+    uri_passwords,
+)
 from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -27,20 +32,38 @@ def home() -> Path:
 def store_url(connection: ConnectionConfig | None = None, explicit: str | None = None) -> str:
     """The store of ``connection``: ``explicit``, else its file's ``metadata_store``, else
     ``$HEADWATER_METADATA_STORE``, else the embedded SQLite file under :func:`home`."""
-    if explicit:
-        return explicit
-    if connection is not None and connection.metadata_store:
-        return connection.metadata_store
-    if os.environ.get(STORE_ENV):
-        return os.environ[STORE_ENV]
+    named = explicit or _named_store(connection)
+    if named:
+        return named
     path = home() / "headwater.db"
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
 
-def open_store(url: str) -> MetadataStore:
+def _named_store(connection: ConnectionConfig | None) -> str | None:
+    """The store the connection file or the environment names (None: the embedded one)."""
+    if connection is not None and connection.metadata_store:
+        return connection.metadata_store
+    return os.environ.get(STORE_ENV) or None
+
+
+def check_store_url(connection: ConnectionConfig) -> None:
+    """Refuse (MetadataStoreError) the store ``connection`` would sync into when no
+    installed driver reads its URL, opening nothing and creating no folder (``check`` and
+    ``validate``; the embedded default always passes)."""
     from headwater.metadata_store import MetadataStore
 
+    named = _named_store(connection)
+    if named:
+        MetadataStore.check_url(named)
+
+
+def open_store(url: str) -> MetadataStore:
+    """The metadata store at ``url``; its password is masked from here on (a driver's
+    error may quote it without the URL around it)."""
+    from headwater.metadata_store import MetadataStore
+
+    register_secrets(uri_passwords(url))
     return MetadataStore(url)
 
 

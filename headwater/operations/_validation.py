@@ -2,21 +2,28 @@
 prints them: shared by ``validate`` (for CI) and the web page (which lists a file
 that does not validate with its problems, rather than hiding it).
 
-Nothing connects to a source or destination: each file is loaded as ``sync``
-loads it (YAML, environment interpolation, the file's own structure,
-``schedule`` and ``after_sync``), then its source and destination configs are
-checked against the connectors' specs.
+Nothing connects to a source or destination, and the refusals are ``sync``'s own
+(:func:`refusals`): each file is loaded as ``sync`` loads it (YAML, environment
+interpolation, the file's own structure, ``schedule`` and ``after_sync``); its
+metadata store URL must name an installed driver; its source and destination are
+built as ``sync`` builds them (their specs, then what their constructors refuse);
+and its streams are checked as ``sync`` resolves them, as far as the source can
+tell without being reached (``Source.offline_catalog``: an Airbyte connector or a
+database's tables are known only by asking them, so ``check`` finds those).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from headwater.config import ConnectionConfig, load_connection, mask, validate_config
 from headwater.errors import ConfigError, HeadwaterError, SpecValidationError
+from headwater.operations._settings import check_store_url
+
+_T = TypeVar("_T")
 
 _LINE_SUFFIX = re.compile(r"\s*\(line (\d+)\)$")
 
@@ -35,28 +42,23 @@ def connection_files(paths: Iterable[Path]) -> list[Path]:
 
 def validate_file(path: Path) -> list[dict[str, Any]]:
     """Every problem of one connection file: ``{"file", "line", "field", "message"}``."""
-    from headwater.connectors import get_source_class
-    from headwater.destinations import get_destination_class
-
     try:
         config = load_connection(path)
     except HeadwaterError as exc:
         return _problems(path, exc)
     problems: list[dict[str, Any]] = []
-    checks = (("source", config.source, get_source_class),
-              ("destination", config.destination, get_destination_class))
-    for section, ref, lookup in checks:
-        try:
-            connector: Any = lookup(ref.type)
-            validate_config(connector.spec(), ref.config, where=f"{section}.config",
-                            source_lines=config.field_lines)
-        except HeadwaterError as exc:
-            found = _problems(path, exc)
-            for problem in found:
-                if problem["line"] is None:
-                    problem["line"] = config.field_line(problem["field"] or f"{section}.type")
-            problems += found
-    return problems + _refused_table_properties(path, config)
+    for section, refused in refusals(config):
+        found = _problems(path, refused)
+        for problem in found:
+            if problem["line"] is None:
+                problem["line"] = config.field_line(problem["field"] or f"{section}.type")
+        problems += found
+    # A source whose streams are known only when it connects (``offline_catalog = "spec"``)
+    # has no streams resolved above: its table properties are checked here, once.
+    said = {(p["field"], p["message"]) for p in problems}
+    problems += [p for p in _refused_table_properties(path, config)
+                 if (p["field"], p["message"]) not in said]
+    return problems
 
 
 def _refused_table_properties(path: Path, config: ConnectionConfig) -> list[dict[str, Any]]:
@@ -74,6 +76,39 @@ def _refused_table_properties(path: Path, config: ConnectionConfig) -> list[dict
             problems.append({"file": str(path), "line": config.field_line(field),
                              "field": field, "message": mask(f"stream {stream.name!r}: {refused}")})
     return problems
+
+
+def refusals(config: ConnectionConfig) -> list[tuple[str, HeadwaterError]]:
+    """What ``sync`` would refuse of ``config`` before reading anything, found without
+    reaching the source, the destination or the metadata store (the module docstring),
+    each with the section of the file it is about (``source``, ``destination``,
+    ``metadata_store``)."""
+    from headwater.connectors import get_source_class
+    from headwater.destinations import build_destination
+    from headwater.engine import build_source, resolve_streams
+    found: list[tuple[str, HeadwaterError]] = []
+
+    def attempt(section: str, step: Callable[[], _T]) -> _T | None:
+        try:
+            return step()
+        except HeadwaterError as exc:
+            found.append((section, exc))
+            return None
+
+    attempt("metadata_store", lambda: check_store_url(config))
+    source_class = attempt("source", lambda: get_source_class(config.source.type))
+    if source_class is not None and source_class.offline_catalog == "spec":
+        attempt("source", lambda: validate_config(
+            source_class.spec(), config.source.config, where="source.config",
+            source_lines=config.field_lines))
+    elif source_class is not None:
+        source = attempt("source", lambda: build_source(config))
+        if source is not None:
+            attempt("streams", lambda: resolve_streams(
+                source, config, schemas=source_class.offline_catalog == "schemas"))
+    attempt("destination", lambda: build_destination(config.destination.type,
+                                                     config.destination.config))
+    return found
 
 
 def _problems(path: Path, exc: HeadwaterError) -> list[dict[str, Any]]:

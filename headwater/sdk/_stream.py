@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import pyarrow as pa
 
@@ -52,6 +52,11 @@ class Stream(ABC):
     cursor_field: ClassVar[str | None] = None
     #: How the cursor is stored in state; required when ``cursor_field`` is set.
     state_converter: ClassVar[StateConverter | None] = None
+    #: True when ``cursor_field`` is not a value of the records (an object's key): a
+    #: connection may then name one of the records' columns as the stream's
+    #: ``cursor_field`` for ``append_dedup``, where it orders the versions of a key
+    #: (the latest wins), while reading stays incremental by the stream's own cursor.
+    versions_by_record_column: ClassVar[bool] = False
     #: True when ``read`` yields :class:`PartitionState`: the source keeps its own
     #: position (an Airbyte connector) and the engine commits it with the records.
     keeps_own_state: ClassVar[bool] = False
@@ -223,6 +228,12 @@ class Source(ABC):
 
     #: Name used in connection files (``source.type``).
     type_name: ClassVar[str] = ""
+    #: What ``headwater validate`` (which reaches nothing) may learn from this source, so
+    #: that it refuses what ``sync`` would: ``"spec"`` (the default) its config against
+    #: the spec only; ``"streams"`` also the source built (its constructor reads the
+    #: config alone) and its streams' names, sync modes, cursors and keys; ``"schemas"``
+    #: also their schemas (the columns a stream's settings name).
+    offline_catalog: ClassVar[Literal["spec", "streams", "schemas"]] = "spec"
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = dict(config)

@@ -84,6 +84,9 @@ class ObjectStream(Stream):
     executors); the filesystem is opened where it is used."""
 
     cursor_field = KEY_COLUMN
+    #: New objects are found by key, and append_dedup orders a key's versions by their
+    #: object's key unless the connection names a column of the records to order by.
+    versions_by_record_column = True
 
     def __init__(self, settings: ObjectStorageConfig, config: StreamConfig) -> None:
         self._settings = settings
@@ -267,6 +270,7 @@ class ObjectStorageSource(Source):
     """Objects in a folder or bucket as streams; see the module docstring."""
 
     type_name = "object_storage"
+    offline_catalog = "streams"  # schemas are sampled from the objects
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)

@@ -77,6 +77,7 @@ class RestSource(Source):
     """A declarative REST API source; see the module docstring."""
 
     type_name = "rest"
+    offline_catalog = "schemas"  # streams and schemas are the config's
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)

@@ -244,6 +244,7 @@ class SampleSource(Source):
     """
 
     type_name = "sample"
+    offline_catalog = "schemas"  # its world is the config's
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)

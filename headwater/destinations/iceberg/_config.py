@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
-from headwater.config import register_secrets
+from headwater.config import read_database_url, register_secrets, uri_passwords
 from headwater.destinations.delta._store import s3_bucket_and_key
 from headwater.errors import ConfigError
 
@@ -230,10 +229,13 @@ def resolve(config: Mapping[str, Any]) -> IcebergSettings:
     elif kind == "sql":
         properties["uri"] = str(catalog.get("uri") or f"sqlite:///{folder}/{CATALOG_FILE}")
         # A database URI may hold a password (postgresql+psycopg2://user:pw@host/db):
-        # masked wherever it might show (an error quoting the URI, a log line).
-        password = urlsplit(properties["uri"]).password
-        if password:
-            register_secrets([password, unquote(password)])  # as written, and decoded
+        # masked wherever it might show (an error quoting the URI, a log line), found by
+        # its place whether or not the URI parses (a misspelt scheme is quoted back).
+        register_secrets(uri_passwords(properties["uri"]))
+        _, problem = read_database_url(properties["uri"])
+        if problem is not None:  # sync would fail on it when it first loads the catalog
+            raise ConfigError(f"the sql catalog's uri: {problem}",
+                              field="destination.config.catalog.uri")
         properties["warehouse"] = where
     else:
         if not catalog.get("uri"):

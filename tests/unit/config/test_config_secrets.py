@@ -20,6 +20,7 @@ from headwater.config import (
     register_secrets,
     secret_paths,
     secret_values,
+    uri_passwords,
 )
 from headwater.config._secrets import _registry
 
@@ -123,10 +124,69 @@ def test_mask_replaces_registered_secrets_longest_first() -> None:
     assert mask("x abcd1234-extended y abcd1234 z") == f"x {REDACTED} y {REDACTED} z"
 
 
-def test_short_secrets_are_not_masked() -> None:
-    short = "x" * (MIN_SECRET_LENGTH - 1)
+@pytest.mark.parametrize("short", ["p", "pw", "x" * (MIN_SECRET_LENGTH - 1)])
+def test_short_secrets_are_masked_where_they_stand_alone(short: str) -> None:
+    """Marked secret is secret, whatever its length; inside a longer word it is left."""
     register_secrets([short, ""])
-    assert mask(f"value {short}") == f"value {short}"
+    assert mask(f"password {short}, '{short}' u:{short}@h") == (
+        f"password {REDACTED}, '{REDACTED}' u:{REDACTED}@h")
+    assert mask(f"a{short} {short}1 {short}_x") == f"a{short} {short}1 {short}_x"
+
+
+URI_CASES = [
+    # (text with the password PW in it, what it must read once masked)
+    ("the Iceberg sql catalog at postgressql://loader:PW@127.0.0.1/iceberg is not usable",
+     f"the Iceberg sql catalog at postgressql://loader:{REDACTED}@127.0.0.1/iceberg is not "
+     "usable"),
+    ("postgresql+psycopg2://loader:PW@db:5432/iceberg?sslmode=require",
+     f"postgresql+psycopg2://loader:{REDACTED}@db:5432/iceberg?sslmode=require"),
+    ("Could not parse SQLAlchemy URL from string 'postgres ql://u:PW@h/db'",
+     f"Could not parse SQLAlchemy URL from string 'postgres ql://u:{REDACTED}@h/db'"),
+    ("REST catalog https://client:PW@catalog.example:8181/api/catalog refused",
+     f"REST catalog https://client:{REDACTED}@catalog.example:8181/api/catalog refused"),
+    ("redis://:PW@127.0.0.1:6379/0", f"redis://:{REDACTED}@127.0.0.1:6379/0"),
+    ("jdbc:postgresql://u:PW@h/db", f"jdbc:postgresql://u:{REDACTED}@h/db"),
+    ("//u:PW@h", f"//u:{REDACTED}@h"),
+    ('{"uri": "s3a://AKIA:PW@bucket/key"}', f'{{"uri": "s3a://AKIA:{REDACTED}@bucket/key"}}'),
+]
+
+
+@pytest.mark.parametrize("password", ["pw", "a-long-password-1234", "p@ss/w:rd"],
+                         ids=["short", "long", "unencoded"])
+@pytest.mark.parametrize(("text", "masked"), URI_CASES, ids=[
+    "misspelt-scheme-in-message", "driver-scheme", "unparsable-quoted", "rest-https",
+    "no-user", "jdbc", "no-scheme", "json"])
+def test_a_uri_password_is_masked_by_its_place_without_registration(
+        text: str, masked: str, password: str) -> None:
+    """Well-formed or not, known scheme or not, in a message or alone, short or long."""
+    assert mask(text.replace("PW", password)) == masked
+    assert password not in mask(text.replace("PW", password)).replace("pwd", "")
+
+
+@pytest.mark.parametrize("text", [
+    "http://127.0.0.1:9000/bucket/key", "sqlite:///tmp/catalog.db", "https://git@host/x",
+    "no uri here: a:b@c", "s3://bucket/prefix/a:b",
+])
+def test_text_without_a_uri_password_is_left_as_it_is(text: str) -> None:
+    assert mask(text) == text
+
+
+def test_uri_passwords_are_found_as_written_and_decoded() -> None:
+    assert uri_passwords("a postgressql://u:p%40w@h/db and redis://:xy@h") == [
+        "p%40w", "p@w", "xy"]
+    assert uri_passwords("sqlite:///catalog.db") == []
+
+
+def test_a_uri_password_in_a_logged_exception_is_masked(caplog: pytest.LogCaptureFixture) -> None:
+    install_log_masking()
+    logger = logging.getLogger("headwater.test.secrets")
+    with caplog.at_level(logging.INFO, logger="headwater.test.secrets"):
+        try:
+            raise RuntimeError("cannot connect to postgressql://loader:pw@127.0.0.1/iceberg")
+        except RuntimeError:
+            logger.exception("catalog %s failed", "postgresql://loader:pw@127.0.0.1/iceberg")
+    assert ":pw@" not in caplog.text
+    assert caplog.text.count(f"loader:{REDACTED}@127.0.0.1") >= 2  # message, exception
 
 
 def test_url_encoded_and_json_escaped_forms_are_masked_too() -> None:
@@ -231,3 +291,15 @@ def test_conf_pairs_from_the_command_line_are_masked_too() -> None:
 
     spark_conf(["spark.hadoop.fs.s3a.secret.key=cli-secret-value-123", "spark.ui.port=4041"])
     assert mask("cli-secret-value-123 on 4041") == f"{REDACTED} on 4041"
+
+
+@pytest.mark.parametrize("text", ["a" * 50_000 + "//x", ("//u:" + "b" * 100) * 500],
+                         ids=["long-word-then-slashes", "many-uri-heads-no-at"])
+def test_masking_by_place_stays_linear_on_long_text_without_spaces(text: str) -> None:
+    """A base64 blob or a long JSON line passes through every log filter: an unbounded
+    pattern scanned such text again from every position (minutes for 200 KB)."""
+    import time
+
+    started = time.perf_counter()
+    assert mask(text) == text
+    assert time.perf_counter() - started < 2.0

@@ -232,3 +232,29 @@ def test_partition_states_are_staged_per_checkpoint_replaced_and_cleared(
     assert store.staged_partition_states(run_id, "orders", 5) == {"p0": {"cursor": 9}}
     with pytest.raises(MetadataStoreError, match="no run"):
         store.stage_partition_states("nope", "orders", 4, {"p0": {}})
+
+
+@pytest.mark.parametrize("ending", ["finished", "stopped"])
+def test_errors_and_figures_are_stored_masked_whoever_records_them(
+        store: MetadataStore, ending: str) -> None:
+    from headwater.config import REDACTED, register_secrets
+    from headwater.config._secrets import _registry
+
+    register_secrets(["s3cr3t-token-value"])
+    try:
+        run_id = new_run(store)
+        store.start_attempt(run_id, pid=1, host="h")
+        leaky = "catalog postgressql://loader:pw@127.0.0.1/iceberg refused s3cr3t-token-value"
+        store.finish_attempt(run_id, 1, status="failed", error=leaky)
+        stats = {"orders": {"error": leaky, "records_written": 3}}
+        if ending == "finished":
+            store.finish_run(run_id, status="failed", stats=stats, state_after={}, error=leaky)
+        else:
+            store.stop_run(run_id, stats=stats, state_after={}, error=leaky)
+    finally:
+        _registry.clear()
+    run = store.get_run(run_id)
+    assert run is not None
+    masked = f"catalog postgressql://loader:{REDACTED}@127.0.0.1/iceberg refused {REDACTED}"
+    assert (run.error, run.attempts[0].error) == (masked, masked)
+    assert run.stats == {"orders": {"error": masked, "records_written": 3}}
