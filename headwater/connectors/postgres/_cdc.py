@@ -17,8 +17,9 @@ because each stream's state moves on its own.
   ``_pg_lsn`` keeps each key's last change: the largest commit LSN, and within one
   transaction (equal cursors, one partition) the later record, by the merge's tie
   rule (:mod:`headwater.destinations._merge_rule`).  A change's own WAL position
-  would not do: a transaction may write a row long before it commits, after
-  another transaction that commits first wrote the same row.
+  would not do: a transaction open while the slot was being created writes its
+  rows below the slot's point and commits after the snapshot read them, so its
+  changes lost to the older snapshot rows (issue 35).
 * **Initial snapshot, and the handover.**  The first sync creates the slot; its
   consistent point ``L0`` splits the transactions in two: those whose commit
   starts before ``L0`` are never decoded by the slot, those from ``L0`` on are

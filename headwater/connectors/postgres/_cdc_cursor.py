@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from headwater.errors import StateError
 from headwater.sdk import Cursor, Partition
@@ -46,7 +46,7 @@ def _valid(state: Mapping[str, Any]) -> bool:
             and all(isinstance(i, str) for i in snapshot["done"]))
 
 
-def reads_changes(state: Mapping[str, Any] | None) -> bool:
+def reads_changes(state: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
     """Whether a sync from ``state`` reads changes (else it reads a snapshot first)."""
     return state is not None and "lsn" in state
 

@@ -139,7 +139,6 @@ class PostgresStream(Stream):
         settings = self._settings
         with connect(settings) as conn:
             if self._cdc and reads_changes(state):
-                assert state is not None
                 return [_cdc.plan_changes(conn, settings, self._name, self.table, state)]
             if self._cdc:
                 # A first snapshot, or one a failed run left unfinished (state holds its
@@ -240,7 +239,6 @@ class PostgresStream(Stream):
     def on_state_committed(self, state: Mapping[str, Any] | None) -> None:
         """Change data capture: the slot moves to the LSN the committed state holds."""
         if self._cdc and reads_changes(state):
-            assert state is not None
             _cdc.advance_slot(self._settings, self.table, state)
 
 
