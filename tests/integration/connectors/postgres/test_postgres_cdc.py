@@ -214,6 +214,8 @@ def test_a_resumed_first_snapshot_saves_its_position(
         _events.clear()
     assert stopped.status == "stopped", stopped.to_dict()
     assert 1 <= stopped.streams[0].checkpoints_done < stopped.streams[0].checkpoints
+    progress = store.get_state("pg", "t")
+    assert progress is not None and len(progress["snapshot"]["done"]) == 1, progress
 
     resumed = sync(path)
     assert resumed.resumed and resumed.run_id == stopped.run_id
