@@ -115,9 +115,9 @@ def first_sync_across_slot_creation(
     others do not (or they would wait for each other's row locks).
     """
     first, second, straddler = (open_transaction(server, database) for _ in range(3))
-    try:
-        work[0](first)
-        with ThreadPoolExecutor(max_workers=1) as pool:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        try:
+            work[0](first)
             sync_run = pool.submit(run)
             _await_slot_waiting_for(server, database, _xid(first), sync_run.done)
             work[1](second)
@@ -128,10 +128,11 @@ def first_sync_across_slot_creation(
             _xid(straddler)
             second.commit()
             result = sync_run.result(timeout=PATIENCE_S * 2)
-        straddler.commit()
-    finally:
-        for conn in (first, second, straddler):
-            conn.close()
+            straddler.commit()
+        finally:
+            # Before the pool waits for the sync: a transaction left open would hold it.
+            for conn in (first, second, straddler):
+                conn.close()
     return result
 
 
