@@ -11,28 +11,43 @@ protocol version 1 in text format (about a dozen message kinds).
 Each stream has its own publication and slot (``<prefix>_<schema>_<table>``),
 because each stream's state moves on its own.
 
-* **Initial snapshot.**  The first sync creates the slot (its consistent point
-  is ``L0``), then reads the table by key ranges, each in a snapshot taken
-  *after* the slot exists.  Every row carries ``_pg_lsn = L0``; state becomes
-  ``{"lsn": L0}`` once every range is committed.  Any change after ``L0`` is
-  replayed over the snapshot by the next syncs with its own, larger LSN, so
-  snapshot and stream join without a gap (changes the snapshot already saw are
-  applied again, which changes nothing).
-* **Changes.**  A later sync reads the committed transactions in
-  ``(state lsn, upto]``, ``upto`` being the server's flushed WAL position at
-  plan time (logical decoding reads nothing past it), as rows with
-  ``_pg_lsn`` = the change's LSN and ``_pg_deleted``;
-  a delete is a tombstone row (primary key, ``_pg_deleted = true``, other
-  columns null).  ``append_dedup`` on the primary key with cursor ``_pg_lsn``
-  keeps each key's latest change, tombstones included.
+* **Order.**  Every change row carries ``_pg_lsn`` = the commit LSN of its
+  transaction (where its commit record starts), and a transaction's rows come in
+  their order within it, so ``append_dedup`` on the primary key with cursor
+  ``_pg_lsn`` keeps each key's last change: the largest commit LSN, and within one
+  transaction (equal cursors, one partition) the later record, by the merge's tie
+  rule (:mod:`headwater.destinations._merge_rule`).  A change's own WAL position
+  would not do: a transaction open while the slot was being created writes its
+  rows below the slot's point and commits after the snapshot read them, so its
+  changes lost to the older snapshot rows (issue 35).
+* **Initial snapshot, and the handover.**  The first sync creates the slot; its
+  consistent point ``L0`` splits the transactions in two: those whose commit
+  starts before ``L0`` are never decoded by the slot, those from ``L0`` on are
+  (even one whose changes precede ``L0``: it may have been open while the slot was
+  being created).  The table is then read in key ranges, each in a snapshot taken
+  *after* the slot exists, so each sees every transaction before ``L0``.  Snapshot
+  rows carry ``_pg_lsn = L0 - 1``: below every change the slot will replay, above
+  every one it never will.  A change committed after ``L0`` therefore always wins
+  over a snapshot row, whether the snapshot saw it or not, and one before ``L0`` is
+  applied by the snapshot alone, once.  State becomes ``{"lsn": L0}`` once every
+  range is committed; until then the snapshot's progress is the state
+  (:mod:`._cdc_cursor`), so a resumed run finishes it.
+* **Changes.**  A later sync reads the transactions whose commit starts in
+  ``[state lsn, upto)``, ``upto`` being the server's flushed WAL position at plan
+  time (logical decoding reads nothing past it); the next sync starts at ``upto``,
+  so each transaction is read by exactly one sync.  A delete is a tombstone row
+  (primary key, ``_pg_deleted = true``, other columns null); an update that changes
+  the primary key is a tombstone of the old key followed by the new row.
 * **Advancing.**  The slot moves to the state's LSN only after the engine
   saved that state (``Stream.on_state_committed``); a sync killed in between
   re-reads those transactions next time and skips every one whose commit LSN
-  is not above the saved state, so nothing is applied twice or lost.
+  is below the saved state, so nothing is applied twice or lost.
 
 Limits: a TRUNCATE is logged and skipped; an update that leaves a large
 (TOASTed) column unchanged sends no value for it unless the table has
-``REPLICA IDENTITY FULL``, so give such tables that identity.
+``REPLICA IDENTITY FULL``, so give such tables that identity.  A key change is
+seen through the old key pgoutput sends, so the replica identity must be the
+primary key (``DEFAULT``) or ``FULL``.
 """
 
 from __future__ import annotations
@@ -51,10 +66,10 @@ from psycopg.adapt import AdaptersMap, Loader, Transformer
 from psycopg.pq import Format
 
 from headwater.connectors.postgres._catalog import TableInfo
+from headwater.connectors.postgres._cdc_cursor import LsnCursor
 from headwater.connectors.postgres._config import PostgresConfig
 from headwater.connectors.postgres._misfits import misfit_note, misfit_text
-from headwater.errors import StateError
-from headwater.sdk import Cursor, Partition
+from headwater.sdk import Partition
 from headwater.table_schema import READER_NOTES, JsonText, Note, is_open
 
 __all__ = ["CDC_COLUMNS", "DELETED_COLUMN", "LSN_COLUMN", "LsnCursor", "decode_message",
@@ -89,44 +104,6 @@ def names(settings: PostgresConfig, table: TableInfo) -> tuple[str, str]:
     return f"{settings.cdc.publication}_{base}"[:63], f"{settings.cdc.slot}_{base}"[:63]
 
 
-# --------------------------------------------------------------------------- the cursor
-
-
-class LsnCursor(Cursor):
-    """State ``{"lsn": "0/16B3748"}``: every change up to that WAL position is committed.
-
-    A snapshot's partitions each carry ``snapshot_lsn`` and ``of`` (how many
-    there are); the state moves to the snapshot's LSN only when all of them
-    closed, else it stays where it was (and the next sync snapshots again,
-    still consistent because the slot has not moved).
-    """
-
-    def __init__(self, state: Mapping[str, Any] | None) -> None:
-        if state is not None and not (isinstance(state, Mapping) and isinstance(
-                state.get("lsn"), str) and re.fullmatch(r"[0-9A-Fa-f]+/[0-9A-Fa-f]+",
-                                                        state["lsn"])):
-            raise StateError(f"change data capture state must be {{'lsn': 'X/Y'}}, got {state!r}")
-        self._state = dict(state) if state is not None else None
-        self._snapshot_closed = 0
-        self._snapshot: tuple[str, int] | None = None
-        self._changes_upto: str | None = None
-
-    def close_partition(self, partition: Partition) -> None:
-        params = partition.params
-        if "changes_upto" in params:
-            self._changes_upto = str(params["changes_upto"])
-        elif "snapshot_lsn" in params:
-            self._snapshot = (str(params["snapshot_lsn"]), int(params["of"]))
-            self._snapshot_closed += 1
-
-    def state(self) -> dict[str, Any] | None:
-        if self._changes_upto is not None:
-            return {"lsn": self._changes_upto}
-        if self._snapshot is not None and self._snapshot_closed >= self._snapshot[1]:
-            return {"lsn": self._snapshot[0]}
-        return self._state
-
-
 # --------------------------------------------------------------------------- planning
 
 
@@ -151,7 +128,7 @@ def ensure_slot(conn: psycopg.Connection[Any], settings: PostgresConfig,
 
 def plan_changes(conn: psycopg.Connection[Any], settings: PostgresConfig, stream: str,
                  table: TableInfo, state: Mapping[str, Any]) -> Partition:
-    """One partition: the committed transactions in ``(state lsn, flushed WAL position]``."""
+    """One partition: the transactions committed in ``[state lsn, flushed WAL position)``."""
     LsnCursor(state)  # validates the shape
     ensure_slot(conn, settings, [table])
     # The *flushed* position: logical decoding reads only flushed WAL, so with
@@ -164,8 +141,12 @@ def plan_changes(conn: psycopg.Connection[Any], settings: PostgresConfig, stream
 
 
 def snapshot_columns(lsn: str) -> tuple[sql.Composable, dict[str, str]]:
-    """The constant change-data-capture columns of snapshot rows (the LSN as a parameter)."""
-    return (sql.SQL("pg_lsn(current_setting('headwater.snapshot_lsn')) - '0/0'::pg_lsn "
+    """The constant change-data-capture columns of snapshot rows (the LSN as a parameter).
+
+    ``_pg_lsn`` is the slot's consistent point less one: every change the slot
+    replays commits at or after that point, so it orders after every snapshot row.
+    """
+    return (sql.SQL("pg_lsn(current_setting('headwater.snapshot_lsn')) - '0/0'::pg_lsn - 1 "
                     "AS {}, false AS {}").format(sql.Identifier(LSN_COLUMN),
                                                  sql.Identifier(DELETED_COLUMN)),
             {"snapshot_lsn": lsn})
@@ -209,11 +190,18 @@ def check_replication(conn: psycopg.Connection[Any], settings: PostgresConfig) -
 
 def read_changes(settings: PostgresConfig, table: TableInfo,
                  params: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    """The table's changes committed in ``(changes_from, changes_upto]``, as dict rows."""
+    """The table's changes whose commit starts in ``[changes_from, changes_upto)``, as rows.
+
+    Why both bounds here: the slot may replay a transaction committed before
+    ``changes_from`` (a sync killed before it moved the slot), and the peek may go
+    one record past ``changes_upto`` (a record that starts after it when the
+    position is a page boundary); the next sync reads from ``changes_upto`` on.
+    """
     from headwater.connectors.postgres._errors import connect
 
     publication, slot = names(settings, table)
     after = lsn_to_int(str(params["changes_from"]))
+    upto = lsn_to_int(str(params["changes_upto"]))
     decoder = _Decoder(table)
     with connect(settings) as conn:
         conn.autocommit = False
@@ -224,9 +212,9 @@ def read_changes(settings: PostgresConfig, table: TableInfo,
                         "%s, %s::pg_lsn, NULL, 'proto_version', '1', 'publication_names', %s)",
                         [slot, params["changes_upto"], publication])
             for lsn, data in cur:
-                row = decoder.feed(lsn_to_int(lsn), bytes(data))
-                if row is not None and decoder.commit_lsn > after:
-                    yield row
+                rows = decoder.feed(lsn_to_int(lsn), bytes(data))
+                if rows and after <= decoder.commit_lsn < upto:
+                    yield from rows
         conn.rollback()
 
 
@@ -332,7 +320,8 @@ class _Decoder:
         self._key = set(table.primary_key)
         self._columns = {c.name: c for c in table.columns}
 
-    def feed(self, lsn: int, data: bytes) -> dict[str, Any] | None:
+    def feed(self, lsn: int, data: bytes) -> list[dict[str, Any]]:
+        """The rows one message stands for (most: none; an update of the key: two)."""
         kind, fields = decode_message(data)
         if kind == "B":
             self.commit_lsn = fields["final_lsn"]
@@ -340,18 +329,18 @@ class _Decoder:
             if (fields["namespace"], fields["name"]) == (self.table.schema, self.table.name):
                 self._relations[fields["relid"]] = fields["columns"]
         elif kind in "IUD" and fields["relid"] in self._relations:
-            return self._row(kind, lsn, fields)
+            return self._rows(kind, lsn, fields)
         elif kind == "T" and any(r in self._relations for r in fields["relids"]):
             log.warning("%s.%s was truncated at %s; change data capture skips TRUNCATE",
                         self.table.schema, self.table.name, int_to_lsn(lsn))
-        return None
+        return []
 
-    def _row(self, kind: str, lsn: int, fields: Mapping[str, Any]) -> dict[str, Any]:
+    def _rows(self, kind: str, lsn: int, fields: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Rows stamped with the transaction's commit LSN (see the module docs: order)."""
         columns = self._relations[fields["relid"]]
         old = self._values(columns, fields["old"]) if fields["old"] else {}
         if kind == "D":
-            row = {name: value for name, value in old.items() if name in self._key}
-            return {**row, LSN_COLUMN: lsn, DELETED_COLUMN: True}
+            return [self._tombstone(old)]
         row = self._values(columns, fields["new"])
         for name, value in list(row.items()):
             if value is _UNCHANGED:
@@ -360,7 +349,24 @@ class _Decoder:
                     log.warning("%s.%s: update at %s sent no value for the unchanged large "
                                 "column %r; set REPLICA IDENTITY FULL on the table",
                                 self.table.schema, self.table.name, int_to_lsn(lsn), name)
-        return {**row, LSN_COLUMN: lsn, DELETED_COLUMN: False}
+        rows = []
+        old_key = self._key_of(old)
+        if old_key is not None and old_key != self._key_of(row):
+            # The key changed (pgoutput sent the old one): close it before the new row,
+            # which may take it again later in the same transaction.
+            rows.append(self._tombstone(old))
+        rows.append({**row, LSN_COLUMN: self.commit_lsn, DELETED_COLUMN: False})
+        return rows
+
+    def _key_of(self, values: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """The primary key in ``values``; None when they hold none (no old tuple, or an
+        old key of a replica identity that is not the primary key: its columns are null)."""
+        key = tuple(values.get(name) for name in self.table.primary_key)
+        return None if any(v is None or v is _UNCHANGED for v in key) else key
+
+    def _tombstone(self, old: Mapping[str, Any]) -> dict[str, Any]:
+        row = {name: value for name, value in old.items() if name in self._key}
+        return {**row, LSN_COLUMN: self.commit_lsn, DELETED_COLUMN: True}
 
     def _values(self, columns: list[tuple[str, int, int]],
                 values: list[tuple[str, bytes | None]]) -> dict[str, Any]:

@@ -38,6 +38,7 @@ from headwater.connectors.postgres._boundary import (
     BoundaryCursor,
 )
 from headwater.connectors.postgres._catalog import TableInfo, discover_tables
+from headwater.connectors.postgres._cdc_cursor import reads_changes, snapshot_plan
 from headwater.connectors.postgres._config import PostgresConfig
 from headwater.connectors.postgres._errors import connect, explain
 from headwater.connectors.postgres._misfits import notes_from_misfits
@@ -137,15 +138,12 @@ class PostgresStream(Stream):
     def _plan(self, state: Mapping[str, Any] | None, *, exact_append: bool) -> list[Partition]:
         settings = self._settings
         with connect(settings) as conn:
-            if self._cdc and state is not None:
+            if self._cdc and reads_changes(state):
                 return [_cdc.plan_changes(conn, settings, self._name, self.table, state)]
             if self._cdc:
-                lsn = _cdc.ensure_slot(conn, settings, [self.table])
-                ranges = key_ranges(conn, self.table, self._split_column(),
-                                    settings.rows_per_partition, settings.max_partitions)
-                return [self._partition({**params, **self._split_type(params),
-                                         "snapshot_lsn": lsn, "of": len(ranges)})
-                        for params in ranges]
+                # A first snapshot, or one a failed run left unfinished (state holds its
+                # progress): the slot has not moved, so reading it all again is consistent.
+                return self._plan_snapshot(conn)
             if self._cursor_column is None:
                 ranges = key_ranges(conn, self.table, self._split_column(),
                                     settings.rows_per_partition, settings.max_partitions)
@@ -165,6 +163,17 @@ class PostgresStream(Stream):
             plan.append(Partition(self._name, f"{self._name}:cursor-null",
                                   {"start": start, "end": start, "cursor_null": True}))
         return plan
+
+    def _plan_snapshot(self, conn: psycopg.Connection[Any]) -> list[Partition]:
+        """The key ranges of the first snapshot, read after the slot exists (see :mod:`._cdc`)."""
+        settings = self._settings
+        lsn = _cdc.ensure_slot(conn, settings, [self.table])
+        ranges = key_ranges(conn, self.table, self._split_column(), settings.rows_per_partition,
+                            settings.max_partitions)
+        plan = [self._partition({**params, **self._split_type(params), "snapshot_lsn": lsn,
+                                 "of": len(ranges)}) for params in ranges]
+        name = snapshot_plan([p.id for p in plan])
+        return [Partition(p.stream, p.id, {**p.params, "snapshot_plan": name}) for p in plan]
 
     def _split_column(self) -> str | None:
         configured = self._settings.partition_columns.get(self._name)
@@ -229,7 +238,7 @@ class PostgresStream(Stream):
 
     def on_state_committed(self, state: Mapping[str, Any] | None) -> None:
         """Change data capture: the slot moves to the LSN the committed state holds."""
-        if self._cdc and state:
+        if self._cdc and reads_changes(state):
             _cdc.advance_slot(self._settings, self.table, state)
 
 

@@ -143,14 +143,14 @@ def cdc_rows(conn: psycopg.Connection[Any], stream: PostgresStream, name: str,
                            for a, oid, mod in attributes))
     decoder = _Decoder(stream.table)
     decoder.transformer = text_transformer(conn)
-    assert decoder.feed(1, relation) is None
+    assert decoder.feed(1, relation) == []
     text = conn.execute(f'SELECT * FROM "{name}" ORDER BY _row').pgresult
     assert text is not None
     records = []
     for row in range(text.ntuples):
         values = [text.get_value(row, col) for col in range(text.nfields)]
-        found = decoder.feed(2, b"I" + struct.pack(">I", 1) + b"N" + _message_tuple(values))
-        assert found is not None and found.pop(DELETED_COLUMN) is False
+        [found] = decoder.feed(2, b"I" + struct.pack(">I", 1) + b"N" + _message_tuple(values))
+        assert found.pop(DELETED_COLUMN) is False
         found.pop(LSN_COLUMN)
         records.append(found)
     columns, notes = batch_from_records(records, schema)
