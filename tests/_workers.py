@@ -2,8 +2,9 @@
 
 Much of the suite waits: CLI processes starting a JVM, servers, HTTP latencies,
 a task paused while it reads. ``scripts/test`` runs it under ``-n 2 --dist
-loadgroup`` (docs/development.md says why, with the figures), and this module makes
-that safe and balanced:
+loadgroup --no-loadscope-reorder`` (xdist's own order would be by test count;
+docs/development.md says why, with the figures), and this module makes that safe and
+balanced:
 
 - **A module is one unit of work.** Module-scoped fixtures (a module's crash
   cases run side by side by its first test, ``_side_by_side``; a catalog server

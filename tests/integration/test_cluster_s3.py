@@ -100,6 +100,10 @@ class OnCluster(Connection):
             checkpoint=CHECKPOINT, writer=self.writer,
             spark={"conf": {**self.s3.spark_conf(), **(self.conf or {})}})
 
+    #: The driver runs on the cluster's side of a CLI process: executors elsewhere get
+    #: partitions pickled by a driver that is not the test.
+    resumes_in_process = False
+
     def sync(self, generation: int = 0, fault: str | None = None) -> CliResult:
         env = {**DRIVER_ENV, **({"HEADWATER_FAULT": fault} if fault else {})}
         return sync(self.tmp_path, self.write(generation), *self._master(), env=env)

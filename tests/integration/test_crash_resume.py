@@ -44,7 +44,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -131,6 +131,8 @@ class Connection:
     kind: str = "delta"
     #: Run each command in the test process, a kill simulated (``_in_process``), not a CLI.
     in_process: bool = False
+    #: Whether :func:`resume` may run its sync in the test process (a cluster's may not).
+    resumes_in_process: ClassVar[bool] = True
 
     @classmethod
     def of(cls, tmp_path: Path, kind_and_mode: str, in_process: bool = False) -> Connection:
@@ -225,8 +227,10 @@ def resume(spark: Any, conn: Connection, run_id: str, attempt: int, generation: 
     incremental stream (the source did not change since the crash); a full
     refresh reads the whole source again (and lands the same table).
     """
-    # In the test process: what is proved here is the resume, not the process's end.
-    result = conn.sync(generation, fault=fault, in_process=True)
+    # In the test process where it can be (what is proved here is the resume, not the
+    # process's end); a cluster's driver stays a CLI process (``OnCluster``).
+    result = (conn.sync(generation, fault=fault, in_process=True) if conn.resumes_in_process
+              else conn.sync(generation, fault=fault))
     assert result.exit_code == 0, result.describe()
     resumed, new = sync_runs(result)
     assert resumed["status"] == "succeeded"
