@@ -29,8 +29,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # Each module one unit of work for pytest-xdist, the slowest first (tests/_workers.py).
-    workers.group_and_order(items)
+    # The slowest files first, for pytest-xdist's two processes (tests/_workers.py).
+    workers.order_by_cost(items)
     workers.mark_slow(items)
 
 
