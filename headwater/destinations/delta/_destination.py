@@ -477,7 +477,8 @@ class DeltaDestination(Destination):
             if (folder is not None and state is not None
                     and self._choose(plan, folder, state).folder is not None):
                 existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
-                self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
+                self._unwritten[plan.stream.name] = unwritten_columns(
+                    _not_filled_by_delta(existing.values()), data_schema)
                 if all(f.name in existing for f in wanted) and not nested_additions(
                         from_arrow_schema(wanted), existing) and not _properties_to_set(
                         layout, state.properties):
@@ -501,7 +502,12 @@ class DeltaDestination(Destination):
                 _report_layout(plan, location, detail)
                 self._clustered[plan.stream.name] = bool(detail.clustering_columns)
                 properties = dict(detail.properties)
-                self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
+                # The log's schema, where delta-rs read it: Spark's drops the generation
+                # expressions and identity settings that say which columns Delta fills.
+                logged = (StructType.fromJson(state.schema_json).fields if state is not None
+                          else existing.values())
+                self._unwritten[plan.stream.name] = unwritten_columns(
+                    _not_filled_by_delta(logged), data_schema)
                 wanted_spark = spark_schema(wanted)
                 missing = [f for f in wanted_spark if f.name not in existing]
                 nested = nested_additions(wanted_spark, existing)
@@ -1030,6 +1036,16 @@ def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
     log.warning("%s raised, and the table's history holds this checkpoint's commit (version "
                 "%s), so it counts as committed: %s", what, found[0], _error_line(exc))
     return _landed(found, already_committed=False)
+
+
+#: Column metadata of values Delta fills itself: generated, identity and default columns.
+_FILLED_BY_DELTA = ("delta.generationExpression", "delta.identity.start", "CURRENT_DEFAULT")
+
+
+def _not_filled_by_delta(fields: Iterable[StructField]) -> list[str]:
+    """The names of the columns whose values only a writer gives (a generated, identity or
+    defaulted column the stream does not write is no column it lost)."""
+    return [f.name for f in fields if not any(key in f.metadata for key in _FILLED_BY_DELTA)]
 
 
 def _publish_after_error(spark: SparkSession, location: str, marker: PublishMarker,
