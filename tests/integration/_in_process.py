@@ -31,6 +31,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from headwater import _events
+from headwater.config import _secrets
 from tests import _faults
 from tests.integration._cli import FAULT, HOME, PAUSE, CliResult
 
@@ -82,6 +83,9 @@ def _working_in(folder: Path, env: Mapping[str, str | None]) -> Iterator[None]:
     # The command sets up logging as a process does; a later test must not inherit it.
     root = logging.getLogger()
     before_logging = (root.handlers[:], root.level)
+    # A new process knows no secret yet: what earlier tests registered (a PostgreSQL
+    # password "headwater", say) would mask words of this command's output.
+    _secrets._registry.clear()
     os.chdir(folder)
     for key, value in env.items():
         _set(key, value)
@@ -89,6 +93,7 @@ def _working_in(folder: Path, env: Mapping[str, str | None]) -> Iterator[None]:
         yield
     finally:
         os.chdir(before_cwd)
+        _secrets._registry.clear()
         root.handlers[:], _ = before_logging
         root.setLevel(before_logging[1])
         for key, value in before_env.items():
