@@ -152,13 +152,18 @@ def finish_cli(process: subprocess.Popen[str], timeout: float = SYNC_TIMEOUT_S) 
             f"headwater did not finish in {timeout:.0f} s\n{stderr[-4000:]}"
         ) from None
     wait_for_group_exit(process.pid)
-    document: dict[str, Any] | None = None
-    if stdout.strip():
-        try:
-            document = json.loads(stdout)
-        except json.JSONDecodeError:
-            document = None
-    return CliResult(process.returncode, document, stdout, stderr)
+    return CliResult(process.returncode, json_document(stdout), stdout, stderr)
+
+
+def json_document(stdout: str) -> dict[str, Any] | None:
+    """The ``--json`` document a command printed, if it printed one."""
+    if not stdout.strip():
+        return None
+    try:
+        document: dict[str, Any] = json.loads(stdout)
+    except json.JSONDecodeError:
+        return None
+    return document
 
 
 def run_cli(

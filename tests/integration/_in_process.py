@@ -18,7 +18,6 @@ process's own.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
@@ -26,14 +25,13 @@ import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from typer.testing import CliRunner
 
 from headwater import _events
 from headwater.config import _secrets
 from tests import _faults
-from tests.integration._cli import FAULT, HOME, PAUSE, CliResult
+from tests.integration._cli import FAULT, HOME, PAUSE, CliResult, json_document
 
 _one_at_a_time = threading.Lock()
 
@@ -60,13 +58,7 @@ def run_in_process(tmp_path: Path, *args: str,
         import traceback
 
         stderr += "".join(traceback.format_exception(result.exception))
-    document: dict[str, Any] | None = None
-    if result.stdout.strip():
-        try:
-            document = json.loads(result.stdout)
-        except json.JSONDecodeError:
-            document = None
-    return CliResult(result.exit_code, document, result.stdout, stderr)
+    return CliResult(result.exit_code, json_document(result.stdout), result.stdout, stderr)
 
 
 def sync_in_process(tmp_path: Path, connection: Path, *extra: str,
