@@ -247,6 +247,13 @@ def store(tmp_path: Path) -> MetadataStore:
     return MetadataStore(f"sqlite:///{tmp_path / HOME / 'headwater.db'}")
 
 
+def planned_partitions(tmp_path: Path, run_id: str) -> int:
+    """How many partitions run ``run_id`` (of the CLI's store in ``tmp_path``) planned."""
+    run = store(tmp_path).get_run(run_id)
+    assert run is not None
+    return sum(len(c["partitions"]) for s in run.plan["streams"] for c in s["checkpoints"])
+
+
 def table_location(tmp_path: Path, stream: str) -> str:
     return str(tmp_path / LAKEHOUSE / stream)
 

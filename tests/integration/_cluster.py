@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -39,6 +40,8 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 #: Two JVMs starting on a small shared machine: give them time.
 START_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 30.0
+#: What an executor logs (at INFO, its default) when it starts a mapInArrow task's Python.
+PYTHON_TASK_STARTED = re.compile(r"MapInBatchEvaluator.*Starting Python task execution")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,14 @@ class StandaloneCluster:
         applications = status.get("completedapps", []) + status.get("activeapps", [])
         ids = [app["id"] for app in applications if app["name"] == app_name]
         return [d for app_id in ids for d in (self.work_dir / app_id).glob("*") if d.is_dir()]
+
+    def python_tasks_started(self, app_name: str) -> int:
+        """How many mapInArrow Python tasks the executors of ``app_name`` started, from their
+        logs: a sync whose partitions were all read there started at least one per partition."""
+        executors = self.executor_dirs(app_name)
+        assert executors, f"{app_name} did not run on {self.master_url}"
+        return sum(len(PYTHON_TASK_STARTED.findall((d / "stderr").read_text(errors="replace")))
+                   for d in executors if (d / "stderr").is_file())
 
 
 def free_port() -> int:

@@ -21,7 +21,8 @@ by side into tables of one warehouse, twice (source generations 0 and 1):
 Every table then equals, every column, the table the same two syncs make in a
 local warehouse (in this process, on local Spark), read by PyIceberg's scan and
 by Spark from the current snapshot's data files over ``s3a://``; each append
-table holds each planned checkpoint of each run in exactly one snapshot.
+table holds each planned checkpoint of each run in exactly one snapshot; and the
+executors' logs show a Python task per planned partition (they, not the driver, read).
 The source is small: a sync's cost here is JVMs and Spark's per-job overhead.
 """
 
@@ -38,7 +39,13 @@ import pytest
 
 from headwater.destinations.iceberg import _markers
 from tests.integration import _connections
-from tests.integration._cli import READING_PAUSE, finish_cli, start_cli, store
+from tests.integration._cli import (
+    READING_PAUSE,
+    finish_cli,
+    planned_partitions,
+    start_cli,
+    store,
+)
 from tests.integration._cluster import StandaloneCluster
 from tests.integration._s3 import SECRET_KEY, S3Server
 from tests.integration.destinations.delta._s3 import hadoop_settings, new_bucket
@@ -174,6 +181,7 @@ def test_two_connections_sync_every_mode_to_s3_from_the_cluster_at_once(
                        for a in sorted(apps, key=lambda a: a["starttime"])
                        [generation * 2:generation * 2 + 2])
         assert len(spans) == 2 and spans[1][0] < spans[0][1], apps
-    for name in CONNECTIONS:  # in executors the workers launched
-        assert cluster.executor_dirs(f"headwater-{name}"), name
+    for name in CONNECTIONS:  # in executors the workers launched, a Python task a partition
+        partitions = sum(planned_partitions(on_cluster, run_id) for run_id in runs[name])
+        assert cluster.python_tasks_started(f"headwater-{name}") >= partitions, name
     assert not (on_cluster / "warehouse").exists()  # nothing of the tables on this disk

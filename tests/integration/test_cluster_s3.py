@@ -1,5 +1,5 @@
 """A standalone cluster (master, two workers) syncing into Delta tables on an S3-compatible
-server: every append/overwrite mode, killed syncs resumed, and two connections at once.
+server: every append/overwrite mode, and killed syncs resumed.
 
 The CLI runs the driver (``--master spark://...``); executors on the two workers
 read the source and write the tables' files to ``s3a://`` on the run's moto
@@ -12,8 +12,14 @@ and why (``writer``, ``writer_reason``), and each test asserts it: the task
 path (executors upload the Parquet files to the table's prefix, the driver
 commits through delta-rs with the store's conditional writes) for ``append``
 and ``overwrite``, and the reference path, Spark's Delta writer, for
-``append_dedup`` (MERGE) and for a connection that asks for it
-(``writer: spark``), side by side with a task-path sync.
+``append_dedup`` (MERGE).  (Two connections syncing side by side on the cluster into one
+metadata store: ``test_cluster_iceberg_s3``; a connection that asks for Spark's writer on
+S3: ``destinations/delta/test_s3_destination``.)
+
+The first test is also the suite's proof that a sync runs on a cluster at all: the
+executors' logs show a Python task per planned partition (the executors, not the
+driver, read), and each executor fetched Delta's and the S3 connector's jars from
+the driver.
 
 The source is small (4,000 rows, 8 partitions, 4 checkpoints in 2 lanes): a
 sync's cost here is three JVMs and Spark's per-job overhead, not rows.
@@ -21,7 +27,6 @@ sync's cost here is three JVMs and Spark's per-job overhead, not rows.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -36,7 +41,7 @@ from tests.integration._cli import (
     CliResult,
     assert_each_checkpoint_committed_once,
     assert_table_equals_source,
-    finish_cli,
+    planned_partitions,
     start_cli,
     store,
     sync,
@@ -66,7 +71,6 @@ DRIVER_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
 #: Why the task path writes a table on S3, and why Spark does (``writer_reason``).
 TASKS_ON_S3 = "S3 with conditional writes"
 MERGE = "MERGE"
-ASKED_FOR_SPARK = "writer: spark"
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +90,6 @@ class OnCluster(Connection):
     cluster: StandaloneCluster | None = None
     s3: S3Server | None = None
     folder: str = ""
-    #: More Spark settings of the connection (``spark.cores.max`` for syncs side by side).
-    conf: Mapping[str, str] | None = None
     name: str = NAME
 
     def write(self, generation: int = 0,
@@ -98,7 +100,7 @@ class OnCluster(Connection):
             streams=streams or [STREAMS[self.mode]], lake=f"s3a://{BUCKET}/{self.folder}",
             store_file=None,
             checkpoint=CHECKPOINT, writer=self.writer,
-            spark={"conf": {**self.s3.spark_conf(), **(self.conf or {})}})
+            spark={"conf": self.s3.spark_conf()})
 
     #: The driver runs on the cluster's side of a CLI process: executors elsewhere get
     #: partitions pickled by a driver that is not the test.
@@ -151,8 +153,9 @@ def assert_ran_on_the_cluster(cluster: StandaloneCluster, name: str) -> None:
     """The connection's application ran on the cluster, in executors the workers launched."""
     executors = cluster.executor_dirs(f"headwater-{name}")
     assert executors, f"headwater-{name} did not run on {cluster.master_url}"
-    # Every executor folder holds the S3 connector the driver shipped it.
-    assert all(any(d.glob("*hadoop-aws-*.jar")) for d in executors), executors
+    # Every executor folder holds the S3 connector and Delta's jars, fetched from the driver.
+    for jar in ("*hadoop-aws-*.jar", "io.delta_delta-spark_*.jar"):
+        assert all(any(d.glob(jar)) for d in executors), (jar, executors)
 
 
 # --------------------------------------------------------------------------- tests
@@ -164,10 +167,11 @@ def test_every_mode_lands_on_s3_from_the_cluster(
     """Two generations of a connection with an ``append_dedup`` stream and an ``overwrite``
     one: the first sync lands the source, the next exactly what changed.  (``append``, the
     strictest, is the killed sync's below and the side-by-side syncs'.)"""
-    conn = on_cluster(tmp_path, "append_dedup", cluster, s3_server,
+    conn = on_cluster(tmp_path, "append_dedup", cluster, s3_server, name="every-mode",
                       changes={**SOURCE_CHANGES, "orders": 2_000})
     streams = [STREAMS["append_dedup"], {"name": "orders", "sync_mode": "full_refresh",
                                          "destination_sync_mode": "overwrite"}]
+    partitions = 0
     for generation in (0, 1):
         result = sync(tmp_path, conn.write(generation, streams=streams), *conn._master(),
                       env=DRIVER_ENV)
@@ -187,12 +191,15 @@ def test_every_mode_lands_on_s3_from_the_cluster(
             assert_each_checkpoint_committed_once(spark, location, tmp_path, document["run_id"],
                                                   stream)
             assert_writer(tmp_path, document["run_id"], stream, writer, why)
+        partitions += planned_partitions(tmp_path, document["run_id"])
     # Nothing of the tables is on this machine: the bucket holds their logs and files.
     keys = [o["Key"] for o in s3_server.client().list_objects_v2(
         Bucket=lake, Prefix=f"{conn.folder}/")["Contents"]]
     assert any("/_delta_log/" in k for k in keys) and any(k.endswith(".parquet") for k in keys)
     assert not (tmp_path / "lakehouse").exists()
-    assert_ran_on_the_cluster(cluster, NAME)
+    assert_ran_on_the_cluster(cluster, conn.name)
+    # The executors, not the driver, read every partition: one mapInArrow Python task each.
+    assert cluster.python_tasks_started(f"headwater-{conn.name}") >= partitions
 
 
 def test_killed_after_a_commit_then_resumed_on_s3(
@@ -223,40 +230,3 @@ def test_an_overwrite_killed_while_reading_then_resumed_on_s3(
 
     resume(spark, conn, run_id, attempt=2)
     assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
-
-
-def test_two_connections_commit_to_one_store_at_the_same_time(
-        spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
-        s3_server: S3Server) -> None:
-    """Two syncs of different connections (one project, one metadata store), each with
-    one of the two workers' cores, write and commit to tables in the same bucket side by
-    side, one through the task path, one through Spark's Delta writer (asked for); both
-    land exactly their source."""
-    one_core = {"spark.cores.max": "1"}
-    left = on_cluster(tmp_path, "append", cluster, s3_server, name="s3-left",
-                      folder=f"{tmp_path.name}-left", conf=one_core)
-    right = on_cluster(tmp_path, "overwrite", cluster, s3_server, name="s3-right",
-                       folder=f"{tmp_path.name}-right", conf=one_core, writer="spark")
-    # Each task waits 1 s per partition: both are still reading when the other starts.
-    started = [(conn, start_cli(tmp_path, "sync", str(conn.write()), "--json",
-                                *conn._master(), env={**DRIVER_ENV, **READING_PAUSE}))
-               for conn in (left, right)]
-    results = [(conn, finish_cli(process)) for conn, process in started]
-
-    for conn, result in results:
-        assert result.exit_code == 0, result.describe()
-        assert result.document is not None and result.document["status"] == "succeeded"
-        assert_table_equals_source(spark, conn.location, conn.source(0), STREAM)
-        assert_each_checkpoint_committed_once(spark, conn.location, tmp_path,
-                                              result.document["run_id"], STREAM)
-        writer, why = ((WRITER_SPARK, ASKED_FOR_SPARK) if conn.writer == "spark"
-                       else (WRITER_TASKS, TASKS_ON_S3))
-        assert_writer(tmp_path, result.document["run_id"], STREAM, writer, why)
-    # Side by side: each application was running while the other was.
-    apps = {a["name"]: a for a in cluster.status().get("completedapps", [])
-            if a["name"] in ("headwater-s3-left", "headwater-s3-right")}
-    assert set(apps) == {"headwater-s3-left", "headwater-s3-right"}, apps
-    spans = sorted((a["starttime"], a["starttime"] + a["duration"]) for a in apps.values())
-    assert spans[1][0] < spans[0][1], f"the two applications ran one after the other: {spans}"
-    for _, result in results:  # the store's secret key is never shown
-        assert SECRET_KEY not in result.stdout + result.stderr + json.dumps(result.document)
