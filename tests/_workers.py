@@ -7,9 +7,11 @@ safe and balanced:
 
 - **A test file is one unit of work** (``loadfile``): its module-scoped fixtures (a
   module's crash cases run side by side by its first test, ``_side_by_side``; a
-  catalog server per module) run once. (``loadgroup`` would let the ``cluster`` files
-  share one standalone cluster, but it does nothing on pytest 9: xdist 3.8 marks a
-  test's group by rewriting ``item._nodeid``, which pytest 9 no longer reads.)
+  catalog server per module) run once.  The files that run on the standalone cluster
+  (the session's ``cluster`` fixture, three JVMs to start) are one unit together, so one
+  process starts one cluster (:class:`SharedUnits`; xdist's own ``loadgroup`` does
+  nothing on pytest 9: xdist 3.8 marks a test's group by rewriting ``item._nodeid``,
+  which pytest 9 no longer reads).
 - **The slowest files start first.** ``tests/slow_files.txt`` gives each known slow
   file its seconds; the files are ordered by them (longest first, xdist's own reorder
   by test count turned off), the rest keep pytest's order behind them, so no
@@ -22,9 +24,22 @@ safe and balanced:
 from __future__ import annotations
 
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 from tests import _postgres
 from tests._time_report import known_slow_files
+
+#: Test files that run together in one process, by what they share.
+SHARED: dict[str, tuple[str, ...]] = {
+    "the standalone cluster": (
+        "tests/integration/test_cluster_s3.py",
+        "tests/integration/test_cluster_iceberg_s3.py",
+        "tests/integration/connectors/rest/test_rest_cluster.py",
+        "tests/integration/connectors/airbyte/test_airbyte_cluster.py",
+    ),
+}
+#: The fixture each of :data:`SHARED`'s groups shares: a file that uses it must be listed.
+SHARED_FIXTURES = {"the standalone cluster": "cluster"}
 
 
 def is_worker(config: pytest.Config) -> bool:
@@ -45,6 +60,28 @@ def order_by_cost(items: list[pytest.Item]) -> None:
         first_seen.setdefault(_module_of(item), index)
     items.sort(key=lambda item: (-costs.get(_module_of(item), 0.0),
                                  first_seen[_module_of(item)]))
+
+
+class SharedUnits(LoadFileScheduling):
+    """``loadfile``, except that the files of each :data:`SHARED` group are one unit."""
+
+    _unit_of = {path: f"<{group}>" for group, paths in SHARED.items() for path in paths}
+
+    def _split_scope(self, nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return self._unit_of.get(path, path)
+
+
+def check_shared(items: list[pytest.Item]) -> None:
+    """Fail the collection if a file uses a shared fixture but is not in its group: it
+    would start a second cluster in the other process."""
+    for group, fixture in SHARED_FIXTURES.items():
+        strays = sorted({_module_of(item) for item in items
+                         if fixture in getattr(item, "fixturenames", ())
+                         and _module_of(item) not in SHARED[group]})
+        if strays:
+            raise pytest.UsageError(f"{', '.join(strays)} use the {fixture!r} fixture: add "
+                                    f"them to {group!r} in tests/_workers.py SHARED")
 
 
 def mark_slow(items: list[pytest.Item]) -> None:
@@ -79,7 +116,19 @@ class PostgresOwner:
             _postgres.stop()
 
 
+class Scheduler:
+    """Hands xdist the scheduler of :class:`SharedUnits` when the run asks for ``loadfile``."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: object
+                                    ) -> LoadFileScheduling | None:
+        if config.getvalue("dist") != "loadfile":
+            return None
+        return SharedUnits(config, log)
+
+
 def configure(config: pytest.Config) -> None:
     """Called from ``tests/conftest.py``'s ``pytest_configure``."""
     if under_xdist(config) and not is_worker(config):
         config.pluginmanager.register(PostgresOwner(), "headwater-postgres-owner")
+        config.pluginmanager.register(Scheduler(), "headwater-scheduler")

@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # The slowest files first, for pytest-xdist's two processes (tests/_workers.py).
     workers.order_by_cost(items)
+    workers.check_shared(items)
     workers.mark_slow(items)
 
 
