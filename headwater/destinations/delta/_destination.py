@@ -23,7 +23,8 @@ Two ways to write (``writer`` in the config):
 
 * ``auto`` (the default): on classic Spark, ``append`` and ``overwrite`` tables in a
   local folder, on S3 (and S3-compatible stores with conditional writes) or on
-  Azure (``_store.py``) are written by the tasks themselves (pyarrow, ``_files.py``) and
+  Azure (``_table_files/_store.py``) are written by the tasks themselves (pyarrow,
+  ``_table_files/_parquet.py``) and
   committed through delta-rs (``_delta_rs.py``), with the same ``txn`` pair and
   tag, provided the table's protocol and metadata are on the task path's
   allowlist (``_table_features.py``: no column mapping, constraints, generated
@@ -69,10 +70,20 @@ from headwater.destinations._base import (
     tagged_publish,
 )
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
+from headwater.destinations._table_files._azure_check import check_azure
+from headwater.destinations._table_files._parquet import ParquetFiles
+from headwater.destinations._table_files._s3_check import check_s3
+from headwater.destinations._table_files._store import (
+    S3Access,
+    TableFolder,
+    local_folder,
+    on_object_store,
+    s3_bucket_and_key,
+    store_folder,
+    store_refusal,
+)
 from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
-from headwater.destinations.delta._azure_check import check_azure
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
-from headwater.destinations.delta._files import ParquetFiles
 from headwater.destinations.delta._session import SPARK_NEEDS
 from headwater.destinations.delta._sql import (
     history,
@@ -88,17 +99,6 @@ from headwater.destinations.delta._stats import (
     stats_columns,
     with_columns,
 )
-from headwater.destinations.delta._store import (
-    STORE_NAMES,
-    S3Access,
-    TableFolder,
-    local_folder,
-    on_object_store,
-    s3_bucket_and_key,
-    store_folder,
-    store_refusal,
-)
-from headwater.destinations.delta._store_check import check_s3
 from headwater.destinations.delta._table_features import task_path_refusal
 from headwater.destinations.delta._table_fit import refuse_misfits
 from headwater.destinations.delta._variant import (
@@ -148,6 +148,8 @@ _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 WRITER_TASKS = "tasks+delta-rs"
 #: ``CommitResult.writer`` of a commit Spark's Delta writer made (write, MERGE, replay).
 WRITER_SPARK = "spark"
+#: How :meth:`DeltaDestination._choose` names each store in ``writer_reason``.
+STORE_NAMES = {"s3": "S3 with conditional writes", "az": "Azure with conditional writes"}
 
 
 #: Why ``gs://`` tables stay on Spark's writer (``docs/destinations/delta.md``).
@@ -277,7 +279,7 @@ class DeltaDestination(Destination):
         settings of the connection's ``spark.conf`` (:meth:`use_spark_conf`; what they
         leave unset, the default AWS credential chain gives), and with
         ``s3_conditional_writes`` the store must refuse a second ``If-None-Match: *``
-        put of it (``_store_check``).  For ``abfss://`` and ``wasbs://`` the same with
+        put of it (``_table_files._s3_check``).  For ``abfss://`` and ``wasbs://`` the same with
         the ``spark.hadoop.fs.azure.*`` settings and Azure's conditional create
         (``_azure_check``).  Any other URI (``gs://``...) is reachable only
         through Spark, which a check does not start: nothing is checked
@@ -1288,7 +1290,7 @@ def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
 
     A local folder, or an S3 or Azure location reached with the ``fs.s3a.*`` or
     ``fs.azure.*`` settings of the session's Hadoop configuration
-    (``_store.store_folder``; its secret values are registered with the masker
+    (``_table_files._store.store_folder``; its secret values are registered with the masker
     here), unless Spark's connector is set to get its credentials some way
     pyarrow and delta-rs cannot follow: then Spark reaches it.  Under Spark
     Connect the driver (its filesystem and its settings) is the server's, so even
