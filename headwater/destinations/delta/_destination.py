@@ -46,8 +46,9 @@ This module wires the destination together; each concern has a module of its own
 ``_writability.py`` (``check``, and who writes a table: the tasks or Spark),
 ``_commit_lookup.py`` (what landed: a checkpoint's commit found by its tag or its
 lane's txn version), ``_schema_evolution.py`` (new columns, the table's types),
-``_layout.py`` (partitions, clustering, properties), ``_reach.py`` (the table as the
-driver reaches it) and ``_errors.py`` (an error in a line).
+``_layout.py`` (partitions, clustering, properties), ``_publish.py`` (a staged
+overwrite's one commit), ``_reach.py`` (the table as the driver reaches it) and
+``_errors.py`` (an error in a line).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ from headwater.destinations.delta import (
     _catalog,
     _commit_lookup,
     _delta_rs,
+    _publish,
     _sql,
     _staging,
     _table_facts,
@@ -680,7 +682,7 @@ class DeltaDestination(Destination):
                                 bytes=manifest.size, version=None, already_committed=True,
                                 writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
         staging = _staging.staging_location(location, marker.run_id)
-        if not _staging_table_exists(spark, staging):
+        if not _publish.staging_table_exists(spark, staging):
             return None
         found = _commit_lookup._tagged_commit(spark, staging, marker)
         if found is None:
@@ -715,9 +717,10 @@ class DeltaDestination(Destination):
                                          or counts.get("bytes", 0)),
                                   version=version, already_committed=True)
         elif folder is not None:
-            result = self._publish_files(spark, folder, location, marker)
+            result = _publish.publish_files(spark, folder, location, marker)
         else:
-            result = self._publish_staging_table(spark, plan, location, marker)
+            result = _publish.publish_staging_table(spark, location, marker,
+                                                   self._overwrite_options(plan))
         _staging.remove(spark, location, run_id=marker.run_id, table=folder)
         if folder is not None:
             return replace(result, writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
@@ -727,93 +730,12 @@ class DeltaDestination(Destination):
         _staging.remove(spark, self.table_location(plan.stream.name), keep_run_id=keep_run_id,
                         table=self._staging_folder(spark, plan))
 
-    def _publish_files(self, spark: SparkSession, folder: TableFolder, location: str,
-                       marker: PublishMarker) -> CommitResult:
-        manifests = [_staging.read_manifest(folder, marker.run_id, index)
-                     for index in marker.checkpoints]
-        missing = [i for i, m in zip(marker.checkpoints, manifests, strict=True) if m is None]
-        if missing:
-            raise DestinationError(
-                f"cannot publish run {marker.run_id} to {location}: checkpoints "
-                f"{', '.join(map(str, missing))} are not staged; the table is left as it was",
-                stream=marker.stream)
-        staged = [m for m in manifests if m is not None]
-        gone = _staging.missing_files(folder, staged)
-        if gone:
-            raise DestinationError(
-                f"cannot publish run {marker.run_id} to {location}: {len(gone)} staged files "
-                f"were removed (a VACUUM?), e.g. {gone[0]}; the table is left as it was",
-                stream=marker.stream)
-        files = [f for m in staged for f in m.files]
-        rows = sum(m.rows for m in staged)
-        rejected = sum(m.rejected for m in staged)
-        size = sum(m.size for m in staged)
-        try:
-            committed = _delta_rs.commit_files(folder, files, mode="overwrite",
-                                               app_id=marker.app_id, version=marker.version,
-                                               tag=marker.tag_with_counts(rows, rejected, size))
-        except Exception as exc:
-            if _commit_lookup._publish_after_error(spark, location, marker, exc) is None:
-                raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
-                              marker.stream) from exc
-            committed = _delta_rs.Committed(made=False)
-        version = committed.version
-        if not committed.made:
-            version = self._earlier_publish(spark, location, marker)
-        return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version,
-                            already_committed=not committed.made)
-
-    def _publish_staging_table(self, spark: SparkSession, plan: StreamPlan, location: str,
-                               marker: PublishMarker) -> CommitResult:
-        staging = _staging.staging_location(location, marker.run_id)
-        staged = (_commit_lookup._staged_indices(spark, staging, marker)
-                  if _staging_table_exists(spark, staging) else set())
-        missing = [i for i in marker.checkpoints if i not in staged]
-        if missing:
-            raise DestinationError(
-                f"cannot publish run {marker.run_id} to {location}: checkpoints "
-                f"{', '.join(map(str, missing))} are not staged; the table is left as it was",
-                stream=marker.stream)
-        try:
-            # No observed counts: Delta skips the write of a txn it holds, and an
-            # observation of a job that never ran would wait for ever.
-            writer = (spark.read.format("delta").load(staging).write.format("delta")
-                      .mode("overwrite").option("txnAppId", marker.app_id)
-                      .option("txnVersion", marker.version).option("userMetadata", marker.tag))
-            for key, value in self._overwrite_options(plan).items():
-                writer = writer.option(key, value)
-            writer.save(location)
-        except Exception as exc:
-            if _commit_lookup._publish_after_error(spark, location, marker, exc) is None:
-                raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
-                              marker.stream) from exc
-        found = _commit_lookup._published_commit(spark, location, marker, within_latest=50) \
-            or _commit_lookup._published_commit(spark, location, marker)
-        if found is None:
-            self._earlier_publish(spark, location, marker)  # raises: the store is behind
-            raise AssertionError("unreachable")
-        version, metrics, _ = found
-        return CommitResult(rows=int(metrics.get("numOutputRows") or 0), rejected=0,
-                            bytes=_commit_lookup._bytes_written(metrics), version=version)
-
-    def _earlier_publish(self, spark: SparkSession, location: str,
-                         marker: PublishMarker) -> int:
-        """The version of the publish an earlier attempt made; raise when there is none."""
-        found = _commit_lookup._published_commit(spark, location, marker)
-        if found is None:
-            raise DestinationError(
-                f"the table at {location} already holds transaction version {marker.version} "
-                f"(or a later one) of {marker.app_id}, but no publish of run {marker.run_id}: "
-                "the metadata store is behind the table (restored from an older copy?); the "
-                "table is left as it was", stream=marker.stream)
-        return found[0]
-
     def _create_staging_table(self, spark: SparkSession, staging: str, rows: DataFrame) -> None:
         """Create the run's staging table (empty, ``rows``' columns) unless it exists."""
         with self._staging_lock:
             if staging in self._staging_tables:
                 return
-            if not _staging_table_exists(spark, staging):
+            if not _publish.staging_table_exists(spark, staging):
                 with _SESSION_CONF_LOCK:  # a commit without txn options of its own
                     spark.createDataFrame([], rows.schema).write.format("delta").mode(
                         "append").save(staging)
@@ -893,26 +815,6 @@ def _counts() -> list[Column]:
     from pyspark.sql import functions as F
 
     return [F.count(F.lit(1)).alias("rows"), F.count("_hw_notes").alias("rejected")]
-
-
-def _staging_table_exists(spark: SparkSession, staging: str) -> bool:
-    """Whether the staging table at ``staging`` exists yet.
-
-    Not ``is_delta_table`` alone: Delta resolves a path inside a table's folder
-    to that table, and a staging table not created yet is such a path (Delta
-    then calls its last part an invalid partition path).
-    """
-    from pyspark.errors import AnalysisException
-
-    folder = _driver_folder(spark, staging)
-    if folder is not None:
-        return folder.has_folder("_delta_log")
-    try:
-        return is_delta_table(spark, staging)
-    except AnalysisException as exc:
-        if exc.getCondition() == "DELTA_INVALID_PARTITION_PATH":
-            return False
-        raise
 
 
 def _sql_text(text: str) -> str:
