@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+
 def _create_table(spark: SparkSession, location: str, schema: StructType,
                   layout: TableLayout) -> None:
     """Create the stream's table through Spark: empty, with ``schema``, laid out as ``layout``.

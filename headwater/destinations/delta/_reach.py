@@ -23,6 +23,7 @@ from headwater.destinations._table_files._store import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+
 def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
     """``location`` as a folder this process reaches as Spark's driver does, or None.
 
