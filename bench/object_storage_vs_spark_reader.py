@@ -44,7 +44,7 @@ import yaml
 from _common import header, load_line, scratch_dir, table, timed_headwater_sync
 
 from headwater.config import load_connection
-from headwater.destinations.delta._files import ParquetFiles
+from headwater.destinations._table_files._parquet import ParquetFiles
 from headwater.engine import SparkSettings, get_spark
 from headwater.engine._task import TaskContext, make_task
 from headwater.table_schema import META_FIELDS, arrow_schema_for

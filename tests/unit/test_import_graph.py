@@ -1,5 +1,6 @@
-"""The package's layering, read from its import statements: no circles, and the
-engine above the destinations, connectors, SDK and config, never below them.
+"""The package's layering, read from its import statements: no circles, the
+engine above the destinations, connectors, SDK and config, never below them, and
+each destination on its own (what two share lives in ``headwater.destinations._*``).
 
 Circles count every import that runs, at module level or inside a function (a
 lazy import is still a dependency); imports under ``TYPE_CHECKING`` only name
@@ -19,6 +20,7 @@ PACKAGE = Path(headwater.__file__).parent
 #: Layers the engine builds on, which must not import it.
 BELOW_THE_ENGINE = ("headwater.destinations", "headwater.connectors", "headwater.sdk",
                     "headwater.config", "headwater.plan", "headwater.protocol")
+DESTINATIONS = "headwater.destinations"
 
 
 def _module_name(path: Path) -> str:
@@ -126,4 +128,24 @@ def test_nothing_below_the_engine_imports_it() -> None:
     wrong = sorted(f"{module} -> {target}" for module, targets in graph.items()
                    if module.startswith(BELOW_THE_ENGINE)
                    for target in targets if target.startswith("headwater.engine"))
+    assert wrong == []
+
+
+def _destination(module: str) -> str | None:
+    """The destination package ``module`` belongs to (``delta``), or None.
+
+    A destination is a public package right under ``headwater.destinations``;
+    the private ones (``_table_files``) are shared code any of them may import.
+    """
+    parts = module.split(".")
+    if len(parts) < 3 or ".".join(parts[:2]) != DESTINATIONS or parts[2].startswith("_"):
+        return None
+    return parts[2] if (PACKAGE / "destinations" / parts[2]).is_dir() else None
+
+
+def test_no_destination_imports_another() -> None:
+    graph = _graph(type_checking=True)
+    wrong = sorted(f"{module} -> {target}" for module, targets in graph.items()
+                   if (own := _destination(module)) is not None
+                   for target in targets if _destination(target) not in (None, own))
     assert wrong == []

@@ -2,7 +2,7 @@
 
 Why a second Delta library: delta-spark commits only what Spark's own writer
 produced and has no public call that adds files written elsewhere
-(``_files.py`` says why the executors write them).  delta-rs (the ``deltalake``
+(``_table_files/_parquet.py`` says why the executors write them).  delta-rs (the ``deltalake``
 package) has one, ``create_write_transaction``, with the same idempotency pair
 (``app_transactions`` is Delta's ``txn`` action, what Spark's
 ``txnAppId``/``txnVersion`` write) and the same commit tag (``userMetadata``).
@@ -13,7 +13,7 @@ delta-rs writes; a table delta-rs creates is read by Spark as its own.
 
 For tables in a local folder every executor shares with the driver, and on S3
 (and S3-compatible stores) and Azure, where delta-rs commits with the store's
-conditional write (``_store.py`` says why that is safe, and what a store without
+conditional write (``_table_files/_store.py`` says why that is safe, and what a store without
 it gets; GCS stays on Spark's writer).
 Every function takes a :class:`TableFolder` (or a local path).
 """
@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from headwater.destinations.delta._files import WrittenFile
-from headwater.destinations.delta._store import TableFolder
+from headwater.destinations._table_files._parquet import WrittenFile
+from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.delta._table_features import TableProtocol
 from headwater.errors import DestinationError
 

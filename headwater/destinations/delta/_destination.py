@@ -23,7 +23,8 @@ Two ways to write (``writer`` in the config):
 
 * ``auto`` (the default): on classic Spark, ``append`` and ``overwrite`` tables in a
   local folder, on S3 (and S3-compatible stores with conditional writes) or on
-  Azure (``_store.py``) are written by the tasks themselves (pyarrow, ``_files.py``) and
+  Azure (``_table_files/_store.py``) are written by the tasks themselves (pyarrow,
+  ``_table_files/_parquet.py``) and
   committed through delta-rs (``_delta_rs.py``), with the same ``txn`` pair and
   tag, provided the table's protocol and metadata are on the task path's
   allowlist (``_table_features.py``: no column mapping, constraints, generated
@@ -40,24 +41,28 @@ A stream's ``table_layout`` (partitions, liquid clustering, properties) is
 applied when the table is created; an existing table gets the properties it
 lacks, and a layout that differs is reported, not changed (:func:`_report_layout`).
 Partitioned and clustered tables are off the task path's allowlist: Spark writes them.
+
+This module wires the destination together; each concern has a module of its own:
+``_writability.py`` (``check``, and who writes a table: the tasks or Spark),
+``_commit_lookup.py`` (what landed: a checkpoint's commit found by its tag or its
+lane's txn version), ``_schema_evolution.py`` (new columns, the table's types),
+``_layout.py`` (partitions, clustering, properties), ``_publish.py`` (a staged
+overwrite's one commit), ``_reach.py`` (the table as the driver reaches it) and
+``_errors.py`` (an error in a line).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import threading
-import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from headwater._events import commit_landed
-from headwater.config import register_secrets
 from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
@@ -66,39 +71,48 @@ from headwater.destinations._base import (
     PublishMarker,
     tagged_counts,
     tagged_partition_states,
-    tagged_publish,
 )
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
-from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
-from headwater.destinations.delta._azure_check import check_azure
+from headwater.destinations._table_files._parquet import ParquetFiles
+from headwater.destinations._table_files._store import (
+    TableFolder,
+)
+from headwater.destinations.delta import (
+    _catalog,
+    _commit_lookup,
+    _delta_rs,
+    _publish,
+    _sql,
+    _staging,
+    _table_facts,
+    _writability,
+)
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
-from headwater.destinations.delta._files import ParquetFiles
+from headwater.destinations.delta._commit_lookup import WRITER_SPARK, WRITER_TASKS
+from headwater.destinations.delta._errors import _failed
+from headwater.destinations.delta._layout import (
+    _create_table,
+    _properties_to_set,
+    _report_layout,
+)
+from headwater.destinations.delta._reach import _driver_folder
+from headwater.destinations.delta._schema_evolution import (
+    _add_columns,
+    _not_filled_by_delta,
+    _table_types,
+    nested_additions,
+)
 from headwater.destinations.delta._session import SPARK_NEEDS
 from headwater.destinations.delta._sql import (
-    history,
     is_delta_table,
     merge,
-    quote,
-    table_ref,
 )
 from headwater.destinations.delta._stats import (
     STATS_META_COLUMNS,
     STATS_PROPERTY,
     listed_columns,
     stats_columns,
-    with_columns,
 )
-from headwater.destinations.delta._store import (
-    STORE_NAMES,
-    S3Access,
-    TableFolder,
-    local_folder,
-    on_object_store,
-    s3_bucket_and_key,
-    store_folder,
-    store_refusal,
-)
-from headwater.destinations.delta._store_check import check_s3
 from headwater.destinations.delta._table_features import task_path_refusal
 from headwater.destinations.delta._table_fit import refuse_misfits
 from headwater.destinations.delta._variant import (
@@ -107,32 +121,29 @@ from headwater.destinations.delta._variant import (
     variant_columns,
     with_variants,
 )
+from headwater.destinations.delta._writability import (
+    STORE_NAMES,
+    _Choice,
+    _unreadable,
+)
 from headwater.errors import (
-    CommitOutcomeUnknownError,
     DestinationError,
     HeadwaterError,
     StoreBehindTableError,
 )
 from headwater.sync_modes import DestinationSyncMode
 from headwater.table_schema import (
-    JSON_TEXT,
-    LOGICAL_KEY,
     META_FIELDS,
-    VARIANT,
-    json_kind,
     unwritten_columns,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
-    from pyspark.sql.types import DataType, StructField, StructType
 
-    from headwater.plan import CheckpointPlan, StreamPlan, TableLayout
+    from headwater.plan import CheckpointPlan, StreamPlan
 
 log = logging.getLogger(__name__)
 
-#: Commits a just-made commit is looked for among: lanes commit side by side.
-_RECENT_COMMITS = 50
 
 #: MERGE takes its idempotency keys and commit tag from *session* confs, which
 #: every thread of this process shares; this lock keeps one MERGE's confs from
@@ -143,25 +154,6 @@ _SESSION_CONF_LOCK = threading.Lock()
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
-
-#: ``CommitResult.writer`` of a commit of files the tasks wrote, added through delta-rs.
-WRITER_TASKS = "tasks+delta-rs"
-#: ``CommitResult.writer`` of a commit Spark's Delta writer made (write, MERGE, replay).
-WRITER_SPARK = "spark"
-
-
-#: Why ``gs://`` tables stay on Spark's writer (``docs/destinations/delta.md``).
-_GCS_REASON = ("; on GCS, delta-rs commits through object_store's XML API "
-               "(x-goog-if-generation-match: 0), which no GCS emulator the tests run speaks, "
-               "so no test proves those commits safe yet")
-
-
-@dataclass(frozen=True)
-class _Choice:
-    """Who writes a stream's table: the tasks (into ``folder``) or, when None, Spark; and why."""
-
-    folder: TableFolder | None
-    reason: str
 
 
 class DeltaDestination(Destination):
@@ -277,62 +269,23 @@ class DeltaDestination(Destination):
         settings of the connection's ``spark.conf`` (:meth:`use_spark_conf`; what they
         leave unset, the default AWS credential chain gives), and with
         ``s3_conditional_writes`` the store must refuse a second ``If-None-Match: *``
-        put of it (``_store_check``).  For ``abfss://`` and ``wasbs://`` the same with
+        put of it (``_table_files._s3_check``).  For ``abfss://`` and ``wasbs://`` the same with
         the ``spark.hadoop.fs.azure.*`` settings and Azure's conditional create
         (``_azure_check``).  Any other URI (``gs://``...) is reachable only
         through Spark, which a check does not start: nothing is checked
         (:meth:`check_skipped` says so).  Neither is ``database`` (registering tables
         by name needs the Spark session's catalog).
         """
-        folder = local_folder(self.root)
-        if folder is not None:
-            _check_writable(folder)
-            return
-        skipped = self.check_skipped()
-        if skipped:
-            log.info("%s", skipped)
-            return
-        reached = store_folder(self.root, self._hadoop_setting)
-        if reached is None or reached.store is None:
-            return
-        register_secrets(reached.store.secrets)
-        if isinstance(reached.store, S3Access):
-            check_s3(self.root, reached.store,
-                     conditional_writes=bool(self.config.get("s3_conditional_writes", True)))
-        else:
-            check_azure(self.root, reached.store)
+        conditional = bool(self.config.get("s3_conditional_writes", True))
+        _writability.check_root(self.root, self._hadoop_setting, conditional_writes=conditional)
 
     def check_tables(self, streams: Mapping[str, pa.Schema]) -> None:
         """Each stream's existing table, read by delta-rs (local folders, S3, Azure), must
         take the stream's rows (``_table_fit.py``); other locations are Spark's to read."""
-        from pyspark.sql.types import StructType
-
-        for stream, data_schema in streams.items():
-            location = self.table_location(stream)
-            local = local_folder(location)
-            if local is not None:
-                folder: TableFolder | None = TableFolder(local)
-            elif on_object_store(location) and not store_refusal(location,
-                                                                 self._hadoop_setting):
-                folder = store_folder(location, self._hadoop_setting)
-            else:
-                continue
-            state = None if folder is None else _delta_rs.table_state(folder)
-            if state is not None:
-                refuse_misfits(StructType.fromJson(state.schema_json), data_schema, location,
-                               stream)
+        _writability.check_tables(streams, self.table_location, self._hadoop_setting)
 
     def check_skipped(self) -> str | None:
-        if local_folder(self.root) is not None:
-            return None
-        if not on_object_store(self.root):
-            return (f"{self.root} is not a local folder nor on S3 or Azure: it is "
-                    "reachable only through Spark, which a check does not start, so nothing "
-                    "was checked")
-        refusal = store_refusal(self.root, self._hadoop_setting)
-        if refusal:
-            return f"{refusal}: {self.root} was not checked (a check starts no Spark)"
-        return None
+        return _writability.check_skipped(self.root, self._hadoop_setting)
 
     def table_name(self, stream: str) -> str | None:
         """``<database>.<table_prefix><stream>`` when ``database`` is set, else None."""
@@ -346,27 +299,8 @@ class DeltaDestination(Destination):
 
         ``folder`` None: Spark writes, for the reason given, whatever the table.
         """
-        if self.config.get("writer", "auto") != "auto":
-            return _Choice(None, "writer: spark in the destination's config")
-        if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
-            return _Choice(None, "append_dedup commits through MERGE")
         location = self.table_location(plan.stream.name)
-        if local_folder(location) is None and not on_object_store(location):
-            return _Choice(None, "object store path other than S3 and Azure (abfss://, "
-                                 "wasbs://): the task path writes local folders and those "
-                                 "stores only" + (_GCS_REASON if location.startswith("gs://")
-                                                  else ""))
-        on_s3 = s3_bucket_and_key(location) is not None
-        if on_s3 and not self.config.get("s3_conditional_writes", True):
-            return _Choice(None, "s3_conditional_writes: false (a commit through delta-rs "
-                                 "needs the store's conditional writes)")
-        refusal = _store_refusal(spark, location)
-        if refusal:
-            return _Choice(None, refusal)
-        folder = _driver_folder(spark, location)
-        if folder is None:
-            return _Choice(None, "Spark Connect (the driver's filesystem is the server's)")
-        return _Choice(folder, "")
+        return _writability.files_folder(spark, plan, location, self.config)
 
     def _choose(self, plan: StreamPlan, folder: TableFolder,
                 state: _delta_rs.TableState | None) -> _Choice:
@@ -508,27 +442,8 @@ class DeltaDestination(Destination):
                           else existing.values())
                 self._unwritten[plan.stream.name] = unwritten_columns(
                     _not_filled_by_delta(logged), data_schema)
-                wanted_spark = spark_schema(wanted)
-                missing = [f for f in wanted_spark if f.name not in existing]
-                nested = nested_additions(wanted_spark, existing)
-                if missing or nested:
-                    columns = ", ".join(
-                        [f"{quote(f.name)} {f.dataType.simpleString()}" for f in missing]
-                        + [f"{'.'.join(quote(p) for p in path)} {kind.simpleString()}"
-                           for path, kind in nested])
-                    spark.sql(f"ALTER TABLE {table_ref(location)} ADD COLUMNS ({columns})")
-                changed: dict[str, str] = {}
-                if missing and STATS_PROPERTY in properties:
-                    listed = stats_columns(missing, already=properties[STATS_PROPERTY])
-                    if listed != properties[STATS_PROPERTY]:
-                        changed[STATS_PROPERTY] = listed
-                # The stream's own properties win over Headwater's statistics list.
-                changed.update(_properties_to_set(layout, {**properties, **changed}))
-                if changed:
-                    _sql.set_properties(spark, location, changed)
-                if nested:  # the structs as they are now
-                    existing = {f.name: f
-                                for f in spark.read.format("delta").load(location).schema}
+                existing = _add_columns(spark, location, spark_schema(wanted), existing,
+                                        properties, layout)
                 return _table_types(data_schema, existing)
         except HeadwaterError:
             raise
@@ -548,15 +463,15 @@ class DeltaDestination(Destination):
             return None
         # Where the driver shares the folder, delta-rs loads the table once, for its
         # history, and a missing table has none.
-        found = _tagged_commit(spark, location, marker)
+        found = _commit_lookup._tagged_commit(spark, location, marker)
         if found is not None:
-            return _landed(found, already_committed=True)
+            return _commit_lookup._landed(found, already_committed=True)
         # The history may no longer list it (the log was cleaned up); the lane's txn
         # version stays, and a lane commits its checkpoints in index order.
-        held = _lane_version(spark, location, marker.app_id)
+        held = _commit_lookup._lane_version(spark, location, marker.app_id)
         if held is None or held < marker.version:
             return None
-        return _skipped(spark, location, marker, held)
+        return _commit_lookup._skipped(spark, location, marker, held)
 
     def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                      files: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -583,7 +498,7 @@ class DeltaDestination(Destination):
         except Exception as exc:
             # delta-rs raises when its post-commit work (the log checkpoint) fails
             # after the commit file is durable: whether it landed is in the table.
-            landed = _after_error(spark, location, marker, exc, what)
+            landed = _commit_lookup._after_error(spark, location, marker, exc, what)
             return replace(landed, rows=rows, rejected=rejected, bytes=size)
         if committed.made:
             return CommitResult(rows=rows, rejected=rejected, bytes=size,
@@ -591,13 +506,14 @@ class DeltaDestination(Destination):
                                 writer_reason=self._tasks_reason(plan))
         # The table holds this txn version already, and the files just written stay
         # out of it.  An earlier attempt's commit is in the history, with its tag.
-        found = _tagged_commit(spark, location, marker)
+        found = _commit_lookup._tagged_commit(spark, location, marker)
         if found is None:
-            return _skipped(spark, location, marker, committed.held)
+            return _commit_lookup._skipped(spark, location, marker, committed.held)
         return CommitResult(rows=rows, rejected=rejected, bytes=size, version=found[0],
                             already_committed=True,
                             partition_states=tagged_partition_states(found[2]),
-                            writer=_writer_of(found[3]), writer_reason=_EARLIER_ATTEMPT)
+                            writer=_commit_lookup._writer_of(found[3]),
+                            writer_reason=_commit_lookup._EARLIER_ATTEMPT)
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
@@ -624,7 +540,7 @@ class DeltaDestination(Destination):
                               else "append")
                 options = self._overwrite_options(plan) if write_mode == "overwrite" else {}
                 counts = _write(rows, marker, location, write_mode, **options)
-            result = _committed(spark, location, marker, counts)
+            result = _commit_lookup._committed(spark, location, marker, counts)
             if result.writer is None and not result.already_committed:
                 result = replace(result, writer=WRITER_SPARK,
                                  writer_reason=self._spark_reason(plan))
@@ -632,7 +548,7 @@ class DeltaDestination(Destination):
         except StoreBehindTableError:
             raise
         except Exception as exc:
-            return _after_error(spark, location, marker, exc,
+            return _commit_lookup._after_error(spark, location, marker, exc,
                                 f"commit of checkpoint {marker.checkpoint_index} to {location}")
 
     def _overwrite_options(self, plan: StreamPlan) -> dict[str, str]:
@@ -688,11 +604,11 @@ class DeltaDestination(Destination):
         try:
             counts = _write(rows, marker, location, "overwrite",
                             replaceWhere=f"_hw_run_id = '{literal}'")
-            return _committed(spark, location, marker, counts)
+            return _commit_lookup._committed(spark, location, marker, counts)
         except StoreBehindTableError:
             raise
         except Exception as exc:
-            return _after_error(spark, location, marker, exc,
+            return _commit_lookup._after_error(spark, location, marker, exc,
                                 f"replacing the rows of run {replaced_run_id} in {location}")
 
     # ----------------------------------------------------------------- realigning
@@ -739,11 +655,12 @@ class DeltaDestination(Destination):
             self._create_staging_table(spark, staging, rows)
             # The staging table is a table like any other: the same rules decide
             # whether an error or a skipped write means the checkpoint landed.
-            result = _committed(spark, staging, marker, _write(rows, marker, staging, "append"))
+            result = _commit_lookup._committed(spark, staging, marker,
+                                               _write(rows, marker, staging, "append"))
         except StoreBehindTableError:
             raise
         except Exception as exc:
-            result = _after_error(spark, staging, marker, exc,
+            result = _commit_lookup._after_error(spark, staging, marker, exc,
                                   f"staging checkpoint {marker.checkpoint_index} in {staging}")
         return replace(result, version=None, writer=WRITER_SPARK,
                        writer_reason=self._spark_reason(plan))
@@ -765,15 +682,16 @@ class DeltaDestination(Destination):
                                 bytes=manifest.size, version=None, already_committed=True,
                                 writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
         staging = _staging.staging_location(location, marker.run_id)
-        if not _staging_table_exists(spark, staging):
+        if not _publish.staging_table_exists(spark, staging):
             return None
-        found = _tagged_commit(spark, staging, marker)
+        found = _commit_lookup._tagged_commit(spark, staging, marker)
         if found is None:
             return None
         _, metrics, tag, _ = found
         return CommitResult(rows=int(metrics.get("numOutputRows") or 0),
                             rejected=tagged_counts(tag).get("rejected", 0),
-                            bytes=_bytes_written(metrics), version=None, already_committed=True,
+                            bytes=_commit_lookup._bytes_written(metrics), version=None,
+                            already_committed=True,
                             writer=WRITER_SPARK, writer_reason=self._spark_reason(plan))
 
     def publish(self, spark: SparkSession, plan: StreamPlan,
@@ -788,19 +706,21 @@ class DeltaDestination(Destination):
         """
         location = self.table_location(plan.stream.name)
         folder = self._staging_folder(spark, plan)
-        earlier = _published_commit(spark, location, marker, within_latest=50)
+        earlier = _commit_lookup._published_commit(spark, location, marker, within_latest=50)
         if earlier is not None:  # a killed attempt published (and may have cleaned up)
             version, metrics, tag = earlier
             counts = tagged_counts(tag)
             result = CommitResult(rows=int(metrics.get("numOutputRows") or counts.get("rows")
                                            or 0),
                                   rejected=counts.get("rejected", 0),
-                                  bytes=_bytes_written(metrics) or counts.get("bytes", 0),
+                                  bytes=(_commit_lookup._bytes_written(metrics)
+                                         or counts.get("bytes", 0)),
                                   version=version, already_committed=True)
         elif folder is not None:
-            result = self._publish_files(spark, folder, location, marker)
+            result = _publish.publish_files(spark, folder, location, marker)
         else:
-            result = self._publish_staging_table(spark, plan, location, marker)
+            result = _publish.publish_staging_table(spark, location, marker,
+                                                   self._overwrite_options(plan))
         _staging.remove(spark, location, run_id=marker.run_id, table=folder)
         if folder is not None:
             return replace(result, writer=WRITER_TASKS, writer_reason=self._tasks_reason(plan))
@@ -810,93 +730,12 @@ class DeltaDestination(Destination):
         _staging.remove(spark, self.table_location(plan.stream.name), keep_run_id=keep_run_id,
                         table=self._staging_folder(spark, plan))
 
-    def _publish_files(self, spark: SparkSession, folder: TableFolder, location: str,
-                       marker: PublishMarker) -> CommitResult:
-        manifests = [_staging.read_manifest(folder, marker.run_id, index)
-                     for index in marker.checkpoints]
-        missing = [i for i, m in zip(marker.checkpoints, manifests, strict=True) if m is None]
-        if missing:
-            raise DestinationError(
-                f"cannot publish run {marker.run_id} to {location}: checkpoints "
-                f"{', '.join(map(str, missing))} are not staged; the table is left as it was",
-                stream=marker.stream)
-        staged = [m for m in manifests if m is not None]
-        gone = _staging.missing_files(folder, staged)
-        if gone:
-            raise DestinationError(
-                f"cannot publish run {marker.run_id} to {location}: {len(gone)} staged files "
-                f"were removed (a VACUUM?), e.g. {gone[0]}; the table is left as it was",
-                stream=marker.stream)
-        files = [f for m in staged for f in m.files]
-        rows = sum(m.rows for m in staged)
-        rejected = sum(m.rejected for m in staged)
-        size = sum(m.size for m in staged)
-        try:
-            committed = _delta_rs.commit_files(folder, files, mode="overwrite",
-                                               app_id=marker.app_id, version=marker.version,
-                                               tag=marker.tag_with_counts(rows, rejected, size))
-        except Exception as exc:
-            if _publish_after_error(spark, location, marker, exc) is None:
-                raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
-                              marker.stream) from exc
-            committed = _delta_rs.Committed(made=False)
-        version = committed.version
-        if not committed.made:
-            version = self._earlier_publish(spark, location, marker)
-        return CommitResult(rows=rows, rejected=rejected, bytes=size, version=version,
-                            already_committed=not committed.made)
-
-    def _publish_staging_table(self, spark: SparkSession, plan: StreamPlan, location: str,
-                               marker: PublishMarker) -> CommitResult:
-        staging = _staging.staging_location(location, marker.run_id)
-        staged = (_staged_indices(spark, staging, marker)
-                  if _staging_table_exists(spark, staging) else set())
-        missing = [i for i in marker.checkpoints if i not in staged]
-        if missing:
-            raise DestinationError(
-                f"cannot publish run {marker.run_id} to {location}: checkpoints "
-                f"{', '.join(map(str, missing))} are not staged; the table is left as it was",
-                stream=marker.stream)
-        try:
-            # No observed counts: Delta skips the write of a txn it holds, and an
-            # observation of a job that never ran would wait for ever.
-            writer = (spark.read.format("delta").load(staging).write.format("delta")
-                      .mode("overwrite").option("txnAppId", marker.app_id)
-                      .option("txnVersion", marker.version).option("userMetadata", marker.tag))
-            for key, value in self._overwrite_options(plan).items():
-                writer = writer.option(key, value)
-            writer.save(location)
-        except Exception as exc:
-            if _publish_after_error(spark, location, marker, exc) is None:
-                raise _failed(f"publishing run {marker.run_id} to {location} failed", exc,
-                              marker.stream) from exc
-        found = _published_commit(spark, location, marker, within_latest=50) \
-            or _published_commit(spark, location, marker)
-        if found is None:
-            self._earlier_publish(spark, location, marker)  # raises: the store is behind
-            raise AssertionError("unreachable")
-        version, metrics, _ = found
-        return CommitResult(rows=int(metrics.get("numOutputRows") or 0), rejected=0,
-                            bytes=_bytes_written(metrics), version=version)
-
-    def _earlier_publish(self, spark: SparkSession, location: str,
-                         marker: PublishMarker) -> int:
-        """The version of the publish an earlier attempt made; raise when there is none."""
-        found = _published_commit(spark, location, marker)
-        if found is None:
-            raise DestinationError(
-                f"the table at {location} already holds transaction version {marker.version} "
-                f"(or a later one) of {marker.app_id}, but no publish of run {marker.run_id}: "
-                "the metadata store is behind the table (restored from an older copy?); the "
-                "table is left as it was", stream=marker.stream)
-        return found[0]
-
     def _create_staging_table(self, spark: SparkSession, staging: str, rows: DataFrame) -> None:
         """Create the run's staging table (empty, ``rows``' columns) unless it exists."""
         with self._staging_lock:
             if staging in self._staging_tables:
                 return
-            if not _staging_table_exists(spark, staging):
+            if not _publish.staging_table_exists(spark, staging):
                 with _SESSION_CONF_LOCK:  # a commit without txn options of its own
                     spark.createDataFrame([], rows.schema).write.format("delta").mode(
                         "append").save(staging)
@@ -971,177 +810,6 @@ def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
     return lambda: observation.get
 
 
-def _committed(spark: SparkSession, location: str, marker: CommitMarker,
-               counts: Callable[[], Mapping[str, Any]]) -> CommitResult:
-    """The result of the write just made: its counts, version and bytes from the history.
-
-    No commit of the checkpoint in the history means Delta skipped the write (the
-    table held the txn version already): see :func:`_skipped`.
-    """
-    # Lanes commit side by side, so look among the latest few commits for ours.
-    found = _tagged_commit(spark, location, marker, within_latest=_RECENT_COMMITS)
-    if found is None:
-        return _skipped(spark, location, marker, _lane_version(spark, location, marker.app_id))
-    commit_landed()
-    figures = counts()
-    return CommitResult(rows=int(figures["rows"]), rejected=int(figures["rejected"]),
-                        bytes=_bytes_written(found[1]), version=found[0])
-
-
-def _landed(found: tuple[int, Mapping[str, str], str, str], *,
-            already_committed: bool) -> CommitResult:
-    """A commit found in the history, with the figures its metrics or its tag carry."""
-    version, metrics, tag, engine = found
-    counts = tagged_counts(tag)
-    rows = int(metrics.get("numOutputRows") or metrics.get("numSourceRows")
-               or counts.get("rows") or 0)
-    return CommitResult(rows=rows, rejected=counts.get("rejected", 0),
-                        bytes=_bytes_written(metrics) or counts.get("bytes", 0),
-                        version=version, already_committed=already_committed,
-                        partition_states=tagged_partition_states(tag),
-                        writer=_writer_of(engine),
-                        writer_reason=_EARLIER_ATTEMPT if already_committed else
-                        "the commit landed, then its writer raised (see the log)")
-
-
-def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
-                 exc: BaseException, what: str) -> CommitResult:
-    """A commit that raised: a success if it landed nonetheless, else the error.
-
-    An error can come after the commit is durable (delta-rs's log checkpoint, a
-    lost connection while the commit's answer travels back); declaring such a
-    checkpoint failed would have the next run read and write its data again.
-    So the table decides: the checkpoint's tagged commit in the history is a
-    success, whatever came after it; no such commit, or no table at all (a
-    staging table's first commit), is the error.  A lookup that raises for any
-    other reason (the store unreachable, credentials refused) answers neither:
-    :class:`~headwater.errors.CommitOutcomeUnknownError`, and the engine keeps
-    the run resumable so that the next sync looks again.
-    """
-    try:
-        found = _tagged_commit(spark, location, marker, within_latest=_RECENT_COMMITS)
-    except Exception as lookup:
-        if not _no_table(lookup):  # the table did not answer: whether it landed is unknown
-            raise CommitOutcomeUnknownError(
-                what, error=_error_line(exc), lookup=_error_line(lookup),
-                stream=marker.stream, checkpoint=marker.checkpoint_index) from exc
-        log.debug("looking up the commit of checkpoint %s in %s: no table there (%s)",
-                  marker.checkpoint_index, location, _error_line(lookup))
-        found = None
-    if found is None:
-        raise _failed(f"{what} failed", exc, marker.stream) from exc
-    # The tagged commit may be this writer's (its answer was lost) or a racing
-    # writer's of the same checkpoint (this one's commit was then refused): the
-    # checkpoint is in the table once either way, which is all that is claimed.
-    log.warning("%s raised, and the table's history holds this checkpoint's commit (version "
-                "%s), so it counts as committed: %s", what, found[0], _error_line(exc))
-    return _landed(found, already_committed=False)
-
-
-#: Column metadata of values Delta fills itself: generated, identity and default columns.
-_FILLED_BY_DELTA = ("delta.generationExpression", "delta.identity.start", "CURRENT_DEFAULT")
-
-
-def _not_filled_by_delta(fields: Iterable[StructField]) -> list[str]:
-    """The names of the columns whose values only a writer gives (a generated, identity or
-    defaulted column the stream does not write is no column it lost)."""
-    return [f.name for f in fields if not any(key in f.metadata for key in _FILLED_BY_DELTA)]
-
-
-def _publish_after_error(spark: SparkSession, location: str, marker: PublishMarker,
-                         exc: BaseException) -> tuple[int, Mapping[str, str], str] | None:
-    """The publish of a publishing commit that raised, looked up; raise when the lookup
-    cannot answer (see :func:`_after_error`)."""
-    try:
-        return _published_commit(spark, location, marker)
-    except Exception as lookup:
-        raise CommitOutcomeUnknownError(
-            f"publishing run {marker.run_id} to {location}", error=_error_line(exc),
-            lookup=_error_line(lookup), stream=marker.stream) from exc
-
-
-#: Spark's error conditions for a lookup in a table that does not exist: a path holding
-#: none (``DESCRIBE HISTORY``, ``DESCRIBE DETAIL``), or a path inside a table's folder
-#: (a staging table not created yet).  Checked with Delta 4.4: see the unit tests.
-_NO_TABLE_CONDITIONS = frozenset({"DELTA_TABLE_ONLY_OPERATION", "DELTA_MISSING_DELTA_TABLE",
-                                  "DELTA_INVALID_PARTITION_PATH"})
-
-
-def _no_table(lookup: BaseException) -> bool:
-    """Whether a lookup's error says there is no table there (an answer: nothing landed).
-
-    delta-rs answers a missing table with None, not an error (``_delta_rs.history``);
-    Spark raises an ``AnalysisException`` with one of :data:`_NO_TABLE_CONDITIONS`.
-    Anything else (an object store's error, a refusal, a lost connection) is no answer.
-    """
-    from pyspark.errors import AnalysisException
-
-    return (isinstance(lookup, AnalysisException)
-            and lookup.getCondition() in _NO_TABLE_CONDITIONS)
-
-
-def _skipped(spark: SparkSession, location: str, marker: CommitMarker,
-             held: int | None) -> CommitResult:
-    """The table holds ``marker``'s txn version already, and no commit of its checkpoint.
-
-    On the run's first attempt nothing of the run can be in the table: the
-    metadata store handed out an index a lane had used, so it went back in time;
-    counting the checkpoint committed would lose its data (Delta wrote nothing).
-    On a resumed attempt an earlier attempt committed it, and the log was
-    cleaned up since, unless the lane's commit at ``held`` belongs to another run.
-    ``held`` is the lane's txn version, when known (None: not readable here).
-    """
-    found = _tagged_commit(spark, location, marker)  # the whole history, not the latest
-    if found is not None:  # ours after all, further back than the latest commits
-        return _landed(found, already_committed=marker.attempt > 1)
-    owner = _lane_owner(spark, location, marker, held)
-    if marker.attempt > 1 and owner in (None, marker.run_id):
-        log.warning("checkpoint %s of %s: %s holds txn version %s of %s but its history no "
-                    "longer lists this checkpoint's commit (log clean-up); counted as "
-                    "committed by an earlier attempt", marker.checkpoint_index, marker.stream,
-                    location, held if held is not None else f">= {marker.version}",
-                    marker.app_id)
-        return CommitResult(rows=0, rejected=0, bytes=0, version=None, already_committed=True)
-    holds = f"version {held}" if held is not None else "that version or a later one"
-    by = f", committed by run {owner}" if owner not in (None, marker.run_id) else ""
-    raise StoreBehindTableError(
-        f"the metadata store is behind the table: checkpoint {marker.checkpoint_index} of run "
-        f"{marker.run_id} got txn version {marker.version} of {marker.app_id}, and the Delta "
-        f"table at {location} already holds {holds} of it{by}, so Delta would skip the "
-        "commit as a duplicate and the checkpoint's data would be lost; nothing was committed. "
-        "The store was restored from an older copy (or lost writes): run `headwater state "
-        "realign CONNECTION.yaml` to move its checkpoint counters past the tables' versions "
-        "(it also lists the rows of runs the store does not know), then sync again",
-        stream=marker.stream)
-
-
-def _lane_owner(spark: SparkSession, location: str, marker: CommitMarker,
-                held: int | None) -> str | None:
-    """The run whose tagged commit of this stream carries checkpoint ``held`` (None: not found).
-
-    A checkpoint's index is its lane's txn version, so that commit is the lane's latest.
-    """
-    if held is None:
-        return None
-    try:
-        found = _tagged_commit(spark, location, replace(marker, checkpoint_index=held),
-                               any_run=True)
-    except Exception:
-        return None
-    if found is None:
-        return None
-    ours = json.loads(found[2]).get("headwater", {})
-    return str(ours.get("run_id")) if isinstance(ours, dict) else None
-
-
-def _lane_version(spark: SparkSession, location: str, app_id: str) -> int | None:
-    """The table's ``txnVersion`` of ``app_id``, where delta-rs can read it (else None)."""
-    folder = _driver_folder(spark, location)
-    if folder is None:
-        return None
-    return _delta_rs.transaction_version(folder, app_id)
-
-
 def _counts() -> list[Column]:
     """The figures every commit reports: rows, and rows with notes (rejected values)."""
     from pyspark.sql import functions as F
@@ -1149,374 +817,9 @@ def _counts() -> list[Column]:
     return [F.count(F.lit(1)).alias("rows"), F.count("_hw_notes").alias("rejected")]
 
 
-def _tagged_commit(spark: SparkSession, location: str, marker: CommitMarker,
-                   within_latest: int | None = None, *, any_run: bool = False,
-                   ) -> tuple[int, Mapping[str, str], str, str] | None:
-    """The version, operation metrics, tag and ``engineInfo`` of ``marker``'s checkpoint's commit.
-
-    Matched on the tag's run, stream and checkpoint rather than on the whole
-    text: a tag may also carry the partition states the commit released.  With
-    ``any_run``, the commit of that stream's checkpoint by whichever run.
-    """
-    from pyspark.sql import functions as F
-
-    folder = _driver_folder(spark, location)
-    if folder is not None:
-        # delta-rs reads the log in the driver's process: no Spark job, no Delta-Spark
-        # warm-up in a new JVM, and it reads commits either library made.
-        return _tagged_in(_delta_rs.history(folder, within_latest) or [], marker, any_run)
-
-    def tagged(key: str) -> Column:
-        return F.get_json_object(F.col("userMetadata"), f"$.headwater.{key}")
-
-    matches = ((tagged("stream") == marker.stream)
-               & (tagged("checkpoint") == str(marker.checkpoint_index)))
-    if not any_run:
-        matches = matches & (tagged("run_id") == marker.run_id)
-    found = (history(spark, location, within_latest).where(matches)
-             .select("version", "operationMetrics", "userMetadata", "engineInfo")
-             .limit(1).collect())
-    if not found:
-        return None
-    return (int(found[0]["version"]), found[0]["operationMetrics"] or {},
-            found[0]["userMetadata"], found[0]["engineInfo"] or "")
-
-
-def _published_commit(spark: SparkSession, location: str, marker: PublishMarker,
-                      within_latest: int | None = None,
-                      ) -> tuple[int, Mapping[str, str], str] | None:
-    """The version, operation metrics and tag of the commit publishing ``marker``'s run."""
-    for version, metrics, tag in _tagged_commits(spark, location, within_latest):
-        found = tagged_publish(tag)
-        if found is not None and found[:2] == (marker.run_id, marker.stream):
-            return version, metrics, tag
-    return None
-
-
-def _staged_indices(spark: SparkSession, staging: str, marker: PublishMarker) -> set[int]:
-    """The checkpoints of ``marker``'s run that the staging table at ``staging`` holds."""
-    indices = set()
-    for _, _, tag in _tagged_commits(spark, staging):
-        try:
-            ours = json.loads(tag).get("headwater") or {}
-        except (ValueError, AttributeError):
-            continue
-        if (ours.get("run_id") == marker.run_id and ours.get("stream") == marker.stream
-                and ours.get("checkpoint") is not None):
-            indices.add(int(ours["checkpoint"]))
-    return indices
-
-
-def _tagged_commits(spark: SparkSession, location: str, within_latest: int | None = None,
-                    ) -> list[tuple[int, Mapping[str, str], str]]:
-    """Every commit of the table that carries a tag, newest first."""
-    from pyspark.sql import functions as F
-
-    folder = _driver_folder(spark, location)
-    if folder is not None:
-        commits = _delta_rs.history(folder, within_latest) or []
-        return [(int(c["version"]), {k: str(v) for k, v in (c.get("operationMetrics") or {})
-                                     .items()}, str(c["userMetadata"]))
-                for c in commits if isinstance(c.get("userMetadata"), str)]
-    found = (history(spark, location, within_latest).where(F.col("userMetadata").isNotNull())
-             .select("version", "operationMetrics", "userMetadata").collect())
-    return [(int(r["version"]), r["operationMetrics"] or {}, str(r["userMetadata"]))
-            for r in found]
-
-
-def _staging_table_exists(spark: SparkSession, staging: str) -> bool:
-    """Whether the staging table at ``staging`` exists yet.
-
-    Not ``is_delta_table`` alone: Delta resolves a path inside a table's folder
-    to that table, and a staging table not created yet is such a path (Delta
-    then calls its last part an invalid partition path).
-    """
-    from pyspark.errors import AnalysisException
-
-    folder = _driver_folder(spark, staging)
-    if folder is not None:
-        return folder.has_folder("_delta_log")
-    try:
-        return is_delta_table(spark, staging)
-    except AnalysisException as exc:
-        if exc.getCondition() == "DELTA_INVALID_PARTITION_PATH":
-            return False
-        raise
-
-
-def _check_writable(folder: str) -> None:
-    """Create ``folder`` if need be, create and remove a scratch file in it, and remove the
-    folders created; a :class:`DestinationError` naming the folder and the OS error if not."""
-    path = Path(folder)
-    advice = ("give this user write access there, or set destination.config.path to a "
-              "writable folder")
-    if path.exists() and not path.is_dir():
-        raise DestinationError(f"the Delta destination's path {folder} is not a folder "
-                               f"(a file is in the way); move it, or set "
-                               "destination.config.path to a folder")
-    created = [p for p in (path, *path.parents) if not p.exists()]  # deepest first
-    try:
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise DestinationError(f"the Delta destination's folder {folder} does not exist "
-                                   f"and cannot be created ({exc}); create it, or {advice}",
-                                   ) from exc
-        scratch = path / f".headwater-check-{uuid.uuid4().hex}"
-        try:
-            with scratch.open("x") as handle:
-                handle.write("headwater check\n")
-            scratch.unlink()
-        except OSError as exc:
-            with contextlib.suppress(OSError):
-                scratch.unlink()
-            raise DestinationError(f"the Delta destination's folder {folder} is not writable "
-                                   f"(creating a scratch file in it failed: {exc}); {advice}",
-                                   ) from exc
-    finally:
-        for made in created:  # only the ones this check made, deepest first
-            if not made.exists():
-                continue
-            try:
-                made.rmdir()
-            except OSError:
-                break
-
-
-def _driver_folder(spark: SparkSession, location: str) -> TableFolder | None:
-    """``location`` as a folder this process reaches as Spark's driver does, or None.
-
-    A local folder, or an S3 or Azure location reached with the ``fs.s3a.*`` or
-    ``fs.azure.*`` settings of the session's Hadoop configuration
-    (``_store.store_folder``; its secret values are registered with the masker
-    here), unless Spark's connector is set to get its credentials some way
-    pyarrow and delta-rs cannot follow: then Spark reaches it.  Under Spark
-    Connect the driver (its filesystem and its settings) is the server's, so even
-    a plain path is only reachable through Spark.
-    """
-    try:
-        context = spark.sparkContext
-    except Exception:
-        return None
-    local = local_folder(location)
-    if local is not None:
-        return TableFolder(local)
-    hadoop = context._jsc.hadoopConfiguration()
-    if store_refusal(location, hadoop.get):
-        return None  # credentials only Spark's connector can get: the table is Spark's
-    folder = store_folder(location, hadoop.get)
-    if folder is not None and folder.store is not None:
-        register_secrets(folder.store.secrets)
-    return folder
-
-
-def _store_refusal(spark: SparkSession, location: str) -> str | None:
-    """:func:`store_refusal` of an object-store ``location`` in the session's settings
-    (none under Spark Connect, where nothing reaches them)."""
-    try:
-        context = spark.sparkContext
-    except Exception:
-        return None
-    return store_refusal(location, context._jsc.hadoopConfiguration().get)
-
-
-def _tagged_in(commits: list[dict[str, Any]], marker: CommitMarker, any_run: bool = False,
-               ) -> tuple[int, Mapping[str, str], str, str] | None:
-    """:func:`_tagged_commit` over commits delta-rs read from the log, newest first."""
-    for commit in commits:
-        tag = commit.get("userMetadata")
-        try:
-            document = json.loads(tag) if isinstance(tag, str) else None
-        except ValueError:
-            continue
-        ours = document.get("headwater") if isinstance(document, dict) else None
-        if (isinstance(ours, dict)
-                and (any_run or ours.get("run_id") == marker.run_id)
-                and ours.get("stream") == marker.stream
-                and str(ours.get("checkpoint")) == str(marker.checkpoint_index)):
-            metrics = commit.get("operationMetrics") or {}
-            return (int(commit["version"]), {k: str(v) for k, v in metrics.items()},
-                    str(tag), str(commit.get("engineInfo") or ""))
-    return None
-
-
-#: ``writer_reason`` of a checkpoint whose commit an earlier attempt made.
-_EARLIER_ATTEMPT = "committed by an earlier attempt (found in the table's history)"
-
-
-def _writer_of(engine_info: str) -> str | None:
-    """The writer named by a commit's ``engineInfo`` (delta-rs or Spark), None if neither."""
-    if engine_info.startswith("delta-rs"):
-        return WRITER_TASKS
-    if engine_info.startswith("Apache-Spark"):
-        return WRITER_SPARK
-    return None
-
-
-def _unreadable(exc: BaseException) -> _Choice:
-    """Spark writes a table whose log delta-rs cannot load (its error, first line)."""
-    first_line = (str(exc).strip().splitlines() or [""])[0]
-    return _Choice(None, f"delta-rs cannot read the table's log ({type(exc).__name__}: "
-                         f"{first_line})")
-
-
-def nested_additions(wanted: Iterable[StructField], existing: Mapping[str, StructField],
-                     ) -> list[tuple[list[str], DataType]]:
-    """Fields a struct column (or a list of structs) gained: ``(path, Spark type)`` each.
-
-    A later sync's objects may carry a field the table's struct lacks; the
-    table's struct gets it (``ALTER TABLE ... ADD COLUMNS (s.new ...)``, a list's
-    items are ``s.element``), so its values land instead of becoming notes.  A
-    field whose type changed keeps the table's type, as top-level columns do.
-    """
-    from pyspark.sql.types import ArrayType, StructType
-
-    found: list[tuple[list[str], DataType]] = []
-
-    def walk(path: list[str], want: DataType, have: DataType) -> None:
-        if isinstance(want, StructType) and isinstance(have, StructType):
-            had = {f.name: f.dataType for f in have.fields}
-            for field in want.fields:
-                if field.name in had:
-                    walk([*path, field.name], field.dataType, had[field.name])
-                else:
-                    found.append(([*path, field.name], field.dataType))
-        elif isinstance(want, ArrayType) and isinstance(have, ArrayType):
-            walk([*path, "element"], want.elementType, have.elementType)
-
-    for field in wanted:
-        if field.name in existing:
-            walk([field.name], field.dataType, existing[field.name].dataType)
-    return found
-
-
-def _table_types(data_schema: pa.Schema, existing: Mapping[str, StructField]) -> pa.Schema:
-    """``data_schema`` with each column the table already has typed as the table types it.
-
-    A column of JSON text stays JSON text: VARIANT where the table's column is a
-    VARIANT (whatever the stream asks now), text where it is a string (a table
-    made before VARIANT, or with ``json_columns``), so the table's type wins.
-    """
-    from pyspark.sql.pandas.types import to_arrow_type
-    from pyspark.sql.types import StringType, VariantType
-
-    fields = []
-    for field in data_schema:
-        table_type = existing[field.name].dataType if field.name in existing else None
-        if isinstance(table_type, VariantType) or (
-                json_kind(field) is not None and isinstance(table_type, StringType)):
-            kind = VARIANT if isinstance(table_type, VariantType) else JSON_TEXT
-            fields.append(pa.field(field.name, pa.string(), metadata={LOGICAL_KEY: kind}))
-        elif field.name in existing:
-            fields.append(pa.field(
-                field.name, to_arrow_type(existing[field.name].dataType, timezone="UTC")))
-        else:
-            fields.append(field)
-    return pa.schema(fields)
-
-
-def _create_table(spark: SparkSession, location: str, schema: StructType,
-                  layout: TableLayout) -> None:
-    """Create the stream's table through Spark: empty, with ``schema``, laid out as ``layout``.
-
-    Without a layout, an empty append (the table's first commit, as a first
-    write makes it); with one, ``CREATE TABLE ... AS SELECT`` (``_sql.create_table``
-    says why).  Either way the table lists its statistics columns, as Delta
-    requires: a clustered table's list names its clustering columns, a
-    partitioned table's leaves its partition columns out (their values are in
-    the log, not in the files).
-    """
-    if layout.is_default:
-        spark.createDataFrame([], schema).write.format("delta").mode("append").option(
-            STATS_PROPERTY, stats_columns(schema)).save(location)
-        return
-    listed = stats_columns([f for f in schema if f.name not in layout.partition_by])
-    properties = {STATS_PROPERTY: with_columns(listed, layout.cluster_by),
-                  **layout.properties}
-    _sql.create_table(spark, location, spark.createDataFrame([], schema),
-                      partition_by=layout.partition_by, cluster_by=layout.cluster_by,
-                      properties=properties)
-
-
-def _properties_to_set(layout: TableLayout, properties: Mapping[str, str]) -> dict[str, str]:
-    """The stream's table properties the table lacks or holds with another value."""
-    return {k: v for k, v in layout.properties.items() if properties.get(k) != v}
-
-
-def _report_layout(plan: StreamPlan, location: str, table: _sql.TableDetail) -> None:
-    """Warn when an existing table is partitioned or clustered otherwise than the stream asks.
-
-    Not changed by the sync: re-partitioning rewrites every file of the table,
-    and even a clustering change (``ALTER TABLE ... CLUSTER BY``) decides how
-    every later write lays out its files, so it is the table owner's call.  A
-    stream that names neither ``partition_by`` nor ``cluster_by`` asks nothing.
-    """
-    layout = plan.stream.table_layout
-    if not (layout.partition_by or layout.cluster_by):
-        return
-    if (tuple(table.partition_columns) == tuple(layout.partition_by)
-            and tuple(table.clustering_columns) == tuple(layout.cluster_by)):
-        return
-    log.warning(
-        "stream %s: the Delta table at %s is %s, and the stream asks for %s; an existing "
-        "table's layout is not changed by a sync (to change it, re-create the table, or "
-        "ALTER TABLE ... CLUSTER BY for clustering)", plan.stream.name, location,
-        _layout_words(table.partition_columns, table.clustering_columns),
-        _layout_words(layout.partition_by, layout.cluster_by, asked=True))
-
-
-def _layout_words(partition_by: Sequence[str], cluster_by: Sequence[str], *,
-                  asked: bool = False) -> str:
-    """A layout in words: ``partitioned by (a, b)``, ``clustered by (c)``, or neither."""
-    if partition_by:
-        return (f"partition_by [{', '.join(partition_by)}]" if asked
-                else f"partitioned by ({', '.join(partition_by)})")
-    if cluster_by:
-        return (f"cluster_by [{', '.join(cluster_by)}]" if asked
-                else f"clustered by ({', '.join(cluster_by)})")
-    return "neither partitioned nor clustered"
-
-
-def _bytes_written(metrics: Mapping[str, str]) -> int:
-    # WRITE reports numOutputBytes; MERGE reports the bytes of the files it added.
-    return int(metrics.get("numOutputBytes") or metrics.get("numTargetBytesAdded") or 0)
-
-
 def _sql_text(text: str) -> str:
     """``text`` inside a single-quoted SQL string literal."""
     return text.replace("\\", "\\\\").replace("'", "\\'")
 
 
-def _failed(what: str, exc: BaseException, stream: str) -> DestinationError:
-    """``what``, then the Spark error's type and first line (its JVM stack trace stays out)."""
-    return DestinationError(f"{what}: {_error_line(exc)}", stream=stream)
-
-
-def _error_line(exc: BaseException) -> str:
-    """The error's type and first line (a Spark error's JVM stack trace stays out)."""
-    text = str(exc).strip()
-    first_line = text.splitlines()[0] if text else ""
-    cause = _jvm_root_cause(exc)
-    if cause:  # py4j's own first line only names the call ("... calling o728.save.")
-        first_line = f"{first_line} {cause}".strip()
-    return f"{type(exc).__name__}: {first_line}"
-
-
-def _jvm_root_cause(exc: BaseException) -> str:
-    """The first line of the innermost JVM exception behind a py4j error ("" if none).
-
-    A write Spark's writer refuses (a CHECK constraint, say) fails inside a job, and
-    the reason is the cause of the cause of the error the driver's call raised.
-    """
-    java = getattr(exc, "java_exception", None)
-    if java is None:
-        return ""
-    try:
-        while java.getCause() is not None:
-            java = java.getCause()
-        return (str(java.toString()).strip().splitlines() or [""])[0]
-    except Exception:  # the JVM is gone, or the object is not a Throwable
-        return ""
-
-
-__all__ = ["DeltaDestination"]
+__all__ = ["WRITER_SPARK", "WRITER_TASKS", "DeltaDestination"]

@@ -5,7 +5,7 @@ part of the new rows and none of the old (a run that fails half-way would leave
 it so).  Each checkpoint is staged under the table's folder, in
 ``_headwater_staging/<run id>``, and one commit publishes them all:
 
-* files the tasks wrote (``_files.py``) are already in the table's folder, where
+* files the tasks wrote (``_table_files/_parquet.py``) are already in the table's folder, where
   readers do not see them until a commit adds them; staging one checkpoint is
   writing the list of its files, a *manifest* ``<checkpoint index>.json``, durably
   (in a local folder: a temporary file, fsync, rename; on S3: one put, which is
@@ -40,8 +40,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from headwater.destinations.delta._files import WrittenFile
-from headwater.destinations.delta._store import TableFolder, local_folder
+from headwater.destinations._table_files._parquet import WrittenFile
+from headwater.destinations._table_files._store import TableFolder, local_folder
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -1,6 +1,6 @@
 """Which Delta tables the task-written path may write: an explicit allowlist, read from the table.
 
-The task path (``_files.py`` writes Parquet, ``_delta_rs.py`` adds the files
+The task path (``_table_files/_parquet.py`` writes Parquet, ``_delta_rs.py`` adds the files
 in one commit) knows nothing of what a table asks of its writers beyond
 "add these files".  delta-rs's own protocol check does not help: its Python
 build *accepts* column mapping, CHECK constraints, generated columns and

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from headwater.destinations.delta._store import S3Access, TableFolder, s3_bucket_and_key
+from headwater.destinations._table_files._store import S3Access, TableFolder, s3_bucket_and_key
 from headwater.destinations.iceberg._config import IcebergSettings, local_path
 from headwater.errors import AuthenticationError
 
@@ -122,7 +122,7 @@ def file_io_properties(s3: S3Access) -> dict[str, str]:
     )
 
     # An S3-compatible server is not asked for its bucket's region (as for pyarrow
-    # on the executors: delta/_store.py).
+    # on the executors: _table_files/_store.py).
     region = s3.region or ("us-east-1" if s3.endpoint else None)
     pairs = ((S3_ENDPOINT, s3.endpoint), (S3_REGION, region),
              (S3_ACCESS_KEY_ID, s3.access_key), (S3_SECRET_ACCESS_KEY, s3.secret_key),

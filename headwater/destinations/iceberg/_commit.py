@@ -55,7 +55,7 @@ class _MissingStatistics(logging.Filter):
     """Drops PyIceberg's warning that a column of a file has no Parquet statistics.
 
     The tasks write float and double columns without statistics on purpose
-    (``delta/_files.py`` says why: bounds that leave NaN out made Spark skip row
+    (``_table_files/_parquet.py`` says why: bounds that leave NaN out made Spark skip row
     groups wrongly), so every file of a table with such a column drew one warning
     per column.  Iceberg then records no bounds for them, which is right: no file
     is pruned by a float predicate.  Every other column has statistics in every

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from headwater.config import read_database_url, register_secrets, uri_passwords
-from headwater.destinations.delta._store import s3_bucket_and_key
+from headwater.destinations._table_files._store import s3_bucket_and_key
 from headwater.errors import ConfigError
 
 #: The warehouse folder when the config names none (relative to the working directory).

@@ -65,9 +65,9 @@ from headwater.destinations._base import (
     tagged_counts,
     tagged_partition_states,
 )
-from headwater.destinations.delta._files import ParquetFiles, WrittenFile
-from headwater.destinations.delta._store import S3Access, TableFolder
-from headwater.destinations.delta._store_check import check_s3
+from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
+from headwater.destinations._table_files._s3_check import check_s3
+from headwater.destinations._table_files._store import S3Access, TableFolder
 from headwater.destinations.iceberg import (
     _catalog,
     _commit,

@@ -22,7 +22,7 @@ exists):
   that holds more than one partition is an error, never a wrong record.
 
 Partition source columns must be top-level and not floating point (the tasks'
-files carry no float statistics: ``delta/_files.py`` says why).
+files carry no float statistics: ``_table_files/_parquet.py`` says why).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from headwater.destinations.delta._files import ParquetFiles, _File
-from headwater.destinations.delta._store import TableFolder
+from headwater.destinations._table_files._parquet import ParquetFiles, _File
+from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.iceberg import _catalog, _config, _properties
 from headwater.errors import ConfigError, DestinationError
 from headwater.partition_terms import EXPECTED_SHAPE, PartitionTerm, parse_term

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pyiceberg.table import Table
     from pyspark.sql import DataFrame, SparkSession
 
-    from headwater.destinations.delta._store import StoreAccess, TableFolder
+    from headwater.destinations._table_files._store import StoreAccess, TableFolder
 
 #: Marks ``latest``'s side of a join (a table row with no match has it null).
 _MATCHED = "_hw_matched"

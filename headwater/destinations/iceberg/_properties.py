@@ -9,7 +9,7 @@ and tells every later writer to follow it.  So each ``write.*`` property is
 either honoured or refused, before anything runs (``headwater validate`` and the
 start of every sync), with the property named and why:
 
-* honoured by the tasks' Parquet writer (``delta/_files.ParquetFiles``), which
+* honoured by the tasks' Parquet writer (``_table_files/_parquet.ParquetFiles``), which
   reads them from the table itself (:func:`file_settings`), so a table that has
   them from another engine is written as it asks too:
   ``write.parquet.compression-codec`` (``zstd``, ``snappy``, ``gzip``, ``lz4``,

@@ -2,7 +2,7 @@
 
 Why a subclass: a sync's data files are uploaded by the executors with the
 connection's S3 access (``spark.hadoop.fs.s3a.*``, :class:`~headwater.destinations.
-delta._store.S3Access`), and its manifests by the driver through PyIceberg's
+_table_files._store.S3Access`), and its manifests by the driver through PyIceberg's
 FileIO.  PyIceberg, left to itself, asks every REST server for vended storage
 credentials (``X-Iceberg-Access-Delegation: vended-credentials``) and lets the
 ``config`` and ``storage-credentials`` of a load-table answer (and the

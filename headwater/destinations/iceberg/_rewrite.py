@@ -51,8 +51,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from headwater.destinations._merge_rule import quote
-from headwater.destinations.delta._files import FILE_SCHEMA, WrittenFile
-from headwater.destinations.delta._store import (
+from headwater.destinations._table_files._parquet import FILE_SCHEMA, WrittenFile
+from headwater.destinations._table_files._store import (
     S3Access,
     StoreAccess,
     TableFolder,

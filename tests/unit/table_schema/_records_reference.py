@@ -12,13 +12,13 @@ import pyarrow as pa
 from headwater.table_schema import (
     READER_NOTES,
     RowNotes,
-    _clip,
-    _nested_from_values,
     coerce_values,
     is_nested,
     json_kind,
     json_text_values,
 )
+from headwater.table_schema._batches import _nested_from_values
+from headwater.table_schema._meta import _clip
 
 
 def batch_from_records(records: Iterable[Mapping[str, Any]],

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from headwater.destinations.delta._store import S3Access, TableFolder
+from headwater.destinations._table_files._store import S3Access, TableFolder
 from tests.integration._s3 import ACCESS_KEY, REGION, SECRET_KEY, S3Server
 
 

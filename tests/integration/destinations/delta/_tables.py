@@ -17,9 +17,9 @@ import pyarrow as pa
 from deltalake import DeltaTable
 from pyarrow import fs as pafs
 
+from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
+from headwater.destinations._table_files._store import TableFolder, store_folder
 from headwater.destinations.delta import _delta_rs
-from headwater.destinations.delta._files import ParquetFiles, WrittenFile
-from headwater.destinations.delta._store import TableFolder, store_folder
 from tests.integration._stores import AZURE_ACCOUNT, AZURE_KEY, AzureServer
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("name", pa.string())])

@@ -22,9 +22,9 @@ from typer.testing import CliRunner
 
 from headwater.cli.app import app
 from headwater.destinations import build_destination
+from headwater.destinations._table_files._azure import AzureAccess
+from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.delta import _delta_rs
-from headwater.destinations.delta._azure import AzureAccess
-from headwater.destinations.delta._store import TableFolder
 from headwater.errors import AuthenticationError, DestinationError, ExitCode
 from tests.integration._cli_logs import invoke_logged
 from tests.integration._stores import AZURE_ACCOUNT, AZURE_KEY, AzureServer

@@ -3,7 +3,7 @@
 Real Spark, a real local Delta table, the real CLI (in process, so the test can
 inject the failure at the destination's seam): the second checkpoint's commit
 raises, after landing or before, and the lookup of its marker in the table's
-history raises too (``_destination._tagged_commit``, as an unreachable store
+history raises too (``_commit_lookup._tagged_commit``, as an unreachable store
 would).  The sync exits 1 with a message saying what to do, the run is
 ``stopped`` (not finished: a finished run would let the next sync plan anew and
 write the checkpoint again), and the next sync resumes it, looks the marker up,
@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from headwater import _events
 from headwater.cli.app import app
-from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta import _commit_lookup, _delta_rs
 from headwater.destinations.delta import _destination as delta
 from headwater.errors import ExitCode
 from headwater.metadata_store import MetadataStore
@@ -71,14 +71,14 @@ class Faults:
 @pytest.fixture
 def faults(monkeypatch: pytest.MonkeyPatch) -> Iterator[Faults]:
     found = Faults()
-    real_lookup = delta._tagged_commit
+    real_lookup = _commit_lookup._tagged_commit
 
     def lookup(*args: Any, **kwargs: Any) -> Any:
         if found.lookups_fail:
             raise OSError("the store did not answer (injected)")
         return real_lookup(*args, **kwargs)
 
-    monkeypatch.setattr(delta, "_tagged_commit", lookup)
+    monkeypatch.setattr(_commit_lookup, "_tagged_commit", lookup)
     _events.clear()
     yield found
     _events.clear()
@@ -187,7 +187,7 @@ def test_spark_s_answers_for_a_missing_table_are_the_ones_taken_as_not_there(
     for missing in (tmp_path / "none", tmp_path / "t" / "_hw_staging" / "run"):
         with pytest.raises(Exception) as raised:
             history(spark, str(missing), 5).collect()
-        assert delta._no_table(raised.value), raised.value
+        assert _commit_lookup._no_table(raised.value), raised.value
 
 
 def test_a_run_stays_resumable_until_an_attempt_could_look_its_commit_up(

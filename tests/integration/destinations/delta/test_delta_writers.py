@@ -13,8 +13,8 @@ from deltalake import DeltaTable
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
+from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
 from headwater.destinations.delta import _delta_rs
-from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 from headwater.engine import SyncEngine, SyncResult
 from headwater.metadata_store import MetadataStore
 from tests.integration._connections import connection_file

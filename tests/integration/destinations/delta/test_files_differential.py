@@ -32,8 +32,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from headwater.destinations.delta import DeltaDestination, _delta_rs, _files
-from headwater.destinations.delta._files import WrittenFile
+from headwater.destinations._table_files import _parquet
+from headwater.destinations._table_files._parquet import WrittenFile
+from headwater.destinations.delta import DeltaDestination, _delta_rs
 from headwater.plan import TableLayout
 from headwater.table_schema import LOCAL_TIMESTAMP, META_FIELDS, UTC_TIMESTAMP
 
@@ -337,7 +338,7 @@ def _write_task_path(spark: Any, lake: Path, case: Case) -> str:
     table = pa.Table.from_pylist(case.rows, schema=SCHEMA)
     files: list[WrittenFile] = []
     start = 0
-    with mock.patch.object(_files, "ROW_GROUP_ROWS", ROW_GROUP_ROWS):
+    with mock.patch.object(_parquet, "ROW_GROUP_ROWS", ROW_GROUP_ROWS):
         for sizes in case.tasks:
             batches = []
             for size in sizes:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from headwater.destinations._table_files._parquet import WrittenFile
 from headwater.destinations.delta import _delta_rs, _staging
-from headwater.destinations.delta._files import WrittenFile
 from tests.integration._s3 import S3Server
 from tests.integration.destinations.delta._s3 import new_bucket, read, s3_table
 from tests.integration.destinations.delta._s3_proxy import COMMIT_PATH, Proxy

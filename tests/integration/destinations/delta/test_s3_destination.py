@@ -29,10 +29,10 @@ import pytest
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
 from headwater.destinations._base import CommitMarker, CommitResult
+from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
+from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.delta import DeltaDestination, _delta_rs
 from headwater.destinations.delta._destination import WRITER_TASKS
-from headwater.destinations.delta._files import ParquetFiles, WrittenFile
-from headwater.destinations.delta._store import TableFolder
 from headwater.engine import SyncEngine, SyncResult
 from headwater.metadata_store import MetadataStore
 from tests.integration._connections import connection_file

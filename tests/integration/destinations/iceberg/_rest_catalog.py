@@ -11,7 +11,7 @@ A warehouse on S3 (``s3_warehouse``): the server writes each commit's table
 metadata itself, so it gets a FileIO of its own for the bucket, Iceberg's
 ``S3FileIO`` (``iceberg-aws``, with the AWS SDK of ``iceberg-aws-bundle``), with
 the endpoint, region, path-style access and keys of the store's
-:class:`~headwater.destinations.delta._store.S3Access` (:func:`s3_file_io`).
+:class:`~headwater.destinations._table_files._store.S3Access` (:func:`s3_file_io`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import httpx
 
-from headwater.destinations.delta._store import S3Access
+from headwater.destinations._table_files._store import S3Access
 from tests._processes import stop
 
 HOST = "127.0.0.1"

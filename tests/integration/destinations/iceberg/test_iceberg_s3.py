@@ -34,7 +34,7 @@ import pytest
 
 from headwater.connectors.sample import SampleSource
 from headwater.destinations._base import CommitMarker, CommitResult
-from headwater.destinations.delta._files import ParquetFiles, WrittenFile
+from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
 from headwater.destinations.iceberg import IcebergDestination, _catalog, _markers
 from headwater.errors import DestinationError, ExitCode
 from headwater.sync_modes import DestinationSyncMode

@@ -3,8 +3,8 @@ translated for delta-rs and pyarrow, secrets kept out of ``repr``."""
 
 from __future__ import annotations
 
-from headwater.destinations.delta._azure import AzureAccess, AzureLocation
-from headwater.destinations.delta._store import TableFolder, store_folder
+from headwater.destinations._table_files._azure import AzureAccess, AzureLocation
+from headwater.destinations._table_files._store import TableFolder, store_folder
 
 KEY = "a2V5LWRvLW5vdC1wcmludA=="
 

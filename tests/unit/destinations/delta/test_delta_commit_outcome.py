@@ -18,8 +18,8 @@ import pytest
 from pyspark.errors import AnalysisException
 
 from headwater.destinations._base import CommitMarker, PublishMarker
+from headwater.destinations.delta import _commit_lookup as delta
 from headwater.destinations.delta import _delta_rs
-from headwater.destinations.delta import _destination as delta
 from headwater.errors import (
     CommitOutcomeUnknown,
     CommitOutcomeUnknownError,

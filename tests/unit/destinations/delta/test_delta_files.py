@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from headwater.destinations.delta._files import FILE_SCHEMA, ParquetFiles
+from headwater.destinations._table_files._parquet import FILE_SCHEMA, ParquetFiles
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64()),
@@ -115,9 +115,9 @@ def test_a_batch_encoded_differently_joins_the_same_file(tmp_path: Path) -> None
 
 def test_small_batches_are_gathered_into_row_groups(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    from headwater.destinations.delta import _files
+    from headwater.destinations._table_files import _parquet
 
-    monkeypatch.setattr(_files, "ROW_GROUP_ROWS", 4)
+    monkeypatch.setattr(_parquet, "ROW_GROUP_ROWS", 4)
     writer = ParquetFiles(folder=str(tmp_path), stats_columns=[])
     (only,) = described(list(writer.write(iter([batch([i], ["a"]) for i in range(1, 10)]))))
     metadata = pq.ParquetFile(tmp_path / str(only["path"])).metadata

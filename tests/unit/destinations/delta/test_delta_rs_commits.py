@@ -13,8 +13,9 @@ import pytest
 from deltalake import DeltaTable
 
 from headwater.destinations._base import CommitMarker, tagged_counts
-from headwater.destinations.delta import _delta_rs, _store
-from headwater.destinations.delta._files import ParquetFiles, WrittenFile
+from headwater.destinations._table_files import _store
+from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
+from headwater.destinations.delta import _delta_rs
 from headwater.errors import DestinationError
 
 SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("_hw_run_id", pa.string())])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pickle
 
 from headwater.config import mask, register_secrets
-from headwater.destinations.delta._store import S3Access, TableFolder, s3_bucket_and_key
+from headwater.destinations._table_files._store import S3Access, TableFolder, s3_bucket_and_key
 
 SETTINGS = {
     "fs.s3a.endpoint": "minio.local:9000",

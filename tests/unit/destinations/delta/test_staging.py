@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from headwater.destinations._base import CommitMarker, PublishMarker, tagged_publish
+from headwater.destinations._table_files._parquet import WrittenFile
 from headwater.destinations.delta import _staging
-from headwater.destinations.delta._files import WrittenFile
 
 
 def test_a_manifest_reads_back_as_written_and_a_missing_one_is_none(tmp_path: Path) -> None:

@@ -197,7 +197,7 @@ def test_other_object_stores_are_refused() -> None:
 
 
 def test_pyiceberg_s_file_io_gets_the_s3a_settings() -> None:
-    from headwater.destinations.delta._store import S3Access
+    from headwater.destinations._table_files._store import S3Access
     from headwater.destinations.iceberg._catalog import file_io_properties
 
     access = S3Access.from_hadoop({

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from headwater.destinations.delta._store import TableFolder
+from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.iceberg._layout import files_writer
 from headwater.destinations.iceberg._properties import FileSettings, file_settings, refusal
 from headwater.errors import DestinationError

@@ -103,7 +103,7 @@ def test_an_earlier_attempts_commit_is_returned_without_computing(tmp_path: Path
 def test_paths_as_the_table_names_them() -> None:
     from pyarrow import fs as pafs
 
-    from headwater.destinations.delta._store import S3Access
+    from headwater.destinations._table_files._store import S3Access
 
     assert _rewrite.local("file:///tmp/a b/x.parquet") == "/tmp/a b/x.parquet"
     assert _rewrite.local("/tmp/x.parquet") == "/tmp/x.parquet"

@@ -23,7 +23,7 @@ conditional write), so of two committers of one version one gets
 or fails when the commit that won conflicts with its own (the same ``txn``).
 A store without conditional writes would let the second put replace the first
 commit, so the destination's ``s3_conditional_writes: false`` keeps such a
-store on Spark's writer (``_destination.py``).
+store on Spark's writer (``delta/_destination.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
-from headwater.destinations.delta._azure import AzureAccess, AzureLocation
+from headwater.destinations._table_files._azure import AzureAccess, AzureLocation
 
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
@@ -194,7 +194,7 @@ StoreAccess = S3Access | AzureAccess
 
 @dataclass(frozen=True)
 class TableFolder:
-    """A Delta table's folder: a local path, or ``<scheme>://bucket/key`` with the
+    """A table's folder (Delta or Iceberg): a local path, or ``<scheme>://bucket/key`` with the
     :class:`StoreAccess` of its store (``s3://bucket/key``, ``az://container/key``).
 
     Picklable (the executors' tasks carry it).  Relative paths below are
@@ -363,10 +363,6 @@ def on_object_store(location: str) -> bool:
     return s3_bucket_and_key(location) is not None or AzureLocation.parse(location) is not None
 
 
-#: How :meth:`DeltaDestination._choose` names each store in ``writer_reason``.
-STORE_NAMES = {"s3": "S3 with conditional writes", "az": "Azure with conditional writes"}
-
-
-__all__ = ["STORE_NAMES", "AzureAccess", "S3Access", "StoreAccess", "TableFolder",
+__all__ = ["AzureAccess", "S3Access", "StoreAccess", "TableFolder",
            "local_folder", "on_object_store", "s3_bucket_and_key", "store_folder",
            "store_refusal"]

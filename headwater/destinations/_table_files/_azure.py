@@ -1,4 +1,4 @@
-"""How the task path reaches a Delta table on Azure storage (``abfss://``, ``wasbs://``).
+"""How the task path reaches a table on Azure storage (``abfss://``, ``wasbs://``).
 
 Spark names such a table ``abfss://<container>@<account>.dfs.core.windows.net/<path>``
 (ABFS) or ``wasbs://<container>@<account>.blob.core.windows.net/<path>`` (WASB)

@@ -1,6 +1,6 @@
 """``headwater check`` of Delta tables on Azure: reach the tables' prefix as a sync will.
 
-As for S3 (``_store_check``), a check starts no Spark: :class:`AzureAccess` reads
+As for S3 (``_s3_check``), a check starts no Spark: :class:`AzureAccess` reads
 the ``spark.hadoop.fs.azure.*`` settings of the connection's ``spark.conf``.  The
 probe is what a commit does: a uniquely named ``.headwater-check-<uuid>`` blob is
 put under the tables' prefix with ``If-None-Match: *`` (Azure's conditional
@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from headwater.destinations.delta._azure import AzureAccess, AzureLocation
+from headwater.destinations._table_files._azure import AzureAccess, AzureLocation
 from headwater.errors import AuthenticationError, DestinationError
 
 _BODY = b"headwater check\n"

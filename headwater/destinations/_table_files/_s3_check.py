@@ -1,4 +1,4 @@
-"""``headwater check`` of Delta tables on S3: reach the tables' prefix as a sync will.
+"""``headwater check`` of tables on S3: reach the tables' prefix as a sync will.
 
 A check starts no Spark, but the connection file's ``spark.conf`` holds the
 ``spark.hadoop.fs.s3a.*`` settings a sync reaches the bucket with, and
@@ -23,7 +23,7 @@ import os
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from headwater.destinations.delta._store import S3Access, s3_bucket_and_key
+from headwater.destinations._table_files._store import S3Access, s3_bucket_and_key
 from headwater.errors import AuthenticationError, DestinationError
 
 if TYPE_CHECKING:

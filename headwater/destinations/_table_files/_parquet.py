@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from headwater.destinations.delta._store import StoreAccess, TableFolder
+from headwater.destinations._table_files._store import StoreAccess, TableFolder
 
 
 @dataclass(frozen=True)
