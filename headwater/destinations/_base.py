@@ -214,6 +214,10 @@ class DestinationCapabilities:
     destination capabilities): the engine reads these instead of knowing formats."""
 
     spark: SparkRequirements = field(default_factory=SparkRequirements)
+    #: The destination sync modes it lands exactly as documented; a mode not named
+    #: should be refused by its ``prepare`` (the conformance run,
+    #: :mod:`headwater.destinations.testing`, reports one that works unannounced).
+    sync_modes: tuple[str, ...] = ("overwrite", "append", "append_dedup")
     #: Commits of one table that may run side by side, by destination sync mode; a
     #: mode not named runs as many as the connection's ``concurrent_checkpoints``
     #: (Delta: MERGE commits of one table conflict, so ``append_dedup`` runs one).
@@ -375,6 +379,22 @@ class Destination(ABC):
                      files: DataFrame, marker: CommitMarker) -> CommitResult:
         """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction."""
         raise NotImplementedError(f"{type(self).__name__} has no file writer")
+
+    def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              marker: CommitMarker) -> None:
+        """Drop what a checkpoint that will not commit left behind (files, staging, an
+        open transaction).
+
+        The engine calls it for each checkpoint of an attempt that failed before its
+        commit landed (never for one whose outcome is unknown), once every commit
+        lane of the stream has ended, so nothing of the stream is in flight.  It must
+        remove only what ``marker``'s checkpoint wrote and never committed: a commit
+        that landed, and another checkpoint's staging, are not its to touch.  Best
+        effort: what it cannot remove costs space, never correctness (a raise is
+        logged, not fatal).  The default does nothing, for a destination that leaves
+        nothing behind.
+        """
+        return None
 
     # -------------------------------------------- overwrites: stage, then publish
 

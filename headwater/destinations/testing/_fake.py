@@ -1,5 +1,9 @@
 """A destination without a table format, so the engine's tests need no Delta.
 
+Shipped in :mod:`headwater.destinations.testing` for destination authors: the
+smallest destination that keeps the whole contract, to read as a model and to
+test the engine (and the conformance run) with.
+
 It keeps each stream's table as Parquet files in a folder with a JSON log of
 commits (``log.jsonl``: one line per commit, its marker's app id, version and
 tag, and the files the table consists of after it), and honours the
@@ -193,6 +197,12 @@ class FakeDestination(Destination):
                 table = batch
             return self._log(stream, marker.app_id, marker.version, marker.tag,
                              [self._write(stream, table)], batch)
+
+    def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              marker: CommitMarker) -> None:
+        """Drop a staging the checkpoint began and never finished (its ``.tmp`` file)."""
+        self.calls.append((plan.stream.name, marker.app_id, marker.version, "abort"))
+        self._staged_file(plan.stream.name, marker).with_suffix(".tmp").unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ storage
 
