@@ -338,6 +338,23 @@ class Destination(ABC):
         """
         return None
 
+    def dataset_namespace(self) -> str | None:
+        """Where this destination keeps its tables, as lineage names a place
+        (``file:///lake``, ``s3://bucket/lake``, ``postgres://db:5432/shop``).
+
+        Scheme, host, port and path only, never a credential
+        (:func:`~headwater.destinations._dataset.without_credentials`).  None (the
+        default): lineage takes the first stream's :meth:`table_location` instead.
+        """
+        return None
+
+    def dataset_name(self, stream: str, namespace: str) -> str:
+        """The stream's table as a dataset name in ``namespace``: its catalog name
+        (:meth:`table_name`), else its location under the namespace, else its location."""
+        from headwater.destinations._dataset import name_within
+
+        return name_within(namespace, self.table_location(stream), self.table_name(stream))
+
     @abstractmethod
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         """Create or evolve the stream's table; return the data schema to write with.

@@ -68,6 +68,7 @@ from headwater.destinations._base import (
     tagged_partition_states,
     tagged_publish,
 )
+from headwater.destinations._dataset import without_credentials
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
 from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
 from headwater.destinations.delta._azure_check import check_azure
@@ -259,6 +260,10 @@ class DeltaDestination(Destination):
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
+
+    def dataset_namespace(self) -> str:
+        """The lake's folder or URL (without credentials): the tables are its children."""
+        return without_credentials(self.root)
 
     def use_spark_conf(self, conf: Mapping[str, str]) -> None:
         self._spark_conf = dict(conf)

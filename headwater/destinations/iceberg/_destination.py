@@ -65,6 +65,7 @@ from headwater.destinations._base import (
     tagged_counts,
     tagged_partition_states,
 )
+from headwater.destinations._dataset import without_credentials
 from headwater.destinations.delta._files import ParquetFiles, WrittenFile
 from headwater.destinations.delta._store import S3Access, TableFolder
 from headwater.destinations.delta._store_check import check_s3
@@ -158,6 +159,10 @@ class IcebergDestination(Destination):
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
+
+    def dataset_namespace(self) -> str:
+        """The warehouse (without credentials); its tables are named by identifier."""
+        return without_credentials(self.settings.object_store or self.settings.warehouse_folder)
 
     def catalog(self) -> Catalog:
         """The catalog client (made on first use)."""

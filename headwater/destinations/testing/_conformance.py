@@ -48,8 +48,8 @@ MakeDestination = Callable[[Path], Destination]
 #: Reads a stream's table as a reader sees it now.
 ReadRows = Callable[[Destination, str], pa.Table]
 
-#: The ``sample`` source's config: a few partitions per stream, a few hundred rows.
-SOURCE: dict[str, Any] = {"seed": 11, "users": 60, "orders": 80, "rows_per_partition": 20}
+#: The ``sample`` source's config: two partitions (checkpoints) per stream, 40 rows.
+SOURCE: dict[str, Any] = {"seed": 11, "users": 40, "orders": 40, "rows_per_partition": 20}
 ALL_MODES = ("overwrite", "append", "append_dedup")
 _MODE_STREAMS: dict[str, dict[str, Any]] = {
     "overwrite": {"name": "orders", "sync_mode": "full_refresh",

@@ -38,6 +38,7 @@ from headwater.destinations import (
     DestinationCapabilities,
 )
 from headwater.destinations._base import PublishMarker
+from headwater.destinations._dataset import without_credentials
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -72,6 +73,9 @@ class FakeDestination(Destination):
 
     def table_location(self, stream: str) -> str:
         return str(self.root / stream)
+
+    def dataset_namespace(self) -> str:
+        return without_credentials(str(self.root))
 
     # ------------------------------------------------------------------ reading
 
