@@ -70,7 +70,7 @@ from headwater.destinations._base import (
 )
 from headwater.destinations._dataset import without_credentials
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
-from headwater.destinations.delta import _catalog, _delta_rs, _sql, _staging, _table_facts
+from headwater.destinations.delta import _abort, _catalog, _delta_rs, _sql, _staging, _table_facts
 from headwater.destinations.delta._azure_check import check_azure
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
 from headwater.destinations.delta._files import ParquetFiles
@@ -264,6 +264,13 @@ class DeltaDestination(Destination):
     def dataset_namespace(self) -> str:
         """The lake's folder or URL (without credentials): the tables are its children."""
         return without_credentials(self.root)
+
+    def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              marker: CommitMarker) -> None:
+        """Remove the files the failed checkpoint's tasks wrote and no commit names."""
+        folder = _abort.local_table(self.table_location(plan.stream.name))
+        if folder is not None:
+            _abort.drop_uncommitted_files(folder, marker.run_id)
 
     def use_spark_conf(self, conf: Mapping[str, str]) -> None:
         self._spark_conf = dict(conf)

@@ -1,0 +1,87 @@
+"""What a Delta checkpoint that failed before its commit leaves behind, and its removal.
+
+Files the tasks wrote (``file_writer``) land in the table's folder before the
+commit names them: a checkpoint whose Spark job failed half way (the tasks that
+finished keep their files), or whose delta-rs commit did not land, leaves data
+files no commit adds.  Readers never see them (Delta reads the log, not the
+folder) but they take space until a ``VACUUM``, and a retried or resumed
+checkpoint writes new ones.  :func:`drop_uncommitted_files` removes them.
+
+Never committed data: a file is removed only when (1) it was written since the
+run began (its run id starts with its start time), (2) no ``add`` or ``remove``
+of the table's log names it, and (3) no manifest of the run's staged overwrite
+lists it (staged checkpoints keep their files in the table's folder until the
+publish).  The engine calls ``abort`` once every commit lane of the stream has
+ended, so no file of a commit in flight can be mistaken for debris.  Local
+tables only: on an object store the files stay for ``VACUUM`` (listing a
+bucket's prefix per failed checkpoint costs more than the space).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote
+
+log = logging.getLogger(__name__)
+
+#: Where Delta keeps the table's log, and where Headwater stages overwrites.
+_LOG, _STAGING = "_delta_log", "_headwater_staging"
+
+
+def local_table(location: str) -> Path | None:
+    """The table's local folder, or None when it is not on this machine's filesystem."""
+    if location.startswith("file://"):
+        return Path(unquote(location.removeprefix("file://")))
+    return None if "://" in location else Path(location)
+
+
+def run_started(run_id: str) -> float:
+    """The epoch seconds a run id (``20261122T041500Z-1a2b3c``) says its run began."""
+    stamp = run_id.split("-", 1)[0]
+    return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def drop_uncommitted_files(table: Path, run_id: str) -> list[str]:
+    """Remove the table's data files of run ``run_id`` that no commit and no staged
+    manifest names (see the module docstring); the names removed."""
+    if not (table / _LOG).is_dir():
+        return []
+    since = run_started(run_id)
+    kept = _logged_names(table / _LOG) | _manifested_names(table / _STAGING / run_id)
+    removed = []
+    for path in table.rglob("*.parquet"):
+        parts = path.relative_to(table).parts
+        if any(part.startswith(("_", ".")) for part in parts) or path.name in kept:
+            continue
+        if path.stat().st_mtime < since:
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path.name)
+    if removed:
+        log.info("removed %s file(s) a failed checkpoint of run %s wrote into %s",
+                 len(removed), run_id, table)
+    return removed
+
+
+def _logged_names(log_folder: Path) -> set[str]:
+    """File names every commit file of the log adds or removes."""
+    names: set[str] = set()
+    for commit in log_folder.glob("*.json"):
+        for line in commit.read_text(encoding="utf-8").splitlines():
+            action = json.loads(line) if line.strip() else {}
+            for kind in ("add", "remove"):
+                if kind in action:
+                    names.add(Path(unquote(action[kind]["path"])).name)
+    return names
+
+
+def _manifested_names(run_staging: Path) -> set[str]:
+    """File names the run's staged checkpoints (their manifests) list."""
+    names: set[str] = set()
+    for manifest in run_staging.glob("*.json"):
+        document = json.loads(manifest.read_text(encoding="utf-8"))
+        names.update(Path(f["path"]).name for f in document.get("files", ()))
+    return names
