@@ -14,34 +14,20 @@ lists it (staged checkpoints keep their files in the table's folder until the
 publish).  The engine calls ``abort`` once every commit lane of the stream has
 ended, so no file of a commit in flight can be mistaken for debris.  Local
 tables only: on an object store the files stay for ``VACUUM`` (listing a
-bucket's prefix per failed checkpoint costs more than the space).
+bucket's prefix per failed checkpoint costs more than the space;
+``_uncommitted.py``).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import unquote
 
-log = logging.getLogger(__name__)
+from headwater.destinations._uncommitted import drop_unnamed_files
 
 #: Where Delta keeps the table's log, and where Headwater stages overwrites.
 _LOG, _STAGING = "_delta_log", "_headwater_staging"
-
-
-def local_table(location: str) -> Path | None:
-    """The table's local folder, or None when it is not on this machine's filesystem."""
-    if location.startswith("file://"):
-        return Path(unquote(location.removeprefix("file://")))
-    return None if "://" in location else Path(location)
-
-
-def run_started(run_id: str) -> float:
-    """The epoch seconds a run id (``20261122T041500Z-1a2b3c``) says its run began."""
-    stamp = run_id.split("-", 1)[0]
-    return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
 
 
 def drop_uncommitted_files(table: Path, run_id: str) -> list[str]:
@@ -49,21 +35,8 @@ def drop_uncommitted_files(table: Path, run_id: str) -> list[str]:
     manifest names (see the module docstring); the names removed."""
     if not (table / _LOG).is_dir():
         return []
-    since = run_started(run_id)
-    kept = _logged_names(table / _LOG) | _manifested_names(table / _STAGING / run_id)
-    removed = []
-    for path in table.rglob("*.parquet"):
-        parts = path.relative_to(table).parts
-        if any(part.startswith(("_", ".")) for part in parts) or path.name in kept:
-            continue
-        if path.stat().st_mtime < since:
-            continue
-        path.unlink(missing_ok=True)
-        removed.append(path.name)
-    if removed:
-        log.info("removed %s file(s) a failed checkpoint of run %s wrote into %s",
-                 len(removed), run_id, table)
-    return removed
+    named = _logged_names(table / _LOG) | _manifested_names(table / _STAGING / run_id)
+    return drop_unnamed_files(table, run_id, named)
 
 
 def _logged_names(log_folder: Path) -> set[str]:

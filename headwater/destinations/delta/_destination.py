@@ -70,6 +70,7 @@ from headwater.destinations._base import (
 )
 from headwater.destinations._dataset import without_credentials
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
+from headwater.destinations._uncommitted import local_folder_of
 from headwater.destinations.delta import _abort, _catalog, _delta_rs, _sql, _staging, _table_facts
 from headwater.destinations.delta._azure_check import check_azure
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
@@ -268,7 +269,7 @@ class DeltaDestination(Destination):
     def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
               marker: CommitMarker) -> None:
         """Remove the files the failed checkpoint's tasks wrote and no commit names."""
-        folder = _abort.local_table(self.table_location(plan.stream.name))
+        folder = local_folder_of(self.table_location(plan.stream.name))
         if folder is not None:
             _abort.drop_uncommitted_files(folder, marker.run_id)
 

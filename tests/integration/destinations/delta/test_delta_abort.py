@@ -38,7 +38,8 @@ def _data_files(table: Path) -> set[str]:
 def test_a_failed_checkpoint_leaves_no_files_and_the_committed_ones_stay(
         spark: Any, tmp_path: Path) -> None:
     path = connection_file(tmp_path, name="abort", source=SOURCE, streams=APPEND,
-                           checkpoint={"partitions_per_checkpoint": 1})
+                           checkpoint={"partitions_per_checkpoint": 1,
+                                       "concurrent_checkpoints": 1})
     lake = tmp_path / "lake"
     sync(path, FailsTheSecondCommit({"path": str(lake)}), expect="failed")
     table = lake / "orders"

@@ -6,7 +6,8 @@ import json
 import os
 from pathlib import Path
 
-from headwater.destinations.delta._abort import drop_uncommitted_files, local_table, run_started
+from headwater.destinations._uncommitted import local_folder_of, run_started
+from headwater.destinations.delta._abort import drop_uncommitted_files
 
 RUN = "20261128T190000Z-abcdef"
 
@@ -44,5 +45,5 @@ def test_only_the_runs_unnamed_files_go(tmp_path: Path) -> None:
 def test_not_a_delta_table_or_not_local_is_left_alone(tmp_path: Path) -> None:
     _file(tmp_path / "t", "part-x.parquet", at=run_started(RUN) + 1)
     assert drop_uncommitted_files(tmp_path / "t", RUN) == []
-    assert local_table("s3a://bucket/lake/orders") is None
-    assert local_table("file:///lake/orders") == Path("/lake/orders")
+    assert local_folder_of("s3a://bucket/lake/orders") is None
+    assert local_folder_of("file:///lake/orders") == Path("/lake/orders")
