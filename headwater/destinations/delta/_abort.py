@@ -40,7 +40,11 @@ def drop_uncommitted_files(table: Path, run_id: str) -> list[str]:
 
 
 def _logged_names(log_folder: Path) -> set[str]:
-    """File names every commit file of the log adds or removes."""
+    """File names every commit file and every checkpoint of the log adds or removes.
+
+    The checkpoints count too: a table with a short ``delta.logRetentionDuration``
+    may have dropped the commit files of this very run once a checkpoint holds them.
+    """
     names: set[str] = set()
     for commit in log_folder.glob("*.json"):
         for line in commit.read_text(encoding="utf-8").splitlines():
@@ -48,6 +52,23 @@ def _logged_names(log_folder: Path) -> set[str]:
             for kind in ("add", "remove"):
                 if kind in action:
                     names.add(Path(unquote(action[kind]["path"])).name)
+    for checkpoint in log_folder.glob("*.checkpoint*.parquet"):
+        names |= _checkpoint_names(checkpoint)
+    return names
+
+
+def _checkpoint_names(checkpoint: Path) -> set[str]:
+    """File names a checkpoint (classic or a V2 sidecar) adds or removes."""
+    import pyarrow.parquet as pq
+
+    schema = pq.read_schema(checkpoint)
+    kinds = [kind for kind in ("add", "remove") if kind in schema.names]
+    table = pq.read_table(checkpoint, columns=kinds)
+    names: set[str] = set()
+    for kind in kinds:
+        for action in table.column(kind).to_pylist():
+            if action and action.get("path"):
+                names.add(Path(unquote(action["path"])).name)
     return names
 
 

@@ -6,6 +6,9 @@ import json
 import os
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from headwater.destinations._uncommitted import local_folder_of, run_started
 from headwater.destinations.delta._abort import drop_uncommitted_files
 
@@ -25,6 +28,9 @@ def test_only_the_runs_unnamed_files_go(tmp_path: Path) -> None:
     (table / "_delta_log" / "00000000000000000000.json").write_text(
         json.dumps({"add": {"path": "country%3DUS/part-committed.parquet"}}) + "\n"
         + json.dumps({"remove": {"path": "part-removed.parquet"}}) + "\n")
+    # A checkpoint holds a commit whose JSON a short log retention already dropped.
+    pq.write_table(pa.table({"add": [{"path": "part-checkpointed.parquet"}, None]}),
+                   table / "_delta_log" / "00000000000000000001.checkpoint.parquet")
     staging = table / "_headwater_staging" / RUN
     staging.mkdir(parents=True)
     (staging / "3.json").write_text(json.dumps({"files": [{"path": "part-staged.parquet"}]}))
@@ -32,14 +38,15 @@ def test_only_the_runs_unnamed_files_go(tmp_path: Path) -> None:
     _file(table, "part-removed.parquet", at=began + 5)
     _file(table, "part-staged.parquet", at=began + 5)
     _file(table, "part-older-run.parquet", at=began - 60)
+    _file(table, "part-checkpointed.parquet", at=began + 5)
     _file(table, "part-failed.parquet", at=began + 5)
     _file(table, "country=US/part-failed-too.parquet", at=began + 6)
 
     assert sorted(drop_uncommitted_files(table, RUN)) == ["part-failed-too.parquet",
                                                           "part-failed.parquet"]
-    left = sorted(p.name for p in table.rglob("*.parquet"))
-    assert left == ["part-committed.parquet", "part-older-run.parquet", "part-removed.parquet",
-                    "part-staged.parquet"]
+    left = sorted(p.name for p in table.rglob("part-*.parquet"))
+    assert left == ["part-checkpointed.parquet", "part-committed.parquet",
+                    "part-older-run.parquet", "part-removed.parquet", "part-staged.parquet"]
 
 
 def test_not_a_delta_table_or_not_local_is_left_alone(tmp_path: Path) -> None:
