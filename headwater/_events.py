@@ -50,6 +50,12 @@ def listen(listener: Listener) -> None:
     _listeners.append(listener)
 
 
+def forget(listener: Listener) -> None:
+    """Stop ``listener`` hearing moments (one :func:`listen` registered)."""
+    if listener in _listeners:
+        _listeners.remove(listener)
+
+
 def listen_in_tasks(listener: Listener) -> None:
     """Hear the moments of the tasks started from now on (``listener`` must pickle)."""
     _task_listeners.append(listener)
@@ -66,5 +72,5 @@ def clear() -> None:
     _task_listeners.clear()
 
 
-__all__ = ["Listener", "clear", "commit_landed", "emit", "listen", "listen_in_tasks",
+__all__ = ["Listener", "clear", "commit_landed", "emit", "forget", "listen", "listen_in_tasks",
            "task_listeners"]

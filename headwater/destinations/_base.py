@@ -214,6 +214,10 @@ class DestinationCapabilities:
     destination capabilities): the engine reads these instead of knowing formats."""
 
     spark: SparkRequirements = field(default_factory=SparkRequirements)
+    #: The destination sync modes it lands exactly as documented; a mode not named
+    #: should be refused by its ``prepare`` (the conformance run,
+    #: :mod:`headwater.destinations.testing`, reports one that works unannounced).
+    sync_modes: tuple[str, ...] = ("overwrite", "append", "append_dedup")
     #: Commits of one table that may run side by side, by destination sync mode; a
     #: mode not named runs as many as the connection's ``concurrent_checkpoints``
     #: (Delta: MERGE commits of one table conflict, so ``append_dedup`` runs one).
@@ -334,6 +338,23 @@ class Destination(ABC):
         """
         return None
 
+    def dataset_namespace(self) -> str | None:
+        """Where this destination keeps its tables, as lineage names a place
+        (``file:///lake``, ``s3://bucket/lake``, ``postgres://db:5432/shop``).
+
+        Scheme, host, port and path only, never a credential
+        (:func:`~headwater.destinations._dataset.without_credentials`).  None (the
+        default): lineage takes the first stream's :meth:`table_location` instead.
+        """
+        return None
+
+    def dataset_name(self, stream: str, namespace: str) -> str:
+        """The stream's table as a dataset name in ``namespace``: its catalog name
+        (:meth:`table_name`), else its location under the namespace, else its location."""
+        from headwater.destinations._dataset import name_within
+
+        return name_within(namespace, self.table_location(stream), self.table_name(stream))
+
     @abstractmethod
     def prepare(self, spark: SparkSession, plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
         """Create or evolve the stream's table; return the data schema to write with.
@@ -375,6 +396,22 @@ class Destination(ABC):
                      files: DataFrame, marker: CommitMarker) -> CommitResult:
         """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction."""
         raise NotImplementedError(f"{type(self).__name__} has no file writer")
+
+    def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              marker: CommitMarker) -> None:
+        """Drop what a checkpoint that will not commit left behind (files, staging, an
+        open transaction).
+
+        The engine calls it for each checkpoint of an attempt that failed before its
+        commit landed (never for one whose outcome is unknown), once every commit
+        lane of the stream has ended, so nothing of the stream is in flight.  It must
+        remove only what ``marker``'s checkpoint wrote and never committed: a commit
+        that landed, and another checkpoint's staging, are not its to touch.  Best
+        effort: what it cannot remove costs space, never correctness (a raise is
+        logged, not fatal).  The default does nothing, for a destination that leaves
+        nothing behind.
+        """
+        return None
 
     # -------------------------------------------- overwrites: stage, then publish
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater._events import emit
 from headwater.destinations._base import CommitMarker, CommitResult, FileWriter, PublishMarker
+from headwater.engine._abort import abort_failed
 from headwater.engine._commit_routes import CommitRows, choose_route
 from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
@@ -76,6 +77,9 @@ class StreamRunner:
         # concurrently, but state must be computed and released one at a time.
         self._lock = threading.Lock()
         self._failed = threading.Event()
+        #: Checkpoints that failed before their commit landed: the destination's
+        #: :meth:`~headwater.destinations.Destination.abort` drops what they left.
+        self._aborted: list[tuple[CheckpointPlan, CommitMarker]] = []
         #: Per-partition figures of the checkpoints being read, by checkpoint index.
         self._collectors: dict[int, PartitionStatsCollector] = {}
         #: Set by ``_run`` once the table is prepared: how checkpoints reach the destination.
@@ -241,6 +245,7 @@ class StreamRunner:
                              for cps in lanes.values()]
                 for lane_run in lane_runs:
                     lane_run.result()
+            abort_failed(self.engine.destination, self.spark, self.plan, self._aborted)
         if (self.staged and not self._failed.is_set()
                 and self.stats.checkpoints_done == len(self.plan.checkpoints)):
             # Every checkpoint is staged (in this attempt or a killed one): publish.  A
@@ -296,6 +301,12 @@ class StreamRunner:
                 unknown = self._outcome_unknown(exc)
                 if not unknown:
                     self._failed.set()
+                if not unknown and not isinstance(headwater_error_from(exc),
+                                                  StoreBehindTableError):
+                    # Its commit did not land (a landed one it must not touch is the
+                    # store's mistake, not debris): what it left is dropped.
+                    with self._lock:
+                        self._aborted.append((checkpoint, marker))
                 error = describe_error(exc)
                 with self._lock:
                     self.manager.mark_failed(checkpoint.checkpoint_id)

@@ -27,6 +27,28 @@ def test_listeners_hear_every_moment_in_order() -> None:
     assert heard == ["after-plan", "after-commit"]
 
 
+def test_a_forgotten_listener_hears_nothing_more() -> None:
+    heard: list[str] = []
+    _events.listen(heard.append)
+    _events.emit("after-plan")
+    _events.forget(heard.append)
+    _events.forget(heard.append)  # forgetting twice is harmless
+    _events.emit("after-commit")
+    assert heard == ["after-plan"]
+
+
+def test_the_kits_simulated_kill_ends_at_the_nth_moment_and_every_later_one() -> None:
+    from headwater.destinations.testing import Killed, killed_at
+
+    with killed_at("after-commit", 2):
+        _events.emit("after-commit")
+        with pytest.raises(Killed):
+            _events.emit("after-commit")
+        with pytest.raises(Killed):  # a thread reaching a later moment "died" too
+            _events.emit("after-release")
+    _events.emit("after-commit")  # gone with its ``with``
+
+
 def test_task_listeners_are_captured_when_a_task_is_built() -> None:
     assert _events.task_listeners() == ()
     _events.listen_in_tasks(Pause("reading", 0.0))

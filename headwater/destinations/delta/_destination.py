@@ -72,12 +72,15 @@ from headwater.destinations._base import (
     tagged_counts,
     tagged_partition_states,
 )
+from headwater.destinations._dataset import without_credentials
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
 from headwater.destinations._table_files._parquet import ParquetFiles
 from headwater.destinations._table_files._store import (
     TableFolder,
 )
+from headwater.destinations._uncommitted import local_folder_of
 from headwater.destinations.delta import (
+    _abort,
     _catalog,
     _commit_lookup,
     _delta_rs,
@@ -251,6 +254,17 @@ class DeltaDestination(Destination):
 
     def table_location(self, stream: str) -> str:
         return f"{self.root}/{stream}"
+
+    def dataset_namespace(self) -> str:
+        """The lake's folder or URL (without credentials): the tables are its children."""
+        return without_credentials(self.root)
+
+    def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              marker: CommitMarker) -> None:
+        """Remove the files the failed checkpoint's tasks wrote and no commit names."""
+        folder = local_folder_of(self.table_location(plan.stream.name))
+        if folder is not None:
+            _abort.drop_uncommitted_files(folder, marker.run_id)
 
     def use_spark_conf(self, conf: Mapping[str, str]) -> None:
         self._spark_conf = dict(conf)

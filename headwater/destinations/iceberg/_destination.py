@@ -50,6 +50,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -65,10 +66,12 @@ from headwater.destinations._base import (
     tagged_counts,
     tagged_partition_states,
 )
+from headwater.destinations._dataset import without_credentials
 from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
 from headwater.destinations._table_files._s3_check import check_s3
 from headwater.destinations._table_files._store import S3Access, TableFolder
 from headwater.destinations.iceberg import (
+    _abort,
     _catalog,
     _commit,
     _config,
@@ -158,6 +161,19 @@ class IcebergDestination(Destination):
 
     def table_location(self, stream: str) -> str:
         return self.settings.identifier(stream)
+
+    def dataset_namespace(self) -> str:
+        """The warehouse (without credentials); its tables are named by identifier."""
+        return without_credentials(self.settings.object_store or self.settings.warehouse_folder)
+
+    def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              marker: CommitMarker) -> None:
+        """Remove the files the failed checkpoint's tasks wrote and no snapshot references."""
+        folder = self._folders.get(plan.stream.name)
+        local = None if folder is None or not folder.is_local else Path(folder.local_path())
+        table = None if local is None else self.load_table(plan.stream.name)
+        if local is not None and table is not None:
+            _abort.drop_unreferenced_files(table, local, marker.run_id)
 
     def catalog(self) -> Catalog:
         """The catalog client (made on first use)."""

@@ -35,7 +35,6 @@ from headwater.observability.lineage._emitter import HTTP_RETRY, LineageEmitter
 from headwater.observability.lineage._namespaces import (
     destination_namespace,
     source_namespace,
-    table_name,
     without_credentials,
 )
 
@@ -153,11 +152,8 @@ class RunLineage:
         connection, source, destination = self._connection, self._source, self._destination
         assert connection is not None and source is not None and destination is not None
         streams = [s.stream.name for s in plan.streams]
-        where = destination_namespace(
-            destination.config, destination.table_location(streams[0]) if streams else "")
-        tables = {name: table_name(where, destination.table_location(name),
-                                   destination.table_name(name))
-                  for name in streams}
+        where = destination_namespace(destination, streams)
+        tables = {name: destination.dataset_name(name, where) for name in streams}
         return RunFacts(run_id=run_id, connection=connection.name, namespace=self.namespace,
                         kind=plan.purpose, attempt=attempt, resumed=resumed,
                         replay_of=plan.replay_of,

@@ -1,4 +1,5 @@
-"""The engine against a destination that is not Delta (``tests/fake_destination.py``).
+"""The engine against a destination that is not Delta (``FakeDestination`` of
+``headwater.destinations.testing``).
 
 The engine knows no table format: what it may do with a table comes from the
 destination's capabilities.  The fake declares one commit lane per mode and no
@@ -17,10 +18,10 @@ import pytest
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
+from headwater.destinations.testing import FakeDestination
 from headwater.engine import SyncEngine, SyncResult
 from headwater.engine._rerun import replay
 from headwater.metadata_store import MetadataStore
-from tests.fake_destination import FakeDestination
 from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark

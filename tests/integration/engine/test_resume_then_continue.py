@@ -1,6 +1,6 @@
 """``SyncEngine.sync``: finish a connection's unfinished run, then sync what is new (issue 20).
 
-In-process, on real Spark, against the fake destination (``tests/fake_destination.py``:
+In-process, on real Spark, against the fake destination (the shipped ``FakeDestination``:
 no Delta, so the runs are cheap and a commit can be made to fail on purpose).
 The CLI side, a real SIGKILL and Delta are ``tests/integration/test_crash_resume.py``'s;
 ``serve``'s runner is ``tests/integration/serve/test_serve.py``'s.
@@ -18,9 +18,9 @@ import pytest
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
+from headwater.destinations.testing import FakeDestination
 from headwater.engine import SyncEngine, SyncObserver, SyncResult
 from headwater.metadata_store import MetadataStore
-from tests.fake_destination import FakeDestination
 from tests.integration._connections import connection_file
 
 pytestmark = pytest.mark.spark

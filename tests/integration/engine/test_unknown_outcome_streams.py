@@ -1,6 +1,7 @@
 """What the other streams of a run do when one commit's outcome is unknown.
 
-In-process, real Spark, the fake destination (``tests/fake_destination.py``) made
+In-process, real Spark, the fake destination (``FakeDestination`` of
+``headwater.destinations.testing``) made
 to raise :class:`~headwater.errors.CommitOutcomeUnknownError` after one of
 ``users``' commits landed (the classification itself is each real
 destination's, tested with them).  Every stream starts no further checkpoint
@@ -18,8 +19,8 @@ from typing import Any
 import pytest
 
 from headwater.connectors.sample import SampleSource
+from headwater.destinations.testing import FakeDestination
 from headwater.errors import CommitOutcomeUnknownError, ExitCode
-from tests.fake_destination import FakeDestination
 from tests.integration._connections import connection_file, engine
 
 pytestmark = pytest.mark.spark

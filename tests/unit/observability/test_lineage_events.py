@@ -11,6 +11,9 @@ from openlineage.client.event_v2 import RunState
 from openlineage.client.serde import Serde
 
 from headwater.config import REDACTED, register_secrets
+from headwater.destinations.delta import DeltaDestination
+from headwater.destinations.iceberg import IcebergDestination
+from headwater.destinations.testing import FakeDestination
 from headwater.observability.lineage._events import (
     RunFacts,
     StreamOutcome,
@@ -20,7 +23,6 @@ from headwater.observability.lineage._events import (
 from headwater.observability.lineage._namespaces import (
     destination_namespace,
     source_namespace,
-    table_name,
     without_credentials,
 )
 from headwater.plan import ConfiguredStream, StreamPlan
@@ -128,12 +130,41 @@ def test_a_registered_secret_never_shows_in_a_namespace() -> None:
     assert SECRET not in without_credentials(f"https://api.example.com/{SECRET}/v1")
 
 
-def test_destination_namespace_and_table_names() -> None:
-    assert destination_namespace({"path": "/lake"}, "/lake/users") == "file:///lake"
-    assert table_name("file:///lake", "/lake/users", None) == "users"
+class Keeps(FakeDestination):
+    """A plugin destination whose config names its place under a key nobody else uses,
+    and which names its tables itself."""
+
+    def dataset_namespace(self) -> str:
+        return without_credentials(self.config["bucket_url"])
+
+    def dataset_name(self, stream: str, namespace: str) -> str:
+        return f"raw/{stream}"
+
+
+class SaysNothing(FakeDestination):
+    """A destination that does not say where it writes."""
+
+    def dataset_namespace(self) -> None:
+        return None
+
+
+def test_each_destination_names_its_own_dataset_namespace_and_tables(tmp_path: Any) -> None:
+    delta = DeltaDestination({"path": "/lake"})
+    assert destination_namespace(delta, ["users"]) == "file:///lake"
+    assert delta.dataset_name("users", "file:///lake") == "users"
     # A table registered in a catalog is named so.
-    assert table_name("file:///lake", "/lake/users", "raw.hw_users") == "raw.hw_users"
+    named = DeltaDestination({"path": "/lake", "database": "raw", "table_prefix": "hw_"})
+    assert named.dataset_name("users", "file:///lake") == "raw.hw_users"
     # Iceberg: the warehouse, and the table's identifier.
-    assert destination_namespace({"warehouse": "/wh", "catalog": "sql"}, "ns.users") == \
-        "file:///wh"
-    assert table_name("file:///wh", "ns.users", None) == "ns.users"
+    iceberg = IcebergDestination({"warehouse": str(tmp_path / "wh")})
+    where = destination_namespace(iceberg, ["users"])
+    assert where == (tmp_path / "wh").resolve().as_uri()
+    assert iceberg.dataset_name("users", where) == iceberg.table_location("users")
+    # Not from config key names: "path" is there, yet the destination's own answer wins.
+    keeps = Keeps({"path": "/elsewhere", "bucket_url": "s3://AKIA:secret@bucket/lake/"})
+    assert destination_namespace(keeps, ["users"]) == "s3://bucket/lake"
+    assert keeps.dataset_name("users", "s3://bucket/lake") == "raw/users"
+    # Saying nothing: the first stream's table location stands in.
+    quiet = SaysNothing({"path": "/fake"})
+    assert destination_namespace(quiet, ["users"]) == "file:///fake/users"
+    assert quiet.dataset_name("users", "file:///fake/users") == "file:///fake/users"

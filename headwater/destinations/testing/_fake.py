@@ -1,5 +1,9 @@
 """A destination without a table format, so the engine's tests need no Delta.
 
+Shipped in :mod:`headwater.destinations.testing` for destination authors: the
+smallest destination that keeps the whole contract, to read as a model and to
+test the engine (and the conformance run) with.
+
 It keeps each stream's table as Parquet files in a folder with a JSON log of
 commits (``log.jsonl``: one line per commit, its marker's app id, version and
 tag, and the files the table consists of after it), and honours the
@@ -34,6 +38,7 @@ from headwater.destinations import (
     DestinationCapabilities,
 )
 from headwater.destinations._base import PublishMarker
+from headwater.destinations._dataset import without_credentials
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -68,6 +73,9 @@ class FakeDestination(Destination):
 
     def table_location(self, stream: str) -> str:
         return str(self.root / stream)
+
+    def dataset_namespace(self) -> str:
+        return without_credentials(str(self.root))
 
     # ------------------------------------------------------------------ reading
 
@@ -193,6 +201,12 @@ class FakeDestination(Destination):
                 table = batch
             return self._log(stream, marker.app_id, marker.version, marker.tag,
                              [self._write(stream, table)], batch)
+
+    def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+              marker: CommitMarker) -> None:
+        """Drop a staging the checkpoint began and never finished (its ``.tmp`` file)."""
+        self.calls.append((plan.stream.name, marker.app_id, marker.version, "abort"))
+        self._staged_file(plan.stream.name, marker).with_suffix(".tmp").unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ storage
 
