@@ -383,12 +383,15 @@ class Destination(ABC):
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
         """Commit one checkpoint batch in one idempotent transaction."""
 
-    def file_writer(self, spark: SparkSession, plan: StreamPlan) -> FileWriter | None:
+    def file_writer(self, spark: SparkSession, plan: StreamPlan, *,
+                    run_id: str = "") -> FileWriter | None:
         """The writer executors run on a checkpoint's batches, or None (rows go to ``commit``).
 
         A destination that can take files written by the tasks themselves
         (``capabilities.task_written_files``) returns one; the engine then hands
-        :meth:`commit_files` the rows describing them.
+        :meth:`commit_files` the rows describing them.  ``run_id`` is the run the files
+        are for: a writer that marks its files with it (``_uncommitted.run_file_tag``)
+        lets :meth:`abort` find a failed checkpoint's files and no one else's.
         """
         return None
 

@@ -3,11 +3,15 @@
 Shared by the destinations whose tasks write a table's files before the commit
 names them (Delta, Iceberg): each says which file names its table (its log,
 its snapshots, its staged manifests) still names, and this removes the rest of
-what the run wrote.  Why the run's start bounds it: the run id begins with the
-time its run began, and a file older than that is another run's business
-(only a ``VACUUM`` or orphan-file removal may judge it).  Why local folders
-only: listing an object store's prefix per failed checkpoint costs more than
-the space the files take until the table's own maintenance removes them.
+what the run wrote.  Only what the run wrote: the tasks put the run's tag in each
+file's name (:func:`run_file_tag`, ``ParquetFiles.name_tag``), and a file
+without it is never touched.  Why: another writer of the same table (a user's
+``OPTIMIZE``, a Spark job, another tool) writes its files before its own commit
+names them too; removing one of those in flight would make that commit name a
+missing file.  The run's start bounds it as well: a file older than the run is
+not the run's.  Why local folders only: listing an object store's prefix per
+failed checkpoint costs more than the space the files take until the table's
+own maintenance (``VACUUM``, orphan-file removal) removes them.
 """
 
 from __future__ import annotations
@@ -34,13 +38,19 @@ def run_started(run_id: str) -> float:
     return datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
 
 
+def run_file_tag(run_id: str) -> str:
+    """What the files run ``run_id``'s tasks write carry in their names."""
+    return f"hw-{run_id}"
+
+
 def drop_unnamed_files(folder: Path, run_id: str, named: Set[str]) -> list[str]:
-    """Remove the Parquet files under ``folder`` written since run ``run_id`` began whose
-    names ``named`` lacks (paths with a part starting ``_`` or ``.`` are never looked
-    at: logs, staging, metadata); the names removed."""
+    """Remove the Parquet files under ``folder`` that run ``run_id``'s tasks wrote (their
+    names carry its tag) and ``named`` lacks (paths with a part starting ``_`` or ``.`` are
+    never looked at: logs, staging, metadata); the names removed."""
     since = run_started(run_id)
+    mark = f".{run_file_tag(run_id)}."
     removed = []
-    for path in folder.rglob("*.parquet"):
+    for path in folder.rglob(f"*{mark}*parquet"):
         parts = path.relative_to(folder).parts
         if any(part.startswith(("_", ".")) for part in parts) or path.name in named:
             continue
@@ -54,4 +64,4 @@ def drop_unnamed_files(folder: Path, run_id: str, named: Set[str]) -> list[str]:
     return removed
 
 
-__all__ = ["drop_unnamed_files", "local_folder_of", "run_started"]
+__all__ = ["drop_unnamed_files", "local_folder_of", "run_file_tag", "run_started"]

@@ -217,7 +217,7 @@ class StreamRunner:
             # A replay replaces rows through Spark; other runs let the tasks write files
             # where the destination can commit them.
             destination = self.engine.destination
-            writer = (destination.file_writer(self.spark, self.plan)
+            writer = (destination.file_writer(self.spark, self.plan, run_id=self.run_id)
                       if self.replay_of is None
                       and destination.capabilities.task_written_files else None)
             self.route = choose_route(destination, self.plan, staged=self.staged, writer=writer,

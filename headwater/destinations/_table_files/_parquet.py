@@ -169,6 +169,10 @@ class ParquetFiles:
     #: limit): a table's target file size (Iceberg's ``write.target-file-size-bytes``),
     #: met from above since the file holds them encoded and compressed.
     max_bytes_per_file: int | None = None
+    #: Put in every file's name (``run_file_tag``): which run wrote a file the table's log or
+    #: snapshots do not name yet, so a failed checkpoint's files can be told from another
+    #: writer's files in flight (``destinations/_uncommitted.py``).  Empty: Spark's names.
+    name_tag: str = ""
 
     @property
     def schema(self) -> pa.Schema:
@@ -211,7 +215,8 @@ class ParquetFiles:
     def open_file(self, schema: pa.Schema, stats_columns: Sequence[str]) -> _File:
         """A new file in ``folder``, written as this writer's settings say."""
         return _File.open(TableFolder(self.folder, self.store), schema, self.compression,
-                          stats_columns, compression_level=self.compression_level)
+                          stats_columns, compression_level=self.compression_level,
+                          name_tag=self.name_tag)
 
     def is_full(self, file: _File) -> bool:
         """Whether ``file`` is to be closed (and another started) now."""
@@ -234,11 +239,13 @@ class _File:
 
     @classmethod
     def open(cls, table: str | TableFolder, schema: pa.Schema, compression: str,
-             stats_columns: Sequence[str], *, compression_level: int | None = None) -> _File:
+             stats_columns: Sequence[str], *, compression_level: int | None = None,
+             name_tag: str = "") -> _File:
         folder = TableFolder.of(table)
-        # Spark's naming, so the table's folder looks the same whoever wrote a file.
-        name = (f"part-{uuid.uuid4()}-c000.parquet" if compression == "none"
-                else f"part-{uuid.uuid4()}-c000.{compression}.parquet")
+        # Spark's naming, so the table's folder looks the same whoever wrote a file (with
+        # the writing run's tag before the extensions, when there is one).
+        stem = f"part-{uuid.uuid4()}-c000" + (f".{name_tag}" if name_tag else "")
+        name = f"{stem}.parquet" if compression == "none" else f"{stem}.{compression}.parquet"
         plain = _float_leaves(schema)
         others = [path for path in _leaf_paths(schema) if path not in plain]
         where, filesystem = folder.write_target(name)

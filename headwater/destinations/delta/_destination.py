@@ -78,7 +78,7 @@ from headwater.destinations._table_files._parquet import ParquetFiles
 from headwater.destinations._table_files._store import (
     TableFolder,
 )
-from headwater.destinations._uncommitted import local_folder_of
+from headwater.destinations._uncommitted import local_folder_of, run_file_tag
 from headwater.destinations.delta import (
     _abort,
     _catalog,
@@ -329,7 +329,8 @@ class DeltaDestination(Destination):
         self._choices[plan.stream.name] = choice
         return choice
 
-    def file_writer(self, spark: SparkSession, plan: StreamPlan) -> ParquetFiles | None:
+    def file_writer(self, spark: SparkSession, plan: StreamPlan, *,
+                    run_id: str = "") -> ParquetFiles | None:
         choice = self._choices.get(plan.stream.name)
         if choice is None:  # prepare did not run here
             choice = self._files_folder(spark, plan)
@@ -348,7 +349,8 @@ class DeltaDestination(Destination):
                 return None
             listed = listed_columns(state.properties.get(STATS_PROPERTY) if state else None)
         return ParquetFiles(folder=folder.uri, store=folder.store,
-                            stats_columns=listed or list(STATS_META_COLUMNS))
+                            stats_columns=listed or list(STATS_META_COLUMNS),
+                            name_tag=run_file_tag(run_id) if run_id else "")
 
     # ----------------------------------------------------------------- preparing
 

@@ -70,6 +70,7 @@ from headwater.destinations._dataset import without_credentials
 from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
 from headwater.destinations._table_files._s3_check import check_s3
 from headwater.destinations._table_files._store import S3Access, TableFolder
+from headwater.destinations._uncommitted import run_file_tag
 from headwater.destinations.iceberg import (
     _abort,
     _catalog,
@@ -285,7 +286,8 @@ class IcebergDestination(Destination):
             raise DestinationError(f"cannot prepare Iceberg table {identifier}: "
                                    f"{_error_line(exc)}", stream=plan.stream.name) from exc
 
-    def file_writer(self, spark: SparkSession, plan: StreamPlan) -> ParquetFiles:
+    def file_writer(self, spark: SparkSession, plan: StreamPlan, *,
+                    run_id: str = "") -> ParquetFiles:
         folder = self._folders.get(plan.stream.name)
         if folder is None:  # prepare did not run in this process
             table = self.load_table(plan.stream.name)
@@ -297,7 +299,8 @@ class IcebergDestination(Destination):
         # One file per partition value, as the table's spec splits rows; written as the
         # table's properties ask (codec, target file size: ``_properties.py``).
         return _layout.files_writer(self._file_settings[plan.stream.name], folder,
-                                    self._partition_keys.get(plan.stream.name) or ())
+                                    self._partition_keys.get(plan.stream.name) or (),
+                                    name_tag=run_file_tag(run_id) if run_id else "")
 
     def _remember_layout(self, table: Table, stream: str) -> None:
         """Where and how the stream's tasks write the table's files, as the table says."""

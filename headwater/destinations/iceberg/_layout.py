@@ -239,19 +239,19 @@ class PartitionedParquetFiles(ParquetFiles):
 
 
 def files_writer(settings: _properties.FileSettings, folder: TableFolder,
-                 keys: tuple[Any, ...] = ()) -> ParquetFiles:
+                 keys: tuple[Any, ...] = (), *, name_tag: str = "") -> ParquetFiles:
     """The tasks' writer into ``folder``, as the table's properties ask (``settings``): one
-    file per partition value when ``keys``."""
+    file per partition value when ``keys``; ``name_tag`` in each file's name."""
     # No Delta statistics: Iceberg reads each file's metrics from its footer.
     if keys:
         return PartitionedParquetFiles(
             folder=folder.uri, stats_columns=(), store=folder.store, keys=keys,
             compression=settings.compression, compression_level=settings.compression_level,
-            max_bytes_per_file=settings.max_bytes_per_file)
+            max_bytes_per_file=settings.max_bytes_per_file, name_tag=name_tag)
     return ParquetFiles(folder=folder.uri, stats_columns=(), store=folder.store,
                         compression=settings.compression,
                         compression_level=settings.compression_level,
-                        max_bytes_per_file=settings.max_bytes_per_file)
+                        max_bytes_per_file=settings.max_bytes_per_file, name_tag=name_tag)
 
 
 def split(batch: pa.RecordBatch, keys: Sequence[_Key]) -> Iterator[tuple[tuple[Any, ...],

@@ -20,12 +20,19 @@ APPEND = {"name": "orders", "sync_mode": "incremental", "destination_sync_mode":
 OVERWRITE = {"name": "orders", "sync_mode": "full_refresh", "destination_sync_mode": "overwrite"}
 
 
+#: A file another writer of the table (Spark's naming) wrote and has not committed yet.
+IN_FLIGHT = "00000-0-4a1f2c3d-5e6f-4a7b-8c9d-0e1f2a3b4c5d-0-00001.parquet"
+
+
 class FailsTheLastCheckpoint(IcebergDestination):
-    """Its last checkpoint's tasks write their files, then the commit (or staging) fails."""
+    """Its last checkpoint's tasks write their files, then the commit (or staging) fails;
+    meanwhile another writer left a file of its own in the table's data folder."""
 
     def _fails(self, plan: Any, checkpoint: Any, files: Any) -> None:
         if checkpoint.index == plan.checkpoints[-1].index:
             assert files.count() > 0  # the tasks ran and wrote their files
+            folder = Path(self._folders[plan.stream.name].local_path())
+            (folder / IN_FLIGHT).write_bytes(b"PAR1")
             raise RuntimeError("the commit did not land")
 
     def commit_files(self, spark: Any, plan: Any, checkpoint: Any, files: Any,
@@ -58,4 +65,5 @@ def test_a_failed_checkpoint_leaves_no_files_and_referenced_ones_stay(
     referenced = _referenced(table)
     assert len(referenced) >= 2, "the earlier checkpoints committed (or staged) their files"
     data = Path(table.location().removeprefix("file://")) / "data"
-    assert {p.name for p in data.rglob("*.parquet")} == referenced
+    # The run's unreferenced files are gone; the other writer's in flight is not the run's.
+    assert {p.name for p in data.rglob("*.parquet")} == referenced | {IN_FLIGHT}
