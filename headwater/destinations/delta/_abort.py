@@ -7,12 +7,12 @@ files no commit adds.  Readers never see them (Delta reads the log, not the
 folder) but they take space until a ``VACUUM``, and a retried or resumed
 checkpoint writes new ones.  :func:`drop_uncommitted_files` removes them.
 
-Never committed data: a file is removed only when (1) it was written since the
-run began (its run id starts with its start time), (2) no ``add`` or ``remove``
-of the table's log names it, and (3) no manifest of the run's staged overwrite
-lists it (staged checkpoints keep their files in the table's folder until the
-publish).  The engine calls ``abort`` once every commit lane of the stream has
-ended, so no file of a commit in flight can be mistaken for debris.  Local
+Never committed data, never another writer's: a file is removed only when (1) the
+run's tasks wrote it (its name carries the run's tag) since the run began, (2) no
+``add`` or ``remove`` of the table's log names it, and (3) no manifest of the run's
+staged overwrite lists it (staged checkpoints keep their files in the table's folder
+until the publish).  The engine calls ``abort`` once every commit lane of the stream
+has ended, so no file of the run's own commits in flight can be mistaken for debris.  Local
 tables only: on an object store the files stay for ``VACUUM`` (listing a
 bucket's prefix per failed checkpoint costs more than the space;
 ``_uncommitted.py``).

@@ -9,7 +9,8 @@ orphan-file removal.  :func:`drop_unreferenced_files` removes the run's ones.
 Never committed data: every snapshot the table's metadata holds counts, on
 every branch (a staged overwrite's checkpoints are snapshots of its staging
 branch until the publish), so a file any of them references stays, and so
-does one older than the run (``_uncommitted.py``).
+does one older than the run or without the run's tag in its name (another
+writer's, ``_uncommitted.py``).
 """
 
 from __future__ import annotations
