@@ -16,9 +16,9 @@ safe and balanced:
   file its seconds; the files are ordered by them (longest first, xdist's own reorder
   by test count turned off), the rest keep pytest's order behind them, so no
   10-minute file starts last and runs alone.
-- **PostgreSQL is one server.** Both workers reuse it (``tests/_postgres.py``
-  starts it under a file lock), neither stops it: the controller does, at the end,
-  when the run started it.
+- **PostgreSQL and Kafka are one server each.** Both workers reuse it
+  (``tests/_postgres.py`` and ``tests/_kafka.py`` start it under a file lock), neither
+  stops it: the controller does, at the end, when the run started it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from __future__ import annotations
 import pytest
 from xdist.scheduler import LoadFileScheduling
 
-from tests import _postgres
+from tests import _kafka, _postgres
 from tests._time_report import known_slow_files
 
 #: Test files that run together in one process, by what they share.
@@ -105,15 +105,17 @@ def _module_of(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
-class PostgresOwner:
-    """Stops, at the end of an xdist run, the PostgreSQL server the run started."""
+class ServerOwner:
+    """Stops, at the end of an xdist run, the PostgreSQL server and the Kafka broker the
+    run started (one that ran before the run is left running)."""
 
     def __init__(self) -> None:
-        self.was_running = _postgres.running()
+        self.servers = [server for server in (_postgres, _kafka) if not server.running()]
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        if not self.was_running and _postgres.running():
-            _postgres.stop()
+        for server in self.servers:
+            if server.running():
+                server.stop()
 
 
 class Scheduler:
@@ -130,5 +132,5 @@ class Scheduler:
 def configure(config: pytest.Config) -> None:
     """Called from ``tests/conftest.py``'s ``pytest_configure``."""
     if under_xdist(config) and not is_worker(config):
-        config.pluginmanager.register(PostgresOwner(), "headwater-postgres-owner")
+        config.pluginmanager.register(ServerOwner(), "headwater-server-owner")
         config.pluginmanager.register(Scheduler(), "headwater-scheduler")

@@ -96,3 +96,15 @@ def postgres_server(request: pytest.FixtureRequest) -> Iterator[object]:
     # Under xdist the other worker may still use it: the controller stops it (_workers).
     if started and not workers.is_worker(request.config):
         _postgres.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(request: pytest.FixtureRequest) -> Iterator[object]:
+    """A real Apache Kafka broker on 127.0.0.1 (``scripts/kafka``: one KRaft node);
+    stopped if this session started it."""
+    from tests import _kafka
+
+    broker, started = _kafka.start()
+    yield broker
+    if started and not workers.is_worker(request.config):
+        _kafka.stop()
