@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +91,7 @@ class OnCluster(Connection):
     s3: S3Server | None = None
     folder: str = ""
     name: str = NAME
+    checkpoint: Mapping[str, int] = field(default_factory=lambda: CHECKPOINT)
 
     def write(self, generation: int = 0,
               streams: list[Mapping[str, Any]] | None = None) -> Path:
@@ -99,7 +100,7 @@ class OnCluster(Connection):
             self.tmp_path, name=self.name, source=self.source(generation),
             streams=streams or [STREAMS[self.mode]], lake=f"s3a://{BUCKET}/{self.folder}",
             store_file=None,
-            checkpoint=CHECKPOINT, writer=self.writer,
+            checkpoint=dict(self.checkpoint), writer=self.writer,
             spark={"conf": self.s3.spark_conf()})
 
     #: The driver runs on the cluster's side of a CLI process: executors elsewhere get
@@ -167,8 +168,11 @@ def test_every_mode_lands_on_s3_from_the_cluster(
     """Two generations of a connection with an ``append_dedup`` stream and an ``overwrite``
     one: the first sync lands the source, the next exactly what changed.  (``append``, the
     strictest, is the killed sync's below and the side-by-side syncs'.)"""
+    # Two checkpoints per stream and generation (each a MERGE or a staged file set on S3
+    # from the cluster, the slow part): the kill tests below need more, this one does not.
     conn = on_cluster(tmp_path, "append_dedup", cluster, s3_server, name="every-mode",
-                      changes={**SOURCE_CHANGES, "orders": 2_000})
+                      changes={**SOURCE_CHANGES, "orders": 4_000},
+                      checkpoint={**CHECKPOINT, "partitions_per_checkpoint": 4})
     streams = [STREAMS["append_dedup"], {"name": "orders", "sync_mode": "full_refresh",
                                          "destination_sync_mode": "overwrite"}]
     partitions = 0

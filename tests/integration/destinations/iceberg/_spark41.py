@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,14 +61,24 @@ def run_spark41(script: str, args: list[str], tmp_path: Path) -> tuple[dict[str,
     return found, done.stderr
 
 
-def read_with_spark(catalog: dict[str, str], tables: list[str], tmp_path: Path, *,
-                    name: str = "ice", jars: list[str] | None = None
-                    ) -> dict[str, dict[str, Any]]:
-    """``tables`` as Spark 4.1's Iceberg catalog ``name`` with ``catalog``'s properties reads
-    them, ``jars`` on its class path (``read_tables.py``: its docstring says how values are
-    printed)."""
-    request = {"jar": str(RUNTIME_JAR), "catalog": catalog, "tables": tables, "name": name,
-               "jars": jars or []}
+@dataclass(frozen=True)
+class SparkRead:
+    """Tables to read through one Iceberg catalog: its properties and its name in Spark."""
+
+    catalog: dict[str, str]
+    tables: list[str]
+    name: str = "ice"
+    #: Jars the catalog needs on the class path (a JDBC driver).
+    jars: tuple[str, ...] = ()
+
+
+def read_with_spark(reads: list[SparkRead], tmp_path: Path) -> list[dict[str, dict[str, Any]]]:
+    """Each read's tables as Spark 4.1's Iceberg catalog reads them, in one Spark process
+    (``read_tables.py``: its docstring says how values are printed); a list in the order of
+    ``reads``, each table name -> its columns and rows."""
+    jars = list(dict.fromkeys(jar for read in reads for jar in read.jars))
+    request = {"jar": str(RUNTIME_JAR), "jars": jars,
+               "reads": [{"catalog": r.catalog, "tables": r.tables, "name": r.name}
+                         for r in reads]}
     found, _ = run_spark41("read_tables.py", [json.dumps(request)], tmp_path)
-    tables_read: dict[str, dict[str, Any]] = found["tables"]
-    return tables_read
+    return [read["tables"] for read in found["reads"]]

@@ -10,8 +10,9 @@ the copy-on-write rewrites of ``append_dedup`` and of a replay.  PyIceberg reads
 the same tables through a catalog client of the test's own; the two must agree row
 for row, and each table must hold what its mode promises.
 
-One Spark process reads all the tables of a catalog kind (its start costs tens of
-seconds here), so the modes share one test per catalog.
+One Spark process reads all the tables of every catalog kind (its start costs tens of
+seconds here), a session per catalog: the syncs of all four run first (a module
+fixture), then each catalog's test compares what was read.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from headwater.engine._rerun import replay
 from tests.integration._connections import connection_file, engine, sync
 from tests.integration.destinations.iceberg._rest_catalog import RestCatalogServer
 from tests.integration.destinations.iceberg._spark41 import (
+    SparkRead,
     jdbc_driver,
     read_with_spark,
     require_spark41,
@@ -114,73 +117,89 @@ def _multiset(rows: list[list[Any]], lists: list[int]) -> Counter[str]:
     return Counter(json.dumps(normal(row)) for row in rows)
 
 
+KINDS = ["hadoop", "rest", "sqlite", "postgresql"]
+
+
 @dataclass(frozen=True)
-class SparkCatalog:
-    """How Spark 4.1 reaches the catalog a test's syncs wrote to."""
+class Landed:
+    """One catalog kind's syncs: its folder, the namespace and what Spark 4.1 read."""
 
-    properties: dict[str, str]
-    name: str = "ice"
-    jars: tuple[str, ...] = ()
+    folder: Path
+    namespace: str
+    by_spark: dict[str, dict[str, Any]]
 
 
-@pytest.fixture(params=["hadoop", "rest", "sqlite", "postgresql"])
-def catalogs(request: pytest.FixtureRequest,
-             tmp_path: Path) -> Iterator[tuple[dict[str, Any], SparkCatalog, str]]:
-    """The destination's config, Spark's catalog for the same catalog, and the namespace:
-    the default (hadoop) catalog, the session's REST catalog server, or a SQL catalog in
-    SQLite or PostgreSQL (Spark's ``JdbcCatalog`` with the database's JDBC driver; it lists
-    only the tables of its own catalog name, so it takes ours, ``headwater``)."""
-    require_spark41()  # before a minute of syncs
-    warehouse = tmp_path / "warehouse"
+def _catalog(kind: str, folder: Path, request: pytest.FixtureRequest, stack: ExitStack,
+             ) -> tuple[dict[str, Any], dict[str, str], str, tuple[str, ...], str]:
+    """The destination's config, Spark's catalog properties for the same catalog, Spark's
+    name for it, its jars, and the namespace: the default (hadoop) catalog, the session's
+    REST catalog server, or a SQL catalog in SQLite or PostgreSQL (Spark's ``JdbcCatalog``
+    with the database's JDBC driver; it lists only the tables of its own catalog name, so
+    it takes ours, ``headwater``)."""
+    warehouse = folder / "warehouse"
     jdbc = {"warehouse": warehouse.as_uri(), "jdbc.schema-version": "V1"}
-    if request.param == "hadoop":
-        yield ({"warehouse": str(warehouse)},
-               SparkCatalog({"type": "hadoop", "warehouse": warehouse.as_uri()}), "headwater")
-    elif request.param == "sqlite":
-        yield ({"warehouse": str(warehouse), "catalog": {"type": "sql"}},
-               SparkCatalog({"type": "jdbc", "uri": f"jdbc:sqlite:{warehouse}/catalog.db",
-                             **jdbc}, name="headwater", jars=(jdbc_driver("sqlite-jdbc"),)),
-               "headwater")
-    elif request.param == "postgresql":
+    if kind == "hadoop":
+        return ({"warehouse": str(warehouse)},
+                {"type": "hadoop", "warehouse": warehouse.as_uri()}, "ice", (), "headwater")
+    if kind == "sqlite":
+        return ({"warehouse": str(warehouse), "catalog": {"type": "sql"}},
+                {"type": "jdbc", "uri": f"jdbc:sqlite:{warehouse}/catalog.db", **jdbc},
+                "headwater", (jdbc_driver("sqlite-jdbc"),), "headwater")
+    if kind == "postgresql":
         server = request.getfixturevalue("postgres_server")
-        with server.database() as database:
-            uri = server.database_url(database)
-            parts = urlsplit(uri)
-            yield ({"warehouse": str(warehouse), "catalog": {
-                        "type": "sql", "uri": uri.replace("postgresql://",
-                                                          "postgresql+psycopg2://")}},
-                   SparkCatalog({"type": "jdbc", "uri": f"jdbc:postgresql://{parts.hostname}:"
-                                                        f"{parts.port}/{database}",
-                                 "jdbc.user": parts.username or "",
-                                 "jdbc.password": parts.password or "", **jdbc},
-                                name="headwater", jars=(jdbc_driver("postgresql"),)),
-                   "headwater")
-    else:
-        rest: RestCatalogServer = request.getfixturevalue("iceberg_rest_catalog")
-        namespace = f"spark_{uuid.uuid4().hex[:12]}"  # the server is shared by the session
-        yield ({"warehouse": str(warehouse), "catalog": {"type": "rest", "uri": rest.uri},
-                "namespace": namespace}, SparkCatalog({"type": "rest", "uri": rest.uri}),
-               namespace)
+        database = stack.enter_context(server.database())
+        uri = server.database_url(database)
+        parts = urlsplit(uri)
+        return ({"warehouse": str(warehouse), "catalog": {
+                    "type": "sql", "uri": uri.replace("postgresql://", "postgresql+psycopg2://")}},
+                {"type": "jdbc", "uri": f"jdbc:postgresql://{parts.hostname}:{parts.port}/"
+                                        f"{database}",
+                 "jdbc.user": parts.username or "", "jdbc.password": parts.password or "",
+                 **jdbc}, "headwater", (jdbc_driver("postgresql"),), "headwater")
+    rest: RestCatalogServer = request.getfixturevalue("iceberg_rest_catalog")
+    namespace = f"spark_{uuid.uuid4().hex[:12]}"  # the server is shared by the session
+    return ({"warehouse": str(warehouse), "catalog": {"type": "rest", "uri": rest.uri},
+             "namespace": namespace}, {"type": "rest", "uri": rest.uri}, "ice", (), namespace)
 
 
-def test_spark_reads_every_mode_s_table_as_pyiceberg_does(
-        spark: Any, tmp_path: Path, catalogs: tuple[dict[str, Any], SparkCatalog, str]
-) -> None:
-    destination, spark_catalog, namespace = catalogs
-    second: dict[str, SyncResult] = {}
-    for name in MODES:
-        sync(_connection(tmp_path, name, destination, generation=0))
-        second[name] = sync(_connection(tmp_path, name, destination, generation=1))
-    # A replay rewrites the run's rows copy-on-write: Spark must read the rewrite.
-    replayed = replay(engine(tmp_path / "appended.yaml"), second["appended"].run_id)
-    assert replayed.status == "succeeded", replayed.to_dict()
+@pytest.fixture(scope="module")
+def landed(spark: Any, request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Landed]]:
+    """Every catalog kind's syncs (two generations of each pair of modes, then a replay),
+    and all their tables read by one Spark 4.1 process, a session per catalog."""
+    require_spark41()  # before a minute of syncs
+    with ExitStack() as stack:
+        reads: list[SparkRead] = []
+        folders: dict[str, tuple[Path, str]] = {}
+        for kind in KINDS:
+            folder = tmp_path_factory.mktemp(f"read-by-spark-{kind}")
+            destination, properties, name, jars, namespace = _catalog(kind, folder, request,
+                                                                      stack)
+            second: dict[str, SyncResult] = {}
+            for mode in MODES:
+                sync(_connection(folder, mode, destination, generation=0))
+                second[mode] = sync(_connection(folder, mode, destination, generation=1))
+            # A replay rewrites the run's rows copy-on-write: Spark must read the rewrite.
+            replayed = replay(engine(folder / "appended.yaml"), second["appended"].run_id)
+            assert replayed.status == "succeeded", replayed.to_dict()
+            tables = [f"{namespace}.{mode}_{stream['name']}"
+                      for mode, streams in MODES.items() for stream in streams]
+            reads.append(SparkRead(properties, tables, name=name, jars=jars))
+            folders[kind] = (folder, namespace)
+        by_spark = read_with_spark(reads, tmp_path_factory.mktemp("spark41"))
+        yield {kind: Landed(folder, namespace, read)
+               for (kind, (folder, namespace)), read in zip(folders.items(), by_spark,
+                                                           strict=True)}
 
-    tables = [f"{namespace}.{name}_{stream['name']}"
-              for name, streams in MODES.items() for stream in streams]
-    by_spark = read_with_spark(spark_catalog.properties, tables, tmp_path,
-                               name=spark_catalog.name, jars=list(spark_catalog.jars))
 
-    reader = fresh_catalog(tmp_path / "merged.yaml")
+@pytest.mark.parametrize("kind", KINDS)
+def test_spark_reads_every_mode_s_table_as_pyiceberg_does(landed: dict[str, Landed],
+                                                          kind: str) -> None:
+    folder, namespace = landed[kind].folder, landed[kind].namespace
+    tables = [f"{namespace}.{mode}_{stream['name']}"
+              for mode, streams in MODES.items() for stream in streams]
+    by_spark = landed[kind].by_spark
+    reader = fresh_catalog(folder / "merged.yaml")
     read: dict[str, pa.Table] = {}
     for table in tables:
         read[table] = reader.load_table(table).scan().to_arrow()

@@ -6,16 +6,19 @@ project's venv, where no Iceberg runtime loads.  Usage::
 
     python read_tables.py REQUEST_JSON
 
-REQUEST_JSON: ``{"jar": ..., "catalog": {"type": "hadoop", "warehouse": "file://..."} or
-{"type": "rest", "uri": "http://..."} or {"type": "jdbc", "uri": "jdbc:sqlite:...", ...},
-"tables": ["namespace.table", ...]}``, optionally ``"name"``, the catalog's name (a JDBC
-catalog's tables are registered under the writer's catalog name: ``headwater``), and
-``"jars"``, more jars (a JDBC driver).
+REQUEST_JSON: ``{"jar": ..., "jars": [more jars: JDBC drivers], "reads": [{"catalog":
+{"type": "hadoop", "warehouse": "file://..."} or {"type": "rest", "uri": "http://..."} or
+{"type": "jdbc", "uri": "jdbc:sqlite:...", ...}, "name": the catalog's name, "tables":
+["namespace.table", ...]}, ...]}``.  A JDBC catalog's tables are registered under the
+writer's catalog name (``headwater``), so two JDBC catalogs take the same name: each read
+runs in a session of its own (``newSession``: its own catalogs, one JVM for all, since a
+Spark start costs tens of seconds here).
 
-Prints one JSON line: ``{"spark": version, "tables": {name: {"columns": [...], "rows":
-[[...], ...]}}}``, each value in a form both sides can produce exactly: timestamps as
-epoch microseconds, dates as epoch days, decimals as text, nested values as JSON text;
-rows in no particular order (the test compares them as multisets).
+Prints one JSON line: ``{"spark": version, "reads": [{"tables": {name: {"columns": [...],
+"rows": [[...], ...]}}}, ...]}`` in the order of ``reads``, each value in a form both sides
+can produce exactly: timestamps as epoch microseconds, dates as epoch days, decimals as
+text, nested values as JSON text; rows in no particular order (the test compares them as
+multisets).
 """
 
 from __future__ import annotations
@@ -65,17 +68,22 @@ def comparable(field: Any) -> Any:
 
 def main() -> None:
     request = json.loads(sys.argv[1])
-    catalog = request.get("name") or CATALOG
-    spark = session(",".join([request["jar"], *request.get("jars", [])]), request["catalog"],
-                    catalog)
-    found: dict[str, Any] = {"spark": spark.version, "tables": {}}
-    for name in request["tables"]:
-        frame = spark.table(f"{catalog}.{name}")
-        frame = frame.select(*(comparable(f) for f in frame.schema.fields))
-        found["tables"][name] = {"columns": frame.columns,
-                                 "rows": [list(row) for row in frame.collect()]}
+    base = session(",".join([request["jar"], *request.get("jars", [])]), {}, CATALOG)
+    found: dict[str, Any] = {"spark": base.version, "reads": []}
+    for read in request["reads"]:
+        spark, catalog = base.newSession(), read.get("name") or CATALOG
+        spark.conf.set(f"spark.sql.catalog.{catalog}", "org.apache.iceberg.spark.SparkCatalog")
+        for key, value in read["catalog"].items():
+            spark.conf.set(f"spark.sql.catalog.{catalog}.{key}", value)
+        tables: dict[str, Any] = {}
+        for name in read["tables"]:
+            frame = spark.table(f"{catalog}.{name}")
+            frame = frame.select(*(comparable(f) for f in frame.schema.fields))
+            tables[name] = {"columns": frame.columns,
+                            "rows": [list(row) for row in frame.collect()]}
+        found["reads"].append({"tables": tables})
     print(json.dumps(found), flush=True)
-    spark.stop()
+    base.stop()
 
 
 if __name__ == "__main__":
