@@ -352,15 +352,11 @@ class FilesDestination(Destination):
             return
         listed = _logged_files(self.log(stream, spark))
         for run in runs:
-            for name, _, _ in folder.list_files(f"{_manifests.STAGING}/{run}"):
-                text = folder.read_text(f"{_manifests.STAGING}/{run}/{name}")
-                if text is None or _manifests.sequence_of(name) is not None:
-                    continue
-                with contextlib.suppress(ValueError, KeyError):
-                    for listed_file in _manifests.Manifest.from_json(text).files:
-                        if listed_file.path not in listed:
-                            with contextlib.suppress(OSError):
-                                folder.delete_file(listed_file.path)
+            for staged in _staged_manifests(folder, run):
+                for listed_file in staged.files:
+                    if listed_file.path not in listed:
+                        with contextlib.suppress(OSError):
+                            folder.delete_file(listed_file.path)
             folder.delete_folder(f"{_manifests.STAGING}/{run}")
 
     def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
@@ -372,10 +368,7 @@ class FilesDestination(Destination):
         folder = self.folder(stream, spark)
         named = _logged_files(self.log(stream, spark))
         for run in _subfolders(folder, _manifests.STAGING):
-            for name, _, _ in folder.list_files(f"{_manifests.STAGING}/{run}"):
-                text = folder.read_text(f"{_manifests.STAGING}/{run}/{name}")
-                with contextlib.suppress(ValueError, KeyError, TypeError):
-                    named |= {f.path for f in _manifests.Manifest.from_json(text or "").files}
+            named |= {f.path for staged in _staged_manifests(folder, run) for f in staged.files}
         mark = f".{run_file_tag(marker.run_id)}."
         since_ms = run_started(marker.run_id) * 1000
         removed = []
@@ -521,6 +514,17 @@ def _refuse_other_run(found: _manifests.Manifest, marker: CommitMarker, location
 def _logged_files(journal: _manifests.Log) -> set[str]:
     """Every file any manifest of the log names (current or replaced)."""
     return {f.path for manifest in journal.manifests() for f in manifest.files}
+
+
+def _staged_manifests(folder: TableFolder, run_id: str) -> list[_manifests.Manifest]:
+    """The checkpoints run ``run_id`` staged (what is no manifest, a temporary file, is
+    left out)."""
+    found = []
+    for name, _, _ in folder.list_files(f"{_manifests.STAGING}/{run_id}"):
+        text = folder.read_text(f"{_manifests.STAGING}/{run_id}/{name}")
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            found.append(_manifests.Manifest.from_json(text or ""))
+    return found
 
 
 def _subfolders(folder: TableFolder, relative: str) -> list[str]:

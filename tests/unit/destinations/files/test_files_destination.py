@@ -188,3 +188,49 @@ def _same(actual: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
 
     assert [{k: key(v) for k, v in r.items()} for r in actual] == \
         [{k: key(v) for k, v in r.items()} for r in expected]
+
+
+# ------------------------------------------------------------------ refusals and staging
+
+
+@pytest.mark.parametrize(("mode", "layout", "refused"), [
+    (DestinationSyncMode.APPEND_DEDUP, None, "append_dedup needs one row per primary key"),
+    (DestinationSyncMode.APPEND, ("country",), "partition_by, cluster_by and table_properties"),
+])
+def test_prepare_refuses_what_plain_files_cannot_do(tmp_path: Path, mode: DestinationSyncMode,
+                                                    layout: tuple[str, ...] | None,
+                                                    refused: str) -> None:
+    from headwater.errors import ConfigError
+    from headwater.plan import TableLayout
+
+    stream = ConfiguredStream(name="users", sync_mode=SyncMode.INCREMENTAL,
+                              destination_sync_mode=mode, cursor_field="updated_at",
+                              primary_key=("id",),
+                              table_layout=TableLayout(partition_by=layout or ()))
+    plan = StreamPlan(stream=stream, state_before=None, lanes=1, checkpoints=(),
+                      json_schema=PLAN.json_schema)
+    destination = FilesDestination({"path": str(tmp_path)})
+    with pytest.raises(ConfigError, match=refused) as raised:
+        destination.prepare(None, plan, pa.schema([("id", pa.int64())]))  # type: ignore[arg-type]
+    assert "stream 'users'" in str(raised.value)
+    assert not (tmp_path / "users").exists()  # refused before anything was written
+
+
+def test_clear_staging_drops_other_runs_unpublished_files_only(tmp_path: Path) -> None:
+    table = tmp_path / "orders"
+    (table / "_manifests").mkdir(parents=True)
+    failed, published, kept = "20261128T180000Z-aaaaaa", "20261128T181000Z-bbbbbb", RUN
+    for run in (failed, published, kept):
+        (table / "_staging" / run).mkdir(parents=True)
+    names = {run: _file(table, f"part-{run}-c000.{run_file_tag(run)}.jsonl", at=1e9)
+             for run in (failed, published, kept)}
+    for run, name in names.items():
+        (table / staged_name(run, 1)).write_text(_manifest(name))
+    # The publish of ``published`` landed; removing its staging folder did not.
+    (table / "_manifests" / "00000000000000000000.json").write_text(_manifest(names[published]))
+
+    FilesDestination({"path": str(tmp_path)}).clear_staging(
+        None, PLAN, keep_run_id=kept)  # type: ignore[arg-type]  # no Spark for a folder
+    assert sorted(p.name for p in table.glob("part-*")) == sorted([names[published],
+                                                                    names[kept]])
+    assert sorted(p.name for p in (table / "_staging").iterdir()) == [kept]
