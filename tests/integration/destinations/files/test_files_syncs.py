@@ -137,7 +137,9 @@ def test_text_formats_keep_decimals_timestamps_and_nested_objects(spark: Any, tm
 
 def test_a_bucket_takes_the_files_and_manifests(spark: Any, tmp_path: Path,
                                                s3_server: S3Server) -> None:
+    from headwater.destinations._table_files._create import create_text
     from headwater.destinations.files import FilesDestination, read_table
+    from headwater.destinations.files._manifests import manifest_name
     from tests.integration.destinations.delta._s3 import hadoop_settings, new_bucket, s3_table
     from tests.integration.destinations.delta._tables import session_settings
 
@@ -154,3 +156,8 @@ def test_a_bucket_takes_the_files_and_manifests(spark: Any, tmp_path: Path,
     table = read_table(exports, "users", filesystem=store)
     expected = SampleSource(SOURCE).expected_rows("users")
     assert _rows(table, COLUMNS) == _rows(expected, COLUMNS)
+    # A manifest in the bucket cannot be replaced: the conditional put is refused.
+    users = s3_table(s3_server, bucket, "exports/users")
+    first = users.read_text(manifest_name(0))
+    assert first is not None and not create_text(users, manifest_name(0), "replaced")
+    assert users.read_text(manifest_name(0)) == first
