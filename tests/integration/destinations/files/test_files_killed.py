@@ -67,7 +67,8 @@ def test_killed_while_reading_then_after_a_commit_then_resumed(spark: Any,
     killed = run_cli(tmp_path, "sync", str(path), "--json",
                      env={"HEADWATER_FAULT": "after-commit:1"})
     assert killed.exit_code == KILLED, killed.describe()
-    assert len(_manifests(table)) == first + 1
+    # Killed after its first commit; the other lane's commit may have landed meanwhile.
+    assert first < len(_manifests(table)) <= first + 2
 
     # 3. Resumed again, to the end, in the test process.
     result = run_in_process(tmp_path, "sync", str(path), "--json")
