@@ -234,3 +234,17 @@ def test_clear_staging_drops_other_runs_unpublished_files_only(tmp_path: Path) -
     assert sorted(p.name for p in table.glob("part-*")) == sorted([names[published],
                                                                     names[kept]])
     assert sorted(p.name for p in (table / "_staging").iterdir()) == [kept]
+
+
+def test_lane_versions_are_the_latest_version_of_each_lane_in_the_log(tmp_path: Path) -> None:
+    table = tmp_path / "orders" / "_manifests"
+    table.mkdir(parents=True)
+    for number, (app_id, version) in enumerate([("hw/s/c/orders/0", 3), ("hw/s/c/orders/1", 4),
+                                                ("hw/s/c/orders/0", 5), ("other/0", 9)]):
+        document = Manifest(files=(), marker={"app_id": app_id, "version": version},
+                            tag="{}", format="parquet", compression="snappy",
+                            schema=pa.schema([])).to_json()
+        (table / f"{number:020d}.json").write_text(document)
+    destination = FilesDestination({"path": str(tmp_path)})
+    assert destination.lane_versions(None, "orders", "hw/s/c/orders/") == {  # type: ignore[arg-type]
+        "hw/s/c/orders/0": 5, "hw/s/c/orders/1": 4}
