@@ -246,7 +246,7 @@ class FilesDestination(Destination):
         logged, created = self._append(spark, stream, manifest, marker, what)
         if not created:  # an earlier attempt's commit: these files stay out of the table
             _refuse_other_run(logged, marker, self.table_location(stream))
-            self._remove(spark, stream, written)
+            self._remove(spark, stream, _unlisted(written, logged))
             return _result(logged, already=True)
         commit_landed()
         return _result(logged, already=False)
@@ -292,12 +292,13 @@ class FilesDestination(Destination):
         name = _manifests.staged_name(marker.run_id, marker.checkpoint_index)
         if create_text(self.folder(stream, spark), name, manifest.to_json()):
             return replace(_result(manifest, already=False), version=None)
-        earlier = self.find_staged(spark, plan, marker)
-        self._remove(spark, stream, written)  # staged by an earlier attempt: these stay out
+        earlier = self._staged(spark, stream, marker.run_id, marker.checkpoint_index)
         if earlier is None:
             raise DestinationError(f"the staging of checkpoint {marker.checkpoint_index} at "
                                    f"{name} was taken, then vanished", stream=stream)
-        return earlier
+        # Staged by an earlier attempt: these files stay out.
+        self._remove(spark, stream, _unlisted(written, earlier))
+        return replace(_result(earlier, already=True), version=None)
 
     def find_staged(self, spark: SparkSession, plan: StreamPlan,
                     marker: CommitMarker) -> CommitResult | None:
@@ -469,6 +470,14 @@ def _written(files: DataFrame, location: str, marker: CommitMarker) -> list[Writ
     except Exception as exc:
         raise DestinationError(f"writing the files of checkpoint {marker.checkpoint_index} of "
                                f"{location} failed: {_line(exc)}", stream=marker.stream) from exc
+
+
+def _unlisted(written: list[WrittenFile], manifest: _manifests.Manifest) -> list[WrittenFile]:
+    """The files of ``written`` that ``manifest`` does not name.  All of them, when it is an
+    earlier attempt's; none, when it is this commit's own whose answer the store lost (the
+    put landed, its retry was refused): those files are the table's now."""
+    named = {f.path for f in manifest.files}
+    return [f for f in written if f.path not in named]
 
 
 def _figures(written: list[WrittenFile]) -> tuple[int, int, int]:

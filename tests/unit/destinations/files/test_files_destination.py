@@ -248,3 +248,58 @@ def test_lane_versions_are_the_latest_version_of_each_lane_in_the_log(tmp_path: 
     destination = FilesDestination({"path": str(tmp_path)})
     assert destination.lane_versions(None, "orders", "hw/s/c/orders/") == {  # type: ignore[arg-type]
         "hw/s/c/orders/0": 5, "hw/s/c/orders/1": 4}
+
+
+class _TaskRows:
+    """What the engine hands ``commit_files``: the rows the tasks' writer returned (here,
+    for one file already written), as a DataFrame's ``collect`` gives them."""
+
+    def __init__(self, *written: Any) -> None:
+        self.written = written
+
+    def collect(self) -> list[Any]:
+        from dataclasses import asdict
+
+        from pyspark.sql import Row
+
+        return [Row(**asdict(w)) for w in self.written]
+
+
+@pytest.mark.parametrize("answer_lost", [False, True])
+def test_a_commit_keeps_its_files_unless_an_earlier_attempt_listed_others(
+        tmp_path: Path, answer_lost: bool) -> None:
+    from headwater.destinations import CommitMarker
+    from headwater.destinations._table_files._create import create_text
+    from headwater.destinations._table_files._parquet import WrittenFile
+    from headwater.destinations._table_files._store import TableFolder
+    from headwater.destinations.files._manifests import Log
+
+    destination = FilesDestination({"path": str(tmp_path), "format": "jsonl"})
+    table = tmp_path / "orders"
+    table.mkdir()
+    folder = TableFolder(str(table))
+
+    def create(relative: str, text: str) -> bool:
+        # With answer_lost, the put lands and its answer is lost: the retry is refused.
+        landed = create_text(folder, relative, text)
+        return landed and not answer_lost
+
+    def names() -> list[str]:
+        return [name for name, _, _ in folder.list_files("_manifests")]
+
+    destination._logs["orders"] = Log(names, folder.read_text, create)
+    marker = CommitMarker("hw/s/c/orders/0", 1, RUN, "orders", 1)
+    checkpoint = CheckpointPlan(index=1, checkpoint_id="c1", lane=0, partitions=())
+
+    def attempt(name: str) -> Any:
+        (table / name).write_text('{"id":1}\n')
+        written = WrittenFile(path=name, size=9, modified_ms=0, rows=1, rejected=0, stats="{}")
+        return destination.commit_files(None, PLAN, checkpoint,  # type: ignore[arg-type]
+                                        _TaskRows(written), marker)  # type: ignore[arg-type]
+
+    first = attempt("part-first.jsonl")
+    assert first.already_committed is answer_lost
+    assert (table / "part-first.jsonl").exists()  # listed: it stays, answer lost or not
+    again = attempt("part-again.jsonl")  # a retried checkpoint: its new file goes
+    assert again.already_committed and not (table / "part-again.jsonl").exists()
+    assert [p.name for p in (table / "_manifests").iterdir()] == ["00000000000000000000.json"]
