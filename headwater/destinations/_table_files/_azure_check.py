@@ -72,7 +72,7 @@ def check_azure(location: str, access: AzureAccess) -> None:
     if where is None:
         raise ValueError(f"{location} is not an Azure location")
     try:
-        blob = _azure_client(access).get_blob_client(where.container, _probe_name(where.key))
+        blob = azure_client(access).get_blob_client(where.container, _probe_name(where.key))
     except Exception as exc:
         raise _azure_failure(exc, location, access.endpoint, where.container) from None
 
@@ -86,7 +86,7 @@ def check_azure(location: str, access: AzureAccess) -> None:
            _ignored("Azure", location, "If-None-Match: *"))
 
 
-def _azure_client(access: AzureAccess) -> Any:
+def azure_client(access: AzureAccess) -> Any:
     from azure.storage.blob import BlobServiceClient
 
     credential: Any = None
@@ -134,4 +134,4 @@ def _azure_failure(exc: Exception, location: str, where: str, container: str) ->
     return DestinationError(f"reaching {location} at {where} failed ({type(exc).__name__})")
 
 
-__all__ = ["check_azure"]
+__all__ = ["azure_client", "check_azure"]

@@ -25,9 +25,10 @@ import datetime as dt
 import json
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -91,6 +92,13 @@ class _ColumnStats:
         self.high = high if self.high is None else max(self.high, high)
 
 
+def iso_timestamp(value: dt.datetime) -> str:
+    """ISO 8601 with microseconds: UTC with a ``Z``, a time without zone without one."""
+    if value.tzinfo is None:
+        return value.isoformat(timespec="microseconds")
+    return value.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+
+
 def _json_bound(value: Any, *, is_max: bool) -> Any:
     """A statistic as Delta writes it in JSON, or None when it cannot be exact."""
     if isinstance(value, bool):
@@ -98,12 +106,9 @@ def _json_bound(value: Any, *, is_max: bool) -> Any:
     if isinstance(value, int):
         return value
     if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            # timestamp_ntz: a wall-clock time with no zone, as Delta-Spark writes it;
-            # Spark parses an ntz statistic with a `Z` as null, so no file was skipped.
-            return value.isoformat(timespec="microseconds")
-        return value.astimezone(dt.UTC).replace(tzinfo=None).isoformat(
-            timespec="microseconds") + "Z"
+        # timestamp_ntz: a wall-clock time with no zone, as Delta-Spark writes it;
+        # Spark parses an ntz statistic with a `Z` as null, so no file was skipped.
+        return iso_timestamp(value)
     if isinstance(value, dt.date):
         return value.isoformat()
     if isinstance(value, str):
@@ -145,8 +150,76 @@ def _has_bounds(type_: pa.DataType) -> bool:
             or pa.types.is_large_string(type_))
 
 
+class WritingFile(Protocol):
+    """A file a task is writing (a Parquet file here; JSON Lines or CSV elsewhere)."""
+
+    #: The schema of the batches it takes (a batch encoded otherwise is cast to it).
+    schema: pa.Schema
+    rows: int
+
+    def write(self, batch: pa.RecordBatch) -> None: ...
+
+    def close(self) -> pa.RecordBatch:
+        """Finish the file; one row of ``FILE_SCHEMA`` describing it."""
+        ...
+
+    def abandon(self) -> None:
+        """Remove the unfinished file (the task failed)."""
+        ...
+
+
+class TaskFiles(ABC):
+    """What runs around a task's output batches: the batches go into files (a new one
+    once :meth:`is_full`), one row of ``FILE_SCHEMA`` comes out per file.  A format's
+    writer says how a file is begun (:meth:`start`)."""
+
+    @property
+    def schema(self) -> pa.Schema:
+        return FILE_SCHEMA
+
+    def around(self, task: ArrowTask) -> ArrowTask:
+        """The ``mapInArrow`` function: ``task``'s batches go to files, file rows come out."""
+        writer = self
+
+        def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            yield from writer.write(task(positions))
+
+        return run
+
+    def write(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        current: WritingFile | None = None
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                if current is None:
+                    current = self.start(batch)
+                elif batch.schema != current.schema:
+                    # One file has one schema; a batch that differs only in how it is
+                    # encoded (nullability, a dictionary) is cast to the file's.
+                    batch = batch.cast(current.schema)
+                current.write(batch)
+                if self.is_full(current):
+                    yield current.close()
+                    current = None
+            if current is not None:
+                yield current.close()
+                current = None
+        finally:
+            if current is not None:  # the task failed: leave no half-written file behind
+                current.abandon()
+
+    @abstractmethod
+    def start(self, batch: pa.RecordBatch) -> WritingFile:
+        """A new file for ``batch`` and the batches after it."""
+
+    @abstractmethod
+    def is_full(self, file: Any) -> bool:
+        """Whether ``file`` is to be closed (and another started) now."""
+
+
 @dataclass
-class ParquetFiles:
+class ParquetFiles(TaskFiles):
     """Writes a task's output batches into Parquet files under ``folder`` (local or a store).
 
     ``stats_columns`` are the table's statistics columns
@@ -174,43 +247,9 @@ class ParquetFiles:
     #: writer's files in flight (``destinations/_uncommitted.py``).  Empty: Spark's names.
     name_tag: str = ""
 
-    @property
-    def schema(self) -> pa.Schema:
-        return FILE_SCHEMA
-
-    def around(self, task: ArrowTask) -> ArrowTask:
-        """The ``mapInArrow`` function: ``task``'s batches go to files, file rows come out."""
-        writer = self
-
-        def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            yield from writer.write(task(positions))
-
-        return run
-
-    def write(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        current: _File | None = None
-        try:
-            for batch in batches:
-                if batch.num_rows == 0:
-                    continue
-                if current is None:
-                    current = self.open_file(
-                        batch.schema, [c for c in self.stats_columns if c in batch.schema.names])
-                elif batch.schema != current.schema:
-                    # One file has one schema; a batch that differs only in how it is
-                    # encoded (nullability, a dictionary) is cast to the file's.
-                    batch = batch.cast(current.schema)
-                current.write(batch)
-                if self.is_full(current):
-                    yield current.close()
-                    current = None
-            if current is not None:
-                yield current.close()
-                current = None
-        finally:
-            if current is not None:  # the task failed: leave no half-written file behind
-                current.abandon()
-
+    def start(self, batch: pa.RecordBatch) -> _File:
+        return self.open_file(batch.schema,
+                              [c for c in self.stats_columns if c in batch.schema.names])
 
     def open_file(self, schema: pa.Schema, stats_columns: Sequence[str]) -> _File:
         """A new file in ``folder``, written as this writer's settings say."""
@@ -218,7 +257,7 @@ class ParquetFiles:
                           stats_columns, compression_level=self.compression_level,
                           name_tag=self.name_tag)
 
-    def is_full(self, file: _File) -> bool:
+    def is_full(self, file: Any) -> bool:
         """Whether ``file`` is to be closed (and another started) now."""
         return file.rows >= self.max_rows_per_file or (
             self.max_bytes_per_file is not None and file.bytes >= self.max_bytes_per_file)

@@ -42,13 +42,15 @@ _CONDITIONAL_ADVICE = ("set destination.config.s3_conditional_writes: false (Spa
                        "writer and its LogStore then commit to this store)")
 
 
-def check_s3(location: str, access: S3Access, *, conditional_writes: bool) -> None:
+def check_s3(location: str, access: S3Access, *, conditional_writes: bool,
+             advice: str = _CONDITIONAL_ADVICE) -> None:
     """Put and delete a probe object under ``location``; an error a person can act on if not.
 
     :class:`AuthenticationError` when the store refuses the credentials (or
     there are none), :class:`DestinationError` for a missing bucket, an
     endpoint that does not answer, or (``conditional_writes``) a store that does
-    not refuse a second ``If-None-Match: *`` put.  No message carries a key.
+    not refuse a second ``If-None-Match: *`` put (``advice`` says what to do then).  No
+    message carries a key.
     """
     parts = s3_bucket_and_key(location)
     if parts is None:
@@ -57,7 +59,7 @@ def check_s3(location: str, access: S3Access, *, conditional_writes: bool) -> No
     key = f"{prefix}/" if prefix else ""
     key += f".headwater-check-{uuid.uuid4().hex}"
     where = access.endpoint or "AWS S3"
-    client = _client(access)
+    client = s3_client(access)
     conditional = {"IfNoneMatch": "*"} if conditional_writes else {}
     put = False
     try:
@@ -65,11 +67,11 @@ def check_s3(location: str, access: S3Access, *, conditional_writes: bool) -> No
             client.put_object(Bucket=bucket, Key=key, Body=b"headwater check\n", **conditional)
         except Exception as exc:
             if conditional_writes and _unsupported(exc):
-                raise _no_conditional_writes(exc, location, where) from None
+                raise _no_conditional_writes(exc, location, where, advice) from None
             raise _failure(exc, location, where, bucket) from None
         put = True
         if conditional_writes:
-            _refuses_second_put(client, location, where, bucket, key)
+            _refuses_second_put(client, location, where, bucket, key, advice)
         _call(client.delete_object, location, where, bucket, Bucket=bucket, Key=key)
         put = False
     finally:
@@ -79,7 +81,7 @@ def check_s3(location: str, access: S3Access, *, conditional_writes: bool) -> No
 
 
 def _refuses_second_put(client: BaseClient, location: str, where: str, bucket: str,
-                        key: str) -> None:
+                        key: str, advice: str) -> None:
     from botocore.exceptions import ClientError
 
     try:
@@ -88,14 +90,14 @@ def _refuses_second_put(client: BaseClient, location: str, where: str, bucket: s
         if _status(exc) == 412 or _code(exc) == "PreconditionFailed":
             return  # refused: the store honours If-None-Match
         if _unsupported(exc):
-            raise _no_conditional_writes(exc, location, where) from None
+            raise _no_conditional_writes(exc, location, where, advice) from None
         raise _failure(exc, location, where, bucket) from None
     except Exception as exc:
         raise _failure(exc, location, where, bucket) from None
     raise DestinationError(
         f"the S3 store at {where} ignores If-None-Match: a second put of one object with "
         f"If-None-Match: * under {location} succeeded, so a second commit of one table "
-        f"version would replace the first: {_CONDITIONAL_ADVICE}")
+        f"version would replace the first: {advice}")
 
 
 def _unsupported(exc: Exception) -> bool:
@@ -106,11 +108,12 @@ def _unsupported(exc: Exception) -> bool:
         _code(exc) in _UNSUPPORTED_CODES or _status(exc) == 501)
 
 
-def _no_conditional_writes(exc: Exception, location: str, where: str) -> DestinationError:
+def _no_conditional_writes(exc: Exception, location: str, where: str,
+                           advice: str) -> DestinationError:
     return DestinationError(
         f"the S3 store at {where} does not support conditional writes (a put with "
         f"If-None-Match: * was answered {_code(exc)}, HTTP {_status(exc)}); commits to "
-        f"{location} through delta-rs need them: {_CONDITIONAL_ADVICE}")
+        f"{location} need them: {advice}")
 
 
 def _call(operation: Any, location: str, where: str, bucket: str, **kwargs: Any) -> None:
@@ -188,7 +191,7 @@ def _status(exc: Any) -> int | None:
     return int(status) if status is not None else None
 
 
-def _client(access: S3Access) -> BaseClient:
+def s3_client(access: S3Access) -> BaseClient:
     """botocore's S3 client for ``access``: few retries and short timeouts (a check
     should answer soon), the bucket addressed as S3A would."""
     import botocore.session
@@ -204,4 +207,4 @@ def _client(access: S3Access) -> BaseClient:
         aws_session_token=access.session_token, config=config, verify=_ca_bundle())
 
 
-__all__ = ["check_s3"]
+__all__ = ["check_s3", "s3_client"]

@@ -307,6 +307,20 @@ class TableFolder:
         with fs.open_output_stream(path) as out:
             out.write(text.encode("utf-8"))
 
+    def list_files(self, relative: str = "") -> list[tuple[str, int, int]]:
+        """``(name, size, modified ms)`` of each file directly below ``relative`` (none:
+        the folder is missing); sub-folders are left out."""
+        from pyarrow import fs as pafs
+
+        fs, path = self._path(relative) if relative else self.filesystem()
+        try:
+            found = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        except FileNotFoundError:
+            return []
+        return [(info.base_name, int(info.size or 0),
+                 int(info.mtime.timestamp() * 1000) if info.mtime else 0)
+                for info in found if info.type == pafs.FileType.File]
+
     def exists(self, relative: str) -> bool:
         """Whether a file is at ``relative``."""
         if self.store is None:
