@@ -121,7 +121,10 @@ class KafkaConfig(BaseModel):
         reports the end of a partition, fails (rather than jumps) on an offset the log no
         longer holds."""
         # librdkafka wants a group id even for a consumer that never joins its group.
-        return {**self.client_settings(), "group.id": "headwater-source",
+        # A range's last offsets are often a transaction marker: the end-of-partition
+        # event that moves the position past it comes after one fetch wait, so short.
+        return {"fetch.wait.max.ms": 100, **self.client_settings(),
+                "group.id": "headwater-source",
                 "enable.auto.commit": False, "enable.auto.offset.store": False,
                 "enable.partition.eof": True, "auto.offset.reset": "error",
                 "isolation.level": self.isolation_level}

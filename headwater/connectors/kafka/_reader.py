@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 
 #: Records asked of librdkafka at a time (it fetches ahead in the background anyway).
 _BATCH = 1000
+#: Seconds one consume() waits for its records.
+_WAIT_S = 0.1
 _OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 
 
@@ -48,7 +50,10 @@ def read_range(settings: KafkaConfig, topic: str, partition: int, start: int,
         consumer.assign([TopicPartition(topic, partition, start)])
         position, progress_at = start, time.monotonic()
         while position < upto:
-            messages = consumer.consume(num_messages=min(_BATCH, upto - position), timeout=1.0)
+            # consume() waits for all it asked or the timeout: a range whose last offsets
+            # are markers or aborted records never delivers all, so the wait is short.
+            messages = consumer.consume(num_messages=min(_BATCH, upto - position),
+                                        timeout=_WAIT_S)
             before = position
             for message in messages:
                 error, offset = message.error(), int(message.offset() or 0)
