@@ -93,8 +93,8 @@ def _skip_lost(consumer: Consumer, settings: KafkaConfig, topic: str, partition:
     if low <= position:
         raise ConnectorError(f"{topic} partition {partition}: offset {position} is out of range "
                              f"though the log starts at {low}", stream=topic)
-    log.warning("%s partition %d: offsets %d to %d were deleted (retention or compaction) "
-                "before they were read; they are lost to this sync", topic, partition,
+    log.warning("topic %s partition %d: offsets %d to %d were deleted (retention or "
+                "compaction) before they were read; they are lost to this sync", topic, partition,
                 position, min(low, upto) - 1)
     if low < upto:
         consumer.assign([TopicPartition(topic, partition, low)])

@@ -24,14 +24,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from deltalake import DeltaTable
 
 from headwater.connectors.kafka import KafkaSource
-from headwater.errors import ConnectorError
+from headwater.errors import ConnectorError, ExitCode
 from headwater.metadata_store import MetadataStore
 from headwater.sdk import PlanContext
 from headwater.sdk.testing import assert_conformant
 from tests._kafka import KafkaBroker
 from tests.integration._cli import FAULT
 from tests.integration._connections import connection_file
-from tests.integration._in_process import sync_in_process
+from tests.integration._in_process import run_in_process, sync_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -66,9 +66,10 @@ def _produce(broker: KafkaBroker, topic: str, ids: Sequence[int], *,
 
 
 def _connection(tmp_path: Path, broker: KafkaBroker, topic: str, *, per_range: int = 1000,
-                **extra: Any) -> Path:
+                consumer: dict[str, str] | None = None, **extra: Any) -> Path:
     source = {"bootstrap_servers": broker.bootstrap, "topics": [topic],
-              "max_records_per_partition": per_range, "timeout_seconds": 10}
+              "max_records_per_partition": per_range, "timeout_seconds": 10,
+              "consumer": consumer or {}}
     return connection_file(
         tmp_path, name="events", source_type="kafka", source=source,
         streams=[{"name": topic, "sync_mode": "incremental", "destination_sync_mode": "append"}],
@@ -192,6 +193,22 @@ def test_a_range_read_twice_gives_the_same_records_and_read_committed_skips_abor
         sorted([*range(40), *range(1000, 1010)])
 
 
+def test_offsets_deleted_after_the_plan_are_warned_and_the_read_goes_on(
+        kafka_broker: KafkaBroker, caplog: pytest.LogCaptureFixture) -> None:
+    topic = _topic(kafka_broker, "gone")
+    _produce(kafka_broker, topic, range(0, 40))  # partition 0: ids 0, 2, ... at offsets 0..19
+    stream = KafkaSource({"bootstrap_servers": kafka_broker.bootstrap, "topics": [topic],
+                          "sample_records": 0}).streams()[0]
+    plan = stream.plan(None, PlanContext(incremental=True))
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    for future in admin.delete_records([TopicPartition(topic, 0, 5)]).values():
+        future.result()
+    with caplog.at_level(logging.WARNING, logger="headwater.connectors.kafka"):
+        ids = sorted(r["id"] for p in plan for r in stream.read(p))  # type: ignore[index]
+    assert ids == sorted(set(range(40)) - {0, 2, 4, 6, 8})
+    assert f"topic {topic} partition 0: offsets 0 to 4 were deleted" in caplog.text
+
+
 def test_check_names_the_unreachable_broker_and_the_missing_topic(
         kafka_broker: KafkaBroker) -> None:
     with pytest.raises(ConnectorError, match=r"127\.0\.0\.1:1\b.*Connection refused"):
@@ -200,6 +217,20 @@ def test_check_names_the_unreachable_broker_and_the_missing_topic(
     with pytest.raises(ConnectorError, match="has no topic 'no-such-topic'"):
         KafkaSource({"bootstrap_servers": kafka_broker.bootstrap,
                      "topics": ["no-such-topic"]}).check()
+
+
+def test_refused_sasl_fails_check_with_exit_code_3_and_the_password_masked(
+        tmp_path: Path, kafka_broker: KafkaBroker) -> None:
+    # The test broker has no SASL listener: it refuses the SASL handshake itself, which
+    # librdkafka reports as an authentication failure (a wrong password would too).
+    password = "kafka-secret-4711"
+    path = _connection(tmp_path, kafka_broker, "refused", consumer={
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+        "sasl.username": "headwater", "sasl.password": password})
+    result = run_in_process(tmp_path, "check", str(path))
+    assert result.exit_code == ExitCode.AUTHENTICATION, result.describe()
+    assert "refused the credentials" in " ".join((result.stdout + result.stderr).split())
+    assert password not in result.stdout + result.stderr
 
 
 def test_the_source_keeps_the_sdk_contract(kafka_broker: KafkaBroker) -> None:

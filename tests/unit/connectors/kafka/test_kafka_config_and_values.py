@@ -8,14 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 from typer.testing import CliRunner
 
 from headwater.cli.app import app
 from headwater.config import secret_paths
 from headwater.connectors import get_source_class
 from headwater.connectors.kafka import KafkaSource
+from headwater.connectors.kafka._cluster import explain
+from headwater.connectors.kafka._config import KafkaConfig
 from headwater.connectors.kafka._decode import to_record
-from headwater.errors import SpecValidationError
+from headwater.errors import AuthenticationError, ConnectorError, ExitCode, SpecValidationError
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "kafka-source.yaml"
 BASE = {"bootstrap_servers": "127.0.0.1:9092"}
@@ -98,3 +101,18 @@ def test_raw_values_land_as_text_or_bytes() -> None:
     assert "_hw_notes" not in row
     bad = _record(b"\xff\x00", value_format="raw")
     assert bad["value"] is None and "raw_encoding: bytes" in bad["_hw_notes"][0]["reason"]
+
+
+@pytest.mark.parametrize(("code", "kind", "words"), [
+    (KafkaError.SASL_AUTHENTICATION_FAILED, AuthenticationError, "refused the credentials"),
+    (KafkaError._AUTHENTICATION, AuthenticationError, "refused the credentials"),
+    (KafkaError._TRANSPORT, ConnectorError, "cannot reach Kafka at 127.0.0.1:9092"),
+    (KafkaError.UNKNOWN_TOPIC_OR_PART, ConnectorError, "UNKNOWN_TOPIC_OR_PART"),
+])
+def test_cluster_errors_become_errors_a_person_can_act_on(
+        code: int, kind: type[Exception], words: str) -> None:
+    settings = KafkaConfig.model_validate({**BASE, "topics": ["a"]})
+    error = explain(KafkaException(KafkaError(code, "the broker said no")), settings)
+    assert type(error) is kind and words in str(error)
+    if kind is AuthenticationError:
+        assert error.exit_code == ExitCode.AUTHENTICATION
