@@ -209,6 +209,28 @@ def test_offsets_deleted_after_the_plan_are_warned_and_the_read_goes_on(
     assert f"topic {topic} partition 0: offsets 0 to 4 were deleted" in caplog.text
 
 
+def test_start_latest_reads_only_what_comes_after_the_first_sync(
+        kafka_broker: KafkaBroker) -> None:
+    topic = _topic(kafka_broker, "latest")
+    _produce(kafka_broker, topic, range(0, 20))
+    stream = KafkaSource({"bootstrap_servers": kafka_broker.bootstrap, "topics": [topic],
+                          "start": "latest", "sample_records": 0}).streams()[0]
+
+    def ids(plan: list[Any]) -> list[int]:
+        return sorted(r["id"] for p in plan for r in stream.read(p))
+
+    first = stream.plan(None, PlanContext(incremental=True))
+    assert len(first) == PARTITIONS and ids(first) == []  # empty ranges at each end
+    cursor = stream.cursor(None, True)
+    for partition in first:
+        cursor.close_partition(partition)
+    assert set(cursor.state()["offsets"]) == {"0", "1"}
+    _produce(kafka_broker, topic, range(20, 30))
+    assert ids(stream.plan(cursor.state(), PlanContext(incremental=True))) == list(range(20, 30))
+    # a full refresh reads all the topic holds, whatever start says
+    assert ids(stream.plan(None, PlanContext(incremental=False))) == list(range(30))
+
+
 def test_check_names_the_unreachable_broker_and_the_missing_topic(
         kafka_broker: KafkaBroker) -> None:
     with pytest.raises(ConnectorError, match=r"127\.0\.0\.1:1\b.*Connection refused"):

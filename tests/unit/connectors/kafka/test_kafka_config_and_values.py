@@ -52,6 +52,13 @@ def test_credentials_among_the_consumer_settings_are_secrets() -> None:
     assert ("consumer", "sasl.username") not in paths
 
 
+def test_lineage_names_the_first_broker_as_openlineage_does() -> None:
+    from headwater.observability.lineage._namespaces import source_namespace
+
+    assert source_namespace("kafka", {"bootstrap_servers": " b1:9092, b2:9092"}) == \
+        "kafka://b1:9092"
+
+
 def test_the_example_connection_validates(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["validate", str(EXAMPLE)],
                                 env={"HEADWATER_HOME": str(tmp_path)})
