@@ -85,11 +85,17 @@ def _delta_ids(tmp_path: Path, topic: str) -> Counter[int]:
     return Counter(ids)
 
 
+def _ids(stream: Any, plan: Sequence[Any]) -> list[int]:
+    """The ids of the records the stream reads in ``plan``'s partitions, sorted."""
+    return sorted(r["id"] for p in plan for r in stream.read(p))
+
+
 def _state(tmp_path: Path, topic: str) -> dict[str, Any] | None:
     return MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_state("events", topic)
 
 
 def _sync(tmp_path: Path, path: Path, **env: str) -> Any:
+    """A sync in this process that must succeed (``env``: faults, :data:`FAULT`)."""
     result = sync_in_process(tmp_path, path, env=env)
     assert result.exit_code == 0, result.describe()
     return result
@@ -143,8 +149,19 @@ def test_killed_after_a_commit_before_its_state_then_resumed_lands_each_record_o
     assert killed.exit_code == -signal.SIGKILL, killed.describe()
     landed = _delta_ids(tmp_path, topic)
     assert 0 < sum(landed.values()) < 300  # two checkpoints landed, the second's state not
-    _sync(tmp_path, path)
+    # The resumed attempt's lookup of earlier commits is blinded: the checkpoint whose
+    # state was lost is read from Kafka again and committed again, with the same rows and
+    # marker, and Delta's txnAppId/txnVersion keep it once.
+    resumed = _sync(tmp_path, path, **{FAULT: "blind-lookup"})
+    run = resumed.document["runs"][0]
+    assert run["resumed"] is True, resumed.describe()
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    retried = [c for c in store.list_checkpoints(run["run_id"])
+               if c.stats.get("already_committed")]
+    assert retried, "the checkpoints whose state was lost were committed again"
     assert _delta_ids(tmp_path, topic) == Counter(range(300)), "none missing, none twice"
+    state = _state(tmp_path, topic)
+    assert state is not None and "done" not in state
 
 
 def test_the_same_records_land_in_iceberg(spark: Any, tmp_path: Path,
@@ -204,7 +221,7 @@ def test_offsets_deleted_after_the_plan_are_warned_and_the_read_goes_on(
     for future in admin.delete_records([TopicPartition(topic, 0, 5)]).values():
         future.result()
     with caplog.at_level(logging.WARNING, logger="headwater.connectors.kafka"):
-        ids = sorted(r["id"] for p in plan for r in stream.read(p))  # type: ignore[index]
+        ids = _ids(stream, plan)
     assert ids == sorted(set(range(40)) - {0, 2, 4, 6, 8})
     assert f"topic {topic} partition 0: offsets 0 to 4 were deleted" in caplog.text
 
@@ -215,20 +232,17 @@ def test_start_latest_reads_only_what_comes_after_the_first_sync(
     _produce(kafka_broker, topic, range(0, 20))
     stream = KafkaSource({"bootstrap_servers": kafka_broker.bootstrap, "topics": [topic],
                           "start": "latest", "sample_records": 0}).streams()[0]
-
-    def ids(plan: list[Any]) -> list[int]:
-        return sorted(r["id"] for p in plan for r in stream.read(p))
-
     first = stream.plan(None, PlanContext(incremental=True))
-    assert len(first) == PARTITIONS and ids(first) == []  # empty ranges at each end
+    assert len(first) == PARTITIONS and _ids(stream, first) == []  # empty ranges at the ends
     cursor = stream.cursor(None, True)
     for partition in first:
         cursor.close_partition(partition)
-    assert set(cursor.state()["offsets"]) == {"0", "1"}
+    state = cursor.state()
+    assert state is not None and set(state["offsets"]) == {"0", "1"}
     _produce(kafka_broker, topic, range(20, 30))
-    assert ids(stream.plan(cursor.state(), PlanContext(incremental=True))) == list(range(20, 30))
+    assert _ids(stream, stream.plan(state, PlanContext(incremental=True))) == list(range(20, 30))
     # a full refresh reads all the topic holds, whatever start says
-    assert ids(stream.plan(None, PlanContext(incremental=False))) == list(range(30))
+    assert _ids(stream, stream.plan(None, PlanContext(incremental=False))) == list(range(30))
 
 
 def test_check_names_the_unreachable_broker_and_the_missing_topic(
@@ -241,7 +255,7 @@ def test_check_names_the_unreachable_broker_and_the_missing_topic(
                      "topics": ["no-such-topic"]}).check()
 
 
-def test_refused_sasl_fails_check_with_exit_code_3_and_the_password_masked(
+def test_refused_sasl_fails_check_with_exit_code_3(
         tmp_path: Path, kafka_broker: KafkaBroker) -> None:
     # The test broker has no SASL listener: it refuses the SASL handshake itself, which
     # librdkafka reports as an authentication failure (a wrong password would too).
@@ -252,6 +266,7 @@ def test_refused_sasl_fails_check_with_exit_code_3_and_the_password_masked(
     result = run_in_process(tmp_path, "check", str(path))
     assert result.exit_code == ExitCode.AUTHENTICATION, result.describe()
     assert "refused the credentials" in " ".join((result.stdout + result.stderr).split())
+    # (librdkafka never quotes the password; the spec marks it secret: the unit tests)
     assert password not in result.stdout + result.stderr
 
 
