@@ -275,3 +275,25 @@ def test_the_source_keeps_the_sdk_contract(kafka_broker: KafkaBroker) -> None:
     _produce(kafka_broker, topic, range(0, 60))
     assert_conformant(KafkaSource, {"bootstrap_servers": kafka_broker.bootstrap,
                                     "topics": [topic], "max_records_per_partition": 10})
+
+
+def test_a_topic_pattern_finds_its_topics_and_the_sample_types_their_fields(
+        kafka_broker: KafkaBroker) -> None:
+    prefix = kafka_broker.topic_prefix()
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap})
+    for future in admin.create_topics([NewTopic(f"{prefix}{name}", 1, 1)
+                                       for name in ("a", "b", "other")]).values():
+        future.result()
+    _produce(kafka_broker, f"{prefix}a", [0])
+    source = KafkaSource({"bootstrap_servers": kafka_broker.bootstrap,
+                          "topic_pattern": f"{prefix}(a|b)",
+                          "schema": {f"{prefix}a": {"name": {"type": "integer"}}}})
+    streams = source.streams()
+    assert [s.stream_name for s in streams] == [f"{prefix}a", f"{prefix}b"]
+    sampled = streams[0].json_schema()["properties"]
+    assert sampled["at"] == {"type": ["null", "string"], "format": "date-time"}
+    assert sampled["id"] == {"type": ["null", "integer"]}
+    assert sampled["name"] == {"type": "integer"}  # declared wins over sampled
+    assert set(streams[1].json_schema()["properties"]) == {  # nothing to sample
+        "_kafka_topic", "_kafka_partition", "_kafka_offset", "_kafka_timestamp", "_kafka_key",
+        "_kafka_headers"}
