@@ -23,9 +23,10 @@ from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 from headwater.connectors.kafka._config import KafkaConfig
 from headwater.errors import AuthenticationError, ConnectorError, HeadwaterError
 
-__all__ = ["Cluster", "explain"]
+__all__ = ["AUTH_CODES", "Cluster", "explain"]
 
-_AUTH_CODES = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
+#: Errors that mean refused credentials or rights.
+AUTH_CODES = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
                KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
                KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._SSL}
 _UNREACHABLE_CODES = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
@@ -43,7 +44,7 @@ def explain(error: KafkaError | BaseException, settings: KafkaConfig,
     where = _where(settings)
     if isinstance(kafka, KafkaError):
         text, code = kafka.str(), kafka.code()
-        if code in _AUTH_CODES:
+        if code in AUTH_CODES:
             return AuthenticationError(f"{where} refused the credentials: {text}",
                                        field="source.config.consumer", **context)
         if code in _UNREACHABLE_CODES:
@@ -72,7 +73,7 @@ class Cluster:
         """The first error the callback reported that waiting will not cure."""
         self._client().poll(0)
         for error in self._errors:
-            if error.code() in _AUTH_CODES:
+            if error.code() in AUTH_CODES:
                 return error
         for error in self._errors:
             if error.code() in _UNREACHABLE_CODES and error.code() != KafkaError._ALL_BROKERS_DOWN:

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 
 from confluent_kafka import Consumer, KafkaError, Message, TopicPartition
 
-from headwater.connectors.kafka._cluster import explain
+from headwater.connectors.kafka._cluster import AUTH_CODES, explain
 from headwater.connectors.kafka._config import KafkaConfig
 from headwater.errors import ConnectorError
 
@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 _BATCH = 1000
 #: Seconds one consume() waits for its records.
 _WAIT_S = 0.1
+_FATAL_CODES = AUTH_CODES | {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION,
+                             KafkaError._UNKNOWN_TOPIC}
 _OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 
 
@@ -61,8 +63,13 @@ def read_range(settings: KafkaConfig, topic: str, partition: int, start: int,
                     position = max(position, offset)
                 elif error is not None and error.code() in _OUT_OF_RANGE:
                     position = _skip_lost(consumer, settings, topic, partition, position, upto)
-                elif error is not None:
+                elif error is not None and _fatal(error):
                     raise explain(error, settings, stream=topic)
+                elif error is not None:
+                    # librdkafka retries by itself (a broker restarting, a leader moving);
+                    # a read that stops progressing fails on the timeout below instead.
+                    log.info("%s partition %d at offset %d: %s", topic, partition, position,
+                             error.str())
                 elif offset >= upto:
                     position = upto
                 else:
@@ -80,6 +87,12 @@ def read_range(settings: KafkaConfig, topic: str, partition: int, start: int,
                     "topic deleted and created again?)", stream=topic)
     finally:
         consumer.close()
+
+
+def _fatal(error: KafkaError) -> bool:
+    """Whether waiting cannot cure ``error``: refused credentials or rights, a topic or
+    partition that does not exist, or what librdkafka itself calls fatal."""
+    return bool(error.fatal()) or error.code() in _FATAL_CODES
 
 
 def _skip_lost(consumer: Consumer, settings: KafkaConfig, topic: str, partition: int,

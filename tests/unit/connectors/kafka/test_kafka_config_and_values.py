@@ -123,3 +123,15 @@ def test_cluster_errors_become_errors_a_person_can_act_on(
     assert type(error) is kind and words in str(error)
     if kind is AuthenticationError:
         assert error.exit_code == ExitCode.AUTHENTICATION
+
+
+@pytest.mark.parametrize(("code", "fatal"), [
+    (KafkaError._TRANSPORT, False),          # a broker restarting: librdkafka retries
+    (KafkaError.NOT_LEADER_FOR_PARTITION, False),
+    (KafkaError.UNKNOWN_TOPIC_OR_PART, True),
+    (KafkaError.TOPIC_AUTHORIZATION_FAILED, True),
+])
+def test_a_read_fails_only_on_errors_waiting_cannot_cure(code: int, fatal: bool) -> None:
+    from headwater.connectors.kafka._reader import _fatal
+
+    assert _fatal(KafkaError(code)) is fatal
