@@ -72,6 +72,8 @@ def read_range(settings: KafkaConfig, topic: str, partition: int, start: int,
                              error.str())
                 elif offset >= upto:
                     position = upto
+                elif offset < position:
+                    continue  # fetched before a seek: a record is never yielded twice
                 else:
                     yield message
                     position = offset + 1
