@@ -40,6 +40,7 @@ from headwater.errors import ConfigError, SpecValidationError, StateError
 from headwater.sdk import (
     Cursor,
     FinalStateCursor,
+    IntegerStateConverter,
     Partition,
     PlanContext,
     RecordOrBatch,
@@ -60,6 +61,9 @@ class KafkaStream(Stream):
     #: New records are found by offset; append_dedup may order a key's versions by a
     #: column of the records instead (a value's own updated_at, _kafka_timestamp).
     versions_by_record_column = True
+    #: Offsets are integers; only ``headwater backfill`` reads it, to be refused by
+    #: :meth:`window_partitions` in the stream's own words.
+    state_converter = IntegerStateConverter()
 
     def __init__(self, settings: KafkaConfig, topic: str) -> None:
         self._settings = settings

@@ -135,3 +135,13 @@ def test_a_read_fails_only_on_errors_waiting_cannot_cure(code: int, fatal: bool)
     from headwater.connectors.kafka._reader import _fatal
 
     assert _fatal(KafkaError(code)) is fatal
+
+
+def test_a_backfill_window_is_refused_in_the_streams_own_words() -> None:
+    from headwater.connectors.kafka import KafkaStream
+    from headwater.engine._rerun import window_bounds
+    from headwater.errors import ConfigError
+
+    stream = KafkaStream(KafkaConfig.model_validate({**BASE, "topics": ["a"]}), "a")
+    with pytest.raises(ConfigError, match="offset ranges per topic partition"):
+        stream.window_partitions(*window_bounds(stream, 0, 10))
