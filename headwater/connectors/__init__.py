@@ -27,6 +27,7 @@ _BUILT_INS = {
     "rest": "headwater.connectors.rest:RestSource",
     "postgres": "headwater.connectors.postgres:PostgresSource",
     "airbyte": "headwater.connectors.airbyte:AirbyteSource",
+    "kafka": "headwater.connectors.kafka:KafkaSource",
 }
 
 

@@ -276,7 +276,8 @@ class SyncEngine:
             stream = self.source.stream(configured.name)
             state = states[configured.name]
             stream_context = replace(
-                context, destination_sync_mode=configured.destination_sync_mode)
+                context, destination_sync_mode=configured.destination_sync_mode,
+                incremental=configured.incremental)
             stream_plans.append(self.stream_plan(configured, stream.plan(state, stream_context),
                                                  state, per_checkpoint=per_checkpoint,
                                                  allocate=allocate))

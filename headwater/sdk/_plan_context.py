@@ -80,6 +80,10 @@ class PlanContext:
     ``reads_early``: the source was asked to start this run's reads before
     Spark, into ``shared_dir`` (``Source.prepare``), and plans its partitions so
     that the tasks find them there.
+    ``incremental``: the stream is synced incrementally (``False``: a full refresh;
+    ``None``: unknown).  ``state`` is ``None`` both for a full refresh and for an
+    incremental stream's first sync; a source whose first incremental read starts
+    elsewhere than a full refresh (Kafka's ``start: latest``) tells them apart here.
     """
 
     parallel_tasks: int = 1
@@ -89,3 +93,4 @@ class PlanContext:
     synced_states: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
     shared_dir: str | None = None
     reads_early: bool = False
+    incremental: bool | None = None

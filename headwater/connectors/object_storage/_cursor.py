@@ -44,6 +44,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from headwater.connectors._ranges import merge_range
 from headwater.errors import StateError
 from headwater.sdk import Cursor, Partition
 
@@ -67,16 +68,6 @@ class Decision:
 _NEW = Decision(True, "new")
 _ALREADY_READ = Decision(False, "already read")
 _BELOW_FLOOR = Decision(False, "at or below the state's floor key")
-
-
-def _merge(ranges: list[list[int]], low: int, high: int) -> list[list[int]]:
-    merged: list[list[int]] = []
-    for a, b in sorted([*ranges, [low, high]]):
-        if merged and a <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], b)
-        else:
-            merged.append([a, b])
-    return merged
 
 
 def _gaps(done: list[list[int]], total: int) -> tuple[tuple[int, int], ...]:
@@ -202,7 +193,7 @@ class ObjectCursor(Cursor):
                 flight = {"identity": identity, "unit": unit, "total": total, "done": [],
                           "records": None}
                 self._in_flight[key] = flight
-            flight["done"] = _merge(flight["done"], start, end)
+            flight["done"] = merge_range(flight["done"], start, end)
             if params.get("records") is not None:
                 flight["records"] = int(flight["records"] or 0) + int(params["records"])
             if not _gaps(flight["done"], total):

@@ -53,8 +53,8 @@ from headwater.connectors.object_storage._listing import ObjectInfo
 from headwater.errors import ConnectorError
 from headwater.table_schema import UTC_TIMESTAMP, map_leaf_types
 
-__all__ = ["SampleError", "infer_json_schema", "json_schema_of", "refine_type",
-           "sample_schema"]
+__all__ = ["SampleError", "infer_json_schema", "json_schema_of", "jsonl_sample_schema",
+           "refine_type", "sample_schema"]
 
 log = logging.getLogger(__name__)
 
@@ -274,6 +274,12 @@ def _sample_jsonl(stream: Any, records: int) -> pa.Table:
         return pa.Table.from_pylist(rows)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # Overflow: an int past int64
         return _fitting_rows(rows)
+
+
+def jsonl_sample_schema(lines: bytes, records: int) -> pa.Schema:
+    """The schema of JSON Lines text typed as an object's sample is (dates refined): for
+    a source whose records arrive one JSON value at a time (Kafka's)."""
+    return _refined(_sample_jsonl(io.BytesIO(lines), records))
 
 
 def _fitting_rows(rows: list[dict[str, Any]]) -> pa.Table:

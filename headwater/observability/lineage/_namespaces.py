@@ -4,10 +4,12 @@ OpenLineage names a dataset by ``(namespace, name)``; a namespace says where the
 data lives (``postgres://db.internal:5432``, ``s3://bucket``), so that two jobs
 reading the same place meet on one dataset.  A source's config is read for the
 fields that say where (``url``, ``base_url``, ``host``/``port``, ``bucket``,
-``package``), and only the scheme, host, port and path are kept: user names,
-passwords, query strings (tokens) and fragments never reach an event.  A
-destination says where it writes itself (``Destination.dataset_namespace`` and
-``dataset_name``): no config key names are guessed for it.
+``package``; Kafka's first ``bootstrap_servers`` entry, as OpenLineage's naming
+spec has it: ``kafka://broker:9092``), and only the scheme, host, port and path
+are kept: user names, passwords, query strings (tokens) and fragments never
+reach an event.  A destination says where it writes itself
+(``Destination.dataset_namespace`` and ``dataset_name``): no config key names
+are guessed for it.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ def source_namespace(source_type: str, config: Mapping[str, Any]) -> str:
         database = config.get("database")
         where = f"{source_type}://{host}" + (f":{port}" if port else "")
         return without_credentials(where + (f"/{database}" if database else ""))
+    brokers = config.get("bootstrap_servers")
+    if isinstance(brokers, str) and brokers.strip():
+        return without_credentials(f"kafka://{brokers.split(',')[0].strip()}")
     bucket = config.get("bucket")
     if isinstance(bucket, str) and bucket:
         return without_credentials(f"{source_type}://{bucket}")
