@@ -8,14 +8,18 @@ text holds the worker's whole traceback; what a person needs is its last line
 
 from __future__ import annotations
 
+import re
+
 from headwater.errors import AuthenticationError, DestinationError, HeadwaterError
+
+#: A traceback's line naming what was raised: ``psycopg.errors.X: ...``, ``ValueError: ...``.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*: |^\w*(?:Error|Exception)\w*: ")
 
 
 def error_line(exc: BaseException) -> str:
     """The error's type and its most telling line (a traceback's last)."""
     lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    errors = [line for line in lines if not line.startswith(("File ", "at ", "^", "~"))
-              and ("Error" in line.split(":")[0] or "Exception" in line.split(":")[0])]
+    errors = [line for line in lines if _RAISED.match(line)]
     text = errors[-1] if errors else (lines[0] if lines else "")
     return f"{type(exc).__name__}: {text}"
 

@@ -67,11 +67,16 @@ class _Notes:
 
     def add(self, column: str, reason: str, values: pa.Array, mask: np.ndarray[Any, Any]) -> None:
         for row in np.flatnonzero(mask):
-            text = note_text(values[int(row)].as_py())
+            text = _printable(note_text(values[int(row)].as_py()))
             if len(text) > MAX_NOTE_VALUE:
                 text = text[:MAX_NOTE_VALUE] + "…"
             self.rows.setdefault(int(row), []).append(
                 {"field": column, "reason": reason, "value": text})
+
+
+def _printable(text: str) -> str:
+    """``text`` with each NUL character written ``\\u0000``: a note is jsonb, which refuses it."""
+    return text.replace("\x00", "\\u0000")
 
 
 def fit_batch(batch: pa.RecordBatch, columns: list[Column]) -> tuple[pa.RecordBatch, int]:
@@ -148,7 +153,9 @@ def _notes_json(given: pa.Array, notes: _Notes) -> tuple[pa.Array, int]:
     """The rows' notes (the engine's and ours) as JSON text, and how many rows have any."""
     if not notes.rows and given.null_count == len(given):
         return pa.nulls(len(given), pa.string()), 0
-    rows: list[Any] = given.to_pylist()
+    rows: list[Any] = [None if r is None else [{k: _printable(v) if isinstance(v, str) else v
+                                                for k, v in note.items()} for note in r]
+                       for r in given.to_pylist()]
     for row, found in notes.rows.items():
         rows[row] = [*(rows[row] or []), *found]
     texts = [_ENCODER.encode(r).decode() if r else None for r in rows]
