@@ -67,11 +67,21 @@ class _Notes:
 
     def add(self, column: str, reason: str, values: pa.Array, mask: np.ndarray[Any, Any]) -> None:
         for row in np.flatnonzero(mask):
-            text = _printable(note_text(values[int(row)].as_py()))
+            text = _printable(_shown(values[int(row)]))
             if len(text) > MAX_NOTE_VALUE:
                 text = text[:MAX_NOTE_VALUE] + "…"
             self.rows.setdefault(int(row), []).append(
                 {"field": column, "reason": reason, "value": text})
+
+
+def _shown(value: pa.Scalar) -> str:
+    """A value as a note shows it; a date or time Python cannot hold as its count since 1970."""
+    try:
+        return note_text(value.as_py())
+    except (OverflowError, ValueError):
+        unit = "days" if pa.types.is_date(value.type) else f"{value.type.unit} units"
+        count = value.cast(pa.int32() if pa.types.is_date32(value.type) else pa.int64())
+        return f"{count.as_py()} {unit} since 1970-01-01"
 
 
 def _printable(text: str) -> str:
