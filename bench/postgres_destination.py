@@ -14,7 +14,8 @@ Python tasks on both sides) into the server ``scripts/postgres`` runs:
   ingests when nothing else runs.
 
 Both Spark paths are warmed up first (a tiny write each), so neither pays the JVM's
-start or the driver's loading.  Figures: seconds, rows/s, Headwater / Spark JDBC (aim
+start or the driver's loading; then they run alternately (``--rounds``, each after a server
+``CHECKPOINT``) and the medians are compared.  Figures: seconds, rows/s, Headwater / Spark JDBC (aim
 >= 3, issue 37) and Headwater / COPY ceiling.
 
 Run: ``.venv/bin/python bench/postgres_destination.py [--rows 2000000] [--partitions 8]``
@@ -35,7 +36,7 @@ from urllib.parse import urlsplit
 import psycopg
 import pyarrow as pa
 import yaml
-from _common import REPO, header, load_line, run_with_postgres, scratch_dir, table
+from _common import REPO, header, load_line, median, run_with_postgres, scratch_dir, table
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -93,6 +94,12 @@ def headwater_sync(folder: Path, parts: Any, source: dict[str, Any], schema: str
     return seconds
 
 
+def settle(url: str) -> None:
+    """A server CHECKPOINT: the last run's dirty pages are not the next one's to write."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CHECKPOINT")
+
+
 def count(url: str, table_name: str) -> int:
     with psycopg.connect(url) as conn:
         row = conn.execute(f"SELECT count(*) FROM {table_name}").fetchone()
@@ -118,13 +125,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     header("sample rows -> PostgreSQL: Headwater vs Spark's JDBC writer", sys.argv)
     url = subprocess.run([str(REPO / "scripts" / "postgres"), "start"], check=True,
                          capture_output=True, text=True).stdout.strip().splitlines()[-1]
     parts = urlsplit(url)
     with psycopg.connect(url, autocommit=True) as conn:
-        for schema in ("bench_jdbc", "bench_hw", "bench_warm"):
+        for schema in ("bench_jdbc", "bench_warm", *(f"bench_hw{r}" for r in range(args.rounds))):
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         conn.execute("CREATE SCHEMA bench_jdbc")
         conn.execute("DELETE FROM _headwater.commit_markers WHERE target LIKE '\"bench_%'"
@@ -149,19 +157,27 @@ def main() -> None:
                                             properties=props)
         headwater_sync(scratch, parts, warm, "bench_warm", 2)
 
-        began = time.perf_counter()
-        sample_rows(spark, source).write.jdbc(jdbc_url, "bench_jdbc.orders", mode="overwrite",
-                                              properties=props)
-        jdbc_s = time.perf_counter() - began
-        results.append(("Spark JDBC writer (batchsize 10,000)", jdbc_s))
-
-        hw_s = headwater_sync(scratch, parts, source, "bench_hw", args.partitions)
-        results.append(("Headwater -> postgres destination", hw_s))
-
-        for name in ("bench_jdbc.orders", "bench_hw.orders"):
-            landed = count(url, name)
-            assert landed == args.rows, f"{name}: {landed} rows, expected {args.rows}"
-        ceiling_s = copy_ceiling(url, "bench_hw.orders", scratch)
+        jdbc_times, hw_times = [], []
+        for round_ in range(args.rounds):  # alternating, each after a server CHECKPOINT
+            settle(url)
+            began = time.perf_counter()
+            sample_rows(spark, source).write.jdbc(jdbc_url, "bench_jdbc.orders",
+                                                  mode="overwrite", properties=props)
+            jdbc_times.append(time.perf_counter() - began)
+            settle(url)
+            hw_times.append(headwater_sync(scratch, parts, source, f"bench_hw{round_}",
+                                           args.partitions))
+            for name in ("bench_jdbc.orders", f"bench_hw{round_}.orders"):
+                landed = count(url, name)
+                assert landed == args.rows, f"{name}: {landed} rows, expected {args.rows}"
+        print("Spark JDBC runs (s):", ", ".join(f"{t:.1f}" for t in jdbc_times))
+        print("Headwater runs (s):", ", ".join(f"{t:.1f}" for t in hw_times))
+        jdbc_s, hw_s = median(jdbc_times), median(hw_times)
+        results.append((f"Spark JDBC writer (batchsize 10,000), median of {args.rounds}",
+                        jdbc_s))
+        results.append((f"Headwater -> postgres destination, median of {args.rounds}", hw_s))
+        settle(url)
+        ceiling_s = copy_ceiling(url, "bench_hw0.orders", scratch)
         results.append(("server COPY FROM a file (binary), Headwater's columns", ceiling_s))
     spark.stop()
     with psycopg.connect(url, autocommit=True) as conn:

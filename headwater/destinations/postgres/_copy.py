@@ -17,7 +17,7 @@ table anyway: only the driver's commit moves it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -28,6 +28,8 @@ from headwater.destinations.postgres._fit import Column, fit_batch
 
 if TYPE_CHECKING:
     from pgpq import ArrowToPostgresBinaryEncoder
+
+ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 #: The staging table's extra column: the Spark partition that wrote the row.
 TASK_COLUMN = "_hw_task"
@@ -50,17 +52,74 @@ class CopyTask:
     columns: tuple[Column, ...]
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        context = TaskContext.get()
-        task = context.partitionId() if context is not None else 0
-        rows = rejected = size = 0
         pending = _nonempty(batches)
         first = next(pending, None)
-        if first is not None:
-            rows, rejected, size = self._copy(task, first, pending)
-        yield pa.RecordBatch.from_pydict({"rows": [rows], "rejected": [rejected],
-                                          "bytes": [size]}, schema=FIGURES)
+        figures = (0, 0, 0) if first is None else copy_rows(
+            self.settings, self.staging, self.columns, first, pending)
+        yield _figures(*figures)
+
+
+@dataclass(frozen=True)
+class StagingWriter:
+    """The ``FileWriter`` of the destination: the reading task itself COPYs its batches.
+
+    ``around(task)`` is what ``mapInArrow`` runs, so the rows go from the source's reader
+    through the engine's typing straight into PostgreSQL in one Python worker, and only
+    one row of figures per task goes back to the JVM: the rows never cross into it.
+    (Measured: a second ``mapInArrow`` over the rows, Arrow out of the JVM and back in,
+    cost more than the COPY itself.)  The staging table is named by the rows' own run and
+    checkpoint (``_hw_run_id``, ``_hw_checkpoint``), which the driver created before the
+    job ran (:func:`~headwater.destinations.postgres._owned.staging_name`).
+    """
+
+    settings: PostgresDestinationConfig
+    #: ``"schema"."table"`` of the stream's table.
+    target: str
+    columns: tuple[Column, ...]
+
+    @property
+    def schema(self) -> pa.Schema:
+        return FIGURES
+
+    def around(self, task: ArrowTask) -> ArrowTask:
+        writer = self
+
+        def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            from headwater.destinations.postgres._owned import staging_name
+
+            pending = _nonempty(task(positions))
+            first = next(pending, None)
+            if first is None:
+                yield _figures(0, 0, 0)
+                return
+            staging = staging_name(writer.target, first.column("_hw_run_id")[0].as_py(),
+                                   int(first.column("_hw_checkpoint")[0].as_py()))
+            yield _figures(*copy_rows(writer.settings, staging, writer.columns, first,
+                                      pending))
+
+        return run
+
+
+def _figures(rows: int, rejected: int, size: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({"rows": [rows], "rejected": [rejected],
+                                       "bytes": [size]}, schema=FIGURES)
+
+
+def copy_rows(settings: PostgresDestinationConfig, staging: str, columns: tuple[Column, ...],
+              first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> tuple[int, int, int]:
+    """COPY one Spark task's batches into ``staging`` in a transaction of the task's own."""
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    task = context.partitionId() if context is not None else 0
+    return _Copy(settings, staging, columns)._copy(task, first, rest)
+
+
+@dataclass(frozen=True)
+class _Copy:
+    settings: PostgresDestinationConfig
+    staging: str
+    columns: tuple[Column, ...]
 
     def _copy(self, task: int, first: pa.RecordBatch,
               rest: Iterator[pa.RecordBatch]) -> tuple[int, int, int]:
@@ -115,4 +174,4 @@ def _encoder(schema: pa.Schema, columns: tuple[Column, ...]) -> ArrowToPostgresB
     return Encoder.new_with_encoders(schema, builders)
 
 
-__all__ = ["FIGURES", "TASK_COLUMN", "CopyTask", "quoted"]
+__all__ = ["FIGURES", "TASK_COLUMN", "CopyTask", "StagingWriter", "copy_rows", "quoted"]

@@ -24,6 +24,7 @@ noted per row on the executors (``_fit.py``).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,13 @@ from headwater.destinations.postgres import _config, _moves, _owned
 from headwater.destinations.postgres._check import check_server, check_stream_tables
 from headwater.destinations.postgres._config import MAX_IDENTIFIER
 from headwater.destinations.postgres._connect import connect, explain, is_connection_lost
-from headwater.destinations.postgres._copy import FIGURES, TASK_COLUMN, CopyTask, quoted
+from headwater.destinations.postgres._copy import (
+    FIGURES,
+    TASK_COLUMN,
+    CopyTask,
+    StagingWriter,
+    quoted,
+)
 from headwater.destinations.postgres._errors import error_line, job_error
 from headwater.destinations.postgres._fit import Column
 from headwater.destinations.postgres._tables import ensure_key, prepare_table, qualified
@@ -72,6 +79,7 @@ class PostgresDestination(Destination):
     type_name = "postgres"
     guarantee = "exactly-once"
     capabilities = DestinationCapabilities(
+        task_written_files=True,
         stages_overwrites=True,
         replaces_run_rows=True,
         clusters_tables=False,
@@ -165,6 +173,22 @@ class PostgresDestination(Destination):
 
         return self._land(spark, plan, rows, marker, _owned.COMMIT, move)
 
+    def file_writer(self, spark: SparkSession, plan: StreamPlan, *,
+                    run_id: str = "") -> StagingWriter:
+        """The reading tasks COPY their rows themselves (``_copy.StagingWriter``)."""
+        stream = plan.stream.name
+        return StagingWriter(self.settings, self._target(stream),
+                             tuple(self._columns_of(stream)))
+
+    def commit_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                     files: DataFrame, marker: CommitMarker) -> CommitResult:
+        """:meth:`commit`, the tasks having COPYed the rows (``files``: their figures)."""
+        return self.commit(spark, plan, checkpoint, files, marker)
+
+    def stage_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
+                    files: DataFrame, marker: CommitMarker) -> CommitResult:
+        return self.stage(spark, plan, checkpoint, files, marker)
+
     def replace_run(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                     rows: DataFrame, marker: CommitMarker, *,
                     replaced_run_id: str) -> CommitResult:
@@ -200,9 +224,11 @@ class PostgresDestination(Destination):
             return found
         columns = self._columns_of(stream)
         target = self._target(stream)
-        staging = _owned.staging_name(target, marker.app_id, marker.version)
+        staging = _owned.staging_name(target, marker.run_id, marker.checkpoint_index)
         self._create_staging(staging, target, columns, marker)
+        began = time.monotonic()
         figures = self._copy(rows, staging, columns, marker)
+        staged = time.monotonic()
         names = [c.name for c in columns]
         what = (f"{'staging' if move is None else 'commit of'} checkpoint "
                 f"{marker.checkpoint_index} to {self.table_location(stream)}")
@@ -221,6 +247,10 @@ class PostgresDestination(Destination):
             return self._after_error(exc, marker, kind, what)
         if move is not None:
             commit_landed()
+        log.info("stream %s checkpoint %s: %s rows COPYed into staging in %.1fs, %s in %.1fs",
+                 stream, marker.checkpoint_index, figures[0], staged - began,
+                 "kept staged" if move is None else "moved into the table",
+                 time.monotonic() - staged)
         rows_, rejected, size = figures
         return CommitResult(rows=rows_, rejected=rejected, bytes=size,
                             version=txid if move is not None else None,
@@ -250,12 +280,17 @@ class PostgresDestination(Destination):
 
     def _copy(self, rows: DataFrame, staging: str, columns: list[Column],
               marker: CommitMarker) -> tuple[int, int, int]:
-        """Run the checkpoint's Spark job: each task COPYs its rows into ``staging``."""
+        """Run the checkpoint's Spark job: each task COPYs its rows into ``staging``.
+
+        ``rows`` are the rows themselves (a replay), or already the figures of the tasks
+        that COPY as they read (``file_writer``): then the job is just collected.
+        """
         from pyspark.sql.pandas.types import from_arrow_schema
 
         task = CopyTask(self.settings, staging, tuple(columns))
         try:
-            figures = rows.mapInArrow(task, from_arrow_schema(FIGURES)).collect()
+            figures = (rows if rows.columns == FIGURES.names else
+                       rows.mapInArrow(task, from_arrow_schema(FIGURES))).collect()
         except Exception as exc:
             raise job_error(f"staging checkpoint {marker.checkpoint_index} of "
                             f"{self.table_location(marker.stream)}", exc, marker.stream) from exc
@@ -324,7 +359,7 @@ class PostgresDestination(Destination):
               marker: CommitMarker) -> None:
         """Drop the checkpoint's staging, unless its marker says it landed (or is staged)."""
         target = self._target(plan.stream.name)
-        staging = _owned.staging_name(target, marker.app_id, marker.version)
+        staging = _owned.staging_name(target, marker.run_id, marker.checkpoint_index)
         with connect(self.settings, autocommit=True, stream=marker.stream) as conn, \
                 conn.transaction():
             for kind in (_owned.COMMIT, _owned.STAGED):
@@ -347,7 +382,7 @@ class PostgresDestination(Destination):
         if found is None:
             return None
         target = self._target(plan.stream.name)
-        staging = _owned.staging_name(target, marker.app_id, marker.version)
+        staging = _owned.staging_name(target, marker.run_id, marker.checkpoint_index)
         with connect(self.settings, autocommit=True, stream=marker.stream) as conn:
             exists = conn.execute("SELECT to_regclass(%s)", [staging]).fetchone() != (None,)
             held = conn.execute(f"SELECT count(*) FROM {staging}").fetchone() if exists else None

@@ -65,10 +65,15 @@ def ensure(conn: psycopg.Connection[Any]) -> None:
         conn.execute(statement)
 
 
-def staging_name(target: str, app_id: str, version: int) -> str:
-    """``_headwater_staging."s_<digest>_<version>"``: one per table, lane and checkpoint."""
-    digest = hashlib.sha256(f"{target}\0{app_id}".encode()).hexdigest()[:24]
-    return f'{STAGING_SCHEMA}."s_{digest}_{version}"'
+def staging_name(target: str, run_id: str, checkpoint: int) -> str:
+    """``_headwater_staging."s_<digest>_<checkpoint>"``: one per table, run and checkpoint.
+
+    The checkpoint's index is its marker's version; the run stands for the lane's app id
+    because an executor knows it from the rows themselves (``_hw_run_id``,
+    ``_hw_checkpoint``), and the tasks name the table they COPY into.
+    """
+    digest = hashlib.sha256(f"{target}\0{run_id}".encode()).hexdigest()[:24]
+    return f'{STAGING_SCHEMA}."s_{digest}_{checkpoint}"'
 
 
 @dataclass(frozen=True)

@@ -246,3 +246,51 @@ def query_statements(server: Any, database: str, *statements: str) -> None:
     with psycopg.connect(server.database_url(database), autocommit=True) as conn:
         for statement in statements:
             conn.execute(statement)
+
+
+def test_merge_rule_of_append_dedup(spark: Any, postgres_server: Any, database: str,
+                                    schema: str) -> None:
+    """Delta's rule (``_merge_rule.py``): within a checkpoint the later record (as a number)
+    and the later partition win a tie; across checkpoints the later one wins a tie, and an
+    older cursor never replaces a newer one.  Committed through the destination itself."""
+    from pyspark.sql import functions as F
+
+    from headwater.destinations._base import CommitMarker
+    from headwater.destinations.postgres import PostgresDestination
+    from headwater.engine._task import _partition_digest
+    from headwater.plan import CheckpointPlan, StreamPlan
+    from headwater.sdk import Partition
+    from tests.integration._merge_ties import SCHEMA, STREAM, tie_rows
+
+    destination = PostgresDestination(config(postgres_server, database, schema))
+
+    def commit(partitions: tuple[Partition, ...], rows: Any, index: int) -> int:
+        checkpoint = CheckpointPlan(index=index, checkpoint_id=f"ckpt-{index}", lane=0,
+                                    partitions=partitions)
+        plan = StreamPlan(stream=STREAM, state_before=None, lanes=1, checkpoints=(checkpoint,),
+                          json_schema=SCHEMA)
+        destination.prepare(spark, plan, pa_schema)
+        marker = CommitMarker(app_id="test/items/0", version=index, run_id="run-1",
+                              stream="items", checkpoint_index=index)
+        destination.commit(spark, plan, checkpoint, rows, marker)
+        kept = query(postgres_server, database, f'SELECT version FROM "{schema}".items')
+        assert len(kept) == 1, kept
+        return int(kept[0][0])
+
+    import pyarrow as pa
+
+    pa_schema = pa.schema([pa.field(n, pa.int64()) for n in ("id", "updated", "version")])
+    one = Partition(stream="items", id="objects/a.jsonl")
+    # Records 0..11 of one object at one cursor: as text "9" > "11"; as numbers 11 wins.
+    assert commit((one,), tie_rows(spark, [(one, n, n) for n in range(12)], 1), 1) == 11
+    first, second = sorted((Partition(stream="items", id="w-1"),
+                            Partition(stream="items", id="w-2")),
+                           key=_partition_digest, reverse=True)
+    # The later partition of the plan wins, whatever its digest.
+    assert commit((first, second), tie_rows(spark, [(second, 0, 200), (first, 7, 100)], 2),
+                  2) == 200
+    # A later checkpoint wins a tie...
+    assert commit((one,), tie_rows(spark, [(one, 0, 300)], 3), 3) == 300
+    # ...but an older cursor, later or not, never replaces a newer one.
+    older = tie_rows(spark, [(one, 0, 400)], 4).withColumn("updated", F.lit(4).cast("long"))
+    assert commit((one,), older, 4) == 300
