@@ -24,6 +24,7 @@ Run: ``.venv/bin/python bench/postgres_destination.py [--rows 2000000] [--partit
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import subprocess
 import sys
@@ -128,6 +129,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     header("sample rows -> PostgreSQL: Headwater vs Spark's JDBC writer", sys.argv)
+    # Each checkpoint's split: COPY into staging (the Spark job) and the moving transaction.
+    logging.basicConfig(level=logging.WARNING, format="    %(message)s")
+    logging.getLogger("headwater.destinations.postgres").setLevel(logging.INFO)
     url = subprocess.run([str(REPO / "scripts" / "postgres"), "start"], check=True,
                          capture_output=True, text=True).stdout.strip().splitlines()[-1]
     parts = urlsplit(url)
