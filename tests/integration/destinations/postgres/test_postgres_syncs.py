@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from headwater.connectors.sample import SampleSource
+from headwater.destinations.postgres import PostgresDestination
 from tests.integration._connections import connection_file
 from tests.integration._in_process import run_in_process, sync_in_process
 from tests.integration.destinations.postgres._tables import config
@@ -109,9 +110,10 @@ def test_full_refresh_append_and_a_new_column_by_alter_table(
     """Each full refresh appends every row; the second brings a column (ALTER TABLE)."""
     streams = [{"name": "users", "sync_mode": "full_refresh", "destination_sync_mode": "append"}]
     small = {**SOURCE, "users": 30, "orders": 0}
-    synced(tmp_path, write(tmp_path, postgres_server, database, schema, streams, small))
-    synced(tmp_path, write(tmp_path, postgres_server, database, schema, streams,
-                           {**small, "schema_version": 2}))
+    first = synced(tmp_path, write(tmp_path, postgres_server, database, schema, streams, small))
+    path = write(tmp_path, postgres_server, database, schema, streams,
+                 {**small, "schema_version": 2})
+    second = synced(tmp_path, path)
     columns = dict(query(postgres_server, database, "SELECT column_name, data_type FROM "
                          "information_schema.columns WHERE table_schema = %s AND "
                          "table_name = 'users'", schema))
@@ -123,6 +125,25 @@ def test_full_refresh_append_and_a_new_column_by_alter_table(
     assert filled == [(30, 60)]
     assert keys(postgres_server, database, schema, "users") == \
         expected(small, "users") + expected({**small, "schema_version": 2}, "users")
+
+    # What `headwater state realign` and `runs` read, from the table and the markers.
+    destination = PostgresDestination(config(postgres_server, database, schema))
+    counts = destination.run_row_counts(None, "users")
+    assert counts == {first["run_id"]: 30, second["run_id"]: 30}
+    lanes = destination.lane_versions(None, "users", "headwater/")
+    assert len(lanes) == 1 and max(lanes.values()) >= 1, lanes
+
+    # A replay of the first run replaces its rows (now with the new column), in one
+    # transaction; the second run's rows stay.
+    replayed = run_in_process(tmp_path, "replay", first["run_id"], "--connection", str(path),
+                              "--json")
+    assert replayed.exit_code == 0, replayed.describe()
+    assert query(postgres_server, database, f'SELECT _hw_run_id, count(loyalty_tier), '
+                 f'count(*) FROM "{schema}".users GROUP BY 1 ORDER BY 1') == sorted(
+        [(first["run_id"], 30, 30), (second["run_id"], 30, 30)])
+    assert destination.delete_runs(None, "users", [first["run_id"]]) == 30
+    assert destination.run_row_counts(None, "users") == {
+        second["run_id"]: 30}
 
 
 TYPED_SCHEMA = {
@@ -258,7 +279,6 @@ def test_merge_rule_of_append_dedup(spark: Any, postgres_server: Any, database: 
     from pyspark.sql import functions as F
 
     from headwater.destinations._base import CommitMarker
-    from headwater.destinations.postgres import PostgresDestination
     from headwater.engine._task import _partition_digest
     from headwater.plan import CheckpointPlan, StreamPlan
     from headwater.sdk import Partition
