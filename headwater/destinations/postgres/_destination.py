@@ -174,8 +174,17 @@ class PostgresDestination(Destination):
         return self._land(spark, plan, rows, marker, _owned.COMMIT, move)
 
     def file_writer(self, spark: SparkSession, plan: StreamPlan, *,
-                    run_id: str = "") -> StagingWriter:
-        """The reading tasks COPY their rows themselves (``_copy.StagingWriter``)."""
+                    run_id: str = "") -> StagingWriter | None:
+        """The reading tasks COPY their rows themselves (``_copy.StagingWriter``).
+
+        None under Spark Connect: there a stream that keeps its own state carries it in
+        state rows among its records, which the engine splits off before a commit sees
+        the rows; the rows then reach PostgreSQL through :meth:`commit`'s own COPY job.
+        """
+        try:
+            spark.sparkContext  # noqa: B018 (Spark Connect has none)
+        except Exception:
+            return None
         stream = plan.stream.name
         return StagingWriter(self.settings, self._target(stream),
                              tuple(self._columns_of(stream)))
