@@ -34,6 +34,7 @@ _BUILT_INS = {
     "delta": "headwater.destinations.delta:DeltaDestination",
     "iceberg": "headwater.destinations.iceberg:IcebergDestination",
     "files": "headwater.destinations.files:FilesDestination",
+    "postgres": "headwater.destinations.postgres:PostgresDestination",
 }
 
 

@@ -7,6 +7,8 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, WithJsonSchema
 
+from headwater._libpq import connect_kwargs
+
 __all__ = ["CdcSettings", "PostgresConfig"]
 
 
@@ -78,9 +80,7 @@ class PostgresConfig(BaseModel):
 
     def kwargs(self) -> dict[str, Any]:
         """psycopg ``connect`` keywords (no URI parsing, so nothing is mis-quoted)."""
-        args: dict[str, Any] = {"host": self.host, "port": self.port, "dbname": self.database,
-                                "user": self.username, "sslmode": self.sslmode,
-                                "application_name": "headwater", "connect_timeout": 10}
-        if self.password is not None:
-            args["password"] = self.password.get_secret_value()
-        return args
+        return connect_kwargs(host=self.host, port=self.port, database=self.database,
+                              username=self.username, sslmode=self.sslmode,
+                              password=None if self.password is None
+                              else self.password.get_secret_value())

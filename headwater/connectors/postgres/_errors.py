@@ -13,14 +13,12 @@ from typing import Any
 
 import psycopg
 
+from headwater._libpq import failure
 from headwater.connectors.postgres._config import PostgresConfig
 from headwater.connectors.postgres._types import SESSION_SETTINGS
 from headwater.errors import AuthenticationError, ConnectorError, HeadwaterError
 
 __all__ = ["connect", "explain"]
-
-_AUTH_MARKERS = ("password authentication failed", "authentication failed",
-                 "no password supplied", "role \"", "pg_hba.conf")
 
 
 def connect(settings: PostgresConfig, **kwargs: Any) -> psycopg.Connection[Any]:
@@ -39,18 +37,16 @@ def explain(exc: BaseException, settings: PostgresConfig, **context: Any) -> Hea
     where = (f"PostgreSQL at {settings.host}:{settings.port} (database {settings.database!r}, "
              f"role {settings.username!r})")
     text = " ".join(str(exc).split())
-    lowered = text.lower()
-    sqlstate = getattr(exc, "sqlstate", None)
-    if sqlstate in {"28P01", "28000"} or any(m in lowered for m in _AUTH_MARKERS):
+    kind = failure(exc)
+    if kind == "credentials":
         return AuthenticationError(f"{where} refused the credentials: {text}",
                                    field="source.config.password", **context)
-    if sqlstate == "42501" or "permission denied" in lowered:
+    if kind == "privilege":
         return ConnectorError(f"{where}: the role lacks a privilege: {text}", **context)
-    if sqlstate == "3D000" or ("database" in lowered and "does not exist" in lowered):
+    if kind == "database":
         return ConnectorError(f"{where}: the database does not exist: {text}",
                               field="source.config.database", **context)
-    if isinstance(exc, psycopg.OperationalError) and ("connection" in lowered
-                                                      or "timeout" in lowered):
+    if kind == "unreachable":
         return ConnectorError(f"cannot reach {where}: {text}", field="source.config.host",
                               **context)
     return ConnectorError(f"{where}: {type(exc).__name__}: {text}", **context)

@@ -1,0 +1,57 @@
+"""Connecting to the destination's server, and its errors in words a person can act on.
+
+Refused credentials become :class:`~headwater.errors.AuthenticationError` (exit
+3); an unreachable server names host and port; a missing right says which.  The
+password is never in libpq's messages, and the engine masks registered secrets
+in everything it prints.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from headwater._libpq import failure
+from headwater.destinations.postgres._config import PostgresDestinationConfig
+from headwater.errors import AuthenticationError, DestinationError, HeadwaterError
+
+#: Canonical session settings: timestamps read and written as UTC.
+SESSION = "-c TimeZone=UTC"
+
+
+def connect(settings: PostgresDestinationConfig, *, autocommit: bool = False,
+            **context: Any) -> psycopg.Connection[Any]:
+    """A psycopg connection to the destination (UTC session), or a Headwater error."""
+    try:
+        return psycopg.connect(**settings.kwargs(), options=SESSION, autocommit=autocommit)
+    except psycopg.Error as exc:
+        raise explain(exc, settings, **context) from exc
+
+
+def explain(exc: BaseException, settings: PostgresDestinationConfig,
+            **context: Any) -> HeadwaterError:
+    """The Headwater error for a failure talking to the destination's server."""
+    where = settings.where()
+    text = " ".join(str(exc).split())
+    kind = failure(exc)
+    if kind == "credentials":
+        return AuthenticationError(f"{where} refused the credentials: {text}",
+                                   field="destination.config.password", **context)
+    if kind == "privilege":
+        return DestinationError(f"{where}: the role lacks a privilege: {text}", **context)
+    if kind == "database":
+        return DestinationError(f"{where}: the database does not exist: {text}",
+                                field="destination.config.database", **context)
+    if kind == "unreachable" or is_connection_lost(exc):
+        return DestinationError(f"cannot reach {where}: {text}",
+                                field="destination.config.host", **context)
+    return DestinationError(f"{where}: {type(exc).__name__}: {text}", **context)
+
+
+def is_connection_lost(exc: BaseException) -> bool:
+    """Whether ``exc`` left a statement's outcome unknown (the link broke, no SQL error)."""
+    return isinstance(exc, psycopg.OperationalError) and getattr(exc, "sqlstate", None) is None
+
+
+__all__ = ["connect", "explain", "is_connection_lost"]

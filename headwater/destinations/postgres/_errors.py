@@ -1,0 +1,36 @@
+"""The destination's errors in a line: a failed Spark job's Python error without its traces.
+
+A COPY task that fails on an executor reaches the driver as Spark's error whose
+text holds the worker's whole traceback; what a person needs is its last line
+(``psycopg.errors.X: ...``), and a refusal of the credentials keeps its kind
+(:class:`~headwater.errors.AuthenticationError`, exit 3).
+"""
+
+from __future__ import annotations
+
+import re
+
+from headwater.errors import AuthenticationError, DestinationError, HeadwaterError
+
+#: A traceback's line naming what was raised: ``psycopg.errors.X: ...``, ``ValueError: ...``.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*: |^\w*(?:Error|Exception)\w*: ")
+
+
+def error_line(exc: BaseException) -> str:
+    """The error's type and its most telling line (a traceback's last)."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    errors = [line for line in lines if _RAISED.match(line)]
+    text = errors[-1] if errors else (lines[0] if lines else "")
+    return f"{type(exc).__name__}: {text}"
+
+
+def job_error(what: str, exc: BaseException, stream: str) -> HeadwaterError:
+    """``what`` failed in its Spark job: the error a person acts on."""
+    line = error_line(exc)
+    if "AuthenticationError" in line:
+        return AuthenticationError(f"{what} failed: {line}", field="destination.config.password",
+                                   stream=stream)
+    return DestinationError(f"{what} failed: {line}", stream=stream)
+
+
+__all__ = ["error_line", "job_error"]
