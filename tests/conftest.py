@@ -86,6 +86,19 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _spark_session_first(request: pytest.FixtureRequest) -> None:
+    """A test marked ``spark`` starts the shared session before its code runs.
+
+    A sync run in the test process (``_in_process``, ``_connections.sync``) takes the
+    active session, or starts one with only its own destination's needs: a test that
+    syncs without asking for ``spark`` would leave a session without Delta's extension
+    for every later test of its pytest process (the ``spark`` fixture then refuses it).
+    """
+    if request.node.get_closest_marker("spark") is not None:
+        request.getfixturevalue("spark")
+
+
 @pytest.fixture(scope="session")
 def postgres_server(request: pytest.FixtureRequest) -> Iterator[object]:
     """A real PostgreSQL on 127.0.0.1 (``scripts/postgres``); stopped if this session started it."""
