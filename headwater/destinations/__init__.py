@@ -33,6 +33,7 @@ DESTINATION_ENTRY_POINT_GROUP = "headwater.destinations"
 _BUILT_INS = {
     "delta": "headwater.destinations.delta:DeltaDestination",
     "iceberg": "headwater.destinations.iceberg:IcebergDestination",
+    "kafka": "headwater.destinations.kafka:KafkaDestination",
 }
 
 
