@@ -53,7 +53,10 @@ def reader_settings(settings: KafkaSettings) -> dict[str, str]:
     """A consumer that sees committed records only and keeps no offsets of its own."""
     return {**connection_settings(settings), "group.id": "headwater-markers-reader",
             "isolation.level": "read_committed", "enable.auto.commit": "false",
-            "enable.partition.eof": "true", "auto.offset.reset": "earliest"}
+            "enable.partition.eof": "true", "auto.offset.reset": "earliest",
+            # The reader stops at the end: a broker holding an empty fetch back for
+            # its default 500 ms would only make it wait.
+            "fetch.wait.max.ms": "10"}
 
 
 def describe(exc: BaseException, settings: KafkaSettings, doing: str,

@@ -166,7 +166,13 @@ def read_markers(settings: KafkaSettings, *prefixes: str) -> dict[str, dict[str,
     Reads the markers topic from its start to its last stable offset (compaction
     keeps it near one record per key); a missing topic holds no markers.
     """
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+    from confluent_kafka import (
+        OFFSET_BEGINNING,
+        Consumer,
+        KafkaError,
+        KafkaException,
+        TopicPartition,
+    )
 
     errors: list[Any] = []
     consumer = Consumer({**reader_settings(settings), "error_cb": errors.append})
@@ -179,7 +185,8 @@ def read_markers(settings: KafkaSettings, *prefixes: str) -> dict[str, dict[str,
         if meta is None or meta.error is not None:
             return {}
         partitions = sorted(meta.partitions)
-        consumer.assign([TopicPartition(settings.markers_topic, p, 0) for p in partitions])
+        consumer.assign([TopicPartition(settings.markers_topic, p, OFFSET_BEGINNING)
+                         for p in partitions])
         pending, latest = set(partitions), {}
         while pending:
             message = consumer.poll(TIMEOUT_S)
