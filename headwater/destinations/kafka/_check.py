@@ -8,6 +8,7 @@ refused, and why, before a sync produces anything.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +19,8 @@ from headwater.errors import DestinationError
 if TYPE_CHECKING:
     from headwater.destinations.kafka._config import KafkaSettings
 
+_CONNECT_TIMEOUT_S = 5.0
+
 
 def check_cluster(settings: KafkaSettings, topics: Iterable[str]) -> None:
     """The cluster answers (else its host and port are named, or the login's refusal), and
@@ -25,6 +28,7 @@ def check_cluster(settings: KafkaSettings, topics: Iterable[str]) -> None:
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewTopic
 
+    _answers(settings)
     errors: list[Any] = []
     client = _topics.admin(settings, errors)
     missing = sorted(set(topics) - _topics.existing(settings, client, errors))
@@ -44,6 +48,25 @@ def check_cluster(settings: KafkaSettings, topics: Iterable[str]) -> None:
             future.result()
         except KafkaException as exc:
             raise _topics.refused(settings, name, exc, errors) from exc
+
+
+def _answers(settings: KafkaSettings) -> None:
+    """Some bootstrap server accepts a connection, else name the first one.
+
+    librdkafka would retry a refused connection until its timeout; a closed port
+    is known at once.
+    """
+    for server in settings.bootstrap_servers.split(","):
+        host, _, port = server.rpartition(":")
+        try:
+            socket.create_connection((host, int(port)), timeout=_CONNECT_TIMEOUT_S).close()
+            return
+        except OSError:
+            continue
+    host, port = settings.first_server()
+    raise DestinationError(f"cannot reach the Kafka broker at {host}:{port} (no bootstrap "
+                           f"server of {settings.bootstrap_servers} accepts a connection); is "
+                           "it running, and is bootstrap_servers right?")
 
 
 __all__ = ["check_cluster"]

@@ -37,7 +37,7 @@ def test_the_topic_template_takes_the_connection_and_the_namespace() -> None:
     ("{stream", "is not a template"),
 ])
 def test_a_bad_topic_template_names_the_field(topic: str, says: str) -> None:
-    with pytest.raises(ConfigError, match="destination.config.topic") as raised:
+    with pytest.raises(ConfigError, match=r"destination\.config\.topic") as raised:
         KafkaDestination({**BASE, "topic": topic}).table_location("users")
     assert says in str(raised.value)
 
@@ -64,7 +64,7 @@ def test_the_spec_refuses_a_bad_shape_naming_the_field(config: dict[str, object]
 
 
 def test_settings_headwater_owns_are_refused() -> None:
-    with pytest.raises(ConfigError, match="transactional.id cannot be set"):
+    with pytest.raises(ConfigError, match=r"transactional\.id cannot be set"):
         KafkaSettings.from_config({**BASE, "producer": {"transactional.id": "mine"}})
 
 
