@@ -63,8 +63,8 @@ def _answers(settings: KafkaSettings) -> None:
             return
         except OSError:
             continue
-    host, port = settings.first_server()
-    raise DestinationError(f"cannot reach the Kafka broker at {host}:{port} (no bootstrap "
+    first, number = settings.first_server()
+    raise DestinationError(f"cannot reach the Kafka broker at {first}:{number} (no bootstrap "
                            f"server of {settings.bootstrap_servers} accepts a connection); is "
                            "it running, and is bootstrap_servers right?")
 
