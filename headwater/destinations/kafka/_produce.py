@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from headwater.destinations.kafka import _records
 from headwater.destinations.kafka._client import TIMEOUT_S, describe, producer_settings
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from headwater.destinations._base import CommitMarker
     from headwater.destinations.kafka._config import KafkaSettings
 
+_UNIT = _records.UNIT_AT
 #: One row per unit the task handled.
 RESULT_SCHEMA = pa.schema([("task", pa.int32()), ("unit", pa.string()), ("rows", pa.int64()),
                            ("rejected", pa.int64()), ("bytes", pa.int64()),
@@ -79,9 +81,10 @@ class _Producing:
         self.producer = Producer({**producer_settings(job.settings,
                                                       transactional_id(marker.app_id, task)),
                                   "error_cb": self.errors.append})
-        self.constants = (marker.stream.encode(), marker.run_id.encode(),
-                          str(marker.checkpoint_index).encode())
+        self.constants = (marker.stream, marker.run_id, str(marker.checkpoint_index))
         self.done: dict[str, Unit] = {}
+        #: The unit whose transaction is open, and its figures (rows, rejected, bytes).
+        self.open: tuple[str, list[int]] | None = None
         self.results: list[tuple[str, Unit, bool]] = []
 
     def run(self, batches: Iterator[pa.RecordBatch]) -> pa.RecordBatch:
@@ -97,34 +100,27 @@ class _Producing:
         own = read_markers(job.settings, task_key(job.marker.app_id, self.task))
         self.done = landed_units(own, job.marker, self.task)
         skip = set(job.landed) | set(self.done)
-        for unit in sorted(skip & set(self.done)):
+        for unit in sorted(self.done):
             self.results.append((unit, self.done[unit], True))
-        current: str | None = None
-        producing = False
-        figures = [0, 0, 0]
         try:
             for batch in batches:
-                columns = [batch.column(i).to_pylist() for i in range(5)]
-                for key, value, unit, record, notes in zip(*columns, strict=True):
-                    if unit != current:
-                        if producing and current is not None:
-                            self._finish(current, figures)
-                        current, figures = unit, [0, 0, 0]
-                        producing = unit not in skip
-                        if producing:
-                            self.producer.begin_transaction()
-                        elif unit not in self.done:
+                units = batch.column(_UNIT)
+                for begin, end in _runs(units):
+                    unit = str(units[begin].as_py())
+                    if self.open is not None and self.open[0] != unit:
+                        self._finish()
+                    if unit in skip:
+                        if unit not in self.done and all(r[0] != unit for r in self.results):
                             self.results.append((unit, Unit(), True))
-                    if not producing:
                         continue
-                    self._produce(key, value, unit, record, notes)
-                    figures[0] += 1
-                    figures[1] += notes is not None
-                    figures[2] += len(value) if value is not None else 0
-            if producing and current is not None:
-                self._finish(current, figures)
+                    if self.open is None:
+                        self.producer.begin_transaction()
+                        self.open = (unit, [0, 0, 0])
+                    self._produce(batch.slice(begin, end - begin), unit)
+            if self.open is not None:
+                self._finish()
         except BaseException:
-            if producing:
+            if self.open is not None:
                 # Fenced or gone: the broker aborts it anyway.
                 with contextlib.suppress(Exception):
                     self.producer.abort_transaction(TIMEOUT_S)
@@ -134,23 +130,42 @@ class _Producing:
               "bytes": f.bytes, "earlier": earlier} for unit, f, earlier in self.results],
             schema=RESULT_SCHEMA)
 
-    def _produce(self, key: str | None, value: str | None, unit: str, record: str,
-                 notes: str | None) -> None:
+    def _produce(self, rows: pa.RecordBatch, unit: str) -> None:
+        """Hand one unit's rows to the producer (the hot loop: headers built as
+        ``_records.headers`` builds them, from constant parts)."""
+        assert self.open is not None
+        figures = self.open[1]
+        values, notes = rows.column(_records.VALUE_AT), rows.column(_records.NOTES_AT)
+        figures[0] += rows.num_rows
+        figures[1] += rows.num_rows - notes.null_count
+        figures[2] += int(pc.sum(pc.binary_length(values)).as_py() or 0)
         stream, run_id, checkpoint = self.constants
-        headers = _records.headers(stream, unit.encode(), record.encode(), run_id, checkpoint,
-                                   notes.encode() if notes is not None else None)
-        while True:
-            try:
-                self.producer.produce(self.job.topic, value=value, key=key, headers=headers)
-                return
-            except BufferError:  # the local queue is full: let deliveries drain it
-                self.producer.poll(0.05)
+        produce, poll, topic = self.producer.produce, self.producer.poll, self.job.topic
+        first = (_records.H_STREAM, stream)
+        where = (_records.H_PARTITION, unit)
+        last = [(_records.H_RUN, run_id), (_records.H_CHECKPOINT, checkpoint)]
+        for key, value, record, note in zip(rows.column(_records.KEY_AT).to_pylist(),
+                                            values.to_pylist(),
+                                            rows.column(_records.RECORD_AT).to_pylist(),
+                                            notes.to_pylist(), strict=True):
+            headers = [first, where, (_records.H_RECORD, record), *last]
+            if note is not None:
+                headers.append((_records.H_NOTES, note))
+            while True:
+                try:
+                    produce(topic, value, key, headers=headers)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    poll(0.05)
 
-    def _finish(self, unit: str, figures: list[int]) -> None:
-        """Close the unit's transaction with the task's marker: the commit point."""
+    def _finish(self) -> None:
+        """Close the open unit's transaction with the task's marker: the commit point."""
         from confluent_kafka import KafkaException
 
+        assert self.open is not None
         job = self.job
+        unit, figures = self.open
+        self.open = None
         landed = Unit(rows=figures[0], rejected=figures[1], bytes=figures[2])
         self.done[unit] = landed
         self.producer.produce(job.settings.markers_topic,
@@ -162,6 +177,17 @@ class _Producing:
             raise describe(exc, job.settings, f"committing task {self.task}'s records of "
                            f"partition {unit}", self.errors, topic=job.topic) from exc
         self.results.append((unit, landed, False))
+
+
+def _runs(units: pa.Array) -> list[tuple[int, int]]:
+    """``[begin, end)`` of each run of equal values in ``units`` (a unit's rows are
+    contiguous: a task reads its partitions one after the other)."""
+    length = len(units)
+    if length == 0:
+        return []
+    changed = pc.not_equal(units.slice(1), units.slice(0, length - 1))
+    starts = [0, *[i + 1 for i in pc.indices_nonzero(changed).to_pylist()]]
+    return list(zip(starts, [*starts[1:], length], strict=True))
 
 
 def figures_of(rows: list[dict[str, Any]]) -> dict[str, Unit]:

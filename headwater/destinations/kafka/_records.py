@@ -35,6 +35,7 @@ JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
                 "dateFormat": "yyyy-MM-dd", "ignoreNullFields": "false", "timeZone": "UTC"}
 #: The prepared frame's columns, in the order the task reads them.
 KEY, VALUE, UNIT, RECORD, NOTES = "k", "v", "u", "r", "n"
+KEY_AT, VALUE_AT, UNIT_AT, RECORD_AT, NOTES_AT = range(5)
 
 # Header names (values are UTF-8 text).
 H_STREAM, H_PARTITION, H_RECORD = "headwater.stream", "headwater.partition", "headwater.record"
@@ -70,11 +71,12 @@ def prepare(rows: DataFrame, data_columns: Sequence[str], primary_key: Sequence[
                        notes.alias(NOTES))
 
 
-def headers(stream: bytes, partition: bytes, record: bytes, run_id: bytes, checkpoint: bytes,
-            notes: bytes | None) -> list[tuple[str, str | bytes | None]]:
+def headers(stream: str, partition: str, record: str, run_id: str, checkpoint: str,
+            notes: str | None) -> list[tuple[str, str | bytes | None]]:
     """A record's provenance headers: its stream, source partition (an object storage
     source's partition is its object key), record number within that partition, run
-    and checkpoint; the notes of values that did not fit, when it has any."""
+    and checkpoint; the notes of values that did not fit, when it has any (the
+    producer sends each value as UTF-8)."""
     found: list[tuple[str, str | bytes | None]] = [
         (H_STREAM, stream), (H_PARTITION, partition), (H_RECORD, record), (H_RUN, run_id),
         (H_CHECKPOINT, checkpoint)]

@@ -14,14 +14,14 @@ SETTINGS = KafkaSettings.from_config({"bootstrap_servers": "kafka.internal:9093"
 
 
 def test_headers_carry_the_provenance_of_seed_002() -> None:
-    found = _records.headers(b"orders", b"s3://bucket/2024/01.jsonl@etag", b"41", b"run-1",
-                             b"3", None)
-    assert dict(found) == {"headwater.stream": b"orders",
-                           "headwater.partition": b"s3://bucket/2024/01.jsonl@etag",
-                           "headwater.record": b"41", "headwater.run_id": b"run-1",
-                           "headwater.checkpoint": b"3"}
-    noted = _records.headers(b"orders", b"p", b"0", b"r", b"1", b'[{"field":"amount"}]')
-    assert dict(noted)["headwater.notes"] == b'[{"field":"amount"}]'
+    found = _records.headers("orders", "s3://bucket/2024/01.jsonl@etag", "41", "run-1", "3",
+                             None)
+    assert dict(found) == {"headwater.stream": "orders",
+                           "headwater.partition": "s3://bucket/2024/01.jsonl@etag",
+                           "headwater.record": "41", "headwater.run_id": "run-1",
+                           "headwater.checkpoint": "3"}
+    noted = _records.headers("orders", "p", "0", "r", "1", '[{"field":"amount"}]')
+    assert dict(noted)["headwater.notes"] == '[{"field":"amount"}]'
 
 
 def test_the_delete_flag_is_found_by_name() -> None:
