@@ -33,12 +33,12 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from _common import header, scratch_dir, table
+from _common import header, scratch_dir, stream_frame, table
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
@@ -46,10 +46,8 @@ from headwater.destinations.kafka._client import PRODUCER_DEFAULTS
 from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark
 from headwater.engine._jars import fetch_with_maven, missing_artifacts
 from headwater.metadata_store import MetadataStore
-from headwater.table_schema import arrow_schema_for
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 REPO = Path(__file__).resolve().parent.parent
@@ -92,20 +90,9 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
 
 def spark_sink(spark: SparkSession, bootstrap: str, topic: str, rows: int,
                rows_per_partition: int) -> float:
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     stream = SampleSource(source_config(rows, rows_per_partition)).stream("orders")
-    partitions = stream.partitions(None)
-    schema = from_arrow_schema(arrow_schema_for(stream.json_schema()))
-
-    def read(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in positions:
-            for position in batch.column(0).to_pylist():
-                yield from stream.read(partitions[position])
-
     began = time.perf_counter()
-    count = len(partitions)
-    frame = spark.range(count, numPartitions=count).mapInArrow(read, schema)
+    frame = stream_frame(spark, stream)
     (frame.selectExpr("to_json(named_struct('id', id)) AS key", "to_json(struct(*)) AS value")
      .write.format("kafka").option("kafka.bootstrap.servers", bootstrap)
      .option("topic", topic).save())

@@ -22,6 +22,7 @@ PRODUCER_DEFAULTS: Mapping[str, str] = {
     "batch.size": "1000000",
     "compression.type": "lz4",
     "queue.buffering.max.kbytes": "262144",
+    "queue.buffering.max.messages": "1000000",
     # A transaction spans one source partition's rows; the broker's default cap
     # (transaction.max.timeout.ms) is 15 minutes.
     "transaction.timeout.ms": "900000",
