@@ -16,11 +16,13 @@ if TYPE_CHECKING:
     from headwater.destinations.kafka._config import KafkaSettings
 
 #: Producer tuning Headwater starts from (each can be overridden in ``producer``):
-#: measured with bench/kafka_destination.py.
+#: measured with bench/kafka_destination.py (2,000,000 rows on a 2-core machine with the
+#: broker on it: lz4 18.4-20.1 s, zstd 19.1 s, none 12.0-12.4 s: compressing costs the
+#: producing tasks more CPU than it saves the broker; bench/RESULTS.md).
 PRODUCER_DEFAULTS: Mapping[str, str] = {
     "linger.ms": "20",
     "batch.size": "1000000",
-    "compression.type": "lz4",
+    "compression.type": "none",
     "queue.buffering.max.kbytes": "262144",
     "queue.buffering.max.messages": "1000000",
     # A transaction spans one source partition's rows; the broker's default cap
