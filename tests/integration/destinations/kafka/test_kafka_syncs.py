@@ -121,3 +121,44 @@ def test_check_names_the_host_and_port_of_a_broker_that_does_not_answer(
     assert checked.exit_code == 1, checked.describe()
     assert f"cannot reach the Kafka broker at 127.0.0.1:{port}" in \
         checked.stdout + checked.stderr, checked.describe()
+
+
+def test_overwrite_is_refused_before_anything_is_produced(
+        spark: Any, tmp_path: Path, kafka_broker: Any) -> None:
+    prefix = kafka_broker.topic_prefix()
+    path = _connection(tmp_path, kafka_broker, prefix, [
+        {"name": "orders", "sync_mode": "full_refresh", "destination_sync_mode": "overwrite"}])
+    synced = sync_in_process(tmp_path, path)
+    assert synced.exit_code != 0
+    assert f"cannot overwrite topic {prefix}shop.orders" in synced.stdout + synced.stderr
+    assert read_topic(kafka_broker.bootstrap, prefix + "shop.orders") == []
+
+
+def test_a_commit_that_failed_after_its_records_landed_is_resumed_not_read_again(
+        spark: Any, tmp_path: Path, kafka_broker: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tasks' transactions landed, the commit marker could not be written: the run stays
+    unfinished (outcome unknown), and the next sync produces only what did not land."""
+    from headwater.destinations.kafka import KafkaDestination
+    from headwater.errors import DestinationError
+
+    prefix = kafka_broker.topic_prefix()
+    path = _connection(tmp_path, kafka_broker, prefix, [
+        {"name": "orders", "sync_mode": "incremental", "destination_sync_mode": "append",
+         "cursor_field": "updated_at"}])
+    write = KafkaDestination._write_commit_marker
+    failed: list[int] = []
+
+    def fails_once(self: KafkaDestination, marker: Any, value: bytes) -> int | None:
+        if not failed:
+            failed.append(marker.checkpoint_index)
+            raise DestinationError("injected: the markers topic went away")
+        return write(self, marker, value)
+
+    monkeypatch.setattr(KafkaDestination, "_write_commit_marker", fails_once)
+    first = sync_in_process(tmp_path, path)
+    assert first.exit_code != 0 and failed, first.describe()
+    second = sync_in_process(tmp_path, path)
+    assert second.exit_code == 0, second.describe()
+    ids = Counter(json.loads(r.key or "")["id"]
+                  for r in read_topic(kafka_broker.bootstrap, prefix + "shop.orders"))
+    assert ids == Counter(range(SOURCE["orders"]))
