@@ -139,6 +139,12 @@ class KafkaDestination(Destination):
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
+        frame = self._prepared(rows, plan, checkpoint)
+        if _markers.open_transactions(self.settings):
+            # Perhaps a killed attempt's task, between its marker and its commit: fence the
+            # lane's tasks, so the markers can be read to their end (read_markers).
+            _markers.fence(self.settings, [_markers.transactional_id(marker.app_id, task)
+                                           for task in range(frame.rdd.getNumPartitions())])
         markers = _markers.read_markers(self.settings, _markers.commit_key(marker.app_id),
                                          _markers.task_prefix(marker.app_id))
         found = _markers.find_commit(markers, marker)
@@ -147,7 +153,6 @@ class KafkaDestination(Destination):
         landed = _markers.landed_units(markers, marker)
         topic = self.topic(plan.stream.name)
         task = ProduceTask(self.settings, topic, marker, frozenset(landed))
-        frame = self._prepared(rows, plan, checkpoint)
         try:
             frame.mapInArrow(task, RESULT_DDL).collect()
         except Exception as exc:

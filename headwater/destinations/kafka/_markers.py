@@ -24,6 +24,7 @@ checkpoints one after the other.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,7 +35,12 @@ from headwater.destinations._base import (
     tagged_counts,
     tagged_partition_states,
 )
-from headwater.destinations.kafka._client import TIMEOUT_S, describe, reader_settings
+from headwater.destinations.kafka._client import (
+    TIMEOUT_S,
+    describe,
+    producer_settings,
+    reader_settings,
+)
 from headwater.errors import DestinationError, StoreBehindTableError
 
 if TYPE_CHECKING:
@@ -43,6 +49,8 @@ if TYPE_CHECKING:
 #: Commits of a lane its marker keeps, figures and tag included (older ones are known
 #: only as "landed": the engine then takes their figures from the metadata store).
 KEPT_COMMITS = 32
+#: How long a read of the markers waits for a transaction open on them to end.
+OPEN_TRANSACTION_WAIT_S = 120.0
 #: What ``CommitResult.writer`` says of a Kafka commit.
 WRITER = "tasks+kafka-transactions"
 
@@ -160,11 +168,17 @@ def task_prefix(app_id: str) -> str:
     return f"task/{app_id}/"
 
 
-def read_markers(settings: KafkaSettings, *prefixes: str) -> dict[str, dict[str, Any]]:
+def read_markers(settings: KafkaSettings, *prefixes: str,
+                 wait_s: float = OPEN_TRANSACTION_WAIT_S) -> dict[str, dict[str, Any]]:
     """The latest marker of every key starting with one of ``prefixes``, read committed.
 
-    Reads the markers topic from its start to its last stable offset (compaction
-    keeps it near one record per key); a missing topic holds no markers.
+    Reads the markers topic from its start to its **high watermark** taken first (a
+    missing topic holds no markers).  Not to the end a read_committed consumer sees:
+    that end is the last stable offset, which stops before the first transaction still
+    open, so a marker committed after it would be missed.  Reading to the high
+    watermark waits until every transaction open at the start has ended (a live one
+    ends in milliseconds; a killed attempt's when its transactional.id is fenced:
+    :func:`fence`); one still open after ``wait_s`` is an error, not a partial answer.
     """
     from confluent_kafka import (
         OFFSET_BEGINNING,
@@ -177,34 +191,91 @@ def read_markers(settings: KafkaSettings, *prefixes: str) -> dict[str, dict[str,
     errors: list[Any] = []
     consumer = Consumer({**reader_settings(settings), "error_cb": errors.append})
     try:
-        try:
-            topic = consumer.list_topics(settings.markers_topic, timeout=TIMEOUT_S)
-        except KafkaException as exc:
-            raise describe(exc, settings, "reading the commit markers", errors) from exc
-        meta = topic.topics.get(settings.markers_topic)
-        if meta is None or meta.error is not None:
+        ends = high_watermarks(settings, consumer, errors)
+        if not ends:
             return {}
-        partitions = sorted(meta.partitions)
         consumer.assign([TopicPartition(settings.markers_topic, p, OFFSET_BEGINNING)
-                         for p in partitions])
-        pending, latest = set(partitions), {}
+                         for p in ends])
+        pending = {p for p, end in ends.items() if end > 0}
+        latest: dict[str, Any] = {}
+        deadline = time.monotonic() + wait_s
         while pending:
-            message = consumer.poll(TIMEOUT_S)
-            if message is None:
-                raise describe(TimeoutError(), settings, "reading the commit markers", errors)
-            error = message.error()
-            if error is not None:
-                if error.code() == KafkaError._PARTITION_EOF:
-                    pending.discard(message.partition())
-                    continue
-                raise describe(KafkaException(error), settings, "reading the commit markers")
-            key = (message.key() or b"").decode()
-            if key.startswith(prefixes):
-                value = message.value()
-                latest[key] = json.loads(value) if value is not None else None
+            if time.monotonic() > deadline:
+                raise DestinationError(
+                    f"a transaction of an earlier attempt is still open on the markers topic "
+                    f"{settings.markers_topic} after {wait_s:.0f} s (its producer was not fenced); "
+                    "the broker aborts it after its transaction.timeout.ms: sync again then")
+            message = consumer.poll(0.2)
+            if message is not None:
+                error = message.error()
+                if error is None:
+                    key = (message.key() or b"").decode()
+                    if key.startswith(prefixes):
+                        value = message.value()
+                        latest[key] = json.loads(value) if value is not None else None
+                elif error.code() != KafkaError._PARTITION_EOF:
+                    raise describe(KafkaException(error), settings, "reading the commit markers")
+            for position in consumer.position([TopicPartition(settings.markers_topic, p)
+                                               for p in list(pending)]):
+                if position.offset >= ends[position.partition]:
+                    pending.discard(position.partition)
         return {k: v for k, v in latest.items() if v is not None}
     finally:
         consumer.close()
+
+
+def high_watermarks(settings: KafkaSettings, consumer: Any, errors: list[Any]) -> dict[int, int]:
+    """Each markers partition's high watermark (not its last stable offset, which a
+    read_committed consumer is given): ``{}`` when the topic does not exist."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    try:
+        topic = consumer.list_topics(settings.markers_topic, timeout=TIMEOUT_S)
+    except KafkaException as exc:
+        raise describe(exc, settings, "reading the commit markers", errors) from exc
+    meta = topic.topics.get(settings.markers_topic)
+    if meta is None or meta.error is not None:
+        return {}
+    uncommitted = Consumer({**reader_settings(settings), "isolation.level": "read_uncommitted"})
+    try:
+        return {p: uncommitted.get_watermark_offsets(
+            TopicPartition(settings.markers_topic, p), timeout=TIMEOUT_S, cached=False)[1]
+            for p in sorted(meta.partitions)}
+    except KafkaException as exc:
+        raise describe(exc, settings, "reading the commit markers", errors) from exc
+    finally:
+        uncommitted.close()
+
+
+def open_transactions(settings: KafkaSettings) -> bool:
+    """Whether a transaction is open on the markers topic (its last stable offset is
+    behind its high watermark somewhere)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    errors: list[Any] = []
+    consumer = Consumer({**reader_settings(settings), "error_cb": errors.append})
+    try:
+        ends = high_watermarks(settings, consumer, errors)
+        return any(consumer.get_watermark_offsets(
+            TopicPartition(settings.markers_topic, p), timeout=TIMEOUT_S, cached=False)[1] < end
+            for p, end in ends.items())
+    finally:
+        consumer.close()
+
+
+def fence(settings: KafkaSettings, transactional_ids: list[str]) -> None:
+    """Fence each of ``transactional_ids``: a zombie's later produce or commit fails, and
+    its open transaction is aborted (what a new attempt's ``init_transactions`` does)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from confluent_kafka import Producer
+
+    def one(transactional_id: str) -> None:
+        producer = Producer(producer_settings(settings, transactional_id))
+        producer.init_transactions(TIMEOUT_S * 4)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(one, transactional_ids))
 
 
 def _store_behind(marker: CommitMarker, held: int, run_id: str | None) -> StoreBehindTableError:
@@ -224,6 +295,6 @@ def marker_error(marker: CommitMarker, message: str) -> DestinationError:
     return DestinationError(message, stream=marker.stream, checkpoint=marker.checkpoint_index)
 
 
-__all__ = ["KEPT_COMMITS", "WRITER", "Unit", "commit_key", "commit_value", "find_commit",
-           "landed_units", "read_markers", "task_key", "task_prefix", "task_value",
-           "transactional_id"]
+__all__ = ["KEPT_COMMITS", "WRITER", "Unit", "commit_key", "commit_value", "fence",
+           "find_commit", "landed_units", "open_transactions", "read_markers", "task_key",
+           "task_prefix", "task_value", "transactional_id"]
