@@ -140,18 +140,26 @@ class KafkaDestination(Destination):
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
         frame = self._prepared(rows, plan, checkpoint)
-        if _markers.open_transactions(self.settings):
-            # Perhaps a killed attempt's task, between its marker and its commit: fence the
-            # lane's tasks, so the markers can be read to their end (read_markers).
-            _markers.fence(self.settings, [_markers.transactional_id(marker.app_id, task)
-                                           for task in range(frame.rdd.getNumPartitions())])
-        markers = _markers.read_markers(self.settings, _markers.commit_key(marker.app_id),
-                                         _markers.task_prefix(marker.app_id))
+        topic = self.topic(plan.stream.name)
+        try:
+            if _markers.open_transactions(self.settings):
+                # Perhaps a killed attempt's task, between its marker and its commit: fence
+                # the lane's tasks, so the markers can be read to their end (read_markers).
+                _markers.fence(self.settings, [
+                    _markers.transactional_id(marker.app_id, task)
+                    for task in range(frame.rdd.getNumPartitions())])
+            markers = _markers.read_markers(self.settings, _markers.commit_key(marker.app_id),
+                                             _markers.task_prefix(marker.app_id))
+        except HeadwaterError as exc:
+            # An earlier attempt's records may have landed: no answer is no "nothing landed".
+            raise CommitOutcomeUnknownError(
+                f"the commit of checkpoint {marker.checkpoint_index} to topic {topic}",
+                error="reading the commit markers first", lookup=str(exc),
+                stream=marker.stream, checkpoint=marker.checkpoint_index) from exc
         found = _markers.find_commit(markers, marker)
         if found is not None:
             return found
         landed = _markers.landed_units(markers, marker)
-        topic = self.topic(plan.stream.name)
         task = ProduceTask(self.settings, topic, marker, frozenset(landed))
         try:
             frame.mapInArrow(task, RESULT_DDL).collect()
