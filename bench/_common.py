@@ -160,3 +160,23 @@ def run_with_postgres(main: Callable[[], None]) -> None:
     finally:
         if not was_running:
             postgres("stop")
+
+
+def stream_frame(spark: Any, stream: Any) -> Any:
+    """A Spark DataFrame of ``stream``'s rows, read by its own ``read(partition)`` under
+    ``mapInArrow``, one Spark partition per stream partition: the plain-Spark baselines'
+    data, with the same generation cost as a sync's."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from headwater.table_schema import arrow_schema_for
+
+    partitions = stream.partitions(None)
+    schema = from_arrow_schema(arrow_schema_for(stream.json_schema()))
+
+    def read(positions: Iterator[Any]) -> Iterator[Any]:
+        for batch in positions:
+            for position in batch.column(0).to_pylist():
+                yield from stream.read(partitions[position])
+
+    count = len(partitions)
+    return spark.range(count, numPartitions=count).mapInArrow(read, schema)

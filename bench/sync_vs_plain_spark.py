@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
-from _common import dir_size, header, load_line, scratch_dir, table
+from _common import dir_size, header, load_line, scratch_dir, stream_frame, table
 
 from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource, SampleStream
@@ -119,20 +119,8 @@ def users_stream(rows: int, rows_per_partition: int) -> SampleStream:
 
 def plain_spark(spark: SparkSession, rows: int, rows_per_partition: int, path: Path) -> float:
     """The baseline: the stream's own reader under mapInArrow, one Delta overwrite."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     began = time.perf_counter()
-    stream = users_stream(rows, rows_per_partition)
-    partitions = stream.partitions(None)
-    schema = from_arrow_schema(arrow_schema_for(stream.json_schema()))
-
-    def read(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in positions:
-            for position in batch.column(0).to_pylist():
-                yield from stream.read(partitions[position])
-
-    count = len(partitions)
-    frame = spark.range(count, numPartitions=count).mapInArrow(read, schema)
+    frame = stream_frame(spark, users_stream(rows, rows_per_partition))
     frame.write.format("delta").mode("overwrite").save(str(path))
     return time.perf_counter() - began
 

@@ -51,6 +51,7 @@ def _check_destination(config: ConnectionConfig) -> str | None:
 
     destination = build_destination(config.destination.type, config.destination.config)
     destination.use_spark_conf(config.spark.conf)
+    destination.use_connection(config.name)
     skipped = destination.check_skipped()
     if skipped is None:
         destination.check()

@@ -35,6 +35,7 @@ _BUILT_INS = {
     "iceberg": "headwater.destinations.iceberg:IcebergDestination",
     "files": "headwater.destinations.files:FilesDestination",
     "postgres": "headwater.destinations.postgres:PostgresDestination",
+    "kafka": "headwater.destinations.kafka:KafkaDestination",
 }
 
 

@@ -305,6 +305,16 @@ class Destination(ABC):
         """
         return None
 
+    def use_connection(self, name: str,
+                       namespace_of: Callable[[str], str | None] | None = None) -> None:
+        """Take the connection's name, and how to find a stream's namespace, before
+        :meth:`prepare` and :meth:`check_tables`.
+
+        For a destination that names its tables by a template of them (Kafka's
+        ``topic: "{connection}.{stream}"``).  The default ignores them.
+        """
+        return None
+
     def use_spark_conf(self, conf: Mapping[str, str]) -> None:
         """Take the connection's ``spark.conf`` before :meth:`check` (which starts no Spark).
 

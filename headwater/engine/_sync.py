@@ -119,6 +119,7 @@ class SyncEngine:
         self.source.prepare()  # its streams, learned while Spark starts
         self.destination: Destination = destination or build_destination(
             connection.destination.type, connection.destination.config)
+        self.destination.use_connection(connection.name, self._namespace_of)
         if self.options.spark.requirements is None:
             # The session is started with what this destination needs, and only that.
             self.options = replace(self.options, spark=replace(
@@ -169,6 +170,13 @@ class SyncEngine:
         if early is not None and early.shared_dir and (
                 plan is None or plan.shared_dir != early.shared_dir):
             shutil.rmtree(early.shared_dir, ignore_errors=True)
+
+    def _namespace_of(self, stream: str) -> str | None:
+        """The source's namespace of ``stream`` (None: it has none, or no such stream)."""
+        try:
+            return self.source.stream(stream).namespace
+        except Exception:
+            return None
 
     def request_stop(self, reason: str = "stop requested") -> None:
         """End the run in progress after the checkpoints being committed (any thread).
