@@ -20,17 +20,15 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ClusterMetadata, OffsetSpec
 
+from headwater import _librdkafka
 from headwater.connectors.kafka._config import KafkaConfig
 from headwater.errors import AuthenticationError, ConnectorError, HeadwaterError
 
 __all__ = ["AUTH_CODES", "Cluster", "explain"]
 
 #: Errors that mean refused credentials or rights.
-AUTH_CODES = {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED,
-               KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-               KafkaError.GROUP_AUTHORIZATION_FAILED, KafkaError._SSL}
-_UNREACHABLE_CODES = {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN,
-                      KafkaError._RESOLVE}
+AUTH_CODES = _librdkafka.AUTH_CODES | _librdkafka.DENIED_CODES | {KafkaError._SSL}
+_UNREACHABLE_CODES = _librdkafka.UNREACHABLE_CODES
 
 
 def _where(settings: KafkaConfig) -> str:

@@ -16,12 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
+from headwater._librdkafka import SECRET_SETTINGS
+
 __all__ = ["OWNED_SETTINGS", "SECRET_SETTINGS", "KafkaConfig"]
 
-#: librdkafka settings that carry a credential: secrets in the spec.
-SECRET_SETTINGS = ("sasl.password", "sasl.oauthbearer.client.secret", "sasl.oauthbearer.config",
-                   "ssl.key.password", "ssl.key.pem", "ssl.keystore.password",
-                   "ssl.certificate.pem")
 
 #: Consumer settings the source sets itself, and the option a user sets instead (None:
 #: fixed, because a read is a range of offsets, not a group's subscription).

@@ -71,22 +71,22 @@ def describe(exc: BaseException, settings: KafkaSettings, doing: str,
     """
     from confluent_kafka import KafkaError
 
+    from headwater import _librdkafka
+
     errors = [e for e in [*seen, _kafka_error(exc)] if isinstance(e, KafkaError)]
     host, port = settings.first_server()
     codes = {e.code() for e in errors}
     text = "; ".join(dict.fromkeys(str(e.str()) for e in errors)) or str(exc)
-    if codes & {KafkaError._AUTHENTICATION, KafkaError.SASL_AUTHENTICATION_FAILED}:
+    if codes & _librdkafka.AUTH_CODES:
         return AuthenticationError(f"the Kafka cluster at {host}:{port} refused the login "
                                    f"while {doing}: {text}; check producer.sasl.* and "
                                    "producer.security.protocol", **context)
-    if codes & {KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
-                KafkaError._RESOLVE, KafkaError._MSG_TIMED_OUT}:
+    if codes & (_librdkafka.UNREACHABLE_CODES
+                | {KafkaError._TIMED_OUT, KafkaError._MSG_TIMED_OUT}):
         return DestinationError(f"cannot reach the Kafka broker at {host}:{port} while "
                                 f"{doing} ({text}); is it running, and is "
                                 "bootstrap_servers right?", **context)
-    if codes & {KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED,
-                KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                KafkaError.GROUP_AUTHORIZATION_FAILED}:
+    if codes & _librdkafka.DENIED_CODES:
         return DestinationError(f"the Kafka cluster at {host}:{port} denied the right needed "
                                 f"for {doing}: {text}", **context)
     return DestinationError(f"Kafka failed while {doing}: {text}", **context)

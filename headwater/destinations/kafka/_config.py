@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from headwater._librdkafka import SECRET_SETTINGS, is_secret
 from headwater.config import register_secrets
 from headwater.errors import ConfigError
 
@@ -23,12 +24,6 @@ DEFAULT_MARKERS_TOPIC = "_headwater_commits"
 #: The fields a topic template may name.
 TEMPLATE_FIELDS = ("stream", "connection", "namespace")
 
-#: librdkafka settings that hold a secret: marked in the spec (so configs are redacted
-#: wherever they are shown) and registered for masking.
-SECRET_SETTINGS = ("sasl.password", "sasl.oauthbearer.client.secret", "ssl.key.password",
-                   "ssl.keystore.password", "ssl.key.pem", "ssl_key", "sasl.oauthbearer.config")
-#: Any other setting whose name says it holds a secret is masked as well.
-_SECRET_NAME = re.compile(r"(?i)password|secret|token|\.key\.pem|credential")
 #: Settings Headwater sets itself: exactly once depends on them.
 RESERVED_SETTINGS = ("transactional.id", "enable.idempotence", "isolation.level",
                      "bootstrap.servers", "group.id", "enable.auto.commit")
@@ -127,8 +122,7 @@ class KafkaSettings:
             raise ConfigError(
                 f"destination.config.producer: {', '.join(reserved)} cannot be set (Headwater "
                 "sets them itself: exactly once depends on them)", field="producer")
-        register_secrets(v for k, v in client.items()
-                         if k in SECRET_SETTINGS or _SECRET_NAME.search(k))
+        register_secrets(v for k, v in client.items() if is_secret(k))
         topic = str(config.get("topic", DEFAULT_TOPIC))
         check_template(topic)
         markers = str(config.get("markers_topic", DEFAULT_MARKERS_TOPIC))
