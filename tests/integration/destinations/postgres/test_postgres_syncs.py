@@ -316,3 +316,37 @@ def test_merge_rule_of_append_dedup(spark: Any, postgres_server: Any, database: 
     # ...but an older cursor, later or not, never replaces a newer one.
     older = tie_rows(spark, [(one, 0, 400)], 4).withColumn("updated", F.lit(4).cast("long"))
     assert commit((one,), older, 4) == 300
+
+
+def test_a_failed_checkpoint_s_staging_is_dropped_and_the_resumed_run_lands_it_once(
+        spark: Any, tmp_path: Path, postgres_server: Any, database: str, schema: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The second checkpoint's tasks COPY their rows into staging, then its commit
+    transaction fails (rolled back: no rows moved, no marker): the engine's ``abort`` drops
+    that staging, the first checkpoint's rows stay, and the resumed run lands it once."""
+    from headwater.destinations.postgres import _owned
+    from tests.integration._connections import sync
+
+    inserting = _owned.insert
+    failed: list[str] = []
+
+    def refused(conn: Any, target: str, kind: str, **marker: Any) -> Any:
+        # Inside the commit's transaction, after the move: the server rolls it all back.
+        if kind == _owned.COMMIT and marker["checkpoint"] == 2:
+            failed.append(_owned.staging_name(target, marker["run_id"], 2))
+            raise psycopg.errors.RaiseException("the commit did not land")
+        return inserting(conn, target, kind, **marker)
+
+    streams = [{"name": "orders", "sync_mode": "incremental", "destination_sync_mode": "append",
+                "cursor_field": "updated_at"}]
+    path = write(tmp_path, postgres_server, database, schema, streams, SOURCE)
+    monkeypatch.setattr(_owned, "insert", refused)
+    sync(path, expect="failed")
+    assert failed, "the second checkpoint's commit was never reached"
+    # The failed checkpoint's staging is gone (abort); the first checkpoint's rows stayed.
+    assert query(postgres_server, database, "SELECT to_regclass(%s)::text", failed[0]) == [
+        (None,)]
+    assert query(postgres_server, database, f'SELECT count(*) FROM "{schema}"."orders"')[0][0] > 0
+    monkeypatch.setattr(_owned, "insert", inserting)
+    sync(path)  # resumes the failed run
+    assert keys(postgres_server, database, schema, "orders") == expected(SOURCE, "orders")
