@@ -165,9 +165,11 @@ def assert_ran_on_the_cluster(cluster: StandaloneCluster, name: str) -> None:
 def test_every_mode_lands_on_s3_from_the_cluster(
         spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
         s3_server: S3Server) -> None:
-    """Two generations of a connection with an ``append_dedup`` stream and an ``overwrite``
-    one: the first sync lands the source, the next exactly what changed.  (``append``, the
-    strictest, is the killed sync's below and the side-by-side syncs'.)"""
+    """A connection with an ``append_dedup`` stream (Spark's MERGE, two checkpoints: the
+    second merges into what the first wrote) and a staged ``overwrite`` one lands the source
+    on S3 from the cluster.  (``append``, the strictest, is the killed syncs' below; a second
+    generation on the cluster, incremental, is ``test_cluster_iceberg_s3``'s; MERGE's
+    updates of existing keys are the in-process dedup tests'.)"""
     # Two checkpoints per stream and generation (each a MERGE or a staged file set on S3
     # from the cluster, the slow part): the kill tests below need more, this one does not.
     conn = on_cluster(tmp_path, "append_dedup", cluster, s3_server, name="every-mode",
@@ -175,27 +177,19 @@ def test_every_mode_lands_on_s3_from_the_cluster(
                       checkpoint={**CHECKPOINT, "partitions_per_checkpoint": 4})
     streams = [STREAMS["append_dedup"], {"name": "orders", "sync_mode": "full_refresh",
                                          "destination_sync_mode": "overwrite"}]
-    partitions = 0
-    for generation in (0, 1):
-        result = sync(tmp_path, conn.write(generation, streams=streams), *conn._master(),
-                      env=DRIVER_ENV)
-        assert result.exit_code == 0, result.describe()
-        document = result.document
-        assert document is not None and document["status"] == "succeeded", result.describe()
-        assert SECRET_KEY not in result.stdout + result.stderr
-        written = {s["name"]: s["records_written"] for s in document["streams"]}
-        source = conn.source(generation)
-        if generation:
-            assert written["users"] == source["updates_per_generation"] + source[
-                "new_per_generation"]
-        for stream, writer, why in (("users", WRITER_SPARK, MERGE),
-                                    ("orders", WRITER_TASKS, TASKS_ON_S3)):
-            location = f"s3a://{BUCKET}/{conn.folder}/{stream}"
-            assert_table_equals_source(spark, location, source, stream)
-            assert_each_checkpoint_committed_once(spark, location, tmp_path, document["run_id"],
-                                                  stream)
-            assert_writer(tmp_path, document["run_id"], stream, writer, why)
-        partitions += planned_partitions(tmp_path, document["run_id"])
+    result = sync(tmp_path, conn.write(0, streams=streams), *conn._master(), env=DRIVER_ENV)
+    assert result.exit_code == 0, result.describe()
+    document = result.document
+    assert document is not None and document["status"] == "succeeded", result.describe()
+    assert SECRET_KEY not in result.stdout + result.stderr
+    for stream, writer, why in (("users", WRITER_SPARK, MERGE),
+                                ("orders", WRITER_TASKS, TASKS_ON_S3)):
+        location = f"s3a://{BUCKET}/{conn.folder}/{stream}"
+        assert_table_equals_source(spark, location, conn.source(0), stream)
+        assert_each_checkpoint_committed_once(spark, location, tmp_path, document["run_id"],
+                                              stream)
+        assert_writer(tmp_path, document["run_id"], stream, writer, why)
+    partitions = planned_partitions(tmp_path, document["run_id"])
     # Nothing of the tables is on this machine: the bucket holds their logs and files.
     keys = [o["Key"] for o in s3_server.client().list_objects_v2(
         Bucket=lake, Prefix=f"{conn.folder}/")["Contents"]]

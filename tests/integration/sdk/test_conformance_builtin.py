@@ -77,6 +77,15 @@ def test_airbyte() -> None:
     _conformant("airbyte", faker, streams=["users"])
 
 
+def test_kafka(kafka_broker: Any) -> None:
+    from tests.integration.connectors.kafka.test_kafka_source import _produce, _topic
+
+    topic = _topic(kafka_broker, "kit")
+    _produce(kafka_broker, topic, range(0, 60))
+    _conformant("kafka", {"bootstrap_servers": kafka_broker.bootstrap, "topics": [topic],
+                          "max_records_per_partition": 10})
+
+
 def test_every_built_in_source_was_checked() -> None:
     # Runs last in this module (pytest keeps file order): a new built-in needs a test here.
     assert set(_BUILT_INS) <= CHECKED, f"not checked: {sorted(set(_BUILT_INS) - CHECKED)}"
