@@ -30,7 +30,7 @@ runs that sync as a CLI process. Elsewhere the syncs that resume a killed run, a
 the syncs before and after, run the same command in the test process
 (``_in_process``): the kill is what needs a process of its own.
 
-The source is small (12,000 rows in 12 partitions, 6 checkpoints in 2 lanes):
+The source is small (8,000 rows in 8 partitions, 4 checkpoints in 2 lanes):
 the cost of a sync here is Spark's per-job overhead, not rows, and the
 machine running the suite is small and shared.
 """
@@ -83,14 +83,14 @@ STREAM = "users"
 UPDATES, NEW = 30, 20
 SOURCE: dict[str, Any] = {
     "seed": 11,
-    "users": 12_000,
+    "users": 8_000,
     "orders": 0,
     "rows_per_partition": 1_000,
     "updates_per_generation": UPDATES,
     "new_per_generation": NEW,
 }
 CHECKPOINT = {"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2}
-PLANNED_CHECKPOINTS = 6
+PLANNED_CHECKPOINTS = 4
 STREAMS: dict[str, dict[str, Any]] = {
     "append": {
         "name": STREAM,
@@ -445,7 +445,7 @@ def killed_twice_then_resumed(spark: Any, tmp_path: Path) -> None:
     first = landed_checkpoints(conn, run_id)
 
     process = conn.start()
-    result = kill_while_reading(conn, process, after=len(first) + 2, delay_s=0.5, whole_group=True)
+    result = kill_while_reading(conn, process, after=len(first) + 1, delay_s=0.5, whole_group=True)
     assert crashed_run(conn, result) == run_id
     run = store(tmp_path).get_run(run_id)
     assert run is not None
