@@ -12,6 +12,8 @@ from typing import Any, Literal
 
 import psycopg
 
+from headwater.errors import AuthenticationError, HeadwaterError
+
 #: What went wrong talking to a server, in the terms a message names.
 Failure = Literal["credentials", "privilege", "database", "unreachable"]
 
@@ -46,4 +48,30 @@ def failure(exc: BaseException) -> Failure | None:
     return None
 
 
-__all__ = ["Failure", "connect_kwargs", "failure"]
+def explain(exc: BaseException, where: str, *, error: type[HeadwaterError], config: str,
+            connection_lost: bool = False, **context: Any) -> HeadwaterError:
+    """``exc`` in words a person can act on, one wording for the source and the destination.
+
+    ``where`` names the server (host, port, database, role); ``error`` is the side's own
+    error class for everything but refused credentials (always
+    :class:`~headwater.errors.AuthenticationError`, exit 3); ``config`` is the side's
+    config path (``source.config``), so the field named is the one to fix.
+    ``connection_lost``: the caller knows ``exc`` is a connection lost mid-statement,
+    worded as unreachable too.
+    """
+    text = " ".join(str(exc).split())
+    kind = failure(exc)
+    if kind == "credentials":
+        return AuthenticationError(f"{where} refused the credentials: {text}",
+                                   field=f"{config}.password", **context)
+    if kind == "privilege":
+        return error(f"{where}: the role lacks a privilege: {text}", **context)
+    if kind == "database":
+        return error(f"{where}: the database does not exist: {text}",
+                     field=f"{config}.database", **context)
+    if kind == "unreachable" or connection_lost:
+        return error(f"cannot reach {where}: {text}", field=f"{config}.host", **context)
+    return error(f"{where}: {type(exc).__name__}: {text}", **context)
+
+
+__all__ = ["Failure", "connect_kwargs", "explain", "failure"]

@@ -13,10 +13,10 @@ from typing import Any
 
 import psycopg
 
-from headwater._libpq import failure
+from headwater import _libpq
 from headwater.connectors.postgres._config import PostgresConfig
 from headwater.connectors.postgres._types import SESSION_SETTINGS
-from headwater.errors import AuthenticationError, ConnectorError, HeadwaterError
+from headwater.errors import ConnectorError, HeadwaterError
 
 __all__ = ["connect", "explain"]
 
@@ -36,17 +36,4 @@ def explain(exc: BaseException, settings: PostgresConfig, **context: Any) -> Hea
     """The Headwater error for a failure talking to PostgreSQL."""
     where = (f"PostgreSQL at {settings.host}:{settings.port} (database {settings.database!r}, "
              f"role {settings.username!r})")
-    text = " ".join(str(exc).split())
-    kind = failure(exc)
-    if kind == "credentials":
-        return AuthenticationError(f"{where} refused the credentials: {text}",
-                                   field="source.config.password", **context)
-    if kind == "privilege":
-        return ConnectorError(f"{where}: the role lacks a privilege: {text}", **context)
-    if kind == "database":
-        return ConnectorError(f"{where}: the database does not exist: {text}",
-                              field="source.config.database", **context)
-    if kind == "unreachable":
-        return ConnectorError(f"cannot reach {where}: {text}", field="source.config.host",
-                              **context)
-    return ConnectorError(f"{where}: {type(exc).__name__}: {text}", **context)
+    return _libpq.explain(exc, where, error=ConnectorError, config="source.config", **context)

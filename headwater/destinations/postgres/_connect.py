@@ -12,9 +12,9 @@ from typing import Any
 
 import psycopg
 
-from headwater._libpq import failure
+from headwater import _libpq
 from headwater.destinations.postgres._config import PostgresDestinationConfig
-from headwater.errors import AuthenticationError, DestinationError, HeadwaterError
+from headwater.errors import DestinationError, HeadwaterError
 
 #: Canonical session settings: timestamps read and written as UTC.
 SESSION = "-c TimeZone=UTC"
@@ -32,21 +32,9 @@ def connect(settings: PostgresDestinationConfig, *, autocommit: bool = False,
 def explain(exc: BaseException, settings: PostgresDestinationConfig,
             **context: Any) -> HeadwaterError:
     """The Headwater error for a failure talking to the destination's server."""
-    where = settings.where()
-    text = " ".join(str(exc).split())
-    kind = failure(exc)
-    if kind == "credentials":
-        return AuthenticationError(f"{where} refused the credentials: {text}",
-                                   field="destination.config.password", **context)
-    if kind == "privilege":
-        return DestinationError(f"{where}: the role lacks a privilege: {text}", **context)
-    if kind == "database":
-        return DestinationError(f"{where}: the database does not exist: {text}",
-                                field="destination.config.database", **context)
-    if kind == "unreachable" or is_connection_lost(exc):
-        return DestinationError(f"cannot reach {where}: {text}",
-                                field="destination.config.host", **context)
-    return DestinationError(f"{where}: {type(exc).__name__}: {text}", **context)
+    return _libpq.explain(exc, settings.where(), error=DestinationError,
+                          config="destination.config", connection_lost=is_connection_lost(exc),
+                          **context)
 
 
 def is_connection_lost(exc: BaseException) -> bool:
