@@ -74,10 +74,13 @@ def _fields_task(stream: Stream, partitions: Sequence[Partition],
         from headwater.sdk import read_fields_locally
 
         freeze_worker_objects()
-        for partition in partitions_in_turn(stream, frozen, positions):
-            rows = read_fields_locally(stream, [partition], names)
-            text = [json.dumps(row, default=str, sort_keys=True) for row in rows]
-            yield pa.RecordBatch.from_arrays([pa.array(text, pa.string())], ["row"])
+        try:
+            for partition in partitions_in_turn(stream, frozen, positions):
+                rows = read_fields_locally(stream, [partition], names)
+                text = [json.dumps(row, default=str, sort_keys=True) for row in rows]
+                yield pa.RecordBatch.from_arrays([pa.array(text, pa.string())], ["row"])
+        finally:
+            stream.task_done()
 
     return run
 

@@ -183,17 +183,20 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
 
     def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         freeze_worker_objects()
-        for partition in partitions_in_turn(stream, frozen, positions):
-            for listener in listeners:
-                listener("reading")
-            batches = read_partition(stream, partition, context)
-            if stats is None:
-                yield from batches
-            else:
-                yield from _counted(batches, partition.id, stats,
-                                    report_state=context.reports_state)
-            for listener in listeners:
-                listener("partition-read")
+        try:
+            for partition in partitions_in_turn(stream, frozen, positions):
+                for listener in listeners:
+                    listener("reading")
+                batches = read_partition(stream, partition, context)
+                if stats is None:
+                    yield from batches
+                else:
+                    yield from _counted(batches, partition.id, stats,
+                                        report_state=context.reports_state)
+                for listener in listeners:
+                    listener("partition-read")
+        finally:
+            stream.task_done()
         for listener in listeners:
             listener("task-read")
 

@@ -193,6 +193,16 @@ class Stream(ABC):
         between partitions (:class:`~headwater.sdk.http.HttpStream` does).
         """
 
+    def task_done(self) -> None:  # noqa: B027
+        """The engine's hint, on the executor, once a task has read every partition it
+        was given (or failed): let go of what the task held (default: nothing).
+
+        Spark keeps the worker process for the next task, maybe of another job, so
+        what a task holds must not wait for the garbage collector:
+        :class:`~headwater.sdk.http.HttpStream` closes its connections and hands its
+        share of a call budget on here.
+        """
+
     def lands_in(self, schema: pa.Schema) -> None:
         """The engine's hint, on the executor, before it reads: the columns the stream's
         records land in (the table's, ``json_columns`` as JSON text among them).

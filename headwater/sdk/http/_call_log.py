@@ -84,6 +84,19 @@ class LocalCallLog:
                 self._stamps[token] = time.monotonic()
             self._changed.notify_all()
 
+    def adopt(self, stamps: list[float]) -> None:
+        """Count calls another process made on this share (:mod:`._share_slots`)."""
+        with self._changed:
+            for stamp in stamps:
+                self._stamps[uuid.uuid4().hex] = stamp
+
+    def stamps_now(self) -> list[float]:
+        """The stamps still in the window, a call still out counted as answered now."""
+        with self._changed:
+            now = time.monotonic()
+            self._forget_before(now - self.window_s)
+            return [min(stamp, now) for stamp in self._stamps.values()]
+
     def _forget_before(self, oldest: float) -> None:
         for token in [t for t, stamp in self._stamps.items() if stamp <= oldest]:
             del self._stamps[token]

@@ -279,6 +279,7 @@ class HttpClient:
         if not self._loop.in_loop():
             self._loop.run(self._http.aclose())
         self._loop.close()
+        self.gate.release()  # after the loop: no call of this client is still starting
 
     def mask(self, text: str) -> str:
         """``text`` with every secret the authenticator carries replaced by ``****``."""

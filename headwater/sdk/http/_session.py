@@ -89,6 +89,10 @@ class SessionCache:
         self._sessions: dict[int, ReadSession] = {}
         weakref.finalize(owner, _close_all, self._sessions)
 
+    def close(self) -> None:
+        """Close every session now, rather than when the owner is collected."""
+        _close_all(self._sessions)
+
     def get(self, settings: HttpSettings, *, tasks: int, name: str) -> ReadSession:
         session = self._sessions.get(tasks)
         if session is None:

@@ -388,6 +388,12 @@ class HttpStream(Stream):
         """Noted here; its calls start once those of the partition read now have."""
         self.__dict__["_reads_next"] = partition
 
+    def task_done(self) -> None:
+        """Close this task's client: its connections, loop and share of the budget."""
+        cache = self.__dict__.pop("_sessions", None)
+        if cache is not None:
+            cache.close()
+
     def _session_cache(self) -> SessionCache:
         """This object's sessions (:mod:`._session`), made on first use after unpickling."""
         cache = self.__dict__.get("_sessions")
