@@ -116,8 +116,10 @@ def cases(request: pytest.FixtureRequest, spark: Any, s3_server: S3Server,
         "test_a_sync_killed_on_s3_is_resumed_by_the_next_one_and_lands_every_row_once": case})
 
 
-@pytest.mark.parametrize(("mode", "fault"), [("append", "after-commit:3"),
-                                             ("append", "commit-landed:2"),
+#: ``append`` killed after a whole commit (``after-commit``) on S3 is the cluster's case
+#: (``test_cluster_s3``: the same store, the executors writing): here the kill inside the
+#: destination once the commit is durable, and a staged overwrite's.
+@pytest.mark.parametrize(("mode", "fault"), [("append", "commit-landed:2"),
                                              ("overwrite", "after-commit:2")])
 def test_a_sync_killed_on_s3_is_resumed_by_the_next_one_and_lands_every_row_once(
         cases: SideBySide, request: pytest.FixtureRequest, mode: str, fault: str) -> None:

@@ -113,28 +113,30 @@ def orphans(config: dict[str, Any]) -> set[str]:
     return unreferenced_files(load_table(config))
 
 
-@pytest.mark.parametrize("partition_by", [None, ["bucket(3, id)"]],
-                         ids=["unpartitioned", "partitioned"])
-def test_dedup_syncs_hold_what_delta_holds(spark: Any, tmp_path: Path,
-                                          partition_by: list[str] | None) -> None:
-    # A partitioned table's rewritten files must each hold one partition value too.
-    ice, delta = tmp_path / "ice", tmp_path / "delta"
-    config = iceberg_config(ice)  # row logic: the default (hadoop) catalog only
-    runs = []
+def test_dedup_syncs_hold_what_delta_holds(spark: Any, tmp_path: Path) -> None:
+    # A plain table and a partitioned one (whose rewritten files must each hold one
+    # partition value too) beside one Delta table: the same syncs, the same rows.
+    delta = tmp_path / "delta"
+    tables = {name: (tmp_path / name, iceberg_config(tmp_path / name), partition_by)
+              for name, partition_by in (("plain", None), ("partitioned", ["bucket(3, id)"]))}
+    runs: dict[str, list[SyncResult]] = {name: [] for name in tables}
     for generation in range(3):
-        runs.append(sync(_connection(ice, config, partition_by=partition_by,
-                                     generation=generation)))
         sync(_connection(delta, None, generation=generation))
-        assert content(iceberg_rows(config)) == content(delta_rows(spark, delta))
-    rows = iceberg_rows(config)
-    assert sorted(rows.column("id").to_pylist()) == sorted(truth(2).column("id").to_pylist())
-    assert keyed(rows) == keyed(truth(2))
-    # Each checkpoint is exactly one snapshot, with its marker; updates rewrote files.
-    assert marked(config) == committed(_connection(ice, config, partition_by=partition_by),
-                                       *runs)
-    operations = Counter(s["operation"] for s in snapshots(config))
-    assert operations["overwrite"] >= 2, operations
-    assert orphans(config) == set()
+        for name, (ice, config, partition_by) in tables.items():
+            runs[name].append(sync(_connection(ice, config, partition_by=partition_by,
+                                               generation=generation)))
+            assert content(iceberg_rows(config)) == content(delta_rows(spark, delta)), name
+    for name, (ice, config, partition_by) in tables.items():
+        rows = iceberg_rows(config)
+        assert sorted(rows.column("id").to_pylist()) == sorted(
+            truth(2).column("id").to_pylist()), name
+        assert keyed(rows) == keyed(truth(2)), name
+        # Each checkpoint is exactly one snapshot, with its marker; updates rewrote files.
+        assert marked(config) == committed(
+            _connection(ice, config, partition_by=partition_by), *runs[name])
+        operations = Counter(s["operation"] for s in snapshots(config))
+        assert operations["overwrite"] >= 2, (name, operations)
+        assert orphans(config) == set(), name
 
 
 class Killed(BaseException):
