@@ -23,7 +23,7 @@ from headwater.table_schema._meta import (
     RowNotes,
     _clip,
 )
-from headwater.table_schema._types import has_decimal, is_nested, json_kind
+from headwater.table_schema._types import has_binary, has_decimal, is_nested, json_kind
 from headwater.table_schema._values import _is_number, _is_temporal, coerce_values
 
 
@@ -85,6 +85,15 @@ def _column_from_values(field: pa.Field, values: list[Any], notes: RowNotes) -> 
         return _nested_from_values(field.name, values, field.type, notes)
     if _is_temporal(field.type) and any(_is_number(v) for v in values):
         return coerce_values(field.name, values, field.type, notes)  # _is_temporal's why
+    if has_binary(field.type):
+        # pa.array(text, type=binary) keeps the text's own bytes: text is base64, decoded
+        # in bulk by coerce_column where it is all text, else value by value.
+        texts = _inferred(values) if pa.types.is_binary(field.type) else None
+        if texts is not None and (pa.types.is_string(texts.type) or (
+                pa.types.is_binary(texts.type) and not any(isinstance(v, str)
+                                                           for v in values))):
+            return coerce_column(field.name, texts, field.type, notes)
+        return coerce_values(field.name, values, field.type, notes)
     try:
         if pa.types.is_integer(field.type):
             return pc.cast(pa.array(values, type=EXACT_INTS), field.type, safe=True)
@@ -157,7 +166,7 @@ def _read_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Struc
 def _requested_struct(schema: pa.Schema) -> pa.StructType | None:
     fields = []
     for field in schema:
-        if json_kind(field) is not None or is_nested(field.type):
+        if json_kind(field) is not None or is_nested(field.type) or has_binary(field.type):
             return None  # only inference gives these as the value-by-value path does
         temporal = pa.types.is_timestamp(field.type) or pa.types.is_date32(field.type)
         fields.append(pa.field(field.name, pa.string() if temporal else EXACT_INTS
@@ -184,6 +193,8 @@ def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array |
     """``column`` (as Arrow read it) in ``field``'s type, or None where only the
     value-by-value path is sure to give the same values and notes."""
     target = field.type
+    if has_binary(column.type) and has_binary(target):
+        return None  # Arrow infers bytes for text beside bytes: which was base64 text?
     if is_nested(target):
         # The value-by-value path infers these too, then casts (_nested_from_values),
         # but for a decimal leaf (a double's cast is not the literal's digits).
@@ -204,6 +215,8 @@ def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array |
         except pa.ArrowInvalid:
             return None
     if pa.types.is_string(column.type):
+        if pa.types.is_binary(target):  # base64 text: decoded, never its own bytes
+            return coerce_column(field.name, column, target, notes)
         if target in (UTC_TIMESTAMP, LOCAL_TIMESTAMP):
             return _iso_date_times(column, target)
         if pa.types.is_date32(target):
@@ -226,6 +239,9 @@ def _nested_from_values(name: str, values: list[Any], target: pa.DataType,
     try:
         inferred = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return coerce_values(name, values, target, notes)
+    if has_binary(inferred.type) and has_binary(target):
+        # Arrow infers bytes for base64 text beside bytes (the text's own bytes).
         return coerce_values(name, values, target, notes)
     return coerce_column(name, inferred, target, notes)
 

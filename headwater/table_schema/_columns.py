@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater.table_schema._base64 import all_canonical, decode_canonical
 from headwater.table_schema._meta import (
     LOCAL_TIMESTAMP,
     UTC_TIMESTAMP,
@@ -19,7 +20,7 @@ from headwater.table_schema._meta import (
     _clip,
     _NestedRows,
 )
-from headwater.table_schema._types import is_nested
+from headwater.table_schema._types import has_binary, is_nested
 from headwater.table_schema._values import _is_temporal, coerce_values, python_values
 
 
@@ -42,6 +43,8 @@ def coerce_column(
         return _conform_list(name, column, target, notes)
     if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
         return _cast_timestamps(name, column, target, notes)
+    if has_binary(target) and not is_nested(target):
+        return _binary_column(name, column, target, notes)
     if _is_temporal(target) and (pa.types.is_integer(column.type)
                                  or pa.types.is_floating(column.type)
                                  or pa.types.is_decimal(column.type)):
@@ -72,6 +75,22 @@ def coerce_column(
             return pc.assume_timezone(naive, "UTC").cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
+    return coerce_values(name, python_values(column), target, notes)
+
+
+def _binary_column(name: str, column: pa.Array, target: pa.DataType,
+                   notes: NoteRows) -> pa.Array:
+    """Bytes, or a list of them, from a reader's column: text is base64 (Arrow's cast
+    would keep the text's own bytes), decoded in bulk where all of it is canonical
+    (:mod:`._base64`); any other column goes value by value (``_to_binary``), where
+    a misfit is noted, so both give the same bytes."""
+    if pa.types.is_binary(target) and (pa.types.is_string(column.type)
+                                       or pa.types.is_large_string(column.type)) \
+            and all_canonical(column):
+        return decode_canonical(column)
+    if pa.types.is_binary(target) and (pa.types.is_large_binary(column.type)
+                                       or pa.types.is_fixed_size_binary(column.type)):
+        return pc.cast(column, target)  # bytes already: the same values
     return coerce_values(name, python_values(column), target, notes)
 
 

@@ -8,7 +8,6 @@ a value does not, so both fast paths are checked against it.
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime as dt
 import decimal
 import json
@@ -141,7 +140,7 @@ def _to_binary(value: Any) -> bytes:
     if isinstance(value, str):
         try:
             return base64.b64decode(value, validate=True)
-        except binascii.Error as exc:
+        except ValueError as exc:  # binascii.Error, or text that is not ASCII
             raise ValueError("not base64") from exc
     raise ValueError(f"{type(value).__name__} is not binary")
 
