@@ -27,14 +27,16 @@ from headwater.table_schema._types import has_binary, has_decimal, is_nested, js
 from headwater.table_schema._values import _is_number, _is_temporal, coerce_values
 
 
-def batch_from_records(records: Iterable[Mapping[str, Any]],
-                       schema: pa.Schema) -> tuple[list[pa.Array], RowNotes]:
+def batch_from_records(records: Iterable[Mapping[str, Any]], schema: pa.Schema, *,
+                       by_value: bool = False) -> tuple[list[pa.Array], RowNotes]:
     """Columns for a list of dict records, and their rows' notes.
 
     Fields outside the schema are kept as notes.  Plain dicts are typed in bulk
     (:func:`_bulk_columns`): Arrow reads the whole list in C++ and the columns are
     cast with its kernels; a column the bulk path declines is typed value by value
-    as before, so values, types and notes are the same either way.
+    as before, so values, types and notes are the same either way.  ``by_value``:
+    every column value by value (``_values.py``, no Arrow inference nor cast), the
+    definition every faster path is held to, for checks that must not trust them.
     """
     rows = list(records)
     notes = RowNotes(len(rows))
@@ -56,10 +58,11 @@ def batch_from_records(records: Iterable[Mapping[str, Any]],
             if record[key] is not None:  # a null loses nothing: not noted, at any depth
                 notes[row].append({"field": key, "reason": "not in the stream schema",
                                    "value": _clip(record[key])})
-    if dicts and rows:
+    if dicts and rows and not by_value:
         return _bulk_columns(rows, schema, notes), notes
-    columns = [_column_from_values(field, [r.get(field.name) if isinstance(r, Mapping)
-                                           else None for r in rows], notes)
+    typing = _column_by_value if by_value else _column_from_values
+    columns = [typing(field, [r.get(field.name) if isinstance(r, Mapping) else None
+                              for r in rows], notes)
                for field in schema]
     return columns, notes
 
@@ -74,6 +77,13 @@ def batch_from_plain_records(records: Sequence[dict[str, Any]],
     """
     notes = RowNotes(len(records))
     return _bulk_columns(records, schema, notes), notes
+
+
+def _column_by_value(field: pa.Field, values: list[Any], notes: RowNotes) -> pa.Array:
+    """One column typed value by value and nothing else (``batch_from_records(by_value=True)``)."""
+    if json_kind(field) is not None:
+        return json_text_values(field.name, values, notes)
+    return coerce_values(field.name, values, field.type, notes)
 
 
 def _column_from_values(field: pa.Field, values: list[Any], notes: RowNotes) -> pa.Array:
