@@ -61,12 +61,19 @@ def coerce_column(
     if pa.types.is_decimal(target) and pa.types.is_string(column.type) \
             and not _decimal_text_fits(column, target):
         return coerce_values(name, column.to_pylist(), target, notes)
-    if not (pa.types.is_string(target) and not pa.types.is_string(column.type)) \
-            or pa.types.is_decimal(column.type):  # a decimal's text, not JSON of it
+    if _cast_differs(column.type, target):
+        return coerce_values(name, python_values(column), target, notes)
+    # Text of another type is note_text's (a decimal's digits: Arrow writes 0 as 0E-10).
+    if not (pa.types.is_string(target) and not pa.types.is_string(column.type)):
         try:
-            return pc.cast(column, target, safe=True)
+            cast = pc.cast(column, target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
+        else:
+            if not (pa.types.is_floating(target) and pa.types.is_string(column.type)
+                    and pc.any(pc.is_nan(cast)).as_py()):
+                return cast
+            # Arrow reads "-nan" and "+nan" as NaN, the value-by-value path notes them.
     if pa.types.is_string(column.type) and pa.types.is_timestamp(target) and target.tz:
         # Date-time text without an offset ("2024-01-01 10:00:00", common in CSV) is
         # UTC, as the value-by-value path reads it, but Arrow's cast wants an offset.
@@ -76,6 +83,24 @@ def coerce_column(
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
     return coerce_values(name, python_values(column), target, notes)
+
+
+def _cast_differs(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether Arrow's cast reads ``source`` values otherwise than the value-by-value
+    path (``_values.py``), which then types the column: a number as a boolean (2
+    is true there, a misfit here), a boolean or a date-time as a number (1, its
+    microseconds), a double as a decimal (1.1 as 1.100000000000000089, not the
+    double's shortest text), a decimal as a double (not correctly rounded:
+    0.3333333333 as 0.33333333330000003)."""
+    numeric = (pa.types.is_integer(target) or pa.types.is_floating(target)
+               or pa.types.is_decimal(target))
+    if pa.types.is_boolean(target):
+        return (pa.types.is_integer(source) or pa.types.is_floating(source)
+                or pa.types.is_decimal(source))
+    if numeric and (pa.types.is_boolean(source) or pa.types.is_temporal(source)):
+        return True
+    return (pa.types.is_decimal(target) and pa.types.is_floating(source)) or (
+        pa.types.is_floating(target) and pa.types.is_decimal(source))
 
 
 def _binary_column(name: str, column: pa.Array, target: pa.DataType,

@@ -41,6 +41,8 @@ def _to_int(value: Any) -> int:
         return value
     if isinstance(value, JsonFloat):
         return _integral(exact_decimal(value))  # 9007199254740993.0 is not ...992
+    if isinstance(value, decimal.Decimal):  # a Parquet or Avro decimal: its digits
+        return _integral(value)
     if isinstance(value, float):
         if not value.is_integer():
             raise ValueError("has a fractional part")
@@ -66,8 +68,8 @@ def _integral(number: decimal.Decimal) -> int:
 def _to_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("boolean is not a number")
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, int | float | decimal.Decimal):
+        return float(value)  # a Decimal correctly rounded (Arrow's cast is not)
     if isinstance(value, str):
         result = float(value.strip())
         if math.isnan(result) and value.strip().lower() != "nan":
