@@ -58,6 +58,7 @@ from headwater.table_schema._types import (
     arrow_schema_for,
     arrow_type_for,
     column_type_label,
+    has_binary,
     has_decimal,
     is_nested,
     is_open,
@@ -77,7 +78,8 @@ __all__ = ["EXACT_INTS", "JSON_TEXT", "LOCAL_TIMESTAMP", "LOGICAL_KEY", "MAX_NOT
            "META_FIELDS", "META_NAMES", "NOTES_TYPE", "NOTE_TYPE", "READER_NOTES", "UTC_TIMESTAMP",
            "VARIANT", "JsonText", "Note", "NoteRows", "RowNotes", "arrow_field_for",
            "arrow_schema_for", "arrow_type_for", "batch_from_plain_records", "batch_from_records",
-           "coerce_column", "coerce_values", "column_type_label", "conform_batch", "has_decimal",
+           "coerce_column", "coerce_values", "column_type_label", "conform_batch", "has_binary",
+           "has_decimal",
            "is_nested", "is_open", "json_columns_problem", "json_kind", "json_kinds_differ",
            "json_text_column", "json_text_values", "map_leaf_types", "note_text", "python_values",
            "struct_type_for", "to_json_text", "unwritten_columns", "variant_columns"]

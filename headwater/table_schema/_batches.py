@@ -23,18 +23,20 @@ from headwater.table_schema._meta import (
     RowNotes,
     _clip,
 )
-from headwater.table_schema._types import has_decimal, is_nested, json_kind
+from headwater.table_schema._types import has_binary, has_decimal, is_nested, json_kind
 from headwater.table_schema._values import _is_number, _is_temporal, coerce_values
 
 
-def batch_from_records(records: Iterable[Mapping[str, Any]],
-                       schema: pa.Schema) -> tuple[list[pa.Array], RowNotes]:
+def batch_from_records(records: Iterable[Mapping[str, Any]], schema: pa.Schema, *,
+                       by_value: bool = False) -> tuple[list[pa.Array], RowNotes]:
     """Columns for a list of dict records, and their rows' notes.
 
     Fields outside the schema are kept as notes.  Plain dicts are typed in bulk
     (:func:`_bulk_columns`): Arrow reads the whole list in C++ and the columns are
     cast with its kernels; a column the bulk path declines is typed value by value
-    as before, so values, types and notes are the same either way.
+    as before, so values, types and notes are the same either way.  ``by_value``:
+    every column value by value (``_values.py``, no Arrow inference nor cast), the
+    definition every faster path is held to, for checks that must not trust them.
     """
     rows = list(records)
     notes = RowNotes(len(rows))
@@ -56,10 +58,11 @@ def batch_from_records(records: Iterable[Mapping[str, Any]],
             if record[key] is not None:  # a null loses nothing: not noted, at any depth
                 notes[row].append({"field": key, "reason": "not in the stream schema",
                                    "value": _clip(record[key])})
-    if dicts and rows:
+    if dicts and rows and not by_value:
         return _bulk_columns(rows, schema, notes), notes
-    columns = [_column_from_values(field, [r.get(field.name) if isinstance(r, Mapping)
-                                           else None for r in rows], notes)
+    typing = _column_by_value if by_value else _column_from_values
+    columns = [typing(field, [r.get(field.name) if isinstance(r, Mapping) else None
+                              for r in rows], notes)
                for field in schema]
     return columns, notes
 
@@ -76,6 +79,13 @@ def batch_from_plain_records(records: Sequence[dict[str, Any]],
     return _bulk_columns(records, schema, notes), notes
 
 
+def _column_by_value(field: pa.Field, values: list[Any], notes: RowNotes) -> pa.Array:
+    """One column typed value by value and nothing else (``batch_from_records(by_value=True)``)."""
+    if json_kind(field) is not None:
+        return json_text_values(field.name, values, notes)
+    return coerce_values(field.name, values, field.type, notes)
+
+
 def _column_from_values(field: pa.Field, values: list[Any], notes: RowNotes) -> pa.Array:
     """One column from its Python values: the value-by-value path, the reference
     the bulk path (:func:`_bulk_columns`) must equal."""
@@ -85,6 +95,15 @@ def _column_from_values(field: pa.Field, values: list[Any], notes: RowNotes) -> 
         return _nested_from_values(field.name, values, field.type, notes)
     if _is_temporal(field.type) and any(_is_number(v) for v in values):
         return coerce_values(field.name, values, field.type, notes)  # _is_temporal's why
+    if has_binary(field.type):
+        # pa.array(text, type=binary) keeps the text's own bytes: text is base64, decoded
+        # in bulk by coerce_column where it is all text, else value by value.
+        texts = _inferred(values) if pa.types.is_binary(field.type) else None
+        if texts is not None and (pa.types.is_string(texts.type) or (
+                pa.types.is_binary(texts.type) and not any(isinstance(v, str)
+                                                           for v in values))):
+            return coerce_column(field.name, texts, field.type, notes)
+        return coerce_values(field.name, values, field.type, notes)
     try:
         if pa.types.is_integer(field.type):
             return pc.cast(pa.array(values, type=EXACT_INTS), field.type, safe=True)
@@ -157,7 +176,7 @@ def _read_rows(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Struc
 def _requested_struct(schema: pa.Schema) -> pa.StructType | None:
     fields = []
     for field in schema:
-        if json_kind(field) is not None or is_nested(field.type):
+        if json_kind(field) is not None or is_nested(field.type) or has_binary(field.type):
             return None  # only inference gives these as the value-by-value path does
         temporal = pa.types.is_timestamp(field.type) or pa.types.is_date32(field.type)
         fields.append(pa.field(field.name, pa.string() if temporal else EXACT_INTS
@@ -184,6 +203,8 @@ def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array |
     """``column`` (as Arrow read it) in ``field``'s type, or None where only the
     value-by-value path is sure to give the same values and notes."""
     target = field.type
+    if has_binary(column.type) and has_binary(target):
+        return None  # Arrow infers bytes for text beside bytes: which was base64 text?
     if is_nested(target):
         # The value-by-value path infers these too, then casts (_nested_from_values),
         # but for a decimal leaf (a double's cast is not the literal's digits).
@@ -204,6 +225,8 @@ def _bulk_cast(field: pa.Field, column: pa.Array, notes: RowNotes) -> pa.Array |
         except pa.ArrowInvalid:
             return None
     if pa.types.is_string(column.type):
+        if pa.types.is_binary(target):  # base64 text: decoded, never its own bytes
+            return coerce_column(field.name, column, target, notes)
         if target in (UTC_TIMESTAMP, LOCAL_TIMESTAMP):
             return _iso_date_times(column, target)
         if pa.types.is_date32(target):
@@ -226,6 +249,9 @@ def _nested_from_values(name: str, values: list[Any], target: pa.DataType,
     try:
         inferred = pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError, ValueError):
+        return coerce_values(name, values, target, notes)
+    if has_binary(inferred.type) and has_binary(target):
+        # Arrow infers bytes for base64 text beside bytes (the text's own bytes).
         return coerce_values(name, values, target, notes)
     return coerce_column(name, inferred, target, notes)
 

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from headwater.table_schema._base64 import all_canonical, decode_canonical
 from headwater.table_schema._meta import (
     LOCAL_TIMESTAMP,
     UTC_TIMESTAMP,
@@ -19,7 +20,7 @@ from headwater.table_schema._meta import (
     _clip,
     _NestedRows,
 )
-from headwater.table_schema._types import is_nested
+from headwater.table_schema._types import has_binary, is_nested
 from headwater.table_schema._values import _is_temporal, coerce_values, python_values
 
 
@@ -42,6 +43,8 @@ def coerce_column(
         return _conform_list(name, column, target, notes)
     if pa.types.is_timestamp(column.type) and pa.types.is_timestamp(target):
         return _cast_timestamps(name, column, target, notes)
+    if has_binary(target) and not is_nested(target):
+        return _binary_column(name, column, target, notes)
     if _is_temporal(target) and (pa.types.is_integer(column.type)
                                  or pa.types.is_floating(column.type)
                                  or pa.types.is_decimal(column.type)):
@@ -58,12 +61,19 @@ def coerce_column(
     if pa.types.is_decimal(target) and pa.types.is_string(column.type) \
             and not _decimal_text_fits(column, target):
         return coerce_values(name, column.to_pylist(), target, notes)
-    if not (pa.types.is_string(target) and not pa.types.is_string(column.type)) \
-            or pa.types.is_decimal(column.type):  # a decimal's text, not JSON of it
+    if _cast_differs(column.type, target):
+        return coerce_values(name, python_values(column), target, notes)
+    # Text of another type is note_text's (a decimal's digits: Arrow writes 0 as 0E-10).
+    if not (pa.types.is_string(target) and not pa.types.is_string(column.type)):
         try:
-            return pc.cast(column, target, safe=True)
+            cast = pc.cast(column, target, safe=True)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
+        else:
+            if not (pa.types.is_floating(target) and pa.types.is_string(column.type)
+                    and pc.any(pc.is_nan(cast)).as_py()):
+                return cast
+            # Arrow reads "-nan" and "+nan" as NaN, the value-by-value path notes them.
     if pa.types.is_string(column.type) and pa.types.is_timestamp(target) and target.tz:
         # Date-time text without an offset ("2024-01-01 10:00:00", common in CSV) is
         # UTC, as the value-by-value path reads it, but Arrow's cast wants an offset.
@@ -72,6 +82,40 @@ def coerce_column(
             return pc.assume_timezone(naive, "UTC").cast(target)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             pass
+    return coerce_values(name, python_values(column), target, notes)
+
+
+def _cast_differs(source: pa.DataType, target: pa.DataType) -> bool:
+    """Whether Arrow's cast reads ``source`` values otherwise than the value-by-value
+    path (``_values.py``), which then types the column: a number as a boolean (2
+    is true there, a misfit here), a boolean or a date-time as a number (1, its
+    microseconds), a double as a decimal (1.1 as 1.100000000000000089, not the
+    double's shortest text), a decimal as a double (not correctly rounded:
+    0.3333333333 as 0.33333333330000003)."""
+    numeric = (pa.types.is_integer(target) or pa.types.is_floating(target)
+               or pa.types.is_decimal(target))
+    if pa.types.is_boolean(target):
+        return (pa.types.is_integer(source) or pa.types.is_floating(source)
+                or pa.types.is_decimal(source))
+    if numeric and (pa.types.is_boolean(source) or pa.types.is_temporal(source)):
+        return True
+    return (pa.types.is_decimal(target) and pa.types.is_floating(source)) or (
+        pa.types.is_floating(target) and pa.types.is_decimal(source))
+
+
+def _binary_column(name: str, column: pa.Array, target: pa.DataType,
+                   notes: NoteRows) -> pa.Array:
+    """Bytes, or a list of them, from a reader's column: text is base64 (Arrow's cast
+    would keep the text's own bytes), decoded in bulk where all of it is canonical
+    (:mod:`._base64`); any other column goes value by value (``_to_binary``), where
+    a misfit is noted, so both give the same bytes."""
+    if pa.types.is_binary(target) and (pa.types.is_string(column.type)
+                                       or pa.types.is_large_string(column.type)) \
+            and all_canonical(column):
+        return decode_canonical(column)
+    if pa.types.is_binary(target) and (pa.types.is_large_binary(column.type)
+                                       or pa.types.is_fixed_size_binary(column.type)):
+        return pc.cast(column, target)  # bytes already: the same values
     return coerce_values(name, python_values(column), target, notes)
 
 

@@ -8,6 +8,7 @@ sync.  :class:`RowNotes` keeps a batch's notes sparse (almost no row has one), a
 
 from __future__ import annotations
 
+import decimal
 import uuid
 from collections.abc import Iterable
 from typing import Any, Protocol
@@ -124,6 +125,9 @@ def note_text(value: Any) -> str:
         return value
     if isinstance(value, JsonFloat):
         return value.text  # as the source wrote it, not the float's repr
+    if isinstance(value, decimal.Decimal):  # its digits, as Arrow's cast writes them
+        plain = value.is_finite() and abs(value.adjusted()) <= MAX_NOTE_VALUE
+        return format(value, "f") if plain else str(value)
     if isinstance(value, uuid.UUID):
         return str(value)
     return json_numbers.dumps(value, default=str, sort_keys=True)

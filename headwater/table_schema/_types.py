@@ -99,13 +99,24 @@ def map_leaf_types(kind: pa.DataType,
     return leaf(kind)
 
 
+def _has_leaf(kind: pa.DataType, leaf: Callable[[pa.DataType], bool]) -> bool:
+    if pa.types.is_struct(kind):
+        return any(_has_leaf(field.type, leaf) for field in kind)
+    if pa.types.is_list(kind):
+        return _has_leaf(kind.value_type, leaf)
+    return leaf(kind)
+
+
 def has_decimal(kind: pa.DataType) -> bool:
     """A decimal, or a struct or list with a decimal leaf at any depth."""
-    if pa.types.is_struct(kind):
-        return any(has_decimal(field.type) for field in kind)
-    if pa.types.is_list(kind):
-        return has_decimal(kind.value_type)
-    return pa.types.is_decimal(kind)
+    return _has_leaf(kind, pa.types.is_decimal)
+
+
+def has_binary(kind: pa.DataType) -> bool:
+    """Bytes (a base64 string's column), or a struct or list with such a leaf at any depth:
+    a reader's text there is base64 to decode, never the bytes themselves."""
+    return _has_leaf(kind, lambda leaf: pa.types.is_binary(leaf)
+                     or pa.types.is_large_binary(leaf))
 
 
 def is_nested(target: pa.DataType) -> bool:
@@ -245,6 +256,6 @@ def json_columns_problem(json_schema: Mapping[str, Any], names: Iterable[str]) -
 
 
 __all__ = ["JSON_TEXT", "LOGICAL_KEY", "VARIANT", "arrow_field_for", "arrow_schema_for",
-           "arrow_type_for", "column_type_label", "has_decimal", "is_nested", "is_open",
-           "json_columns_problem", "json_kind", "json_kinds_differ", "map_leaf_types",
+           "arrow_type_for", "column_type_label", "has_binary", "has_decimal", "is_nested",
+           "is_open", "json_columns_problem", "json_kind", "json_kinds_differ", "map_leaf_types",
            "struct_type_for", "variant_columns"]

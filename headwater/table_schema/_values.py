@@ -8,7 +8,6 @@ a value does not, so both fast paths are checked against it.
 from __future__ import annotations
 
 import base64
-import binascii
 import datetime as dt
 import decimal
 import json
@@ -42,6 +41,8 @@ def _to_int(value: Any) -> int:
         return value
     if isinstance(value, JsonFloat):
         return _integral(exact_decimal(value))  # 9007199254740993.0 is not ...992
+    if isinstance(value, decimal.Decimal):  # a Parquet or Avro decimal: its digits
+        return _integral(value)
     if isinstance(value, float):
         if not value.is_integer():
             raise ValueError("has a fractional part")
@@ -67,8 +68,8 @@ def _integral(number: decimal.Decimal) -> int:
 def _to_float(value: Any) -> float:
     if isinstance(value, bool):
         raise ValueError("boolean is not a number")
-    if isinstance(value, int | float):
-        return float(value)
+    if isinstance(value, int | float | decimal.Decimal):
+        return float(value)  # a Decimal correctly rounded (Arrow's cast is not)
     if isinstance(value, str):
         result = float(value.strip())
         if math.isnan(result) and value.strip().lower() != "nan":
@@ -141,7 +142,7 @@ def _to_binary(value: Any) -> bytes:
     if isinstance(value, str):
         try:
             return base64.b64decode(value, validate=True)
-        except binascii.Error as exc:
+        except ValueError as exc:  # binascii.Error, or text that is not ASCII
             raise ValueError("not base64") from exc
     raise ValueError(f"{type(value).__name__} is not binary")
 

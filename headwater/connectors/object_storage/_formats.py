@@ -180,10 +180,14 @@ def _json_read_type(kind: pa.DataType) -> pa.DataType:
     Date-times and dates, inside structs and lists too, are read as text and cast
     by the engine with Arrow (text Python's ``fromisoformat`` refuses, as year 0,
     goes value by value to its note): the reader's own parser takes year 0 and
-    other text the line-by-line path notes as misfits.
+    other text the line-by-line path notes as misfits.  Bytes (a base64 string)
+    are read as their text too, which the engine decodes: asked for binary, the
+    reader lands the text's own bytes (``b"aGk="`` for ``hi``).
     """
     return map_leaf_types(kind, lambda leaf: pa.string()
-                          if pa.types.is_date(leaf) or pa.types.is_timestamp(leaf) else leaf)
+                          if pa.types.is_date(leaf) or pa.types.is_timestamp(leaf)
+                          or pa.types.is_binary(leaf) or pa.types.is_large_binary(leaf)
+                          else leaf)
 
 
 def read_jsonl(stream: BinaryIO, key: str, schema: pa.Schema, position: ReadPosition,

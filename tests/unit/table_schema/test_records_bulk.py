@@ -9,6 +9,7 @@ notes, note for note.
 
 from __future__ import annotations
 
+import base64
 import decimal
 import math
 from typing import Any
@@ -84,6 +85,12 @@ WILD = st.one_of(
                     | st.none(), max_size=3),
 )
 
+#: Base64 text (valid, and now and then not: bad padding, not the alphabet, not
+#: ASCII) and bytes as they are (Avro's, fastavro's dicts).
+BASE64 = (st.binary(max_size=6).map(lambda b: base64.b64encode(b).decode("ascii"))
+          | st.sampled_from(["aGk=", "", "AAEC", "aGk", "aGk==", "a", "é", "aGk=\n", "====",
+                             b"\x00\xff", b""]))
+
 # Each kind of column: its Arrow field and the values that fit it.
 KINDS: dict[str, tuple[pa.Field, st.SearchStrategy[Any]]] = {
     "int": (pa.field("_", pa.int64()), st.integers(-2**40, 2**40)),
@@ -96,7 +103,11 @@ KINDS: dict[str, tuple[pa.Field, st.SearchStrategy[Any]]] = {
     "decimal": (pa.field("_", pa.decimal128(10, 2)),
                 st.decimals(-10**6, 10**6, places=2, allow_nan=False).map(str)
                 | st.integers(-10**6, 10**6)),
-    "binary": (pa.field("_", pa.binary()), st.sampled_from(["aGk=", "", "AAEC"])),
+    "binary": (pa.field("_", pa.binary()), BASE64),
+    "binaries": (pa.field("_", pa.list_(pa.binary())), st.lists(BASE64 | st.none(),
+                                                                max_size=3)),
+    "struct_of_binary": (pa.field("_", pa.struct([("b", pa.binary())])),
+                         st.fixed_dictionaries({}, optional={"b": BASE64 | WILD})),
     "struct": (pa.field("_", pa.struct([("a", pa.int64()), ("b", pa.string()),
                                         ("c", UTC_TIMESTAMP)])),
                st.fixed_dictionaries({}, optional={"a": st.integers(-5, 5) | WILD,

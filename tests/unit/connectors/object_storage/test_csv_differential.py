@@ -46,7 +46,8 @@ KEY = "folder/a.csv"
 _INTS = st.integers(-(2**70), 2**70).map(str)
 _FLOATS = st.one_of(st.floats(allow_nan=False).map(lambda x: f"{x:e}"),
                     st.floats(allow_nan=False).map(repr),
-                    st.sampled_from(["nan", "NaN", "inf", "-inf", "-0.0", "1E5", "1e-320"]))
+                    st.sampled_from(["nan", "NaN", "-nan", "+NaN", "inf", "-inf", "-0.0", "1E5",
+                                     "1e-320"]))
 _BOOLS = st.sampled_from(["true", "false", "True", "FALSE", "1", "0"])
 _DATES = st.dates().map(lambda d: d.isoformat())
 _DATE_TIMES = st.tuples(st.datetimes(), st.sampled_from(["", "Z", "+05:30"])).map(

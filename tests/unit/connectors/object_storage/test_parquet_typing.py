@@ -14,7 +14,9 @@ import datetime as dt
 import decimal
 import io
 import json
+import math
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -22,12 +24,14 @@ import pyarrow.parquet as pq
 from tests.unit.connectors.object_storage.conftest import read_all, source, write
 
 
-def _land(tmp_path: Path, table: pa.Table) -> pa.Table:
+def _land(tmp_path: Path, table: pa.Table,
+          schema: dict[str, Any] | None = None) -> pa.Table:
     out = io.BytesIO()
     pq.write_table(table, out, row_group_size=2)
     write(tmp_path, "in/a.parquet", out.getvalue())
-    return read_all(source(str(tmp_path), globs=["in/*"], format={"type": "parquet"})
-                    .streams()[0]).sort_by("_source_record")
+    declared = {} if schema is None else {"schema": schema}
+    return read_all(source(str(tmp_path), globs=["in/*"], format={"type": "parquet"},
+                           **declared).streams()[0]).sort_by("_source_record")
 
 
 def _notes(table: pa.Table) -> list[list[tuple[str, str, str]]]:
@@ -89,3 +93,44 @@ def test_an_unsigned_value_past_int64_is_noted_with_its_digits(tmp_path: Path) -
     assert landed.column("u").to_pylist() == [2**63 - 1, None]
     assert [[(n[0], n[2]) for n in row] for row in _notes(landed)] == [
         [], [("u", str(2**64 - 1))]]
+
+
+def test_declared_types_land_as_their_values_say_not_as_arrow_s_casts_read_them(
+        tmp_path: Path) -> None:
+    """Found auditing Arrow's casts against the value-by-value path: a double landed
+    in a decimal as its binary expansion (1.1 as 1.100000000000000089), a decimal in
+    a double not correctly rounded (0.3333333333 as 0.33333333330000003), 2 as true,
+    true as 1, a date-time as its microseconds and "-nan" as NaN, none noted; a decimal
+    in an integer or a double column was refused value by value.  Each value is what
+    its text says, or null with a note."""
+    third = decimal.Decimal("0.3333333333")
+    landed = _land(tmp_path, pa.table({
+        "f2d": pa.array([1.1, 0.1, None], pa.float64()),
+        "d2f": pa.array([third, decimal.Decimal(3), decimal.Decimal(0)], pa.decimal128(38, 10)),
+        "d2i": pa.array([decimal.Decimal(3), decimal.Decimal("3.5"), None],
+                        pa.decimal128(38, 10)),
+        "d2s": pa.array([third, decimal.Decimal(0), None], pa.decimal128(38, 10)),
+        "i2b": pa.array([1, 0, 2], pa.int64()),
+        "b2i": pa.array([True, None, None], pa.bool_()),
+        "t2i": pa.array([None, 0, None], pa.timestamp("us", tz="UTC")),
+        "s2f": pa.array(["nan", "-nan", "1.5"], pa.string()),
+    }), schema={
+        "f2d": {"type": "number", "format": "decimal", "precision": 38, "scale": 18},
+        "d2f": {"type": "number"}, "d2i": {"type": "integer"}, "d2s": {"type": "string"},
+        "i2b": {"type": "boolean"}, "b2i": {"type": "integer"}, "t2i": {"type": "integer"},
+        "s2f": {"type": "number"}})
+    columns = landed.select(["f2d", "d2f", "d2i", "d2s", "i2b", "b2i", "t2i", "s2f"])
+    rows = columns.to_pylist()
+    assert rows[0]["f2d"] == decimal.Decimal("1.1") and rows[1]["f2d"] == decimal.Decimal("0.1")
+    assert [row["d2f"] for row in rows] == [0.3333333333, 3.0, 0.0]
+    assert [row["d2i"] for row in rows] == [3, None, None]
+    assert [row["d2s"] for row in rows] == ["0.3333333333", "0.0000000000", None]
+    assert [row["i2b"] for row in rows] == [True, False, None]
+    assert [row["b2i"] for row in rows] == [None, None, None]
+    assert [row["t2i"] for row in rows] == [None, None, None]
+    assert math.isnan(rows[0]["s2f"]) and [row["s2f"] for row in rows[1:]] == [None, 1.5]
+    assert [sorted((n[0], n[2]) for n in row) for row in _notes(landed)] == [
+        [("b2i", "true")],
+        [("d2i", "3.5000000000"), ("s2f", "-nan"), ("t2i", '"1970-01-01 00:00:00+00:00"')],
+        [("i2b", "2")],
+    ]
