@@ -114,12 +114,17 @@ def refuse_frozen(changes: list[SchemaChange]) -> None:
 
 
 def written_schema(stream_schema: pa.Schema, changes: list[SchemaChange],
-                   contract: SchemaContract) -> pa.Schema:
+                   contract: SchemaContract, table: pa.Schema | None = None) -> pa.Schema:
     """The data columns the stream's rows are typed into and the destination prepares:
-    the stream's, less the new columns the contract keeps out of the table, plus
-    ``_hw_rescued`` when new columns are rescued."""
+    the stream's, less the new columns the contract keeps out of the table, a column
+    whose changed type the contract discards in the ``table``'s type (no value of the
+    new type reaches it, so the table need not change), plus ``_hw_rescued`` when new
+    columns are rescued."""
     kept_out = {c.column for c in changes if c.kind == "new_column" and c.action != "evolve"}
-    fields = [f for f in stream_schema if f.name not in kept_out]
+    discarded = {c.top_column for c in changes if c.kind == "type_change"
+                 and c.action in ("discard_row", "discard_value")}
+    fields = [table.field(f.name) if table is not None and f.name in discarded else f
+              for f in stream_schema if f.name not in kept_out]
     if contract.new_columns == "rescue":
         fields.append(pa.field(RESCUED, pa.string()))
     return pa.schema(fields)

@@ -53,7 +53,7 @@ def check_stream(destination: Destination, stream: str, stream_schema: pa.Schema
     table = destination.table_columns(stream, spark)
     changes = find_changes(stream, stream_schema, table, connection_synced=connection_synced,
                            contract=contract)
-    written = written_schema(stream_schema, changes, contract)
+    written = written_schema(stream_schema, changes, contract, table)
     return ContractCheck(written, changes, RowContract.of(stream, contract, written, changes))
 
 
