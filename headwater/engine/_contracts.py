@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from headwater.errors import HeadwaterError
 from headwater.metadata_store import SUCCEEDED_STATUSES
 from headwater.schema_contracts import ContractCheck, check_stream, refuse_frozen
 from headwater.table_schema import arrow_schema_for
@@ -49,6 +50,16 @@ def stream_contract(engine: SyncEngine, configured: ConfiguredStream, *,
                         else synced, spark=spark)
 
 
+def describe_changes(engine: SyncEngine, configured: ConfiguredStream) -> dict[str, Any]:
+    """``schema_changes`` (each change with its action) for ``headwater plan``, read
+    without Spark; ``None`` and ``schema_changes_unknown`` where that cannot be read."""
+    try:
+        check = stream_contract(engine, configured, spark=None)
+    except HeadwaterError as exc:
+        return {"schema_changes": None, "schema_changes_unknown": str(exc)}
+    return {"schema_changes": [change.to_dict() for change in check.changes]}
+
+
 def held_to_contracts(engine: SyncEngine, streams: Sequence[ConfiguredStream],
                       spark: SparkSession) -> list[ConfiguredStream]:
     """``streams`` less those whose new table the contract keeps out; raises
@@ -72,4 +83,4 @@ def held_to_contracts(engine: SyncEngine, streams: Sequence[ConfiguredStream],
     return kept
 
 
-__all__ = ["connection_synced", "held_to_contracts", "stream_contract"]
+__all__ = ["connection_synced", "describe_changes", "held_to_contracts", "stream_contract"]

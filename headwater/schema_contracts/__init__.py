@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from headwater.config._schema_contract import EVOLVE, SchemaContract
 from headwater.schema_contracts._changes import (
+    ACTION_EFFECTS,
     KIND_LABELS,
     RESCUED,
     SchemaChange,
@@ -27,6 +28,6 @@ from headwater.schema_contracts._changes import (
 from headwater.schema_contracts._check import ContractCheck, check_stream
 from headwater.schema_contracts._rows import RowContract, Tally
 
-__all__ = ["EVOLVE", "KIND_LABELS", "RESCUED", "ContractCheck", "RowContract", "SchemaChange",
-           "SchemaContract", "Tally", "check_stream", "data_columns", "find_changes",
-           "refuse_frozen", "written_schema"]
+__all__ = ["ACTION_EFFECTS", "EVOLVE", "KIND_LABELS", "RESCUED", "ContractCheck",
+           "RowContract", "SchemaChange", "SchemaContract", "Tally", "check_stream",
+           "data_columns", "find_changes", "refuse_frozen", "written_schema"]

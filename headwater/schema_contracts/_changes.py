@@ -36,6 +36,25 @@ KIND_LABELS = {"new_table": "new table", "new_column": "new column",
                "type_change": "type change"}
 
 
+#: What each action does to each kind of change, as ``headwater plan`` says it.
+ACTION_EFFECTS: dict[str, dict[str, str]] = {
+    "new_table": {"evolve": "the table is created",
+                  "freeze": "the sync fails before it commits anything",
+                  "discard_row": "the stream is not read (its state stays)",
+                  "discard_value": "the stream is not read (its state stays)"},
+    "new_column": {"evolve": "the column is added",
+                   "freeze": "the sync fails before it commits anything",
+                   "discard_row": "rows holding a value in it are kept out (counted)",
+                   "discard_value": "its values are nulled (noted in _hw_notes)",
+                   "rescue": f"its values are kept as JSON in {RESCUED}"},
+    "type_change": {"evolve": "the table keeps its type; values that do not fit are nulled "
+                              "and noted",
+                    "freeze": "the sync fails before it commits anything",
+                    "discard_row": "rows holding a value in it are kept out (counted)",
+                    "discard_value": "its values are nulled (noted in _hw_notes)"},
+}
+
+
 @dataclass(frozen=True)
 class SchemaChange:
     """One change a stream meets, and what its contract does with it."""
@@ -137,5 +156,5 @@ def discards_table(changes: list[SchemaChange]) -> SchemaChange | None:
                 None)
 
 
-__all__ = ["KIND_LABELS", "RESCUED", "ChangeKind", "SchemaChange", "data_columns",
+__all__ = ["ACTION_EFFECTS", "KIND_LABELS", "RESCUED", "ChangeKind", "SchemaChange", "data_columns",
            "discards_table", "find_changes", "refuse_frozen", "written_schema"]

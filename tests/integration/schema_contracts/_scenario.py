@@ -29,7 +29,7 @@ from typing import Any
 
 from headwater.metadata_store import MetadataStore
 from tests.integration._connections import connection_file
-from tests.integration._in_process import sync_in_process
+from tests.integration._in_process import run_in_process, sync_in_process
 
 #: Rows of the change: a text score (a type change) and a new column, or neither.
 CHANGED = [{"id": 4, "score": "x4", "tier": "gold"}, {"id": 5, "score": None, "tier": "silver"},
@@ -46,9 +46,9 @@ EXISTING = {"s_evolve": "evolve", "s_discard_row": "discard_row",
 #: New tables: a stream each, but only ``n_evolve`` is read (the others are kept out).
 NEW = {"n_evolve": "evolve", "n_discard_row": "discard_row",
        "n_discard_value": "discard_value"}
-#: The sync that fails at plan time: existing streams freezing one kind each, a new one.
-FROZEN = {"s_evolve": {"new_columns": "freeze"}, "s_discard_row": {"type_changes": "freeze"},
-          "n_freeze": {"new_tables": "freeze"}}
+#: The sync that fails at plan time: two existing streams freezing one kind each (the
+#: first two of the streams synced), and a new one.
+FROZEN = ({"new_columns": "freeze"}, {"type_changes": "freeze"})
 #: A subset that still covers every setting, for the destinations after Delta: one
 #: stream discards both kinds' rows; one rescues new columns and discards changed
 #: types' values; the frozen sync and the new tables kept out are as in the matrix.
@@ -125,12 +125,16 @@ def run_matrix(tmp_path: Path, lake: Lake, existing: Mapping[str, Any] = EXISTIN
         _write(folder, name, "a.jsonl", CHANGED)
     commits = {name: lake.commits(name) for name in existing}
     states = _states(tmp_path)
-    frozen = sync_in_process(tmp_path, _connection(
-        tmp_path, lake, {**existing, **NEW, **FROZEN}, changed=True))
+    columns, types = list(existing)[:2]
+    path = _connection(tmp_path, lake, {**existing, **NEW, columns: FROZEN[0],
+                                        types: FROZEN[1], "n_freeze": {"new_tables": "freeze"}},
+                       changed=True)
+    _check_plan(tmp_path, path, columns, types)
+    frozen = sync_in_process(tmp_path, path)
     assert frozen.exit_code == 5, frozen.describe()
     said = frozen.stderr + frozen.stdout
-    for change in ("stream s_evolve: new column tier (string), not in the table",
-                   "stream s_discard_row: column score changed type: the stream's string, "
+    for change in (f"stream {columns}: new column tier (string), not in the table",
+                   f"stream {types}: column score changed type: the stream's string, "
                    "the table's long", "stream n_freeze: new table"):
         assert change in said, said
     assert {name: lake.commits(name) for name in existing} == commits
@@ -162,6 +166,27 @@ def run_matrix(tmp_path: Path, lake: Lake, existing: Mapping[str, Any] = EXISTIN
         broken.stderr + broken.stdout, broken.describe()
     assert lake.commits("s_evolve") == commits
     assert _states(tmp_path) == states
+
+
+def _check_plan(tmp_path: Path, path: Path, columns: str, types: str) -> None:
+    """``headwater plan --json`` shows the changes the sync will meet, and each action."""
+    plan = run_in_process(tmp_path, "plan", str(path), "--json")
+    assert plan.exit_code == 0, plan.describe()
+    assert plan.document is not None
+    changes = {s["name"]: s["schema_changes"] for s in plan.document["streams"]}
+    tier = {"kind": "new_column", "column": "tier", "stream_type": "string",
+            "table_type": None}
+    score = {"kind": "type_change", "column": "score", "stream_type": "string",
+             "table_type": "long"}
+    assert changes[columns] == [{**tier, "action": "freeze"}, {**score, "action": "evolve"}]
+    # A stream's contract is whole: what it does not freeze evolves.
+    assert changes[types] == [{**tier, "action": "evolve"}, {**score, "action": "freeze"}]
+    new_table = {"kind": "new_table", "column": None, "stream_type": None, "table_type": None}
+    assert changes["n_freeze"] == [{**new_table, "action": "freeze"}]
+    assert changes["n_discard_row"] == [{**new_table, "action": "discard_row"}]
+    shown = run_in_process(tmp_path, "plan", str(path))
+    assert f"{columns}: new column tier (string): schema_contract freeze, the sync fails " \
+        "before it commits anything" in shown.stdout, shown.describe()
 
 
 def _check_settings(lake: Lake, summary: dict[str, Any], existing: Mapping[str, Any]) -> None:
