@@ -73,3 +73,19 @@ def test_a_frozen_change_fails_naming_stream_column_and_both_types() -> None:
 
 def test_changes_a_contract_lets_in_are_not_refused() -> None:
     refuse_frozen([SchemaChange("new_column", "s", "evolve", "x", "long")])
+
+
+def test_a_kafka_topic_has_no_columns_a_contract_could_hold_a_stream_to() -> None:
+    from headwater.config._schema_contract import SchemaContract as Contract
+    from headwater.destinations.kafka import KafkaDestination
+    from headwater.errors import ConfigError
+    from headwater.schema_contracts import check_stream
+
+    destination = KafkaDestination({"bootstrap_servers": "127.0.0.1:9092"})
+    # Evolving needs no look at the topic; any other action is refused, naming the field.
+    assert check_stream(destination, "users", STREAM, Contract(), connection_synced=True
+                        ).written == STREAM
+    with pytest.raises(ConfigError) as info:
+        check_stream(destination, "users", STREAM, FREEZE, connection_synced=True)
+    assert info.value.context["field"] == "schema_contract"
+    assert "no table whose columns a schema_contract could hold the stream to" in str(info.value)
