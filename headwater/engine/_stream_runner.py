@@ -216,11 +216,11 @@ class StreamRunner:
         self.manager: CheckpointManager[dict[str, Any]] = CheckpointManager(
             CheckpointKey(c.index, c.checkpoint_id) for c in todo)
         with self.engine.steps.step("table_prepare"):
-            # Before the table changes: a resumed run's plan was held to it when it was made.
+            # Before the table changes.  Which streams run was decided when the plan was
+            # made (a new table a contract keeps out is not in it): a resumed plan's
+            # streams all run, or its run would stay unfinished for good.
             contract = stream_contract(self.engine, self.plan.stream, spark=self.spark)
             refuse_frozen(contract.changes)
-            if contract.skipped is not None:
-                return
             self.row_contract = contract.rows
             data_schema = self.engine.destination.prepare(self.spark, self.plan,
                                                           contract.written)
