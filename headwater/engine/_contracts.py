@@ -57,6 +57,9 @@ def describe_changes(engine: SyncEngine, configured: ConfiguredStream) -> dict[s
         check = stream_contract(engine, configured, spark=None)
     except HeadwaterError as exc:
         return {"schema_changes": None, "schema_changes_unknown": str(exc)}
+    except Exception as exc:  # a table the plan could not read: the sync will say more
+        return {"schema_changes": None,
+                "schema_changes_unknown": f"{type(exc).__name__}: {exc}"}
     return {"schema_changes": [change.to_dict() for change in check.changes]}
 
 

@@ -310,9 +310,10 @@ class DeltaDestination(Destination):
             state = None if folder is None else _delta_rs.table_state(folder)
             if folder is not None:
                 return None if state is None else columns_of(state.schema_json)
-        except Exception:
+        except Exception as exc:
             if spark is None:
-                raise
+                raise _failed(f"cannot read the Delta table at {location}", exc,
+                              stream) from exc
         if spark is None:
             raise DestinationError(f"the Delta table at {location} is read by Spark only: its "
                                    "columns are known once a sync starts", stream=stream)
