@@ -122,3 +122,20 @@ def test_evolve_types_as_today(as_batch: bool) -> None:
     # The table keeps its type: "7" lands as 7; the unknown field is noted, as always.
     assert [(r["id"], r["name"]) for r in rows] == [(1, 7), (2, None), (3, None)]
     assert [n["reason"] for n in rows[1]["_hw_notes"]] == ["not in the stream schema"]
+
+
+def test_the_sync_summary_says_how_many_rows_the_contract_kept_out_and_why() -> None:
+    from rich.console import Console
+
+    from headwater.cli._render import print_result
+    from headwater.engine import SyncResult
+    from headwater.engine._results import StreamStats
+
+    reason = "new column tier, not in the table: row kept out by schema_contract ..."
+    stats = StreamStats(name="users", mode="incremental+append", status="succeeded",
+                        records_discarded=3, discarded={reason: 3})
+    out, err = Console(record=True, width=200), Console(record=True, width=200)
+    print_result(SyncResult("r", "c", "succeeded", False, 1, [stats]), out, err)
+    assert f"users: 3 rows kept out: {reason}" in err.export_text()
+    assert stats.to_dict()["records_discarded"] == 3
+    assert stats.to_dict()["discarded"] == {reason: 3}
