@@ -201,6 +201,12 @@ class StreamRunner:
             self.stats.records_rejected = sum(int(s.get("records_rejected") or 0)
                                               for s in durable)
             self.stats.bytes = sum(int(s.get("bytes") or 0) for s in durable)
+            self.stats.records_discarded = sum(int(s.get("records_discarded") or 0)
+                                               for s in durable)
+            self.stats.discarded = {}
+            for figures in durable:
+                for reason, count in (figures.get("discarded") or {}).items():
+                    self.stats.discarded[reason] = self.stats.discarded.get(reason, 0) + count
 
     def _run(self) -> None:
         stream = self.engine.source.stream(self.name)

@@ -139,3 +139,30 @@ def test_the_sync_summary_says_how_many_rows_the_contract_kept_out_and_why() -> 
     assert f"users: 3 rows kept out: {reason}" in err.export_text()
     assert stats.to_dict()["records_discarded"] == 3
     assert stats.to_dict()["discarded"] == {reason: 3}
+
+
+def test_a_resumed_run_counts_every_attempts_kept_out_rows() -> None:
+    """The figures of a resumed run are the whole run's: what each durable checkpoint
+    recorded, whichever attempt committed it."""
+    import threading
+    from datetime import UTC, datetime
+    from types import SimpleNamespace
+
+    from headwater.engine._results import StreamStats
+    from headwater.engine._stream_runner import StreamRunner
+    from headwater.metadata_store import CheckpointRecord
+
+    def record(index: int, status: str, discarded: dict[str, int]) -> CheckpointRecord:
+        stats = {"records_discarded": sum(discarded.values()), "discarded": discarded}
+        return CheckpointRecord("run", "users", index, f"c{index}", status, stats,
+                                updated_at=datetime.now(UTC))
+
+    runner = object.__new__(StreamRunner)
+    runner.run_id, runner.name, runner._lock = "run", "users", threading.Lock()
+    runner.stats = StreamStats(name="users", mode="incremental+append")
+    runner.store = SimpleNamespace(list_checkpoints=lambda run_id: [
+        record(0, "released", {"a": 2}), record(1, "committed", {"a": 1, "b": 1}),
+        record(2, "failed", {"b": 5})])
+    runner._count_whole_run()
+    assert runner.stats.records_discarded == 4
+    assert runner.stats.discarded == {"a": 3, "b": 1}
