@@ -6,6 +6,7 @@ tree is the contract::
     HeadwaterError                     exit 1 unless a subclass says otherwise
     ├── ConfigError                    exit 2: the connection file or a config is wrong
     │   └── SpecValidationError        a source/destination config breaks its spec
+    ├── SchemaContractError            exit 5: a frozen schema contract met a change
     ├── AuthenticationError            exit 3: credentials were refused
     │   └── RefusedCommitOutcomeUnknown    a refused commit whose lookup failed too
     ├── ConnectorError                 a connector failed while checking/discovering/reading
@@ -47,6 +48,9 @@ class ExitCode(IntEnum):
     #: wrong: every record it read was rejected, or its table has columns it no longer
     #: writes.  ``on_warning: fail`` in the connection file makes such a sync fail (1).
     WARNED = 4
+    #: A stream's schema changed where its ``schema_contract`` says ``freeze``: nothing of
+    #: the sync was committed and no state moved (``docs/schema-contracts.md``).
+    SCHEMA_CONTRACT = 5
     #: Stopped on request (SIGINT/SIGTERM) after the commits in flight; the next sync
     #: continues the run.
     STOPPED = 130
@@ -90,6 +94,14 @@ class SpecValidationError(ConfigError):
         lines = [super().__str__()]
         lines += [f"  - {path}: {expected}" for path, expected in self.problems]
         return "\n".join(lines)
+
+
+class SchemaContractError(HeadwaterError):
+    """A stream met a schema change (a new table, a new column, a changed type) its
+    ``schema_contract`` freezes.  Raised at plan time when the stream's schema shows the
+    change, else by the first task that meets it, before that checkpoint commits."""
+
+    exit_code = ExitCode.SCHEMA_CONTRACT
 
 
 class AuthenticationError(HeadwaterError):

@@ -21,8 +21,12 @@ def describe_plan(engine: SyncEngine, parallelism: int | None = None) -> dict[st
     ``table_name``: the name it is registered under, or ``None``), the state it
     starts from, partition and checkpoint counts, the cursor bounds the partitions
     cover, each partition with the rows the source estimates (``None``: the source
-    cannot tell), and the sum when every partition has an estimate.
+    cannot tell), the sum when every partition has an estimate, and the schema
+    changes the sync would meet with what its ``schema_contract`` does with each
+    (``schema_changes``; ``None`` with ``schema_changes_unknown`` saying why when the
+    table cannot be read without Spark).
     """
+    from headwater.engine._contracts import describe_changes
     plan = engine.preview(parallelism)
     streams = []
     for stream_plan in plan.streams:
@@ -44,8 +48,29 @@ def describe_plan(engine: SyncEngine, parallelism: int | None = None) -> dict[st
             "estimated_rows": sum(known) if len(known) == len(estimates) else None,
             "partition_list": [{"id": p.id, "params": dict(p.params), "estimated_rows": e}
                                for p, e in zip(partitions, estimates, strict=True)],
+            **describe_changes(engine, stream_plan.stream),
         })
     return {"connection": plan.connection, "streams": streams}
+
+
+def change_lines(stream: dict[str, Any]) -> list[str]:
+    """The schema changes of one stream of the plan document, one line each, for people."""
+    from headwater.schema_contracts import ACTION_EFFECTS, KIND_LABELS
+
+    name = stream["name"]
+    if stream["schema_changes"] is None:
+        return [f"{name}: schema changes not known before the sync: "
+                f"{stream['schema_changes_unknown']}"]
+    lines = []
+    for change in stream["schema_changes"]:
+        what = KIND_LABELS[change["kind"]]
+        if change["column"] is not None:
+            types = change["stream_type"] if change["table_type"] is None else \
+                f"the stream's {change['stream_type']}, the table's {change['table_type']}"
+            what += f" {change['column']} ({types})"
+        lines.append(f"{name}: {what}: schema_contract {change['action']}, "
+                     f"{ACTION_EFFECTS[change['kind']][change['action']]}")
+    return lines
 
 
 def table_label(location: str, name: str | None) -> str:
@@ -99,6 +124,8 @@ def plan(
                                  ["name", "sync_mode", "table", "state", "partitions",
                                   "checkpoints", "from", "to", "estimated_rows"], rows))
         for stream in document["streams"]:
+            for line in change_lines(stream):
+                cli.out.print(line, highlight=False)
             if stream["state_before"] is not None:
                 cli.out.print(f"[bold]{stream['name']}[/] starts from state:")
                 cli.out.print_json(data=mask_obj(stream["state_before"]))

@@ -117,6 +117,9 @@ def print_result(result: SyncResult, out: Console, err: Console) -> None:
         elif stream.warnings:
             for warning in stream.warnings:
                 err.print(f"[yellow]{stream.name}:[/] {mask(warning)}", highlight=False)
+        for reason, count in stream.discarded.items():
+            err.print(f"[yellow]{stream.name}:[/] {count:,} rows kept out: {reason}",
+                      highlight=False)
     if result.status == "stopped":
         err.print(f"[yellow]run {result.run_id} stopped:[/] "
                   f"{mask(result.stop_reason or 'on request')}", highlight=False)

@@ -47,6 +47,7 @@ from pydantic import (
 
 from headwater.config._lineage import LineageConfig
 from headwater.config._paths import line_of
+from headwater.config._schema_contract import EVOLVE, SchemaContract
 from headwater.config._secrets import register_spark_conf_secrets
 from headwater.errors import ConfigError
 from headwater.partition_terms import parse_term
@@ -111,6 +112,9 @@ class StreamConfig(BaseModel):
     table_properties: dict[str, str] = Field(default_factory=dict)
     #: This stream's :attr:`ConnectionConfig.on_warning` (``None``: the connection's).
     on_warning: OnWarning | None = None
+    #: What a sync does when this stream's schema changed (``None``: the connection's);
+    #: ``docs/schema-contracts.md``.
+    schema_contract: SchemaContract | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -349,6 +353,9 @@ class ConnectionConfig(BaseModel):
     #: schema no longer has, does to the sync (:data:`OnWarning`); a stream may say
     #: otherwise.  Its records are committed and its state moved either way.
     on_warning: OnWarning = "warn"
+    #: What a sync does when a stream's schema changed; a stream may say otherwise
+    #: (``docs/schema-contracts.md``).  Default: every change evolves, as before.
+    schema_contract: SchemaContract = EVOLVE
     #: Where OpenLineage run events go (:mod:`headwater.config._lineage`); None: the
     #: OpenLineage client's environment decides, or no events.
     lineage: LineageConfig | None = None
@@ -362,6 +369,13 @@ class ConnectionConfig(BaseModel):
             if configured.name == stream and configured.on_warning is not None:
                 return configured.on_warning
         return self.on_warning
+
+    def schema_contract_of(self, stream: str) -> SchemaContract:
+        """``stream``'s own ``schema_contract``, else the connection's (as a whole)."""
+        for configured in self.streams or ():
+            if configured.name == stream and configured.schema_contract is not None:
+                return configured.schema_contract
+        return self.schema_contract
 
     @field_validator("name")
     @classmethod

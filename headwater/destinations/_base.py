@@ -376,6 +376,24 @@ class Destination(ABC):
         value of the stream's (``_existing_table.py``), as :meth:`check_tables` says.
         """
 
+    def table_columns(self, stream: str, spark: SparkSession | None = None) -> pa.Schema | None:
+        """The columns the stream's table has now, in Arrow terms (a VARIANT column as text
+        marked VARIANT), or None when there is no such table.
+
+        What a stream's ``schema_contract`` is held to (``headwater.schema_contracts``),
+        read before :meth:`prepare` changes anything.  ``spark`` None: without a Spark
+        session (``headwater plan``); a destination that cannot tell then raises
+        :class:`~headwater.errors.DestinationError`.  The default, for a destination
+        without tables whose columns it knows (Kafka's topics), refuses any contract
+        but ``evolve``.
+        """
+        from headwater.errors import ConfigError
+
+        raise ConfigError(
+            f"the {self.type_name or type(self).__name__} destination has no table whose "
+            "columns a schema_contract could hold the stream to; use schema_contract: evolve "
+            "(the default) for it", stream=stream, field="schema_contract")
+
     def unwritten_columns(self, stream: str) -> list[str]:
         """Columns the stream's table has that the schema its last :meth:`prepare` was
         given lacks, in the table's order: this run's rows hold null in them, and the

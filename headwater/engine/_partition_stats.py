@@ -67,6 +67,11 @@ class _FiguresParam:
                 continue
             for name in ("records", "rejected", "bytes", "duration_s"):
                 mine[name] = mine.get(name, 0) + figures.get(name, 0)
+            if "discarded" in figures:  # rows a schema contract kept out
+                mine["discarded"] = mine.get("discarded", 0) + figures["discarded"]
+            for reason, count in figures.get("discard_reasons", {}).items():
+                reasons = mine.setdefault("discard_reasons", {})
+                reasons[reason] = reasons.get(reason, 0) + count
             mine["attempt"] = max(mine.get("attempt", 1), figures.get("attempt", 1))
             if "state" in figures:
                 mine["state"] = figures["state"]
@@ -136,6 +141,17 @@ class PartitionStatsCollector:
     def staging_error(self) -> Exception | None:
         """Why an own state could not be staged before the commit, if it could not."""
         return self._param.error if isinstance(self._param, _StagingFiguresParam) else None
+
+    def discards(self, partitions: Sequence[Partition]) -> tuple[int, dict[str, int]]:
+        """Rows the schema contract kept out of ``partitions``, and how many per reason."""
+        figures = self.sink.value
+        total, reasons = 0, dict[str, int]()
+        for partition in partitions:
+            found = figures.get(partition.id, {})
+            total += int(found.get("discarded", 0))
+            for reason, count in found.get("discard_reasons", {}).items():
+                reasons[reason] = reasons.get(reason, 0) + int(count)
+        return total, reasons
 
     def stats(self, partitions: Sequence[Partition]) -> list[dict[str, Any]]:
         """One row per planned partition, in plan order (zeros for a partition with no rows)."""

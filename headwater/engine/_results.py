@@ -50,6 +50,9 @@ class StreamStats:
     #: Why a stream that committed everything looks wrong (:func:`stream_warnings`): its
     #: status is then ``warned``, or ``failed`` with ``on_warning: fail``.
     warnings: list[str] = field(default_factory=list)
+    #: Rows the stream's schema contract kept out (``discard_row``), and how many per reason.
+    records_discarded: int = 0
+    discarded: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -72,6 +75,9 @@ class StreamStats:
             data["outcome_unknown"] = True
         if self.warnings:
             data["warnings"] = list(self.warnings)
+        if self.records_discarded:
+            data["records_discarded"] = self.records_discarded
+            data["discarded"] = dict(self.discarded)
         return data
 
 

@@ -18,6 +18,7 @@ from headwater._events import emit
 from headwater.destinations._base import CommitMarker, CommitResult, FileWriter, PublishMarker
 from headwater.engine._abort import abort_failed
 from headwater.engine._commit_routes import CommitRows, choose_route
+from headwater.engine._contracts import stream_contract
 from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import slot_shares
@@ -33,13 +34,14 @@ from headwater.errors import (
     CommitOutcomeUnknown,
     CommitOutcomeUnknownError,
     RefusedCommitOutcomeUnknown,
+    SchemaContractError,
     StoreBehindTableError,
 )
 from headwater.metadata_store import DURABLE_CHECKPOINT_STATUSES
 from headwater.plan import CheckpointPlan, RunPlan, StreamPlan
+from headwater.schema_contracts import RowContract, refuse_frozen
 from headwater.sdk import Cursor, Stream
 from headwater.sync_modes import DestinationSyncMode
-from headwater.table_schema import arrow_schema_for
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -93,6 +95,8 @@ class StreamRunner:
         self.commit_id = engine.destination.capabilities.commit_id
         #: Set by ``_run``: the Spark task slots each checkpoint can count on, by index.
         self._slots: dict[int, int] = {}
+        #: Set by ``_run``: what the tasks do to rows under the stream's schema contract.
+        self.row_contract: RowContract | None = None
 
     def _outcome_unknown(self, exc: BaseException) -> bool:
         """Whether ``exc`` says a commit's outcome is unknown; if so, halt the run.
@@ -114,6 +118,8 @@ class StreamRunner:
         found = headwater_error_from(exc)
         if isinstance(found, AuthenticationError):
             self.engine.refused = found
+        elif isinstance(found, SchemaContractError):
+            self.engine.contract_broken = found
 
     def _marker(self, checkpoint: CheckpointPlan) -> CommitMarker:
         app_id = (lane_app_id_prefix(self.store.store_id, self.connection, self.name)
@@ -195,6 +201,12 @@ class StreamRunner:
             self.stats.records_rejected = sum(int(s.get("records_rejected") or 0)
                                               for s in durable)
             self.stats.bytes = sum(int(s.get("bytes") or 0) for s in durable)
+            self.stats.records_discarded = sum(int(s.get("records_discarded") or 0)
+                                               for s in durable)
+            self.stats.discarded = {}
+            for figures in durable:
+                for reason, count in (figures.get("discarded") or {}).items():
+                    self.stats.discarded[reason] = self.stats.discarded.get(reason, 0) + count
 
     def _run(self) -> None:
         stream = self.engine.source.stream(self.name)
@@ -210,9 +222,14 @@ class StreamRunner:
         self.manager: CheckpointManager[dict[str, Any]] = CheckpointManager(
             CheckpointKey(c.index, c.checkpoint_id) for c in todo)
         with self.engine.steps.step("table_prepare"):
-            data_schema = self.engine.destination.prepare(
-                self.spark, self.plan, arrow_schema_for(self.plan.json_schema,
-                                              self.plan.stream.json_columns))
+            # Before the table changes.  Which streams run was decided when the plan was
+            # made (a new table a contract keeps out is not in it): a resumed plan's
+            # streams all run, or its run would stay unfinished for good.
+            contract = stream_contract(self.engine, self.plan.stream, spark=self.spark)
+            refuse_frozen(contract.changes)
+            self.row_contract = contract.rows
+            data_schema = self.engine.destination.prepare(self.spark, self.plan,
+                                                          contract.written)
             self.context_schema = data_schema
             # A replay replaces rows through Spark; other runs let the tasks write files
             # where the destination can commit them.
@@ -440,7 +457,8 @@ class StreamRunner:
         context = TaskContext(run_id=self.replay_of or self.run_id,
                               checkpoint_index=checkpoint.index,
                               data_schema=self.context_schema,
-                              carries_state=carries_state, reports_state=reports_state)
+                              carries_state=carries_state, reports_state=reports_state,
+                              contract=self.row_contract)
         output = context.output_schema if writer is None else writer.schema
         spark_schema = from_arrow_schema(_nullable(output))
         count = len(checkpoint.partitions)
@@ -475,8 +493,13 @@ class StreamRunner:
             stats["staged"] = True  # durable, not visible: the run's publish shows it
         with self._lock:
             collector = self._collectors.pop(checkpoint.index, None)
+        discarded, reasons = 0, dict[str, int]()
         if collector is not None and not result.already_committed:
             stats["partition_stats"] = collector.stats(checkpoint.partitions)
+            discarded, reasons = collector.discards(checkpoint.partitions)
+            if discarded:
+                stats["records_discarded"] = discarded
+                stats["discarded"] = reasons
         self.store.record_checkpoint(self.run_id, self.name, checkpoint.index,
                                      checkpoint.checkpoint_id, status="committed", stats=stats)
         with self._lock:
@@ -488,6 +511,9 @@ class StreamRunner:
             self.stats.records_written += result.rows
             self.stats.records_rejected += result.rejected
             self.stats.bytes += result.bytes
+            self.stats.records_discarded += discarded
+            for reason, count in reasons.items():
+                self.stats.discarded[reason] = self.stats.discarded.get(reason, 0) + count
             self.stats.checkpoints_done += 1
             self.manager.mark_committed(checkpoint.checkpoint_id, stats)
             for key, released_stats in self.manager.release_ready():

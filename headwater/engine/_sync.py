@@ -60,6 +60,7 @@ from headwater._events import emit
 from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, SparkConfig, redact
 from headwater.destinations import Destination, build_destination
+from headwater.engine._contracts import held_to_contracts
 from headwater.engine._hooks import run_after_sync_hooks
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context
@@ -76,7 +77,7 @@ from headwater.engine._spark import SparkSettings, default_parallelism, get_spar
 from headwater.engine._steps import StepTimes
 from headwater.engine._stream_runner import OUTCOME_UNKNOWN, StreamRunner
 from headwater.engine.connection import build_source, resolve_streams
-from headwater.errors import AuthenticationError, ExitCode, HeadwaterError
+from headwater.errors import AuthenticationError, ExitCode, HeadwaterError, SchemaContractError
 from headwater.metadata_store import SUCCEEDED_STATUSES, LockHandle, MetadataStore, RunRecord
 from headwater.observability.lineage import RunLineage
 from headwater.plan import ConfiguredStream, RunPlan, StreamPlan
@@ -128,6 +129,8 @@ class SyncEngine:
         self.lineage = RunLineage.for_connection(connection, self.source, self.destination)
         #: Set when a stream failed because the source refused the credentials.
         self.refused: AuthenticationError | None = None
+        #: Set when a task met a change its stream's schema contract freezes.
+        self.contract_broken: SchemaContractError | None = None
         #: Set by :meth:`request_stop`; the ``--watch`` loop waits on it too.
         self.stopping = threading.Event()
         self._stop_reason = "stop requested"
@@ -229,7 +232,7 @@ class SyncEngine:
                               shared_dir=early.shared_dir, reads_early=True)
         else:
             context = replace(context, shared_dir=new_shared_dir(spark))
-        return self._plan(parallelism, context, allocate=True)
+        return self._plan(parallelism, context, allocate=True, spark=spark)
 
     def preview(self, parallelism: int | None = None) -> RunPlan:
         """The plan a sync would run now, without reading data or writing anything.
@@ -269,10 +272,13 @@ class SyncEngine:
                           checkpoints=checkpoints,
                           json_schema=self.source.stream(configured.name).json_schema())
 
-    def _plan(self, parallelism: int, context: PlanContext, *, allocate: bool) -> RunPlan:
+    def _plan(self, parallelism: int, context: PlanContext, *, allocate: bool,
+              spark: SparkSession | None = None) -> RunPlan:
         conn = self.connection
         per_checkpoint = self.per_checkpoint(parallelism)
         configured_streams = resolve_streams(self.source, conn)
+        if spark is not None:  # a run to record: its schema contracts hold first
+            configured_streams = held_to_contracts(self, configured_streams, spark)
         states = {configured.name: (self.store.get_state(conn.name, configured.name)
                                     if configured.incremental else None)
                   for configured in configured_streams}
@@ -372,6 +378,9 @@ class SyncEngine:
             # Credentials refused while reading: the run is recorded as failed and
             # state did not move; the caller sees why (exit code 3), not a crash.
             raise self.refused
+        if self.contract_broken is not None:
+            # A frozen contract met in the rows: the checkpoint did not commit (exit 5).
+            raise self.contract_broken
         return [run.result for run in done]
 
     def _after_lock(self, run: _RunDone) -> dict[str, float]:

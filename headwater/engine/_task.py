@@ -26,7 +26,8 @@ import pyarrow.compute as pc
 
 from headwater._events import task_listeners
 from headwater.engine._partition_stats import PartitionFigures, task_attempt
-from headwater.errors import AuthenticationError, ConnectorError
+from headwater.errors import AuthenticationError, ConnectorError, SchemaContractError
+from headwater.schema_contracts import RowContract, Tally
 from headwater.sdk import Partition, PartitionState, Stream
 from headwater.table_schema import META_FIELDS, RowNotes, batch_from_records, conform_batch
 
@@ -54,6 +55,8 @@ class TaskContext:
     carries_state: bool = False
     #: Hand each partition's own state to the stats accumulator instead.
     reports_state: bool = False
+    #: The stream's schema contract on rows (``headwater.schema_contracts``); None: none.
+    contract: RowContract | None = None
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -73,9 +76,12 @@ def _constant(value: Any, length: int, type_: pa.DataType) -> pa.Array:
 class _PartitionWriter:
     """Turns one partition's records into output batches with metadata columns."""
 
-    def __init__(self, partition: Partition, context: TaskContext) -> None:
+    def __init__(self, partition: Partition, context: TaskContext,
+                 tally: Tally | None = None) -> None:
         self.partition = partition
         self.context = context
+        #: Rows the contract kept out of the partition.
+        self.tally = tally or Tally()
         self.extracted_at = dt.datetime.now(dt.UTC)
         self.digest = _partition_digest(partition)
         self.record_number = 0
@@ -102,12 +108,16 @@ class _PartitionWriter:
         return [pa.nulls(length, pa.string())] if self.context.carries_state else []
 
     def from_batch(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        if self.context.contract is not None:
+            batch = self.context.contract.apply_to_batch(batch, self.tally)
         data, notes = conform_batch(batch, self.context.data_schema)
         meta = self._meta(batch.num_rows, notes)
         return pa.RecordBatch.from_arrays(meta + data + self._extra(batch.num_rows),
                                           schema=self.context.output_schema)
 
     def from_records(self, records: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
+        if self.context.contract is not None:
+            records = self.context.contract.apply_to_records(records, self.tally)
         data, notes = batch_from_records(records, self.context.data_schema)
         meta = self._meta(len(records), notes)
         return pa.RecordBatch.from_arrays(meta + data + self._extra(len(records)),
@@ -125,13 +135,14 @@ class _PartitionWriter:
 
 
 def read_partition(stream: Stream, partition: Partition, context: TaskContext,
+                   tally: Tally | None = None,
                    ) -> Generator[pa.RecordBatch, None, PartitionState | None]:
     """Read one partition and yield output batches (metadata + typed data columns).
 
     Returns the partition's own state (the last one the stream gave, if any)
-    once the read finished.
+    once the read finished.  ``tally`` counts the rows the schema contract kept out.
     """
-    writer = _PartitionWriter(partition, context)
+    writer = _PartitionWriter(partition, context, tally)
     pending: list[Mapping[str, Any]] = []
     own_state: PartitionState | None = None
     try:
@@ -159,7 +170,7 @@ def read_partition(stream: Stream, partition: Partition, context: TaskContext,
         if own_state is not None and context.carries_state:
             yield writer.state_row(own_state)
         return own_state
-    except (ConnectorError, AuthenticationError):
+    except (ConnectorError, AuthenticationError, SchemaContractError):
         raise
     except Exception as exc:
         raise ConnectorError(
@@ -187,12 +198,13 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
             for partition in partitions_in_turn(stream, frozen, positions):
                 for listener in listeners:
                     listener("reading")
-                batches = read_partition(stream, partition, context)
+                tally = Tally()
+                batches = read_partition(stream, partition, context, tally)
                 if stats is None:
                     yield from batches
                 else:
                     yield from _counted(batches, partition.id, stats,
-                                        report_state=context.reports_state)
+                                        report_state=context.reports_state, tally=tally)
                 for listener in listeners:
                     listener("partition-read")
         finally:
@@ -241,7 +253,8 @@ def partitions_in_turn(stream: Stream, partitions: Sequence[Partition],
 
 def _counted(batches: Generator[pa.RecordBatch, None, PartitionState | None],
              partition_id: str, stats: Accumulator[PartitionFigures], *,
-             report_state: bool = False) -> Iterator[pa.RecordBatch]:
+             report_state: bool = False, tally: Tally | None = None,
+             ) -> Iterator[pa.RecordBatch]:
     records = rejected = size = 0
     seconds = 0.0
     started = time.perf_counter()
@@ -261,6 +274,10 @@ def _counted(batches: Generator[pa.RecordBatch, None, PartitionState | None],
     seconds += time.perf_counter() - started
     figures: dict[str, Any] = {"records": records, "rejected": rejected, "bytes": size,
                                "duration_s": seconds, "attempt": task_attempt()}
+    if tally is not None and tally.rows:
+        # Rows the schema contract kept out: counted by reason (the run's summary).
+        figures["discarded"] = tally.rows
+        figures["discard_reasons"] = dict(tally.reasons)
     if report_state and own_state is not None:
         # Only a finished read gets here: a failed one raised above and moves no state.
         figures["state"] = dict(own_state.state)

@@ -117,7 +117,7 @@ from headwater.destinations.delta._stats import (
     stats_columns,
 )
 from headwater.destinations.delta._table_features import task_path_refusal
-from headwater.destinations.delta._table_fit import refuse_misfits
+from headwater.destinations.delta._table_fit import columns_of, refuse_misfits
 from headwater.destinations.delta._variant import (
     spark_schema,
     task_path_reason,
@@ -300,6 +300,27 @@ class DeltaDestination(Destination):
 
     def check_skipped(self) -> str | None:
         return _writability.check_skipped(self.root, self._hadoop_setting)
+
+    def table_columns(self, stream: str, spark: SparkSession | None = None) -> pa.Schema | None:
+        """The table's columns from its log: read by delta-rs where it reaches the table
+        (no Spark), else by Spark's reader."""
+        location = self.table_location(stream)
+        folder = _writability.readable_folder(location, self._hadoop_setting)
+        try:
+            state = None if folder is None else _delta_rs.table_state(folder)
+            if folder is not None:
+                return None if state is None else columns_of(state.schema_json)
+        except Exception as exc:
+            if spark is None:
+                raise _failed(f"cannot read the Delta table at {location}", exc,
+                              stream) from exc
+        if spark is None:
+            raise DestinationError(f"the Delta table at {location} is read by Spark only: its "
+                                   "columns are known once a sync starts", stream=stream)
+        with _SESSION_CONF_LOCK:
+            if _sql.table_detail(spark, location) is None:
+                return None
+            return columns_of(spark.read.format("delta").load(location).schema.jsonValue())
 
     def table_name(self, stream: str) -> str | None:
         """``<database>.<table_prefix><stream>`` when ``database`` is set, else None."""

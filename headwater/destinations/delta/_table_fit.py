@@ -10,8 +10,8 @@ reader (a sync on Spark's writer), before the table changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -41,6 +41,13 @@ def arrow_field(field: StructField) -> pa.Field:
     return pa.field(field.name, kind, nullable=field.nullable)
 
 
+def columns_of(schema_json: Mapping[str, Any]) -> pa.Schema:
+    """A Delta table's columns (its schema in Spark's JSON form) in Arrow terms."""
+    from pyspark.sql.types import StructType
+
+    return pa.schema([arrow_field(f) for f in StructType.fromJson(dict(schema_json))])
+
+
 def refuse_misfits(columns: Iterable[StructField], data_schema: pa.Schema, location: str,
                    stream: str) -> None:
     """Raise a ConfigError when the table at ``location`` (its ``columns``) is not
@@ -52,4 +59,4 @@ def refuse_misfits(columns: Iterable[StructField], data_schema: pa.Schema, locat
            table=f"Delta table at {location}", stream=stream)
 
 
-__all__ = ["arrow_field", "refuse_misfits"]
+__all__ = ["arrow_field", "columns_of", "refuse_misfits"]

@@ -142,6 +142,17 @@ def check_skipped(root: str, get: Callable[[str], str | None]) -> str | None:
     return None
 
 
+def readable_folder(location: str, get: Callable[[str], str | None]) -> TableFolder | None:
+    """The folder delta-rs reads the table at ``location`` from without Spark (a local
+    folder, S3, Azure), or None where only Spark reaches it."""
+    local = local_folder(location)
+    if local is not None:
+        return TableFolder(local)
+    if on_object_store(location) and not store_refusal(location, get):
+        return store_folder(location, get)
+    return None
+
+
 def check_tables(streams: Mapping[str, pa.Schema], location_of: Callable[[str], str],
                  get: Callable[[str], str | None]) -> None:
     """Each stream's existing table, read by delta-rs (local folders, S3, Azure), must
@@ -150,13 +161,7 @@ def check_tables(streams: Mapping[str, pa.Schema], location_of: Callable[[str], 
 
     for stream, data_schema in streams.items():
         location = location_of(stream)
-        local = local_folder(location)
-        if local is not None:
-            folder: TableFolder | None = TableFolder(local)
-        elif on_object_store(location) and not store_refusal(location, get):
-            folder = store_folder(location, get)
-        else:
-            continue
+        folder = readable_folder(location, get)
         state = None if folder is None else _delta_rs.table_state(folder)
         if state is not None:
             refuse_misfits(StructType.fromJson(state.schema_json), data_schema, location,

@@ -199,6 +199,13 @@ class FilesDestination(Destination):
         self._schemas[plan.stream.name] = pa.schema(META_FIELDS + list(data_schema))
         return data_schema
 
+    def table_columns(self, stream: str, spark: SparkSession | None = None) -> pa.Schema | None:
+        """The columns of the stream's latest manifest (every file it lists has them);
+        None before the first commit."""
+        journal = self.log(stream, spark)
+        taken = journal.sequences()
+        return journal.get(taken[-1]).schema if taken else None
+
     def _schema(self, plan: StreamPlan) -> pa.Schema:
         """The rows' schema (from ``prepare``, else as the engine would hand it over)."""
         found = self._schemas.get(plan.stream.name)

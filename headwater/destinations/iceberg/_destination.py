@@ -249,6 +249,11 @@ class IcebergDestination(Destination):
             if table is not None:
                 _schema.refuse_misfits(table, data_schema, self.table_location(stream), stream)
 
+    def table_columns(self, stream: str, spark: SparkSession | None = None) -> pa.Schema | None:
+        """The table's columns as its catalog describes them (PyIceberg: no Spark)."""
+        table = self.load_table(stream)
+        return None if table is None else _schema.columns_of(table)
+
     @classmethod
     def table_property_refusal(cls, properties: Mapping[str, str]) -> str | None:
         return _properties.refusal(properties)

@@ -91,6 +91,15 @@ def writing_schema(data_schema: pa.Schema, table: Schema) -> pa.Schema:
     return pa.schema(fields)
 
 
+def columns_of(table: Table) -> pa.Schema:
+    """``table``'s columns in the tasks' Arrow types (plain strings, lists)."""
+    from pyiceberg.io.pyarrow import schema_to_pyarrow
+
+    arrow = schema_to_pyarrow(table.schema(), include_field_ids=False)
+    return pa.schema([pa.field(f.name, small_types(f.type), nullable=f.nullable)
+                      for f in arrow])
+
+
 def refuse_misfits(table: Table, data_schema: pa.Schema, identifier: str, stream: str) -> None:
     """Raise a ConfigError when ``table`` cannot take the stream's rows as they are.
 
@@ -107,4 +116,5 @@ def refuse_misfits(table: Table, data_schema: pa.Schema, identifier: str, stream
            table=f"Iceberg table {identifier}", stream=stream)
 
 
-__all__ = ["new_columns", "refuse_misfits", "small_types", "table_schema", "writing_schema"]
+__all__ = ["columns_of", "new_columns", "refuse_misfits", "small_types", "table_schema",
+           "writing_schema"]

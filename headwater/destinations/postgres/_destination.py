@@ -52,7 +52,12 @@ from headwater.destinations.postgres._copy import (
 )
 from headwater.destinations.postgres._errors import error_line, job_error
 from headwater.destinations.postgres._fit import Column
-from headwater.destinations.postgres._tables import ensure_key, prepare_table, qualified
+from headwater.destinations.postgres._tables import (
+    columns_of,
+    ensure_key,
+    prepare_table,
+    qualified,
+)
 from headwater.errors import (
     CommitOutcomeUnknownError,
     DestinationError,
@@ -120,6 +125,15 @@ class PostgresDestination(Destination):
 
     def check_tables(self, streams: Mapping[str, pa.Schema]) -> None:
         check_stream_tables(self.settings, streams)
+
+    def table_columns(self, stream: str, spark: SparkSession | None = None) -> pa.Schema | None:
+        """The table's columns from PostgreSQL's catalog (jsonb as JSON text marked VARIANT)."""
+        try:
+            with connect(self.settings, autocommit=True, stream=stream) as conn:
+                columns = columns_of(conn, self.schema, stream)
+        except psycopg.Error as exc:
+            raise explain(exc, self.settings, stream=stream) from exc
+        return pa.schema([c.arrow_field() for c in columns]) if columns else None
 
     # ------------------------------------------------------------------ preparing
 

@@ -6,17 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "files.yaml"
+from tests.unit._examples import EXAMPLES
+from tests.unit._examples import validate as _validate
 
-
-def _validate(path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[int, str]:
-    from headwater.cli.app import app
-
-    monkeypatch.setenv("HEADWATER_HOME", str(home))
-    result = CliRunner().invoke(app, ["validate", str(path)])
-    return result.exit_code, result.output + (result.stderr or "")
+EXAMPLE = EXAMPLES / "files.yaml"
 
 
 def test_the_example_is_valid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
