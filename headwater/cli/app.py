@@ -27,6 +27,7 @@ from headwater.cli import (
     _sync_cmd,
     _ui,
     _validate,
+    _verify_cmd,
 )
 
 app = typer.Typer(
@@ -48,6 +49,7 @@ _source_cmds.register(app)  # check, discover
 _runs_cmd.register(runs_app)  # runs, runs show
 _state_cmd.register(state_app)  # state show, reset, realign
 _rerun.register(app)  # replay, backfill
+_verify_cmd.register(app)
 _plan_cmd.register(app)
 _validate.register(app)
 _serve.register(app)
