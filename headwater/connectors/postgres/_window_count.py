@@ -42,7 +42,8 @@ def key_checksum_sql(key: tuple[str, ...]) -> sql.Composable:
     text = sql.SQL(" || ").join(parts)
     hashed = sql.SQL("('x' || substr(md5({}), 1, 16))::bit(64)::bigint").format(text)
     modulus = sql.Literal(MODULUS)
-    return sql.SQL("((coalesce(sum({h}::numeric), 0) % {m}) + {m}) % {m}").format(
+    # mod(), not %: the query takes bind parameters, where % is psycopg's.
+    return sql.SQL("mod(mod(coalesce(sum({h}::numeric), 0), {m}) + {m}, {m})").format(
         h=hashed, m=modulus)
 
 
