@@ -2,6 +2,7 @@
 
 Exit codes mean the same everywhere: 0 success, 1 the sync (or check) failed,
 2 the connection file or a config is wrong, 3 credentials were refused,
+4 warned (a sync whose result looks wrong; ``verify``: a stream could not be verified),
 130 interrupted (a sync, replay or backfill stopped by SIGINT/SIGTERM: the next sync
 continues it).
 ``--json`` prints exactly one JSON document on stdout (nothing else goes to

@@ -35,7 +35,7 @@ CANONICAL_TYPES = frozenset({"int2", "int4", "int8", "text", "varchar", "name", 
                              "uuid", "date", "bool"})
 
 
-def key_checksum_sql(key: tuple[str, ...]) -> sql.Composable:
+def key_checksum_sql(key: tuple[str, ...]) -> sql.Composed:
     """The checksum aggregate of ``key``'s columns (see the module docs)."""
     parts = [sql.SQL("length({c}::text)::text || ':' || {c}::text").format(c=sql.Identifier(c))
              for c in key]

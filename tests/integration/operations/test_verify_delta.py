@@ -68,3 +68,21 @@ def test_rows_deleted_by_hand_are_found_and_repaired(spark: Any, tmp_path: Path,
         assert table.select("id").distinct().count() == expected.num_rows
     again = run_in_process(tmp_path, "verify", str(path), "--runs", "2", "--json")
     assert again.exit_code == 0 and again.document["status"] == "equal"
+
+
+def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path) -> None:
+    """No server and no run are needed: the REST source has no count_window."""
+    path = connection_file(
+        tmp_path, name="api", source_type="rest",
+        source={"base_url": "http://127.0.0.1:9", "streams": [
+            {"name": "things", "path": "/things", "primary_key": ["id"],
+             "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}}]},
+        streams=[{"name": "things", "sync_mode": "full_refresh",
+                  "destination_sync_mode": "overwrite"}])
+    shown = run_in_process(tmp_path, "verify", str(path))
+    assert shown.exit_code == 4, shown.stdout + shown.stderr
+    assert "things: cannot verify: rest cannot count a window" in shown.stderr
+    as_json = run_in_process(tmp_path, "verify", str(path), "--json")
+    assert as_json.exit_code == 4
+    assert as_json.document["status"] == "incomplete"
+    assert as_json.document["streams"][0]["cannot_verify"] == "rest cannot count a window"
