@@ -30,9 +30,9 @@ def verify(
     stream: Annotated[list[str] | None, typer.Option(
         "--stream", "-s", help="Only these streams.")] = None,
     runs: Annotated[int, typer.Option(
-        min=1, help="Verify the windows of the last N runs that read each stream.")] = 1,
+        min=1, help="Verify the windows of the last N syncs that read each stream.")] = 1,
     since: Annotated[str | None, typer.Option(
-        help="Verify the windows of every run started since then: an ISO date or "
+        help="Verify the windows of every sync started since then: an ISO date or "
              "date-time (UTC unless it says), or a duration back from now (36h, 7d).")] = None,
     start: Annotated[str | None, typer.Option(
         "--from", help="Verify this cursor window instead (inclusive start, as backfill).")
@@ -48,7 +48,7 @@ def verify(
     conf: ConfOpt = None,
     verbose: VerboseOpt = 0,
 ) -> None:
-    """Compare each window the last runs read (or --from/--to) at the source now and in the
+    """Compare each window the last syncs read (or --from/--to) at the source now and in the
     table: counts, and checksums of the primary keys where the source computes them.
 
     Prints the windows that differ; exit code 1 when one does, 4 when a stream could not

@@ -42,7 +42,9 @@ def run_partitions(store: MetadataStore, connection: str, stream: str, *,
                    mode: DestinationSyncMode, runs: int = 1,
                    since: datetime | None = None) -> list[Partition]:
     """The partitions of ``stream`` committed by the connection's last ``runs`` finished
-    runs that read it (or by every run started at or after ``since``), oldest first.
+    syncs that read it (or by every sync started at or after ``since``), oldest first.
+    Backfills and replays (and so repairs) re-read windows of those; ``--from/--to``
+    verifies a backfilled window of its own.
 
     An ``overwrite`` table holds one run's rows: only the last run counts.
     """
@@ -52,8 +54,8 @@ def run_partitions(store: MetadataStore, connection: str, stream: str, *,
     for run in store.list_runs(connection, limit=MOST_RUNS if since else max(wanted * 4, 20)):
         if since is not None and _utc(run.started_at) < _utc(since):
             break
-        if run.status in UNFINISHED_STATUSES or run.status == "failed":
-            continue
+        if run.kind != "sync" or run.status in UNFINISHED_STATUSES or run.status == "failed":
+            continue  # a backfill or replay (a repair) re-read windows syncs planned
         partitions = _committed(store, run.run_id, RunPlan.from_dict(run.plan), stream)
         if not partitions:
             continue
