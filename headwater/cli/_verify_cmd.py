@@ -80,7 +80,7 @@ def verify(
         if as_json:
             cli.emit_json(report.to_dict())
         else:
-            _print(report)
+            _print(report, repair)
         if report.exit_code:
             raise typer.Exit(report.exit_code)
 
@@ -101,7 +101,7 @@ def _moment(text: str | None) -> datetime | None:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def _print(report: VerifyReport) -> None:
+def _print(report: VerifyReport, repair: bool) -> None:
     for check in report.streams:
         if check.cannot:
             cli.err.print(f"[yellow]{check.name}: cannot verify:[/] {check.cannot}",
@@ -112,7 +112,7 @@ def _print(report: VerifyReport) -> None:
     cli.out.print(f"{report.connection}: {compared} windows compared, {differing} differ",
                   highlight=False, markup=False)
     for check in report.streams:
-        if check.differing and check.not_repairable and report.repair is not None:
+        if check.differing and check.not_repairable and repair:
             cli.err.print(f"[yellow]{check.name}: not repaired:[/] {check.not_repairable}",
                           highlight=False)
     outcome = report.repair

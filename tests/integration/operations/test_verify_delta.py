@@ -86,3 +86,21 @@ def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path)
     assert as_json.exit_code == 4
     assert as_json.document["status"] == "incomplete"
     assert as_json.document["streams"][0]["cannot_verify"] == "rest cannot count a window"
+
+
+def test_an_overwrite_table_is_verified_against_its_last_run_and_not_repaired(
+        spark: Any, tmp_path: Path) -> None:
+    from delta.tables import DeltaTable
+
+    path = connection_file(tmp_path, name="ow", source={**SOURCE, "users": 900},
+                           streams=[{"name": "users", "sync_mode": "full_refresh",
+                                     "destination_sync_mode": "overwrite"}],
+                           checkpoint={"partitions_per_checkpoint": 1})  # staged, published
+    sync(path)
+    sync(path)  # the table holds the last run's rows only
+    DeltaTable.forPath(spark, str(tmp_path / "lake" / "users")).delete("id = 850")
+    shown = run_in_process(tmp_path, "verify", str(path), "--repair")
+    assert shown.exit_code == 1, shown.stdout + shown.stderr
+    assert "3 windows compared, 1 differ" in shown.stdout
+    assert "│ 100 " in shown.stdout and "│ 99 " in shown.stdout, shown.stdout
+    assert "users: not repaired: an overwrite table is re-read whole" in shown.stderr
