@@ -44,7 +44,7 @@ from headwater.sdk import CannotCountWindow, Partition, Stream, WindowCount
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
     from headwater.engine import SyncEngine, SyncResult
 
@@ -170,7 +170,10 @@ def verify(engine: SyncEngine, spark: SparkSession, *, streams: Sequence[str] | 
     for stream in configured:
         check, windows = _windows(engine, stream, choice)
         if check.cannot is None:
-            check.windows = _compare(engine, spark, stream, windows)
+            try:
+                check.windows = _compare(engine, spark, stream, windows)
+            except CannotCountWindow as exc:
+                check.cannot = exc.message
         checks.append(check)
     return VerifyReport(engine.connection.name, checks)
 
@@ -270,7 +273,7 @@ def _compare(engine: SyncEngine, spark: SparkSession, configured: ConfiguredStre
         return []
     stream = engine.source.stream(configured.name)
     sources = [stream.count_window(w.partitions[0]) for w in windows]
-    rows = current_rows(read_table(spark, engine.destination, configured.name), configured)
+    rows = current_rows(_table(engine, spark, configured.name), configured)
     # Keys are compared only where both sides hash the same columns the same way.
     key = configured.primary_key if (configured.primary_key
                                      and tuple(stream.primary_key) == configured.primary_key
@@ -278,6 +281,21 @@ def _compare(engine: SyncEngine, spark: SparkSession, configured: ConfiguredStre
         else None
     tables = table_counts(rows, [w.rows for w in windows], key)
     return [WindowCheck(w, s, t) for w, s, t in zip(windows, sources, tables, strict=True)]
+
+
+def _table(engine: SyncEngine, spark: SparkSession, stream: str) -> DataFrame:
+    """The stream's table, or :class:`CannotCountWindow` when Spark cannot read it here (no
+    table yet, a destination Spark reads no table of: PostgreSQL, files, Kafka)."""
+    destination = engine.destination
+    try:
+        table = read_table(spark, destination, stream)
+        table.schema  # noqa: B018 - resolves the table now, where its absence is caught
+    except Exception as exc:
+        raise CannotCountWindow(f"the {destination.type_name} destination's table "
+                                f"{destination.table_location(stream)} cannot be read by Spark "
+                                f"here: {type(exc).__name__}: {str(exc).splitlines()[0]}",
+                                stream=stream) from exc
+    return table
 
 
 def _hex(checksum: int | None) -> str | None:

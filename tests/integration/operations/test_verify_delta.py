@@ -88,6 +88,17 @@ def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path)
     assert as_json.document["streams"][0]["cannot_verify"] == "rest cannot count a window"
 
 
+def test_a_table_spark_cannot_read_is_said_per_stream(spark: Any, tmp_path: Path) -> None:
+    """Never synced: the window is given, its table does not exist yet."""
+    path = _connection(tmp_path, "append_dedup")
+    shown = run_in_process(tmp_path, "verify", str(path), "--from", "2024-01-01",
+                           "--to", "2024-01-02", "--json")
+    assert shown.exit_code == 4, shown.stdout + shown.stderr
+    cannot = shown.document["streams"][0]["cannot_verify"]
+    assert cannot.startswith("the delta destination's table ") and \
+        "cannot be read by Spark here: " in cannot
+
+
 def test_an_overwrite_table_is_verified_against_its_last_run_and_not_repaired(
         spark: Any, tmp_path: Path) -> None:
     from delta.tables import DeltaTable
