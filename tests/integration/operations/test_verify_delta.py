@@ -10,10 +10,17 @@ from typing import Any
 import pytest
 
 from headwater.connectors.sample import SampleSource
+from tests.integration._cli import CliResult
 from tests.integration._connections import connection_file, sync
 from tests.integration._in_process import run_in_process
 
 pytestmark = pytest.mark.spark
+
+
+def _doc(result: CliResult) -> dict[str, Any]:
+    """The command's ``--json`` document (there must be one)."""
+    assert result.document is not None, result.stdout + result.stderr
+    return result.document
 
 SOURCE = {"seed": 5, "users": 1200, "orders": 0, "rows_per_partition": 400,
           "updates_per_generation": 25, "new_per_generation": 15}
@@ -41,15 +48,15 @@ def test_rows_deleted_by_hand_are_found_and_repaired(spark: Any, tmp_path: Path,
     sync(path)  # a second run: updates and new rows (append keeps both versions)
     first = run_in_process(tmp_path, "verify", str(path), "--runs", "2", "--json")
     assert first.exit_code == 0, first.stderr
-    assert first.document["status"] == "equal"
-    windows = first.document["streams"][0]["windows"]
+    assert _doc(first)["status"] == "equal"
+    windows = _doc(first)["streams"][0]["windows"]
     assert len(windows) >= 3 and all(w["compared"] == "count and keys" for w in windows)
 
     # Ids 100..104 were created at start + id seconds and never updated: the first window.
     DeltaTable.forPath(spark, str(tmp_path / "lake" / "users")).delete("id BETWEEN 100 AND 104")
     found = run_in_process(tmp_path, "verify", str(path), "--runs", "2", "--json")
     assert found.exit_code == 1, found.stderr
-    differing = [w for w in found.document["streams"][0]["windows"] if w["differs"]]
+    differing = [w for w in _doc(found)["streams"][0]["windows"] if w["differs"]]
     assert len(differing) == 1
     [window] = differing
     assert window["source_count"] - window["table_count"] == 5
@@ -67,7 +74,7 @@ def test_rows_deleted_by_hand_are_found_and_repaired(spark: Any, tmp_path: Path,
     else:  # the repair appended the window again: the deleted ids are back, once more
         assert table.select("id").distinct().count() == expected.num_rows
     again = run_in_process(tmp_path, "verify", str(path), "--runs", "2", "--json")
-    assert again.exit_code == 0 and again.document["status"] == "equal"
+    assert again.exit_code == 0 and _doc(again)["status"] == "equal"
 
 
 def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path) -> None:
@@ -84,8 +91,8 @@ def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path)
     assert "things: cannot verify: rest cannot count a window" in shown.stderr
     as_json = run_in_process(tmp_path, "verify", str(path), "--json")
     assert as_json.exit_code == 4
-    assert as_json.document["status"] == "incomplete"
-    assert as_json.document["streams"][0]["cannot_verify"] == "rest cannot count a window"
+    assert _doc(as_json)["status"] == "incomplete"
+    assert _doc(as_json)["streams"][0]["cannot_verify"] == "rest cannot count a window"
 
 
 def test_a_table_spark_cannot_read_is_said_per_stream(spark: Any, tmp_path: Path) -> None:
@@ -94,7 +101,7 @@ def test_a_table_spark_cannot_read_is_said_per_stream(spark: Any, tmp_path: Path
     shown = run_in_process(tmp_path, "verify", str(path), "--from", "2024-01-01",
                            "--to", "2024-01-02", "--json")
     assert shown.exit_code == 4, shown.stdout + shown.stderr
-    cannot = shown.document["streams"][0]["cannot_verify"]
+    cannot = _doc(shown)["streams"][0]["cannot_verify"]
     assert cannot.startswith("the delta destination's table ") and \
         "cannot be read by Spark here: " in cannot
 

@@ -22,10 +22,17 @@ from headwater.metadata_store import MetadataStore
 from headwater.operations._verify_table import checksum_supported, table_counts
 from headwater.sdk import RowWindow
 from tests._postgres import PostgresServer
+from tests.integration._cli import CliResult
 from tests.integration._connections import connection_file
 from tests.integration._in_process import run_in_process
 
 pytestmark = pytest.mark.spark
+
+
+def _doc(result: CliResult) -> dict[str, Any]:
+    """The command's ``--json`` document (there must be one)."""
+    assert result.document is not None, result.stdout + result.stderr
+    return result.document
 
 
 @pytest.fixture
@@ -34,7 +41,7 @@ def database(postgres_server: PostgresServer) -> Iterator[str]:
         yield name
 
 
-def execute(server: PostgresServer, database: str, statement: str | sql.Composable,
+def execute(server: PostgresServer, database: str, statement: str | sql.Composed,
             params: Any = None) -> list[tuple[Any, ...]]:
     with psycopg.connect(server.database_url(database), autocommit=True) as conn:
         cur = conn.execute(statement, params)
@@ -110,9 +117,9 @@ def test_rows_added_behind_the_cursor_are_found_and_repaired(
         FROM generate_series(1, 7) g;
     """)
     found = run_in_process(tmp_path, "verify", str(path), "--json")
-    assert "streams" in found.document, found.stdout + found.stderr
+    assert "streams" in _doc(found), found.stdout + found.stderr
     assert found.exit_code == 1, found.stdout + found.stderr
-    [stream] = found.document["streams"]
+    [stream] = _doc(found)["streams"]
     differing = [w for w in stream["windows"] if w["differs"]]
     assert len(differing) == 1 and len(stream["windows"]) >= 3
     [window] = differing
@@ -126,10 +133,10 @@ def test_rows_added_behind_the_cursor_are_found_and_repaired(
 
     repaired = run_in_process(tmp_path, "verify", str(path), "--repair", "--json")
     assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
-    outcome = repaired.document["repair"]
+    outcome = _doc(repaired)["repair"]
     assert outcome["equal_after"] and outcome["status"] == "succeeded"
 
     table = spark.read.format("delta").load(str(tmp_path / "lake" / "events"))
     assert table.count() == table.select("id").distinct().count() == 607
     again = run_in_process(tmp_path, "verify", str(path), "--json")
-    assert again.exit_code == 0 and again.document["status"] == "equal"
+    assert again.exit_code == 0 and _doc(again)["status"] == "equal"
