@@ -2,6 +2,7 @@
 
 Exit codes mean the same everywhere: 0 success, 1 the sync (or check) failed,
 2 the connection file or a config is wrong, 3 credentials were refused,
+4 warned (a sync whose result looks wrong; ``verify``: a stream could not be verified),
 130 interrupted (a sync, replay or backfill stopped by SIGINT/SIGTERM: the next sync
 continues it).
 ``--json`` prints exactly one JSON document on stdout (nothing else goes to
@@ -27,6 +28,7 @@ from headwater.cli import (
     _sync_cmd,
     _ui,
     _validate,
+    _verify_cmd,
 )
 
 app = typer.Typer(
@@ -48,6 +50,7 @@ _source_cmds.register(app)  # check, discover
 _runs_cmd.register(runs_app)  # runs, runs show
 _state_cmd.register(state_app)  # state show, reset, realign
 _rerun.register(app)  # replay, backfill
+_verify_cmd.register(app)
 _plan_cmd.register(app)
 _validate.register(app)
 _serve.register(app)

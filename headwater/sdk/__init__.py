@@ -15,10 +15,12 @@ from headwater.sdk._state_converters import (
     StateConverter,
 )
 from headwater.sdk._stream import FULL_REFRESH, INCREMENTAL, RecordOrBatch, Source, Stream
+from headwater.sdk._window import CannotCountWindow, RowWindow, WindowCount
 
 __all__ = [
     "FULL_REFRESH",
     "INCREMENTAL",
+    "CannotCountWindow",
     "ConcurrentCursor",
     "ConnectorStateCursor",
     "Cursor",
@@ -31,8 +33,10 @@ __all__ = [
     "PartitionState",
     "PlanContext",
     "RecordOrBatch",
+    "RowWindow",
     "Source",
     "StateConverter",
     "Stream",
+    "WindowCount",
     "read_fields_locally",
 ]

@@ -24,6 +24,7 @@ from headwater.sdk._cursor import ConcurrentCursor, Cursor, FinalStateCursor
 from headwater.sdk._partition import Partition
 from headwater.sdk._plan_context import PlanContext
 from headwater.sdk._state_converters import StateConverter
+from headwater.sdk._window import CannotCountWindow, RowWindow, WindowCount
 from headwater.sync_modes import SyncMode
 
 #: What ``Stream.read`` may yield: Arrow record batches (fast path) or plain dicts,
@@ -175,6 +176,43 @@ class Stream(ABC):
             clipped.append(Partition(partition.stream, f"{partition.id}[{a_stored},{b_stored})",
                                      {**partition.params, low_key: a_stored, high_key: b_stored}))
         return clipped
+
+    def count_window(self, partition: Partition) -> WindowCount:
+        """How many records ``partition``'s window holds at the source **now**, and the
+        checksum of their primary keys where the source can compute it
+        (:mod:`headwater.key_checksum`): what ``headwater verify`` compares with the
+        table's rows of :meth:`table_window`.
+
+        Runs on the driver.  Must count the window as the rows stand now, not as a
+        past read saw them: rows added behind the cursor, or deleted, must show.
+        The default raises :class:`CannotCountWindow`: verify then says the source
+        cannot count a window.
+        """
+        raise CannotCountWindow(f"stream {self.stream_name!r}: its source cannot count a "
+                                "window", stream=self.stream_name)
+
+    def table_window(self, partition: Partition) -> RowWindow:
+        """The rows of the stream's table that ``partition``'s window covers.
+
+        The default, for a stream with a cursor and a state converter whose
+        partitions carry the cursor's window (``start`` / ``end``): the rows whose
+        cursor column lies in ``[start, end)``.  Override it together with
+        :meth:`count_window` when the window is something else (a key range, a set
+        of objects).
+        """
+        if not self.cursor_field or self.state_converter is None:
+            raise CannotCountWindow(f"stream {self.stream_name!r} has no cursor, so its "
+                                    "partitions have no window in the table",
+                                    stream=self.stream_name)
+        cursor = self.cursor(None, incremental=True)
+        low_key, high_key = cursor.boundary_fields if isinstance(cursor, ConcurrentCursor) \
+            else ("start", "end")
+        if low_key not in partition.params or high_key not in partition.params:
+            raise CannotCountWindow(f"partition {partition.id} of stream {self.stream_name!r} "
+                                    "is not a cursor window", stream=self.stream_name)
+        parse = self.state_converter.parse
+        return RowWindow(self.cursor_field, parse(partition.params[low_key]),
+                         parse(partition.params[high_key]))
 
     def on_state_committed(self, state: Mapping[str, Any] | None) -> None:  # noqa: B027
         """Called on the driver after the stream's state was saved (default: nothing).

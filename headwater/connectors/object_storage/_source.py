@@ -71,7 +71,17 @@ from headwater.connectors.object_storage._listing import (
 from headwater.connectors.object_storage._notifications import Inbox, with_messages
 from headwater.connectors.object_storage._splitting import collector_paused, group_members, plan
 from headwater.errors import AuthenticationError, ConfigError, ConnectorError, SpecValidationError
-from headwater.sdk import Cursor, FinalStateCursor, Partition, RecordOrBatch, Source, Stream
+from headwater.key_checksum import MODULUS, key_checksum
+from headwater.sdk import (
+    Cursor,
+    FinalStateCursor,
+    Partition,
+    RecordOrBatch,
+    RowWindow,
+    Source,
+    Stream,
+    WindowCount,
+)
 from headwater.table_schema import arrow_schema_for, json_kinds_differ
 
 __all__ = ["ObjectStorageSource", "ObjectStream"]
@@ -235,6 +245,29 @@ class ObjectStream(Stream):
                                       f"object unreadable after {position.next_record} "
                                       f"records: {type(exc).__name__}: {exc}", None)])
 
+    # ------------------------------------------------------------------ verify
+
+    def table_window(self, partition: Partition) -> RowWindow:
+        """The rows of the partition's objects (by ``_source_key``): a part of a large
+        object stands for its whole object, so the parts of one are one window."""
+        return RowWindow(KEY_COLUMN, values=tuple(key for key, _ in _objects_of(partition)))
+
+    def count_window(self, partition: Partition) -> WindowCount:
+        """The records the partition's objects hold now, read on the driver (an object
+        gone since counts none), and their keys' checksum when the stream has a key."""
+        fs = self._fs()[0]
+        rows, keys = 0, self.primary_key
+        checksum: int | None = 0 if keys else None
+        for key, path in _objects_of(partition):
+            if not fs.exists(path):
+                continue
+            for item in self._read_object(fs, key, path, {"unit": "object"}):
+                if not isinstance(item, pa.RecordBatch):
+                    continue
+                rows += item.num_rows
+                checksum = _add_keys(checksum, item, keys)
+        return WindowCount(rows, checksum)
+
     def _data_schema(self) -> pa.Schema:
         """The columns a reader parses: the stream's, without the source columns; a column
         the table keeps as JSON text (``json_columns``) or VARIANT is read as the table
@@ -331,3 +364,22 @@ class ObjectStorageSource(Source):
 
     def streams(self) -> list[Stream]:
         return list(self._streams)
+
+
+def _objects_of(partition: Partition) -> list[tuple[str, str]]:
+    """(key, path) of each object a partition reads (all of it, or a part)."""
+    params = partition.params
+    if params.get("unit") == "objects":
+        return [(key, path) for key, path, _, _ in group_members(params)]
+    return [(str(params["key"]), str(params["path"]))]
+
+
+def _add_keys(checksum: int | None, batch: pa.RecordBatch, keys: tuple[str, ...]) -> int | None:
+    """``checksum`` plus the keys of ``batch`` (None once a key cannot be hashed)."""
+    if checksum is None or any(k not in batch.schema.names for k in keys):
+        return None
+    columns = [batch.column(k).to_pylist() for k in keys]
+    try:
+        return (checksum + key_checksum(zip(*columns, strict=True))) % MODULUS
+    except TypeError:
+        return None

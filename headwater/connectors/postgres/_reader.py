@@ -18,7 +18,7 @@ consistent snapshot per partition, and a read can never write.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -36,7 +36,7 @@ from headwater.connectors.postgres._misfits import select_columns
 from headwater.connectors.postgres._partitioning import typed_value
 from headwater.connectors.postgres._types import SESSION_SETTINGS
 
-__all__ = ["partition_query", "read_arrow"]
+__all__ = ["partition_query", "read_arrow", "window_conditions"]
 
 #: ADBC's batch size hint: the reader holds about this much of a partition at a time.
 BATCH_BYTES = 16 * 1024 * 1024
@@ -65,24 +65,36 @@ def partition_query(table: TableInfo, bounds: Mapping[str, Any],
         columns.append(extra)
     query = sql.SQL("SELECT {} FROM {}").format(sql.SQL(", ").join(columns),
                                                 sql.Identifier(table.schema, table.name))
-    settings: dict[str, str] = {}
-    conditions: list[sql.Composable] = []
+    conditions, settings = window_conditions(bounds, _setting)
     column = bounds.get("column")
-    if column:
-        ident = sql.Identifier(column)
-        kind = str(bounds.get("type") or "int8")
-        if bounds.get("null"):
-            conditions.append(sql.SQL("{} IS NULL").format(ident))
-        for key, op in (("lo", ">="), ("hi", "<")):
-            if bounds.get(key) is not None and not bounds.get("null"):
-                settings[key] = str(bounds[key])
-                conditions.append(sql.SQL("{} {} {}").format(
-                    ident, sql.SQL(op), typed_value(kind, _setting(key))))
-        if not bounds.get("null"):
-            conditions += _key_conditions(bounds, ident, kind, settings)
+    if column and not bounds.get("null"):
+        conditions += _key_conditions(bounds, sql.Identifier(column),
+                                      str(bounds.get("type") or "int8"), settings)
     if conditions:
         query = sql.SQL("{} WHERE {}").format(query, sql.SQL(" AND ").join(conditions))
     return query.as_string(None), settings
+
+
+def window_conditions(bounds: Mapping[str, Any], value: Callable[[str], sql.Composable]
+                      ) -> tuple[list[sql.Composable], dict[str, str]]:
+    """The conditions of a partition's ``column`` bounds (``lo``, ``hi``, ``null``; see
+    :func:`partition_query`), and the text values they read through ``value(name)``
+    (a setting for the reader's COPY, a bind parameter for a plain query)."""
+    settings: dict[str, str] = {}
+    conditions: list[sql.Composable] = []
+    column = bounds.get("column")
+    if not column:
+        return conditions, settings
+    ident = sql.Identifier(column)
+    kind = str(bounds.get("type") or "int8")
+    if bounds.get("null"):
+        return [sql.SQL("{} IS NULL").format(ident)], settings
+    for key, op in (("lo", ">="), ("hi", "<")):
+        if bounds.get(key) is not None:
+            settings[key] = str(bounds[key])
+            conditions.append(sql.SQL("{} {} {}").format(
+                ident, sql.SQL(op), typed_value(kind, value(key))))
+    return conditions, settings
 
 
 def _key_conditions(bounds: Mapping[str, Any], ident: sql.Identifier, kind: str,

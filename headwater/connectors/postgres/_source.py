@@ -44,17 +44,21 @@ from headwater.connectors.postgres._errors import connect, explain
 from headwater.connectors.postgres._misfits import notes_from_misfits
 from headwater.connectors.postgres._partitioning import cursor_windows, key_ranges
 from headwater.connectors.postgres._reader import partition_query, read_arrow
+from headwater.connectors.postgres._window_count import count_window
 from headwater.errors import ConfigError, ConnectorError, SpecValidationError
 from headwater.sdk import (
+    CannotCountWindow,
     Cursor,
     IntegerStateConverter,
     IsoDateTimeStateConverter,
     Partition,
     PlanContext,
     RecordOrBatch,
+    RowWindow,
     Source,
     StateConverter,
     Stream,
+    WindowCount,
 )
 from headwater.sync_modes import DestinationSyncMode
 
@@ -215,17 +219,7 @@ class PostgresStream(Stream):
             if "changes_upto" in params:
                 yield from _cdc.read_changes(settings, self.table, params)
                 return
-            bounds: Mapping[str, Any] = params
-            if "start" in params:
-                assert self._cursor_column is not None
-                # The first window also reads every value below the cursor's start.
-                low = None if params["start"] == self.cursor_start() else params["start"]
-                bounds = {"column": self._cursor_column.name, "lo": low, "hi": params["end"],
-                          "type": self._cursor_column.type.pg_type,
-                          "null": bool(params.get("cursor_null")),
-                          "key": list(self.table.primary_key),
-                          **{k: params[k] for k in (TOP_AT, TOP_KEYS, SEEN_AT, SEEN_KEYS)
-                             if k in params}}
+            bounds = self._bounds(params)
             extra, extra_values = _cdc.snapshot_columns(params["snapshot_lsn"]) \
                 if "snapshot_lsn" in params else (None, {})
             query, values = partition_query(self.table, bounds, extra)
@@ -235,6 +229,61 @@ class PostgresStream(Stream):
             raise
         except Exception as exc:
             raise explain(exc, settings, stream=self._name, partition=partition.id) from exc
+
+    def _bounds(self, params: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What :func:`._reader.partition_query` reads of a partition's params: a key
+        range as it is, a cursor window as bounds on the cursor column."""
+        if "start" not in params:
+            return params
+        assert self._cursor_column is not None
+        # The first window also reads every value below the cursor's start.
+        low = None if params["start"] == self.cursor_start() else params["start"]
+        return {"column": self._cursor_column.name, "lo": low, "hi": params["end"],
+                "type": self._cursor_column.type.pg_type,
+                "null": bool(params.get("cursor_null")),
+                "key": list(self.table.primary_key),
+                **{k: params[k] for k in (TOP_AT, TOP_KEYS, SEEN_AT, SEEN_KEYS) if k in params}}
+
+    # ------------------------------------------------------------------ verify
+
+    def count_window(self, partition: Partition) -> WindowCount:
+        """``count(*)`` and the keys' checksum of the partition's window, now, in SQL
+        (:mod:`._window_count`); change data capture's partitions have no window."""
+        self._window_params(partition)
+        try:
+            with connect(self._settings) as conn:
+                return count_window(conn, self.table, self._bounds(partition.params))
+        except ConnectorError:
+            raise
+        except Exception as exc:
+            raise explain(exc, self._settings, stream=self._name,
+                          partition=partition.id) from exc
+
+    def table_window(self, partition: Partition) -> RowWindow:
+        """The table's rows of the window: the cursor (or key) column within its bounds,
+        as the reader's ``WHERE`` (the first cursor window is open below)."""
+        bounds = self._bounds(self._window_params(partition))
+        column = bounds.get("column")
+        if not column:
+            return RowWindow(None)
+        if bounds.get("null"):
+            return RowWindow(str(column), null=True)
+        converter = self.state_converter if "start" in partition.params else None
+
+        def value(name: str) -> Any:
+            raw = bounds.get(name)
+            if raw is None:
+                return None
+            return converter.parse(raw) if converter is not None else int(raw)
+
+        return RowWindow(str(column), value("lo"), value("hi"))
+
+    def _window_params(self, partition: Partition) -> Mapping[str, Any]:
+        if "changes_upto" in partition.params or "snapshot_lsn" in partition.params:
+            raise CannotCountWindow(f"stream {self._name!r} is read by change data capture: "
+                                    "its partitions are changes, not windows of the table",
+                                    stream=self._name)
+        return partition.params
 
     def on_state_committed(self, state: Mapping[str, Any] | None) -> None:
         """Change data capture: the slot moves to the LSN the committed state holds."""

@@ -42,12 +42,14 @@ from headwater.errors import (
     SpecValidationError,
     StateError,
 )
+from headwater.key_checksum import key_checksum
 from headwater.sdk import (
     ConcurrentCursor,
     IsoDateTimeStateConverter,
     Partition,
     Source,
     Stream,
+    WindowCount,
 )
 
 __all__ = ["OrdersStream", "SampleConfig", "SampleSource", "SampleStream", "UsersStream"]
@@ -187,6 +189,10 @@ class SampleStream(Stream):
     def read(self, partition: Partition) -> Iterator[pa.RecordBatch]:
         """Record batches (at most 100,000 rows each) of the rows whose current
         ``updated_at`` lies in the partition's ``[start, end)``."""
+        yield from self._world.batches(self.name, *self._offsets(partition))
+
+    def _offsets(self, partition: Partition) -> tuple[int, int]:
+        """The world's offsets of the partition's window ``[start, end)``."""
         try:
             low = self.state_converter.parse(partition.params["start"])
             high = self.state_converter.parse(partition.params["end"])
@@ -197,7 +203,7 @@ class SampleStream(Stream):
                 partition=partition.id,
             ) from exc
         world = self._world
-        yield from world.batches(self.name, world.offset_ceil(low), world.offset_ceil(high))
+        return world.offset_ceil(low), world.offset_ceil(high)
 
     def estimate_rows(self, partition: Partition) -> int | None:
         """Exact: the world knows how many rows each window holds without making them."""
@@ -208,6 +214,15 @@ class SampleStream(Stream):
             return None
         world = self._world
         return world.count(self.name, world.offset_ceil(low), world.offset_ceil(high))
+
+    def count_window(self, partition: Partition) -> WindowCount:
+        """The rows whose current ``updated_at`` lies in the window, and their ids' checksum
+        (the world makes the window's ids, in Python: a window is at most a partition)."""
+        low, high = self._offsets(partition)
+        ids = (batch.column("id").to_pylist()
+               for batch in self._world.batches(self.name, low, high))
+        checksum = key_checksum((value,) for chunk in ids for value in chunk)
+        return WindowCount(self._world.count(self.name, low, high), checksum)
 
     def expected_rows(self) -> pa.Table:
         """The whole current world of the stream, sorted by id (same types as ``read``)."""
