@@ -50,6 +50,9 @@ class StreamStats:
     #: Why a stream that committed everything looks wrong (:func:`stream_warnings`): its
     #: status is then ``warned``, or ``failed`` with ``on_warning: fail``.
     warnings: list[str] = field(default_factory=list)
+    #: Per expectation (:mod:`headwater.expectations`): ``{name: {action, evaluated,
+    #: failed}}``, the run's like the records; empty for a stream without any.
+    expectations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -72,6 +75,9 @@ class StreamStats:
             data["outcome_unknown"] = True
         if self.warnings:
             data["warnings"] = list(self.warnings)
+        if self.expectations:
+            data["expectations"] = {name: dict(counts)
+                                    for name, counts in self.expectations.items()}
         return data
 
 

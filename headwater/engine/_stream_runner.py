@@ -35,6 +35,7 @@ from headwater.errors import (
     RefusedCommitOutcomeUnknown,
     StoreBehindTableError,
 )
+from headwater.expectations import STATS_KEY, StreamChecks, add_counts, configured_expectations
 from headwater.metadata_store import DURABLE_CHECKPOINT_STATUSES
 from headwater.plan import CheckpointPlan, RunPlan, StreamPlan
 from headwater.sdk import Cursor, Stream
@@ -93,6 +94,8 @@ class StreamRunner:
         self.commit_id = engine.destination.capabilities.commit_id
         #: Set by ``_run``: the Spark task slots each checkpoint can count on, by index.
         self._slots: dict[int, int] = {}
+        #: Set by ``_run`` when the stream has expectations (:mod:`headwater.expectations`).
+        self.checks: StreamChecks | None = None
 
     def _outcome_unknown(self, exc: BaseException) -> bool:
         """Whether ``exc`` says a commit's outcome is unknown; if so, halt the run.
@@ -190,6 +193,9 @@ class StreamRunner:
             return
         with self._lock:
             self.stats.records_read = sum(int(s.get("records_read") or 0) for s in durable)
+            self.stats.expectations = {}
+            for figures in durable:
+                add_counts(self.stats.expectations, figures.get(STATS_KEY))
             self.stats.records_written = sum(int(s.get("records_written") or 0)
                                              for s in durable)
             self.stats.records_rejected = sum(int(s.get("records_rejected") or 0)
@@ -214,11 +220,16 @@ class StreamRunner:
                 self.spark, self.plan, arrow_schema_for(self.plan.json_schema,
                                               self.plan.stream.json_columns))
             self.context_schema = data_schema
-            # A replay replaces rows through Spark; other runs let the tasks write files
-            # where the destination can commit them.
             destination = self.engine.destination
+            self.checks = StreamChecks.start(
+                self.spark, destination, self.plan,
+                configured_expectations(self.engine.connection, self.name), data_schema,
+                rows_run_id=self.replay_of or self.run_id)
+            # A replay replaces rows through Spark; other runs let the tasks write files
+            # where the destination can commit them, unless expectations check the rows
+            # (in Spark, between the tasks and the table).
             writer = (destination.file_writer(self.spark, self.plan, run_id=self.run_id)
-                      if self.replay_of is None
+                      if self.replay_of is None and self.checks is None
                       and destination.capabilities.task_written_files else None)
             self.route = choose_route(destination, self.plan, staged=self.staged, writer=writer,
                                       replay_of=self.replay_of)
@@ -246,6 +257,8 @@ class StreamRunner:
                 for lane_run in lane_runs:
                     lane_run.result()
             abort_failed(self.engine.destination, self.spark, self.plan, self._aborted)
+            if self.checks is not None:
+                self.checks.abort(self.spark, self.plan, [c for c, _ in self._aborted])
         if (self.staged and not self._failed.is_set()
                 and self.stats.checkpoints_done == len(self.plan.checkpoints)):
             # Every checkpoint is staged (in this attempt or a killed one): publish.  A
@@ -385,7 +398,12 @@ class StreamRunner:
             rows, states = split_state_rows(rows)
             marker = replace(marker, partition_states=states)
         try:
-            result = route.commit(self.spark, self.plan, checkpoint, rows, marker)
+            if self.checks is None:
+                result = route.commit(self.spark, self.plan, checkpoint, rows, marker)
+            else:
+                result = self.checks.commit(
+                    self.spark, self.plan, checkpoint, rows, marker,
+                    lambda kept: route.commit(self.spark, self.plan, checkpoint, kept, marker))
         finally:
             if collector is not None:
                 collector.stop_staging()
@@ -418,6 +436,12 @@ class StreamRunner:
                                bytes=int(record.stats.get("bytes", 0)),
                                version=record.stats.get(self.commit_id))
         return result
+
+    def _recorded_stats(self, checkpoint: CheckpointPlan) -> dict[str, Any] | None:
+        """The figures the store recorded for the checkpoint (by an earlier attempt)."""
+        return next((record.stats for record in self.store.list_checkpoints(self.run_id)
+                     if record.stream == self.name and record.index == checkpoint.index),
+                    None)
 
     def _collector(self, checkpoint: CheckpointPlan,
                    keeps_state: bool) -> PartitionStatsCollector | None:
@@ -473,6 +497,9 @@ class StreamRunner:
         }
         if self.staged:
             stats["staged"] = True  # durable, not visible: the run's publish shows it
+        if self.checks is not None:
+            stats.update(self.checks.stats_of(checkpoint, self._recorded_stats(checkpoint)
+                                              if result.already_committed else None))
         with self._lock:
             collector = self._collectors.pop(checkpoint.index, None)
         if collector is not None and not result.already_committed:
@@ -484,7 +511,8 @@ class StreamRunner:
                 if partition.id in result.partition_states:
                     self.cursor.observe_state(partition, result.partition_states[partition.id])
                 self.cursor.close_partition(partition)
-            self.stats.records_read += result.rows
+            self.stats.records_read += int(stats["records_read"])
+            add_counts(self.stats.expectations, stats.get(STATS_KEY))
             self.stats.records_written += result.rows
             self.stats.records_rejected += result.rejected
             self.stats.bytes += result.bytes

@@ -1,0 +1,144 @@
+"""Expectations on real Spark and Delta, in process: every action in one sync (counts in
+the summary, ``--json``, the stored run and ``runs show``; rows in the table and the
+quarantine table), a checkpoint retried or replayed quarantines nothing twice, and
+``fail`` commits nothing and moves no state."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from headwater.connectors.sample import SampleSource
+from headwater.engine._rerun import replay
+from headwater.metadata_store import MetadataStore
+from tests.integration._cli import FAULT
+from tests.integration._connections import connection_file, engine
+from tests.integration._in_process import run_in_process, sync_in_process
+
+pytestmark = pytest.mark.spark
+
+USERS = 1200
+SOURCE = {"seed": 5, "users": USERS, "orders": 0, "rows_per_partition": 300,
+          "updates_per_generation": 40, "new_per_generation": 30}
+CHECKS = [
+    {"name": "not_senior", "expr": "age < 80", "action": "warn"},
+    {"name": "adult_enough", "expr": "age >= 25", "action": "drop"},
+    {"name": "not_de", "expr": "country <> 'DE'", "action": "quarantine"},
+    # NULL passes (only FALSE fails): never counted, never acted on.
+    {"name": "unknown", "expr": "IF(id % 2 = 0, NULL, true)", "action": "drop"},
+]
+
+
+def _connection(tmp_path: Path, checks: list[dict[str, str]] = CHECKS, **source: Any) -> Path:
+    return connection_file(
+        tmp_path, name="dq", source={**SOURCE, **source},
+        streams=[{"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append",
+                  "expectations": checks}],
+        checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2})
+
+
+def _truth(generation: int = 0) -> pa.Table:
+    return SampleSource({**SOURCE, "generation": generation}).expected_rows("users")
+
+
+def _table(spark: Any, tmp_path: Path, name: str = "users") -> pa.Table:
+    return spark.read.format("delta").load(str(tmp_path / "lake" / name)).toArrow()
+
+
+def _keys(rows: pa.Table) -> Counter[tuple[Any, Any]]:
+    return Counter(zip(rows.column("id").to_pylist(), rows.column("updated_at").to_pylist(),
+                       strict=True))
+
+
+def _where(rows: pa.Table, mask: pa.ChunkedArray) -> pa.Table:
+    return rows.filter(mask)
+
+
+def _quarantine_truth(truth: pa.Table) -> pa.Table:
+    return _where(truth, pc.equal(truth.column("country"), "DE"))
+
+
+def test_every_action_in_one_sync(spark: Any, tmp_path: Path) -> None:
+    truth = _truth()
+    age, country = truth.column("age"), truth.column("country")
+    quarantined = pc.equal(country, "DE")
+    kept = pc.and_(pc.greater_equal(age, 25), pc.invert(quarantined))
+    expected = {"not_senior": pc.sum(pc.greater_equal(age, 80)).as_py(),
+                "adult_enough": pc.sum(pc.less(age, 25)).as_py(),
+                "not_de": pc.sum(quarantined).as_py(), "unknown": 0}
+    assert all(expected[name] for name in ("not_senior", "adult_enough", "not_de"))
+
+    result = sync_in_process(tmp_path, _connection(tmp_path))
+
+    assert result.exit_code == 0, result.describe()
+    assert result.document is not None
+    (stream,) = result.document["streams"]
+    assert stream["expectations"] == {
+        check["name"]: {"action": check["action"], "evaluated": USERS,
+                        "failed": expected[check["name"]]} for check in CHECKS}
+    assert stream["records_read"] == USERS
+    assert stream["records_written"] == pc.sum(kept).as_py()
+    table = _table(spark, tmp_path)
+    assert _keys(table) == _keys(_where(truth, kept))
+    assert "_hw_failed_expectations" not in table.column_names
+    quarantine = _table(spark, tmp_path, "users_quarantine")
+    assert _keys(quarantine) == _keys(_where(truth, quarantined))
+    assert set(quarantine.column("_hw_run_id").to_pylist()) == {result.document["run_id"]}
+    failed = Counter(name for names in quarantine.column("_hw_failed_expectations").to_pylist()
+                     for name in names)
+    assert failed["not_de"] == expected["not_de"]
+    assert failed["adult_enough"] == pc.sum(pc.and_(quarantined, pc.less(age, 25))).as_py()
+    # The run the metadata store keeps, and what `runs show` prints of it.
+    stored = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(result.document["run_id"])
+    assert stored is not None
+    assert stored.stats["streams"][0]["expectations"] == stream["expectations"]
+    shown = run_in_process(tmp_path, "runs", "--store", f"sqlite:///{tmp_path / 'meta.db'}",
+                           "show", result.document["run_id"])
+    assert shown.exit_code == 0, shown.describe()
+    assert "expectations" in shown.stdout and "adult_enough" in shown.stdout
+    assert f"{expected['adult_enough']:,}" in shown.stdout
+
+
+@pytest.mark.parametrize("fault", ["after-quarantine:1", "raise-after-quarantine:1"])
+def test_a_checkpoint_read_again_quarantines_nothing_twice(spark: Any, tmp_path: Path,
+                                                           fault: str) -> None:
+    """Killed between the quarantine commit and the checkpoint's (the run is resumed and
+    reads it again), or failed there (a new run reads its windows again); then the run
+    is replayed: each quarantined row is there once."""
+    path = _connection(tmp_path)
+    first = sync_in_process(tmp_path, path, env={FAULT: fault})
+    assert first.exit_code != 0
+    assert sync_in_process(tmp_path, path).exit_code == 0
+    truth = _truth()
+    assert _keys(_table(spark, tmp_path, "users_quarantine")) == _keys(_quarantine_truth(truth))
+
+    runs = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").list_runs("dq")
+    # The oldest run that succeeded read the checkpoint again (resumed) or the rest.
+    read = min((r for r in runs if r.status == "succeeded"), key=lambda r: r.started_at)
+    assert replay(engine(path), read.run_id).status == "succeeded"
+    assert _keys(_table(spark, tmp_path, "users_quarantine")) == _keys(_quarantine_truth(truth))
+
+
+def test_fail_commits_nothing_and_moves_no_state(spark: Any, tmp_path: Path) -> None:
+    checks = [{"name": "not_senior", "expr": "age < 80", "action": "fail"}]
+    passing = [{"name": "not_senior", "expr": "age < 200", "action": "fail"}]
+    assert sync_in_process(tmp_path, _connection(tmp_path, passing)).exit_code == 0
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    state = store.get_states("dq")
+    before = _keys(_table(spark, tmp_path))
+
+    result = sync_in_process(tmp_path, _connection(tmp_path, checks, generation=1))
+
+    assert result.exit_code == 1, result.describe()
+    assert result.document is not None
+    (stream,) = result.document["streams"]
+    assert stream["status"] == "failed"
+    assert "expectation 'not_senior' (age < 80) failed on" in stream["error"]
+    assert '"age": "8' in stream["error"] or '"age": 8' in stream["error"]  # the sample row
+    assert _keys(_table(spark, tmp_path)) == before
+    assert store.get_states("dq") == state
