@@ -12,10 +12,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from headwater.connectors.sample import SampleSource
 from headwater.engine._rerun import replay
 from headwater.metadata_store import MetadataStore
+from headwater.observability.metrics import render_metrics
 from tests.integration._cli import FAULT
 from tests.integration._connections import connection_file, engine
 from tests.integration._in_process import run_in_process, sync_in_process
@@ -102,6 +104,15 @@ def test_every_action_in_one_sync(spark: Any, tmp_path: Path) -> None:
     assert shown.exit_code == 0, shown.describe()
     assert "expectations" in shown.stdout and "adult_enough" in shown.stdout
     assert f"{expected['adult_enough']:,}" in shown.stdout
+    # The Prometheus metrics read from the store.
+    body = render_metrics(MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")).decode()
+    samples = {(s.name, s.labels["expectation"], s.labels["action"]): s.value
+               for family in text_string_to_metric_families(body) for s in family.samples
+               if s.name.startswith("headwater_expectation_rows_")}
+    assert samples == {
+        **{(f"headwater_expectation_rows_{kind}_total", c["name"], c["action"]): float(
+            USERS if kind == "evaluated" else expected[c["name"]])
+           for c in CHECKS for kind in ("evaluated", "failed")}}
 
 
 @pytest.mark.parametrize("fault", ["after-quarantine:1", "raise-after-quarantine:1"])
