@@ -92,6 +92,11 @@ class SpecValidationError(ConfigError):
         return "\n".join(lines)
 
 
+class ExpectationFailed(HeadwaterError):
+    """A row failed a stream's expectation whose action is ``fail``
+    (:mod:`headwater.expectations`): its checkpoint did not commit."""
+
+
 class AuthenticationError(HeadwaterError):
     """The source or destination refused the credentials in the config."""
 

@@ -227,9 +227,10 @@ class StreamRunner:
                 rows_run_id=self.replay_of or self.run_id)
             # A replay replaces rows through Spark; other runs let the tasks write files
             # where the destination can commit them, unless expectations check the rows
-            # (in Spark, between the tasks and the table).
+            # in Spark (between the tasks and the table) rather than in the tasks.
             writer = (destination.file_writer(self.spark, self.plan, run_id=self.run_id)
-                      if self.replay_of is None and self.checks is None
+                      if self.replay_of is None
+                      and (self.checks is None or self.checks.in_task)
                       and destination.capabilities.task_written_files else None)
             self.route = choose_route(destination, self.plan, staged=self.staged, writer=writer,
                                       replay_of=self.replay_of)
@@ -474,6 +475,8 @@ class StreamRunner:
         positions = self.spark.range(0, count, 1, numPartitions=tasks)
         task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
                          collector.sink if collector else None)
+        if self.checks is not None and self.checks.in_task:
+            task = self.checks.wrap(self.spark, checkpoint, task)
         return positions.mapInArrow(task if writer is None else writer.around(task),
                                     spark_schema)
 

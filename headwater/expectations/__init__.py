@@ -2,14 +2,15 @@
 an action (``warn``, ``drop``, ``quarantine``, ``fail``); see ``docs/expectations.md``.
 
 :mod:`._config` is what the connection file holds (no Spark imported);
-:mod:`._checks` evaluates them on a checkpoint's rows; :mod:`._quarantine` keeps
-the rows a ``quarantine`` expectation takes out.
+:mod:`._arrow` evaluates them inside the Python tasks where pyarrow can,
+:mod:`._checks` in Spark otherwise; :mod:`._quarantine` keeps the rows a
+``quarantine`` expectation takes out; :mod:`._stream` is what a stream's run asks.
 """
 
+from headwater.errors import ExpectationFailed
 from headwater.expectations._checks import (
     FAILED_COLUMN,
     CheckpointCounts,
-    ExpectationFailed,
     StreamExpectations,
     add_counts,
 )

@@ -24,14 +24,14 @@ A NULL result passes, as a SQL ``CHECK`` constraint does: only FALSE fails (writ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from headwater._events import emit
-from headwater.errors import ConfigError, HeadwaterError
+from headwater.errors import ConfigError, ExpectationFailed
+from headwater.expectations._arrow import SAMPLE_META, sample_text
 from headwater.expectations._config import ExpectationConfig
 
 if TYPE_CHECKING:
@@ -44,14 +44,6 @@ T = TypeVar("T")
 #: expectations a row fails (empty when it fails none).
 FAILED_COLUMN = "_hw_failed_expectations"
 
-#: Metadata columns a failing row's sample shows (where it came from), beside its data.
-_SAMPLE_META = ("_hw_raw_id", "_hw_partition_id")
-#: A sample's values are cut to this many characters.
-_SAMPLE_CHARS = 200
-
-
-class ExpectationFailed(HeadwaterError):
-    """A row failed an expectation whose action is ``fail``: its checkpoint did not commit."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +99,7 @@ class StreamExpectations:
         self.stream = stream
         self.expectations = list(expectations)
         self.actions = {e.name: e.action for e in self.expectations}
-        self._secret_columns = _secret_columns(json_schema or {})
+        self.secret_columns = frozenset(_secret_columns(json_schema or {}))
 
     def names(self, *actions: str) -> list[str]:
         return [e.name for e in self.expectations if e.action in actions]
@@ -211,26 +203,13 @@ class StreamExpectations:
         expectation = next(e for e in self.expectations if e.name == name)
         data = [c for c in flagged.columns if not c.startswith("_hw_")]
         found = (flagged.where(F.array_contains(F.col(FAILED_COLUMN), name))
-                 .select(*_SAMPLE_META, *data).limit(1).collect())
-        sample = self.sample(found[0].asDict(recursive=True)) if found else "{}"
+                 .select(*SAMPLE_META, *data).limit(1).collect())
+        sample = (sample_text(found[0].asDict(recursive=True), self.secret_columns)
+                  if found else "{}")
         return ExpectationFailed(
             f"expectation {name!r} ({expectation.expr}) failed on {failed:,} row(s) and its "
             f"action is fail: the checkpoint was not committed and the stream's state did "
             f"not move; a failing row: {sample}", stream=self.stream)
-
-    def sample(self, row: Mapping[str, Any]) -> str:
-        """A failing row as text: secret columns and registered secrets masked, values cut."""
-        from headwater.config import mask
-        from headwater.config._secrets import REDACTED
-
-        shown = {}
-        for key, value in row.items():
-            if key in self._secret_columns:
-                shown[key] = REDACTED
-                continue
-            text = value if isinstance(value, str) else json.dumps(value, default=str)
-            shown[key] = text if len(text) <= _SAMPLE_CHARS else text[:_SAMPLE_CHARS] + "..."
-        return mask(json.dumps(shown, ensure_ascii=False, default=str))
 
 
 def _secret_columns(json_schema: Mapping[str, Any]) -> set[str]:
@@ -240,5 +219,4 @@ def _secret_columns(json_schema: Mapping[str, Any]) -> set[str]:
             and any(spec.get(flag) for flag in ("airbyte_secret", "secret", "writeOnly"))}
 
 
-__all__ = ["FAILED_COLUMN", "CheckpointCounts", "ExpectationFailed", "StreamExpectations",
-           "add_counts"]
+__all__ = ["FAILED_COLUMN", "CheckpointCounts", "StreamExpectations", "add_counts"]

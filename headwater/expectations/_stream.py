@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from headwater.expectations._arrow import ArrowTask, CountsParam, TaskChecks, compile_check
 from headwater.expectations._checks import CheckpointCounts, StreamExpectations
 from headwater.expectations._config import ExpectationConfig
 from headwater.expectations._quarantine import (
@@ -24,6 +25,7 @@ from headwater.expectations._quarantine import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark import Accumulator
     from pyspark.sql import DataFrame, SparkSession
 
     from headwater.config import ConnectionConfig
@@ -47,16 +49,28 @@ def configured_expectations(connection: ConnectionConfig,
 
 
 class StreamChecks:
-    """One stream's expectations during one attempt of a run."""
+    """One stream's expectations during one attempt of a run.
+
+    ``in_task``: evaluated inside the Python tasks (:mod:`._arrow`), the rows
+    written as without expectations; else in Spark (:mod:`._checks`).
+    """
 
     def __init__(self, checks: StreamExpectations, destination: Destination,
-                 rows_run_id: str) -> None:
+                 rows_run_id: str, task_checks: TaskChecks | None = None,
+                 output_schema: pa.Schema | None = None) -> None:
         self.checks = checks
         self.destination = destination
         #: The run id the rows carry (a replay's: the replayed run's).
         self.rows_run_id = rows_run_id
+        self._task_checks = task_checks
+        self._output_schema = output_schema
         self._counts: dict[int, CheckpointCounts] = {}
+        self._accumulators: dict[int, Accumulator[dict[str, list[int]]]] = {}
         self._lock = threading.Lock()
+
+    @property
+    def in_task(self) -> bool:
+        return self._task_checks is not None
 
     @classmethod
     def start(cls, spark: SparkSession, destination: Destination, plan: StreamPlan,
@@ -72,25 +86,60 @@ class StreamChecks:
 
         from headwater.table_schema import META_FIELDS
 
-        columns = pa.schema([f.with_nullable(True) for f in [*META_FIELDS, *data_schema]])
+        columns = pa.schema([*META_FIELDS, *data_schema])
         checks = StreamExpectations(plan.stream.name, expectations, plan.json_schema)
-        checks.analyse(spark, from_arrow_schema(columns))
-        return cls(checks, destination, rows_run_id)
+        checks.analyse(spark, from_arrow_schema(
+            pa.schema([f.with_nullable(True) for f in columns])))
+        task_checks = None
+        if _has_context(spark) and not checks.quarantines and all(
+                compile_check(e.expr, columns) is not None for e in expectations):
+            task_checks = TaskChecks(plan.stream.name,
+                                     tuple((e.name, e.action, e.expr) for e in expectations),
+                                     checks.secret_columns)
+        return cls(checks, destination, rows_run_id, task_checks, columns)
+
+    def wrap(self, spark: SparkSession, checkpoint: CheckpointPlan, task: ArrowTask) -> ArrowTask:
+        """``task`` with the checks run on its batches (``in_task`` only)."""
+        assert self._task_checks is not None and self._output_schema is not None
+        counts: Accumulator[dict[str, list[int]]] = spark.sparkContext.accumulator(
+            {}, CountsParam())  # type: ignore[arg-type]
+        with self._lock:
+            self._accumulators[checkpoint.index] = counts
+        return self._task_checks.around(task, counts, self._output_schema)
 
     def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                rows: DataFrame, marker: CommitMarker,
                commit: Callable[[DataFrame], CommitResult]) -> CommitResult:
-        """Check ``rows``, quarantine, then ``commit`` the rows kept (see ``_checks``)."""
+        """Check ``rows``, quarantine, then ``commit`` the rows kept (see ``_checks``);
+        ``in_task``: commit them (the tasks check them) and take the tasks' counts."""
+        if self.in_task:
+            result = commit(rows)
+            with self._lock:
+                counts = self._accumulators.pop(checkpoint.index, None)
+            if counts is not None and not result.already_committed:
+                self._keep(checkpoint, self._task_counts(counts.value))
+            return result
         quarantine = None
         if self.checks.quarantines:
             quarantine = partial(write_quarantine,
                                  location=quarantine_location(self.destination, plan.stream.name),
                                  marker=marker, run_id=self.rows_run_id,
                                  partitions=[p.id for p in checkpoint.partitions])
-        result, counts = self.checks.commit(rows, commit, quarantine)
+        result, found = self.checks.commit(rows, commit, quarantine)
+        self._keep(checkpoint, found)
+        return result
+
+    def _keep(self, checkpoint: CheckpointPlan, counts: CheckpointCounts) -> None:
         with self._lock:
             self._counts[checkpoint.index] = counts
-        return result
+
+    def _task_counts(self, figures: Mapping[str, list[int]]) -> CheckpointCounts:
+        names = [e.name for e in self.checks.expectations]
+        totals = [sum(column) for column in zip(*figures.values(), strict=True)] \
+            if figures else [0] * (len(names) + 2)
+        return CheckpointCounts(evaluated=totals[0],
+                                failed=dict(zip(names, totals[1:-1], strict=True)),
+                                removed=totals[-1])
 
     def abort(self, spark: SparkSession, plan: StreamPlan,
               checkpoints: Sequence[CheckpointPlan]) -> None:
@@ -115,10 +164,25 @@ class StreamChecks:
         with self._lock:
             counts = self._counts.pop(checkpoint.index, None)
         if counts is None:
-            found = (recorded or {}).get(STATS_KEY)
-            return {STATS_KEY: dict(found)} if isinstance(found, Mapping) else {}
+            recorded = recorded or {}
+            found = recorded.get(STATS_KEY)
+            if not isinstance(found, Mapping):
+                return {}
+            kept = {STATS_KEY: dict(found)}
+            if "records_read" in recorded:
+                kept["records_read"] = recorded["records_read"]
+            return kept
         return {STATS_KEY: counts.to_stats(self.checks.actions),
                 "records_read": counts.evaluated}
+
+
+def _has_context(spark: SparkSession) -> bool:
+    """Whether the session has a SparkContext (and so accumulators): not Spark Connect."""
+    try:
+        spark.sparkContext  # noqa: B018 (raises under Spark Connect)
+    except Exception:
+        return False
+    return True
 
 
 __all__ = ["STATS_KEY", "StreamChecks", "configured_expectations"]

@@ -153,3 +153,37 @@ def test_fail_commits_nothing_and_moves_no_state(spark: Any, tmp_path: Path) -> 
     assert '"age": "8' in stream["error"] or '"age": 8' in stream["error"]  # the sample row
     assert _keys(_table(spark, tmp_path)) == before
     assert store.get_states("dq") == state
+
+
+def test_in_task_checks_agree_with_spark(spark: Any) -> None:
+    """Every expression the tasks evaluate with pyarrow fails exactly the rows Spark's
+    ``expr()`` fails, on edge values (NULLs, empty text, wildcards, negatives), in one job."""
+    from pyspark.sql import functions as F
+
+    from headwater.expectations._arrow import compile_check, failing
+
+    schema = pa.schema([("id", pa.int64()), ("age", pa.int64()), ("email", pa.string()),
+                        ("ok", pa.bool_())])
+    rows = pa.RecordBatch.from_pylist(
+        [{"id": i, "age": age, "email": email, "ok": ok}
+         for i, (age, email, ok) in enumerate([
+             (30, "a@x", True), (None, None, None), (-5, "", False), (17, "a_b%c", True),
+             (18, "A@X", None), (80, "x@", False), (0, "_", True), (None, "@", False)])],
+        schema=schema)
+    expressions = [
+        "age >= 18", "age < 80 AND email LIKE '%@%'", "age >= 18 OR ok", "NOT ok",
+        "ok IS NULL", "email IS NOT NULL AND age IS NULL", "age BETWEEN 0 AND 17",
+        "email IN ('a@x', '', '_')", "email NOT IN ('a@x')", "age - id * 3 > -10",
+        "email LIKE 'a\\\\_b%'", "email ILIKE 'a@%'", "email LIKE '_'", "-age < 0",
+        "email <> 'x@' OR age = 80", "NOT (ok AND age > 20)", "null", "id != 3",
+    ]
+    frame = spark.createDataFrame(rows.to_pandas(), schema="id long, age long, email string, "
+                                                           "ok boolean")
+    spark_fails = frame.select(*[(~F.coalesce(F.expr(e), F.lit(True))).alias(f"e{i}")
+                                 for i, e in enumerate(expressions)]).toArrow()
+
+    for i, expr in enumerate(expressions):
+        evaluator = compile_check(expr, schema)
+        assert evaluator is not None, expr
+        assert failing(evaluator, rows).to_pylist() == \
+            spark_fails.column(f"e{i}").to_pylist(), expr

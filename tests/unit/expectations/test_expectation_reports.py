@@ -12,6 +12,7 @@ from headwater.config import register_secrets
 from headwater.config._secrets import REDACTED
 from headwater.engine import StreamStats, SyncResult
 from headwater.expectations import ExpectationConfig, StreamExpectations, add_counts
+from headwater.expectations._arrow import sample_text
 
 SCHEMA = {"properties": {"id": {"type": "integer"}, "token": {"type": "string",
                                                               "airbyte_secret": True},
@@ -22,8 +23,9 @@ def test_a_failing_rows_sample_masks_secret_columns_and_registered_secrets() -> 
     register_secrets(["hunter2-registered"])
     checks = StreamExpectations("users", [ExpectationConfig(name="x", expr="id > 0")], SCHEMA)
 
-    shown = checks.sample({"_hw_raw_id": "a-1", "id": -1, "token": "tok-123",
-                           "note": "password is hunter2-registered", "long": "y" * 500})
+    shown = sample_text({"_hw_raw_id": "a-1", "id": -1, "token": "tok-123",
+                         "note": "password is hunter2-registered", "long": "y" * 500},
+                        checks.secret_columns)
 
     assert "tok-123" not in shown and "hunter2-registered" not in shown
     assert shown.count(REDACTED) == 2
