@@ -103,9 +103,18 @@ def _in(value: Evaluator, options: Sequence[Any]) -> Evaluator:
     return evaluate
 
 
+def _logical(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` of booleans, taking a NULL literal as a boolean NULL (as Spark does)."""
+    def call(*values: Any) -> Any:
+        return function(*(v.cast(pa.bool_()) if pa.types.is_null(v.type) else v
+                          for v in values))
+    return call
+
+
 _COMPARISONS: Mapping[str, Callable[..., Any]] = {
     "EQ": pc.equal, "NEQ": pc.not_equal, "GT": pc.greater, "GTE": pc.greater_equal,
-    "LT": pc.less, "LTE": pc.less_equal, "And": pc.and_kleene, "Or": pc.or_kleene,
+    "LT": pc.less, "LTE": pc.less_equal,
+    "And": _logical(pc.and_kleene), "Or": _logical(pc.or_kleene),
     # Checked: an overflow raises, as Spark's ANSI mode (its default) does.
     "Add": pc.add_checked, "Sub": pc.subtract_checked, "Mul": pc.multiply_checked,
 }
@@ -129,7 +138,7 @@ def _compile(node: Any, schema: pa.Schema) -> Evaluator:
         return _call(_COMPARISONS[kind], _compile(node.this, schema),
                      _compile(node.expression, schema))
     if isinstance(node, exp.Not):
-        return _call(pc.invert, _compile(node.this, schema))
+        return _call(_logical(pc.invert), _compile(node.this, schema))
     if isinstance(node, exp.Neg):
         return _call(pc.negate_checked, _compile(node.this, schema))
     if isinstance(node, exp.Is) and isinstance(node.expression, exp.Null):

@@ -115,6 +115,31 @@ def test_every_action_in_one_sync(spark: Any, tmp_path: Path) -> None:
            for c in CHECKS for kind in ("evaluated", "failed")}}
 
 
+def test_warn_and_drop_inside_the_tasks(spark: Any, tmp_path: Path) -> None:
+    """Without a quarantine, checks pyarrow evaluates run inside the tasks, which still
+    write the table's files themselves: the same counts and rows as Spark's way."""
+    checks = [c for c in CHECKS if c["action"] != "quarantine"]
+    checks[-1] = {**checks[-1], "expr": "NOT (age > 50 AND NULL)"}  # NULL or TRUE: passes
+    truth = _truth()
+    age = truth.column("age")
+
+    result = sync_in_process(tmp_path, _connection(tmp_path, checks))
+
+    assert result.exit_code == 0, result.describe()
+    assert result.document is not None
+    (stream,) = result.document["streams"]
+    assert stream["expectations"] == {
+        "not_senior": {"action": "warn", "evaluated": USERS,
+                       "failed": pc.sum(pc.greater_equal(age, 80)).as_py()},
+        "adult_enough": {"action": "drop", "evaluated": USERS,
+                         "failed": pc.sum(pc.less(age, 25)).as_py()},
+        "unknown": {"action": "drop", "evaluated": USERS, "failed": 0}}
+    assert _keys(_table(spark, tmp_path)) == _keys(_where(truth, pc.greater_equal(age, 25)))
+    record = next(c for c in MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+                  .list_checkpoints(result.document["run_id"]))
+    assert record.stats["writer"] == "tasks+delta-rs"  # the tasks wrote the files
+
+
 @pytest.mark.parametrize("fault", ["after-quarantine:1", "raise-after-quarantine:1"])
 def test_a_checkpoint_read_again_quarantines_nothing_twice(spark: Any, tmp_path: Path,
                                                            fault: str) -> None:
@@ -176,6 +201,7 @@ def test_in_task_checks_agree_with_spark(spark: Any) -> None:
         "email IN ('a@x', '', '_')", "email NOT IN ('a@x')", "age - id * 3 > -10",
         "email LIKE 'a\\\\_b%'", "email ILIKE 'a@%'", "email LIKE '_'", "-age < 0",
         "email <> 'x@' OR age = 80", "NOT (ok AND age > 20)", "null", "id != 3",
+        "NOT (age > 20 AND NULL)", "ok OR NULL",
     ]
     frame = spark.createDataFrame(rows.to_pandas(), schema="id long, age long, email string, "
                                                            "ok boolean")
