@@ -226,11 +226,9 @@ class StreamRunner:
                 configured_expectations(self.engine.connection, self.name), data_schema,
                 rows_run_id=self.replay_of or self.run_id)
             # A replay replaces rows through Spark; other runs let the tasks write files
-            # where the destination can commit them, unless expectations check the rows
-            # in Spark (between the tasks and the table) rather than in the tasks.
+            # where the destination can commit them.
             writer = (destination.file_writer(self.spark, self.plan, run_id=self.run_id)
                       if self.replay_of is None
-                      and (self.checks is None or self.checks.in_task)
                       and destination.capabilities.task_written_files else None)
             self.route = choose_route(destination, self.plan, staged=self.staged, writer=writer,
                                       replay_of=self.replay_of)
@@ -389,8 +387,11 @@ class StreamRunner:
         collector = self._collector(checkpoint, keeps_state)
         # Without an accumulator (Spark Connect) the states ride in the rows instead.
         in_rows = keeps_state and collector is None
+        # Expectations Spark evaluates see the typed rows; the files are written after them.
+        in_spark = self.checks is not None and not self.checks.in_task
         rows = self._rows(stream, checkpoint, collector, carries_state=in_rows,
-                          reports_state=keeps_state and not in_rows, writer=route.writer)
+                          reports_state=keeps_state and not in_rows,
+                          writer=None if in_spark else route.writer)
         states = None
         if keeps_state:
             # What an attempt whose commit never happened staged must not be released.
@@ -402,9 +403,11 @@ class StreamRunner:
             if self.checks is None:
                 result = route.commit(self.spark, self.plan, checkpoint, rows, marker)
             else:
-                result = self.checks.commit(
+                checks = self.checks
+                result = checks.commit(
                     self.spark, self.plan, checkpoint, rows, marker,
-                    lambda kept: route.commit(self.spark, self.plan, checkpoint, kept, marker))
+                    lambda kept: route.commit(self.spark, self.plan, checkpoint,
+                                              checks.written_by(kept, route.writer), marker))
         finally:
             if collector is not None:
                 collector.stop_staging()

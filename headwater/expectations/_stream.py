@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from headwater.config import ConnectionConfig
     from headwater.destinations import Destination
-    from headwater.destinations._base import CommitMarker, CommitResult
+    from headwater.destinations._base import CommitMarker, CommitResult, FileWriter
     from headwater.plan import CheckpointPlan, StreamPlan
 
 log = logging.getLogger(__name__)
@@ -129,6 +129,20 @@ class StreamChecks:
         self._keep(checkpoint, found)
         return result
 
+    def written_by(self, kept: DataFrame, writer: FileWriter | None) -> DataFrame:
+        """The rows Spark's checks kept, written to files by ``writer``'s tasks (the rows
+        describing the files), as the tasks that read them would have; ``kept`` itself
+        when the destination takes rows, or ``in_task`` (the tasks that read wrote the
+        files).  The destination then commits (or stages) the files as it does
+        without expectations, and publishes them alike."""
+        if writer is None or self.in_task:
+            return kept
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        assert self._output_schema is not None
+        return kept.mapInArrow(writer.around(_typed_as(self._output_schema)),
+                               from_arrow_schema(writer.schema))
+
     def _keep(self, checkpoint: CheckpointPlan, counts: CheckpointCounts) -> None:
         with self._lock:
             self._counts[checkpoint.index] = counts
@@ -174,6 +188,20 @@ class StreamChecks:
             return kept
         return {STATS_KEY: counts.to_stats(self.checks.actions),
                 "records_read": counts.evaluated}
+
+
+def _typed_as(schema: pa.Schema) -> ArrowTask:
+    """A task that hands on its input batches in the types of ``schema`` (Spark's Arrow
+    may differ from the table's: a timestamp's zone, a nullability)."""
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        for batch in batches:
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(field.name).cast(field.type) for field in schema],
+                schema=schema)
+
+    return run
 
 
 def _has_context(spark: SparkSession) -> bool:

@@ -36,10 +36,11 @@ CHECKS = [
 ]
 
 
-def _connection(tmp_path: Path, checks: list[dict[str, str]] = CHECKS, **source: Any) -> Path:
+def _connection(tmp_path: Path, checks: list[dict[str, str]] = CHECKS, *,
+                mode: tuple[str, str] = ("incremental", "append"), **source: Any) -> Path:
     return connection_file(
         tmp_path, name="dq", source={**SOURCE, **source},
-        streams=[{"name": "users", "sync_mode": "incremental", "destination_sync_mode": "append",
+        streams=[{"name": "users", "sync_mode": mode[0], "destination_sync_mode": mode[1],
                   "expectations": checks}],
         checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2})
 
@@ -75,11 +76,14 @@ def test_every_action_in_one_sync(spark: Any, tmp_path: Path) -> None:
                 "not_de": pc.sum(quarantined).as_py(), "unknown": 0}
     assert all(expected[name] for name in ("not_senior", "adult_enough", "not_de"))
 
-    result = sync_in_process(tmp_path, _connection(tmp_path))
+    # An overwrite of two checkpoints: staged, then published (the staging route).
+    result = sync_in_process(tmp_path, _connection(tmp_path,
+                                                   mode=("full_refresh", "overwrite")))
 
     assert result.exit_code == 0, result.describe()
     assert result.document is not None
     (stream,) = result.document["streams"]
+    assert stream["checkpoints"] == 2
     assert stream["expectations"] == {
         check["name"]: {"action": check["action"], "evaluated": USERS,
                         "failed": expected[check["name"]]} for check in CHECKS}
