@@ -9,8 +9,8 @@ without them, alternately, in one Spark session (issue 38's aim: >= 0.9).
   (:mod:`headwater.expectations._arrow`);
 * **in Spark**: ``warn`` and ``drop`` as above plus ``quarantine`` (``country <> 'DE'``):
   Spark evaluates them on the rows the tasks typed, which are persisted for the counts,
-  the quarantine table and the commit (Spark's Delta writer:
-  :mod:`headwater.expectations._checks`).
+  the quarantine table and the commit, then written by the destination's file-writing
+  tasks (:mod:`headwater.expectations._checks`).
 
 The session is warmed up by one small sync of each kind first.  Every run writes a new
 folder; the rows each commits are checked (the table's plus the quarantine table's plus
@@ -38,7 +38,7 @@ IN_TASK = [
     {"name": "grown_up", "expr": "age >= 20", "action": "drop"},
     {"name": "has_email", "expr": "email LIKE '%@%'", "action": "fail"},
 ]
-#: With a quarantine: evaluated in Spark, committed by Spark's Delta writer.
+#: With a quarantine: evaluated in Spark, the rows persisted, then written.
 IN_SPARK = [*IN_TASK[:2], {"name": "not_de", "expr": "country <> 'DE'",
                            "action": "quarantine"}]
 VARIANTS: dict[str, list[dict[str, str]] | None] = {

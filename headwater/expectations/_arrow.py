@@ -2,8 +2,9 @@
 
 Why: a sync's rows normally never leave Python between the source and the table's
 files (the tasks write the Parquet, :meth:`Destination.file_writer`).  Evaluating
-the expressions with Spark's ``expr()`` takes the rows into the JVM and out
-through Spark's writer: 12 times slower here (bench/RESULTS.md, "Expectations").
+the expressions with Spark's ``expr()`` takes the rows into the JVM, persists them
+and hands them back out to be written: many times slower (bench/RESULTS.md,
+"Expectations").
 So an expression whose meaning pyarrow's compute functions give exactly is
 compiled to them (:func:`compile_check`) and run in the task, before the rows are
 written; one that uses anything else (a function, a cast, a timestamp compared

@@ -1,9 +1,9 @@
 """A stream's expectations evaluated on a checkpoint's rows, in Spark, in the pass that
 reads and types them.
 
-Why Spark's own ``expr()`` and not an evaluator in the Python task: the expressions
-are Spark SQL, so Spark evaluates them with exactly Spark's semantics (every
-function, casts, NULLs), in the same stage as the task that types the rows
+The way for what the tasks cannot evaluate as Spark does (:mod:`._arrow`) and for a
+stream with a ``quarantine``: Spark's own ``expr()`` gives exactly Spark's semantics
+(every function, casts, NULLs), in the same stage as the task that types the rows
 (whole-stage code after the Arrow task, no extra read of the source).
 
 One checkpoint goes like this (:meth:`StreamExpectations.commit`):
