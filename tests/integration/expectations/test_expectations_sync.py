@@ -148,8 +148,8 @@ def test_warn_and_drop_inside_the_tasks(spark: Any, tmp_path: Path) -> None:
 def test_a_checkpoint_read_again_quarantines_nothing_twice(spark: Any, tmp_path: Path,
                                                            fault: str) -> None:
     """Killed between the quarantine commit and the checkpoint's (the run is resumed and
-    reads it again), or failed there (a new run reads its windows again); then the run
-    is replayed: each quarantined row is there once."""
+    reads it again; then replayed), or failed there (a new run reads its windows again):
+    each quarantined row is there once."""
     path = _connection(tmp_path)
     first = sync_in_process(tmp_path, path, env={FAULT: fault})
     assert first.exit_code != 0
@@ -157,6 +157,8 @@ def test_a_checkpoint_read_again_quarantines_nothing_twice(spark: Any, tmp_path:
     truth = _truth()
     assert _keys(_table(spark, tmp_path, "users_quarantine")) == _keys(_quarantine_truth(truth))
 
+    if fault.startswith("raise-"):
+        return  # one replay is proof enough (the kill's)
     runs = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").list_runs("dq")
     # The oldest run that succeeded read the checkpoint again (resumed) or the rest.
     read = min((r for r in runs if r.status == "succeeded"), key=lambda r: r.started_at)
