@@ -1,7 +1,8 @@
 """Named moments of a sync that something outside the engine may act on.
 
 The engine and the destinations announce moments (``spark-ready``,
-``after-plan``; per checkpoint ``after-commit``, a destination's
+``after-plan``; per checkpoint ``after-quarantine`` when its expectations
+quarantined rows (before its commit), ``after-commit``, a destination's
 ``commit-landed`` right after its commit is durable, ``after-release``; per
 stream ``after-publish`` for a staged overwrite, ``after-state`` once its
 state is saved, ``stream-done``; ``run-recorded`` once the metadata store holds

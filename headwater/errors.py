@@ -104,6 +104,11 @@ class SchemaContractError(HeadwaterError):
     exit_code = ExitCode.SCHEMA_CONTRACT
 
 
+class ExpectationFailed(HeadwaterError):
+    """A row failed a stream's expectation whose action is ``fail``
+    (:mod:`headwater.expectations`): its checkpoint did not commit."""
+
+
 class AuthenticationError(HeadwaterError):
     """The source or destination refused the credentials in the config."""
 

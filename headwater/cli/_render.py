@@ -107,10 +107,33 @@ def summary_table(result: SyncResult) -> Table:
     return table
 
 
+def expectations_table(streams: Iterable[Mapping[str, Any]]) -> Table | None:
+    """Each stream's expectations (rows evaluated, failed, action), from streams' figures
+    as ``--json`` and the store have them; None when no stream has any."""
+    rows = [(str(stream.get("name")), name, counts)
+            for stream in streams for name, counts in (stream.get("expectations") or {}).items()]
+    if not rows:
+        return None
+    table = Table(title="expectations", title_justify="left")
+    for column in ("stream", "expectation", "action"):
+        table.add_column(column)
+    for column in ("evaluated", "failed"):
+        table.add_column(column, justify="right")
+    for stream, name, counts in rows:
+        failed = int(counts.get("failed") or 0)
+        table.add_row(stream, name, str(counts.get("action", "")),
+                      f"{int(counts.get('evaluated') or 0):,}",
+                      f"[yellow]{failed:,}[/]" if failed else "0")
+    return table
+
+
 def print_result(result: SyncResult, out: Console, err: Console) -> None:
     """A sync's summary table on ``out``; why streams failed or warned, or why it stopped,
     on ``err``."""
     out.print(summary_table(result))
+    checks = expectations_table(s.to_dict() for s in result.streams)
+    if checks is not None:
+        out.print(checks)
     for stream in result.streams:
         if stream.error:
             err.print(f"[red]{stream.name}:[/] {mask(stream.error)}", highlight=False)

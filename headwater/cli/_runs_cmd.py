@@ -59,7 +59,7 @@ def runs_show(
     as_json: JsonOpt = False,
 ) -> None:
     """Show one run: plan, per-stream and per-checkpoint figures, state before and after."""
-    from headwater.cli._render import key_value_table, rows_table
+    from headwater.cli._render import expectations_table, key_value_table, rows_table
     from headwater.operations import commit_id_key, partition_rows, stream_rows
 
     store_opt = (ctx.obj or {}).get("store")
@@ -104,6 +104,9 @@ def runs_show(
                                          "records_written", "records_rejected", "bytes",
                                          "partitions", "duration_s", "error", "warnings"],
                              shown))
+        checks = expectations_table(document["streams"])
+        if checks is not None:
+            cli.out.print(checks)
         cli.out.print(rows_table("checkpoints", ["stream", "index", "status", "partitions",
                                              "records_written", "records_rejected", "bytes",
                                              "duration_s", "attempt", commit_id_key(run),

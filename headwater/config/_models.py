@@ -50,6 +50,7 @@ from headwater.config._paths import line_of
 from headwater.config._schema_contract import EVOLVE, SchemaContract
 from headwater.config._secrets import register_spark_conf_secrets
 from headwater.errors import ConfigError
+from headwater.expectations._config import ExpectationConfig, expectations_problem
 from headwater.partition_terms import parse_term
 from headwater.sync_modes import DestinationSyncMode, SyncMode
 
@@ -115,6 +116,8 @@ class StreamConfig(BaseModel):
     #: What a sync does when this stream's schema changed (``None``: the connection's);
     #: ``docs/schema-contracts.md``.
     schema_contract: SchemaContract | None = None
+    #: Named checks of each row and what a failing row does (:mod:`headwater.expectations`).
+    expectations: list[ExpectationConfig] = Field(default_factory=list)
 
     @model_validator(mode="before")
     @classmethod
@@ -152,6 +155,15 @@ class StreamConfig(BaseModel):
         # transforms is checked when the sync starts, the columns once the schema is known.
         for entry in value:
             parse_term(entry)  # ValueError: says the entry and the expected shape
+        return value
+
+    @field_validator("expectations")
+    @classmethod
+    def _parsed_expectations(cls, value: list[ExpectationConfig],
+                             info: ValidationInfo) -> list[ExpectationConfig]:
+        problem = expectations_problem(str(info.data.get("name", "?")), value)
+        if problem is not None:
+            raise ValueError(problem)
         return value
 
     @field_validator("table_properties", mode="before")

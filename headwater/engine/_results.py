@@ -53,6 +53,9 @@ class StreamStats:
     #: Rows the stream's schema contract kept out (``discard_row``), and how many per reason.
     records_discarded: int = 0
     discarded: dict[str, int] = field(default_factory=dict)
+    #: Per expectation (:mod:`headwater.expectations`): ``{name: {action, evaluated,
+    #: failed}}``, the run's like the records; empty for a stream without any.
+    expectations: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -78,6 +81,9 @@ class StreamStats:
         if self.records_discarded:
             data["records_discarded"] = self.records_discarded
             data["discarded"] = dict(self.discarded)
+        if self.expectations:
+            data["expectations"] = {name: dict(counts)
+                                    for name, counts in self.expectations.items()}
         return data
 
 

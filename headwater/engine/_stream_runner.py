@@ -37,6 +37,7 @@ from headwater.errors import (
     SchemaContractError,
     StoreBehindTableError,
 )
+from headwater.expectations import STATS_KEY, StreamChecks, add_counts, configured_expectations
 from headwater.metadata_store import DURABLE_CHECKPOINT_STATUSES
 from headwater.plan import CheckpointPlan, RunPlan, StreamPlan
 from headwater.schema_contracts import RowContract, refuse_frozen
@@ -97,6 +98,8 @@ class StreamRunner:
         self._slots: dict[int, int] = {}
         #: Set by ``_run``: what the tasks do to rows under the stream's schema contract.
         self.row_contract: RowContract | None = None
+        #: Set by ``_run`` when the stream has expectations (:mod:`headwater.expectations`).
+        self.checks: StreamChecks | None = None
 
     def _outcome_unknown(self, exc: BaseException) -> bool:
         """Whether ``exc`` says a commit's outcome is unknown; if so, halt the run.
@@ -196,6 +199,9 @@ class StreamRunner:
             return
         with self._lock:
             self.stats.records_read = sum(int(s.get("records_read") or 0) for s in durable)
+            self.stats.expectations = {}
+            for figures in durable:
+                add_counts(self.stats.expectations, figures.get(STATS_KEY))
             self.stats.records_written = sum(int(s.get("records_written") or 0)
                                              for s in durable)
             self.stats.records_rejected = sum(int(s.get("records_rejected") or 0)
@@ -231,9 +237,13 @@ class StreamRunner:
             data_schema = self.engine.destination.prepare(self.spark, self.plan,
                                                           contract.written)
             self.context_schema = data_schema
+            destination = self.engine.destination
+            self.checks = StreamChecks.start(
+                self.spark, destination, self.plan,
+                configured_expectations(self.engine.connection, self.name), data_schema,
+                rows_run_id=self.replay_of or self.run_id)
             # A replay replaces rows through Spark; other runs let the tasks write files
             # where the destination can commit them.
-            destination = self.engine.destination
             writer = (destination.file_writer(self.spark, self.plan, run_id=self.run_id)
                       if self.replay_of is None
                       and destination.capabilities.task_written_files else None)
@@ -263,6 +273,8 @@ class StreamRunner:
                 for lane_run in lane_runs:
                     lane_run.result()
             abort_failed(self.engine.destination, self.spark, self.plan, self._aborted)
+            if self.checks is not None:
+                self.checks.abort(self.spark, self.plan, [c for c, _ in self._aborted])
         if (self.staged and not self._failed.is_set()
                 and self.stats.checkpoints_done == len(self.plan.checkpoints)):
             # Every checkpoint is staged (in this attempt or a killed one): publish.  A
@@ -392,8 +404,11 @@ class StreamRunner:
         collector = self._collector(checkpoint, keeps_state)
         # Without an accumulator (Spark Connect) the states ride in the rows instead.
         in_rows = keeps_state and collector is None
+        # Expectations Spark evaluates see the typed rows; the files are written after them.
+        in_spark = self.checks is not None and not self.checks.in_task
         rows = self._rows(stream, checkpoint, collector, carries_state=in_rows,
-                          reports_state=keeps_state and not in_rows, writer=route.writer)
+                          reports_state=keeps_state and not in_rows,
+                          writer=None if in_spark else route.writer)
         states = None
         if keeps_state:
             # What an attempt whose commit never happened staged must not be released.
@@ -402,7 +417,14 @@ class StreamRunner:
             rows, states = split_state_rows(rows)
             marker = replace(marker, partition_states=states)
         try:
-            result = route.commit(self.spark, self.plan, checkpoint, rows, marker)
+            if self.checks is None:
+                result = route.commit(self.spark, self.plan, checkpoint, rows, marker)
+            else:
+                checks = self.checks
+                result = checks.commit(
+                    self.spark, self.plan, checkpoint, rows, marker,
+                    lambda kept: route.commit(self.spark, self.plan, checkpoint,
+                                              checks.written_by(kept, route.writer), marker))
         finally:
             if collector is not None:
                 collector.stop_staging()
@@ -436,6 +458,12 @@ class StreamRunner:
                                version=record.stats.get(self.commit_id))
         return result
 
+    def _recorded_stats(self, checkpoint: CheckpointPlan) -> dict[str, Any] | None:
+        """The figures the store recorded for the checkpoint (by an earlier attempt)."""
+        return next((record.stats for record in self.store.list_checkpoints(self.run_id)
+                     if record.stream == self.name and record.index == checkpoint.index),
+                    None)
+
     def _collector(self, checkpoint: CheckpointPlan,
                    keeps_state: bool) -> PartitionStatsCollector | None:
         """The checkpoint's figures accumulator; it stages own states when ``keeps_state``."""
@@ -468,6 +496,8 @@ class StreamRunner:
         positions = self.spark.range(0, count, 1, numPartitions=tasks)
         task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
                          collector.sink if collector else None)
+        if self.checks is not None and self.checks.in_task:
+            task = self.checks.wrap(self.spark, checkpoint, task)
         return positions.mapInArrow(task if writer is None else writer.around(task),
                                     spark_schema)
 
@@ -491,6 +521,9 @@ class StreamRunner:
         }
         if self.staged:
             stats["staged"] = True  # durable, not visible: the run's publish shows it
+        if self.checks is not None:
+            stats.update(self.checks.stats_of(checkpoint, self._recorded_stats(checkpoint)
+                                              if result.already_committed else None))
         with self._lock:
             collector = self._collectors.pop(checkpoint.index, None)
         discarded, reasons = 0, dict[str, int]()
@@ -507,7 +540,8 @@ class StreamRunner:
                 if partition.id in result.partition_states:
                     self.cursor.observe_state(partition, result.partition_states[partition.id])
                 self.cursor.close_partition(partition)
-            self.stats.records_read += result.rows
+            self.stats.records_read += int(stats["records_read"])
+            add_counts(self.stats.expectations, stats.get(STATS_KEY))
             self.stats.records_written += result.rows
             self.stats.records_rejected += result.rejected
             self.stats.bytes += result.bytes

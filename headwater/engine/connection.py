@@ -21,6 +21,7 @@ from headwater.config import (
 from headwater.connectors import get_source_class
 from headwater.destinations import table_properties_refusal
 from headwater.errors import ConfigError
+from headwater.expectations import quarantine_refusal, unknown_columns_problem
 from headwater.partition_terms import parse_term
 from headwater.plan import ConfiguredStream, TableLayout
 from headwater.protocol import AirbyteCatalog, AirbyteStream, DestinationSyncMode, SyncMode
@@ -87,6 +88,9 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
             if problem is not None:
                 raise ConfigError(f"stream {configured.name!r}: {problem}",
                                   field=f"{where}.{setting}")
+        problem = _expectations_problem(connection, configured, stream, schemas)
+        if problem is not None:
+            raise ConfigError(problem, field=f"{where}.expectations")
         refused = table_properties_refusal(connection.destination.type,
                                            configured.table_properties)
         if refused is not None:
@@ -101,6 +105,21 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
                                      cluster_by=tuple(configured.cluster_by),
                                      properties=dict(configured.table_properties))))
     return resolved
+
+
+def _expectations_problem(connection: ConnectionConfig, configured: StreamConfig,
+                          stream: Stream, schemas: bool) -> str | None:
+    """Why the stream's expectations cannot run here: a quarantine the destination
+    cannot keep, or (``schemas``) an expression naming a column the stream lacks."""
+    expectations = configured.expectations
+    if any(e.action == "quarantine" for e in expectations):
+        refused = quarantine_refusal(connection.destination.type)
+        if refused is not None:
+            return f"stream {configured.name!r}: {refused}"
+    if not expectations or not schemas:
+        return None
+    columns = [*(stream.json_schema().get("properties") or {}), *META_NAMES]
+    return unknown_columns_problem(configured.name, expectations, columns)
 
 
 def _cursor_field(stream: Stream, configured: StreamConfig, where: str,

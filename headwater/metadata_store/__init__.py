@@ -8,6 +8,7 @@ default, any PostgreSQL URL for a team; see :class:`MetadataStore`.
 
 from headwater.metadata_store._figures import (
     DurationHistogram,
+    ExpectationTotals,
     LastRun,
     RunCount,
     StoreFigures,
@@ -44,6 +45,7 @@ __all__ = [
     "CheckpointRecord",
     "CheckpointStatus",
     "DurationHistogram",
+    "ExpectationTotals",
     "LastRun",
     "LockHandle",
     "LockHolder",

@@ -26,6 +26,7 @@ figure and running in another.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -103,6 +104,19 @@ class StreamTotals:
 
 
 @dataclass(frozen=True)
+class ExpectationTotals:
+    """What one expectation of a stream found in its durable checkpoints, over every run
+    of the store (:mod:`headwater.expectations`)."""
+
+    connection: str
+    stream: str
+    expectation: str
+    action: str
+    evaluated: int
+    failed: int
+
+
+@dataclass(frozen=True)
 class StreamState:
     """A stream's current state, as :meth:`MetadataStore.get_states` has it."""
 
@@ -121,6 +135,7 @@ class StoreFigures:
     last_runs: list[LastRun]
     stream_totals: list[StreamTotals]
     states: list[StreamState]
+    expectation_totals: list[ExpectationTotals] = field(default_factory=list)
 
 
 def read_figures(conn: Connection, duration_buckets: Sequence[float],
@@ -139,6 +154,7 @@ def read_figures(conn: Connection, duration_buckets: Sequence[float],
     unfinished = conn.execute(_RUN_COLUMNS.where(t.runs.c.finished_seq.is_(None))).all()
     fresh.add_runs(unfinished)
     fresh.add_sums(_sum_checkpoints(conn, [row.run_id for row in unfinished]))
+    fresh.add_expectations(_checkpoint_expectations(conn, [row.run_id for row in unfinished]))
     return finished.merged(fresh).figures(current_states(conn))
 
 
@@ -186,6 +202,8 @@ class _Share:
     last_success: dict[str, datetime] = field(default_factory=dict)
     #: Per (connection, stream): checkpoints, then each of ``_SUMMED``.
     sums: dict[_Key, list[int]] = field(default_factory=dict)
+    #: Per (connection, stream, expectation, action): rows evaluated, rows failed.
+    expectations: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
 
     def add_runs(self, rows: Iterable[Any]) -> None:
         for row in rows:
@@ -212,6 +230,17 @@ class _Share:
             for i, figure in enumerate(figures):
                 total[i] += int(figure)
 
+    def add_expectations(self, rows: Iterable[tuple[str, str, Any]]) -> None:
+        """Add checkpoints' expectation counts: ``(connection, stream, counts)`` where
+        ``counts`` is ``{name: {action, evaluated, failed}}`` (JSON text or parsed)."""
+        for connection, stream, found in rows:
+            counts = json.loads(found) if isinstance(found, str) else found
+            for name, figures in (counts or {}).items():
+                key = (connection, stream, name, str(figures.get("action", "warn")))
+                total = self.expectations.setdefault(key, [0, 0])
+                total[0] += int(figures.get("evaluated") or 0)
+                total[1] += int(figures.get("failed") or 0)
+
     def merged(self, other: _Share) -> _Share:
         """Both shares together (neither is changed)."""
         both = _Share(self.bounds, counts=self.counts + other.counts,
@@ -227,6 +256,11 @@ class _Share:
         for name, at in other.last_success.items():
             both.last_success[name] = max(at, both.last_success.get(name, at))
         both.add_sums((*key, *values) for key, values in other.sums.items())
+        both.expectations = {key: list(values) for key, values in self.expectations.items()}
+        for key, (evaluated, failed) in other.expectations.items():
+            total = both.expectations.setdefault(key, [0, 0])
+            total[0] += evaluated
+            total[1] += failed
         return both
 
     def figures(self, states: list[StreamState]) -> StoreFigures:
@@ -250,6 +284,8 @@ class _Share:
             stream_totals=[StreamTotals(connection, stream, *values)
                            for (connection, stream), values in sorted(self.sums.items())],
             states=states,
+            expectation_totals=[ExpectationTotals(*key, *values)
+                                for key, values in sorted(self.expectations.items())],
         )
 
 
@@ -299,6 +335,7 @@ class FiguresCache:
             share = self._share.merged(_Share(bounds))
             share.add_runs(new)
             share.add_sums(_sum_checkpoints(conn, [row.run_id for row in new]))
+            share.add_expectations(_checkpoint_expectations(conn, [row.run_id for row in new]))
             self._share, self._seen = share, (new[-1].finished_seq, new[-1].run_id)
         return self._share
 
@@ -326,6 +363,24 @@ def _sum_checkpoints(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any
                  .where(c.c.status.in_(_DURABLE),
                         c.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK]))
                  .group_by(r.c.connection, c.c.stream))
+        yield from (tuple(row) for row in conn.execute(query))
+
+
+def _checkpoint_expectations(conn: Connection,
+                             run_ids: list[str]) -> Iterator[tuple[str, str, Any]]:
+    """``(connection, stream, expectation counts)`` of each durable checkpoint of
+    ``run_ids`` that has expectations (the others are left out by the database)."""
+    c, r = t.checkpoints, t.runs
+    found: ColumnElement[Any]
+    if conn.dialect.name == "sqlite":
+        found = sa.func.json_extract(c.c.stats, "$.expectations")
+    else:
+        found = sa.cast(c.c.stats, postgresql.JSONB)["expectations"]
+    for i in range(0, len(run_ids), FiguresCache.CHUNK):
+        query = (sa.select(r.c.connection, c.c.stream, found)
+                 .select_from(c.join(r, c.c.run_id == r.c.run_id))
+                 .where(c.c.status.in_(_DURABLE), found.is_not(None),
+                        c.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK])))
         yield from (tuple(row) for row in conn.execute(query))
 
 

@@ -124,6 +124,7 @@ def store_metrics(figures: StoreFigures, now: float) -> Iterator[Metric]:
 
     yield from _last_run_metrics(figures, now)
     yield from _stream_total_metrics(figures)
+    yield from _expectation_metrics(figures)
     yield from _freshness_metrics(figures, now)
 
 
@@ -173,6 +174,26 @@ def _stream_total_metrics(figures: StoreFigures) -> Iterator[Metric]:
         for totals in figures.stream_totals:
             family.add_metric(_labels(totals.connection, totals.stream), getattr(totals, field))
         yield family
+
+
+def _expectation_metrics(figures: StoreFigures) -> Iterator[Metric]:
+    """Per expectation of a stream (:mod:`headwater.expectations`): rows evaluated and
+    rows that failed it, over the stream's committed checkpoints of every run."""
+    labels = ["connection", "stream", "expectation", "action"]
+    evaluated = CounterMetricFamily(
+        "headwater_expectation_rows_evaluated",
+        "Rows of the stream's committed checkpoints its expectation was evaluated on.",
+        labels=labels)
+    failed = CounterMetricFamily(
+        "headwater_expectation_rows_failed",
+        "Rows of the stream's committed checkpoints that failed the expectation (FALSE; "
+        "a NULL result passes), whatever its action did with them.", labels=labels)
+    for totals in figures.expectation_totals:
+        names = _labels(totals.connection, totals.stream, totals.expectation, totals.action)
+        evaluated.add_metric(names, totals.evaluated)
+        failed.add_metric(names, totals.failed)
+    yield evaluated
+    yield failed
 
 
 def _freshness_metrics(figures: StoreFigures, now: float) -> Iterator[Metric]:
