@@ -7,6 +7,8 @@ stays in the log, where Spark puts it.
 
 from __future__ import annotations
 
+import re
+
 from headwater.errors import DestinationError
 
 
@@ -37,6 +39,33 @@ def _jvm_root_cause(exc: BaseException) -> str:
     try:
         while java.getCause() is not None:
             java = java.getCause()
-        return (str(java.toString()).strip().splitlines() or [""])[0]
+        return telling_line(str(java.toString()))
     except Exception:  # the JVM is gone, or the object is not a Throwable
         return ""
+
+
+def telling_line(text: str) -> str:
+    """The first line of ``text`` that says something.
+
+    A Python worker that failed to start reaches the driver as ``SparkException: ``
+    followed by ``Error from python worker:`` and the worker's own traceback: the
+    first line alone said nothing (a run ended with ``SparkException: (stream=...)``).
+    Blank lines are skipped, a line that announces what follows (ends with ``:``)
+    takes the next one with it, and a traceback is told by the line naming what
+    was raised.
+    """
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    told, rest = lines[0], lines[1:]
+    while told.endswith(":") and rest:
+        line = rest.pop(0)
+        if line.startswith("Traceback"):
+            raised = [candidate for candidate in rest if _RAISED.match(candidate)]
+            line, rest = (raised[-1] if raised else line), []
+        told = f"{told} {line}"
+    return told
+
+
+#: A traceback's line naming what was raised: ``OSError: ...``, ``psycopg.errors.X: ...``.
+_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*: |^\w*(?:Error|Exception)\w*: ")
