@@ -78,6 +78,7 @@ def create_app(directory: Path, store_url: str | None = None, *, token: str | No
     app.router.add_get("/api/connections/{name}", _connection)
     app.router.add_get("/api/runs/{run_id}", _run)
     app.router.add_get("/api/runs/{run_id}/logs", _logs)
+    app.router.add_get("/api/runs/{run_id}/logs.txt", _logs_text)
     app.router.add_get("/metrics", _metrics)
     for path, call, status in ACTION_ROUTES:
         app.router.add_post(path, _action(call, status))
@@ -317,6 +318,24 @@ async def _logs(request: web.Request) -> web.Response:
         return views.log_lines(lines, omitted)
 
     return answer(await _blocking(read))
+
+
+async def _logs_text(request: web.Request) -> web.Response:
+    """The run's log lines as a file to download (text/plain, masked as every answer)."""
+    from headwater.engine._run_logs import KEEP_FIRST, KEEP_LAST
+
+    actions = request.app[ACTIONS]
+    run_id = request.match_info["run_id"]
+
+    def read() -> str:
+        run, store = actions.find_run(run_id)
+        lines, omitted = store.run_logs(run_id, limit=KEEP_FIRST + KEEP_LAST)
+        return views.log_text(run, lines, omitted, (KEEP_FIRST, KEEP_LAST))
+
+    text = mask(await _blocking(read))
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+    return web.Response(text=text, content_type="text/plain", charset="utf-8", headers={
+        "Content-Disposition": f'attachment; filename="headwater-run-{safe}.log"'})
 
 
 async def _metrics(request: web.Request) -> web.Response:

@@ -61,6 +61,12 @@ def test_a_valid_folder_reports_its_connections(folder: Path) -> None:
     assert value(samples, "headwater_connection_late", connection="shop") == 1
     assert value(samples, "headwater_connection_late_seconds", connection="shop") > 0
 
+    status, body = call(create_app(folder), "GET", "/api/connections")
+    [shop] = body["connections"]
+    assert status == 200 and shop["last_run"]["status"] == "succeeded"
+    assert shop["late"]["since"].startswith("2026-11-20T14:15") and shop["late"]["age_s"] > 0
+    assert shop["store_error"] is None and shop["stale"] == []
+
 
 def test_an_invalid_file_opens_no_store_and_hides_nothing(folder: Path) -> None:
     """Defect 1 of issue 39: ``broken.yaml`` (no ``metadata_store``) counted as a connection
