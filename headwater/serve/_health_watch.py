@@ -50,6 +50,21 @@ class HealthWatch:
         self._last_look: datetime | None = None
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hw-health")
         self._busy = threading.Lock()
+        self._snapshot: SchedulerSnapshot | None = None
+
+    def healths(self) -> list[ConnectionHealth]:
+        """As of the last look, for ``serve --metrics``: every file of the folder, invalid
+        ones as such, scheduled ones with their health when their store answered."""
+        from headwater.observability.health import ConnectionHealth
+
+        snapshot = self._snapshot
+        if snapshot is None:
+            return []
+        known = dict(self.known)
+        return [known.get(f.name) or ConnectionHealth(
+            name=f.name, valid=f.config is not None,
+            scheduled=f.config is not None and f.config.schedule is not None)
+            for f in snapshot.files]
 
     def on_tick(self, now: datetime, snapshot: SchedulerSnapshot) -> None:
         """The scheduler's tick: a look on the watch's thread when one is due."""
@@ -58,6 +73,7 @@ class HealthWatch:
         if not self._busy.acquire(blocking=False):  # the last look still runs
             return
         self._last_look = now
+        self._snapshot = snapshot
         configs = [f.config for f in snapshot.files
                    if f.config is not None and f.config.schedule is not None]
 

@@ -187,7 +187,8 @@ async def _connections(request: web.Request) -> web.Response:
         documents = []
         for c, health in zip(connections, healths, strict=True):
             document = connection_document(folder, actions, c, now, recent.get(c.name, []))
-            document.update(store_error=unread.get(c.name), **health_view(health))
+            document.update(store_error=unread.get(c.name), **health_view(health),
+                            store_missing=c.valid and folder.store_for(c).missing)
             documents.append(document)
         return {"connections": documents}
 
@@ -207,6 +208,9 @@ def recent_runs(folder: ConnectionFolder, connections: list[ConnectionFile], lim
     recent: dict[str, list[RunSummary]] = {}
     unread: dict[str, str] = {}
     for store, names in by_store.values():
+        if store.missing:  # no sync wrote it yet: no runs, and said so (``store_missing``)
+            recent.update({name: [] for name in names})
+            continue
         try:
             recent.update(store.recent_run_summaries(names, limit))
         except MetadataStoreError as exc:
@@ -349,6 +353,9 @@ async def _metrics(request: web.Request) -> web.Response:
     def read() -> bytes:
         connections = folder.connections()
         recent, unread = recent_runs(folder, connections, 1)
+        # A missing store is down here (headwater_metadata_store_up 0): nothing judged from it.
+        unread.update({c.name: "no store" for c in connections
+                       if c.valid and folder.store_for(c).missing})
         health = folder_health(folder, connections, recent, unread, datetime.now(UTC))
         return render_metrics(folder.all_stores(), scheduler, connections=health)
 

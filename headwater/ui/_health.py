@@ -23,8 +23,9 @@ def health_of(folder: ConnectionFolder, connection: ConnectionFile, now: datetim
     its store did not answer."""
     states = None
     if connection.valid and recent is not None:
-        try:
-            states = folder.store_for(connection).get_states(connection.name)
+        store = folder.store_for(connection)
+        try:  # a store no sync wrote yet has no state: a scheduled connection may be late
+            states = {} if store.missing else store.get_states(connection.name)
         except MetadataStoreError:
             states = None
     return connection_health(connection.name, connection.config, valid=connection.valid,
