@@ -121,6 +121,8 @@ class Actions:
 
     def find_run(self, run_id: str) -> tuple[RunRecord, MetadataStore]:
         for store in self.folder.all_stores():
+            if store.missing:  # no sync wrote it yet: it holds no run
+                continue
             run = store.get_run(run_id)
             if run is not None:
                 return run, store

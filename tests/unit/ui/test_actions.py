@@ -95,6 +95,7 @@ def test_a_replay_or_backfill_waits_for_a_stopped_run_to_be_finished(folder: Pat
 def test_unknown_things_are_404_and_a_malformed_page_anchor_400(folder: Path) -> None:
     """Item 7 of issue 39: a reset of a stream the connection does not have answered 200,
     and ``?before=nope`` an empty page."""
+    assert call(create_app(folder), "GET", "/api/runs/nope")[0] == 404  # no store yet
     MetadataStore(f"sqlite:///{folder.parent / 'meta.db'}").close()  # a store, no runs
     status, body = _post(folder, "/api/connections/shop/streams/nope/reset", {"confirm": "nope"})
     assert status == 404 and "'nope'" in body["error"] and "users" in body["error"]
