@@ -13,8 +13,9 @@ the backfill run from the form to its end, a reset confirmed by typing the strea
 name, Stop pressed while the next sync runs (it ends ``stopped`` live) and Sync now
 resuming it to ``succeeded``, a failed sync's error, "Older runs" paging back through a
 history longer than a page, a late connection marked late, ``/metrics`` beside the invalid
-file, an unknown run and connection (one error page), and the same pages on a phone-sized
-screen. A sync is held
+file, an unknown run and connection (one error page), the same pages on a phone-sized
+screen, and a run of ``headwater sync`` (in this process, as the CLI runs it) whose page shows
+its per-checkpoint log lines. A sync is held
 after its first checkpoint's release (a listener on the driver's ``after-release``
 moment waits on a gate the test opens) so the page is seen running whatever the
 machine's speed; nothing is timed. Each step saves a screenshot under
@@ -40,6 +41,7 @@ import yaml
 
 from headwater import _events
 from tests.integration._connections import connection_file
+from tests.integration._in_process import run_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -454,6 +456,25 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     phone.shot("18-phone-run")
     phone.close()
+
+    # A run of `headwater sync` (no -v: its console shows warnings only) keeps the same
+    # per-checkpoint lines as the page's runs, and the late connection is late no more.
+    # Last in the walk: the in-process CLI clears the process's listeners and secrets.
+    logging.getLogger("headwater").setLevel(logging.NOTSET)  # as in a real process
+    done = run_in_process(tmp_path, "sync", str(tmp_path / "connections" / "nightly.yaml"))
+    assert done.exit_code == 0, done.stderr
+    cli = Walk(browser, base, {"width": 1280, "height": 900})
+    cli.page.goto(base + "/")
+    nightly = cli.page.get_by_test_id("connections-table-row").filter(has_text="nightly")
+    expect(nightly.get_by_test_id("late")).to_have_count(0)
+    nightly.get_by_test_id("connection-link").click()
+    cli.page.get_by_test_id("run-link").first.click()
+    expect(cli.page.get_by_test_id("run-status")).to_have_text("succeeded")
+    expect(cli.page.get_by_test_id("log-line").filter(has_text=re.compile(
+        r"checkpoint \d+: 10 rows"))).to_have_count(1)
+    expect(cli.page.get_by_test_id("log-download")).to_be_visible()
+    cli.shot("20-cli-run-logs")
+    cli.close()
 
 
 TOKEN = "page-token-7c41d2"
