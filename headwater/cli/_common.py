@@ -42,6 +42,9 @@ def setup_logging(verbose: int, as_json: bool) -> None:
     root = logging.getLogger()
     root.handlers.clear()
     handler = RichHandler(console=err, show_path=False, rich_tracebacks=False)
+    # The console's own level: a run's capture lets Headwater's INFO lines through to
+    # keep them with the run (engine._run_logs), which this console must not print.
+    handler.setLevel(level)
     root.addHandler(handler)
     root.setLevel(level)
     for noisy in ("py4j", "pyspark"):

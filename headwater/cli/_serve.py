@@ -32,7 +32,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -46,7 +46,7 @@ from headwater.cli._ui import HostOpt, PortOpt, TokenOpt, start_page
 from headwater.config import mask
 from headwater.errors import ConfigError
 from headwater.operations import store_last_started, sync_runner
-from headwater.serve import RunsInProgress, ScheduleEvent, Scheduler
+from headwater.serve import HealthWatch, RunsInProgress, ScheduleEvent, Scheduler
 from headwater.ui import DEFAULT_PORT
 
 
@@ -114,11 +114,12 @@ def serve(
 
     with cli.handled(False):
         runs = RunsInProgress()
+        watch = HealthWatch()  # `when: late` / `when: stale` hooks, once per change
         scheduler = Scheduler(folder=folder, runner=partial(sync_runner, runs=runs),
                               last_started=store_last_started, max_parallel=max_parallel,
-                              poll_s=poll, on_event=on_event)
+                              poll_s=poll, on_event=on_event, on_tick=watch.on_tick)
         page = start_page(folder, host, port, token, None, runs, scheduler) if ui else None
-        with metrics_server(metrics, metrics_store, scheduler):
+        with closing(watch), metrics_server(metrics, metrics_store, scheduler, watch):
             cli.err.print(f"serving {folder.resolve()} (SIGTERM or Ctrl-C stops)",
                           highlight=False)
             try:
@@ -137,7 +138,7 @@ def serve(
 
 @contextmanager
 def metrics_server(address: str | None, store_url: str | None,
-                   scheduler: Scheduler) -> Iterator[None]:
+                   scheduler: Scheduler, watch: HealthWatch | None = None) -> Iterator[None]:
     """``serve --metrics``: ``/metrics`` over the metadata store and ``scheduler``, while
     the block runs (nothing when ``address`` is ``None``).
 
@@ -157,10 +158,13 @@ def metrics_server(address: str | None, store_url: str | None,
         host, port = listen_address(address)
     except ValueError as exc:
         raise ConfigError(str(exc), field="--metrics") from exc
-    store = operations.open_store(operations.store_url(explicit=store_url))
+    # To read only: a missing store is reported down, never created empty.
+    store = operations.open_store(operations.store_url(explicit=store_url, create=False),
+                                  create=False)
     try:
         try:
-            server = MetricsServer(host, port, HeadwaterCollector(store, scheduler))
+            server = MetricsServer(host, port, HeadwaterCollector(
+                store, scheduler, connections=watch.healths if watch is not None else None))
         except OSError as exc:
             raise ConfigError(f"--metrics cannot listen on {address}: {exc.strerror or exc}",
                               field="--metrics") from exc

@@ -316,14 +316,17 @@ class HookConfig(BaseModel):
     """A command run after each run of the connection (see ``headwater.engine._hooks``).
 
     ``command`` is a shell string (run by ``/bin/sh -c``) or an argument list;
-    ``when`` says after which runs: ``success`` (default), ``failure`` or ``always``.
+    ``when`` says after which runs: ``success`` (default), ``failure`` or ``always``;
+    or on which change of the connection's health (``headwater serve`` watches it):
+    ``late`` (its schedule fired and no run started) or ``stale`` (a stream's data is
+    older than ``stale_after_s``), once per change, not after runs.
     In the file a plain string is short for ``{command: <string>}``.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     command: str | list[str] = Field(min_length=1)
-    when: Literal["success", "failure", "always"] = "success"
+    when: Literal["success", "failure", "always", "late", "stale"] = "success"
     timeout_s: float = Field(default=3600.0, gt=0)
 
 
@@ -360,6 +363,10 @@ class ConnectionConfig(BaseModel):
     #: Cron expression ``headwater serve`` runs the connection on (5 fields, or 6 with seconds).
     schedule: str | None = None
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    #: A stream whose newest committed time cursor is older than this is *stale* (the
+    #: page, ``headwater_stream_stale``, ``when: stale`` hooks); ``None``: twice the
+    #: schedule's period, and never without a schedule.
+    stale_after_s: float | None = Field(default=None, gt=0)
     after_sync: list[HookConfig] = Field(default_factory=list)
     #: What a stream whose every record was rejected, or whose table has columns its
     #: schema no longer has, does to the sync (:data:`OnWarning`); a stream may say

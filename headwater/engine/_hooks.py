@@ -26,6 +26,14 @@ A hook that fails or times out is logged and reported in the result; it never
 turns a run that committed its data into a failed one.  A ``stopped`` run
 (asked to stop, the next sync continues it) is neither a success nor a
 failure: only ``when: always`` hooks run after it.
+
+Hooks with ``when: late`` or ``when: stale`` run after no run: ``headwater serve``
+runs them when the connection becomes late or a stream becomes stale
+(:mod:`headwater.observability.health`, :class:`headwater.serve.HealthWatch`), once
+per change, with ``HEADWATER_EVENT`` (``late`` / ``stale``), ``HEADWATER_CONNECTION``,
+``HEADWATER_LATE_SINCE`` and ``HEADWATER_LATE_S`` (the firing that passed without a
+run and its age, empty when not late) and ``HEADWATER_STALE_STREAMS``
+(``stream=freshness_s`` pairs, comma-separated).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from headwater.config import mask, mask_obj
 if TYPE_CHECKING:
     from headwater.config import ConnectionConfig
     from headwater.engine._results import SyncResult
+    from headwater.observability.health import ConnectionHealth
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +95,24 @@ def run_after_sync_hooks(connection: ConnectionConfig, result: SyncResult) -> li
     return outcomes
 
 
+def run_health_hooks(connection: ConnectionConfig, event: str,
+                     health: ConnectionHealth) -> list[dict[str, Any]]:
+    """Run the connection's ``when: <event>`` hooks (``late`` or ``stale``); what each did."""
+    hooks = [h for h in connection.after_sync if h.when == event]
+    if not hooks:
+        return []
+    values = {
+        "HEADWATER_EVENT": event,
+        "HEADWATER_CONNECTION": connection.name,
+        "HEADWATER_LATE_SINCE": health.late.since.isoformat() if health.late else "",
+        "HEADWATER_LATE_S": f"{health.late.age_s:.0f}" if health.late else "",
+        "HEADWATER_STALE_STREAMS": ",".join(f"{s.stream}={s.freshness_s:.0f}"
+                                            for s in health.stale),
+    }
+    env = {**os.environ, **{key: mask(value) for key, value in values.items()}}
+    return [_run_hook(hook.command, hook.timeout_s, env) for hook in hooks]
+
+
 def _run_hook(command: str | list[str], timeout_s: float, env: dict[str, str]) -> dict[str, Any]:
     shown = mask(command if isinstance(command, str) else " ".join(command))
     argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
@@ -111,4 +138,4 @@ def _run_hook(command: str | list[str], timeout_s: float, env: dict[str, str]) -
     return outcome
 
 
-__all__ = ["run_after_sync_hooks", "summary_env"]
+__all__ = ["run_after_sync_hooks", "run_health_hooks", "summary_env"]

@@ -11,9 +11,13 @@ gives it the id once the run is recorded, and nothing is stored before that.  A 
 resumed by a later sync (stopped or killed) adds its new attempt's lines after those its
 earlier attempts stored.
 
-What is kept is what the process logs at its configured level (``headwater
-sync`` logs warnings and errors, ``-v`` adds INFO; ``serve`` and ``ui`` log
-INFO).  Messages are masked with the secret masking before they are stored.
+What is kept is Headwater's INFO lines and above (the per-checkpoint lines, the
+warnings and errors), whatever the console shows: ``headwater sync`` prints only
+warnings without ``-v``, yet its runs keep the same lines as a run started from the
+page or by ``serve``.  While a capture is active the ``headwater`` logger lets INFO
+through (:func:`_info_while_capturing`); the console handler keeps its own level
+(:func:`headwater.cli._common.setup_logging`).  Messages are masked with the
+secret masking before they are stored.
 Lines are written in batches from a helper thread about once a second, never
 from the thread that logs (a log call inside a store transaction must not write
 to the store), and a chatty run is bounded: its first :data:`KEEP_FIRST` and
@@ -129,6 +133,29 @@ class RunLogCapture(logging.Handler):
             self.release()
 
 
+_CAPTURES = 0
+_LEVEL_BEFORE: int | None = None
+_CAPTURES_LOCK = threading.Lock()
+
+
+def _info_while_capturing(change: int) -> None:
+    """While any run captures (``change`` +1 when one starts, -1 when it ends), the
+    ``headwater`` logger lets INFO through, then gets its own level back: a logger
+    drops a record below its effective level before any handler sees it, so a root
+    logger at WARNING (``headwater sync`` without ``-v``) would leave a run no INFO line."""
+    global _CAPTURES, _LEVEL_BEFORE
+    logger = logging.getLogger("headwater")
+    with _CAPTURES_LOCK:
+        if change > 0 and _CAPTURES == 0:
+            _LEVEL_BEFORE = logger.level
+            if logger.getEffectiveLevel() > logging.INFO:
+                logger.setLevel(logging.INFO)
+        _CAPTURES += change
+        if change < 0 and _CAPTURES == 0 and _LEVEL_BEFORE is not None:
+            logger.setLevel(_LEVEL_BEFORE)
+            _LEVEL_BEFORE = None
+
+
 def name_run_logs(run_id: str) -> None:
     """The capture of this thread's run (if any) belongs to ``run_id`` from now on."""
     capture = _RUN.get()
@@ -142,6 +169,8 @@ def capture_run_logs(store: MetadataStore, run_id: str | None = None, *,
     """Within the block, this thread runs one run: its log lines go to the store, under
     ``run_id`` (or the id :func:`name_run_logs` names later)."""
     handler = RunLogCapture(store, run_id)
+    handler.setLevel(logging.INFO)
+    _info_while_capturing(+1)
     token = _RUN.set(handler)
     root = logging.getLogger()
     root.addHandler(handler)
@@ -158,6 +187,7 @@ def capture_run_logs(store: MetadataStore, run_id: str | None = None, *,
     finally:
         root.removeHandler(handler)
         _RUN.reset(token)
+        _info_while_capturing(-1)
         done.set()
         flusher.join()
         handler.flush()

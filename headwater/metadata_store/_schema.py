@@ -24,6 +24,7 @@ not know.
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -322,10 +323,12 @@ class Database:
     "update, else insert" is a correct upsert on every database.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, create: bool = True) -> None:
         self.url: URL = database_url(url)
         self.safe_url = self.url.render_as_string(hide_password=True)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        #: False: a store opened to be read; a SQLite file that is missing stays missing.
+        self.create = create
         try:
             self.engine: Engine = self._create_engine()
         except (sa_exc.SQLAlchemyError, ImportError) as exc:
@@ -333,6 +336,11 @@ class Database:
                 f"cannot open the metadata store {self.safe_url}: {exc}; "
                 "for PostgreSQL install a driver such as psycopg"
             ) from exc
+
+    @property
+    def missing(self) -> bool:
+        """A store opened to be read whose SQLite file does not exist (yet)."""
+        return self.is_sqlite and not self.create and not Path(self.url.database or "").exists()
 
     def _create_engine(self) -> Engine:
         if not self.is_sqlite:
@@ -343,15 +351,28 @@ class Database:
                 f"the metadata store needs a SQLite file, not {self.safe_url}: "
                 "several processes and threads share it"
             )
-        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(self.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        path = Path(database).expanduser()
+        if self.create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            engine = sa.create_engine(self.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+        else:
+            # sqlite3 creates a missing file on connect; ``mode=rw`` refuses instead, so a
+            # reader pointed at the wrong path sees an error rather than an empty store.
+            # No pool: a pooled connection would go on reading a file deleted or replaced
+            # since (its old inode), and a reader opens one per page or scrape anyway.
+            engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool,
+                                      creator=lambda: sqlite3.connect(
+                                          f"{path.absolute().as_uri()}?mode=rw", uri=True,
+                                          timeout=SQLITE_BUSY_TIMEOUT_S,
+                                          check_same_thread=False))
 
         @sa.event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             # Take BEGIN away from the driver (see the module docstring).
             dbapi_connection.isolation_level = None
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
+            if self.create:  # a reader changes nothing (a store it opens is WAL already)
+                cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.close()
 
@@ -408,7 +429,9 @@ class Database:
             raise WriteConflict() from exc
         except sa_exc.OperationalError as exc:
             detail = str(exc.orig)
-            if self.is_sqlite and "locked" in detail:
+            if self.missing:
+                detail = "no such file (no sync has written this store, or the path is wrong)"
+            elif self.is_sqlite and "locked" in detail:
                 detail = (
                     f"another process kept the database file busy for more than "
                     f"{SQLITE_BUSY_TIMEOUT_S:.0f} s ({detail})"

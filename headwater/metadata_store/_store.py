@@ -67,8 +67,9 @@ class MetadataStore:
 
     ``url`` is any SQLAlchemy URL: a SQLite file (the embedded default, see
     :meth:`default_url`; its folder is created) or PostgreSQL for a team.
-    Tables are created on first use.  One instance may be shared by threads;
-    several processes and hosts may share the database.
+    Tables are created on first use, unless ``create`` is false: a reader that
+    must not mistake a wrong path for an empty store opens it so.  One instance
+    may be shared by threads; several processes and hosts may share the database.
 
     Example::
 
@@ -81,9 +82,11 @@ class MetadataStore:
             ...
     """
 
-    def __init__(self, url: str) -> None:
-        self._db = t.Database(url)
-        self._store_id = self._db.create_schema()
+    def __init__(self, url: str, *, create: bool = True) -> None:
+        self._db = t.Database(url, create=create)
+        #: ``create=False`` (a reader: the page, ``/metrics``): nothing is created or
+        #: migrated, and a missing or empty store fails its reads instead of looking healthy.
+        self._store_id = self._db.create_schema() if create else None
         self._figures = FiguresCache()  # for figures(): finished runs are read once
 
     @staticmethod
@@ -104,7 +107,17 @@ class MetadataStore:
     @property
     def store_id(self) -> str:
         """A UUID made once when the store was created; a new store gets a new one."""
+        if self._store_id is None:
+            m = t.meta
+            query = sa.select(m.c.value).where(m.c.key == "store_id")
+            self._store_id = str(self._db.read(lambda conn: conn.execute(query).scalar_one()))
         return self._store_id
+
+    @property
+    def missing(self) -> bool:
+        """Opened to be read (``create=False``) and its SQLite file does not exist: no sync
+        wrote it yet (or the path is wrong); every read fails until one does."""
+        return self._db.missing
 
     def close(self) -> None:
         """Close the store's pooled connections (a later call opens new ones)."""

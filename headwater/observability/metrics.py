@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,7 @@ from headwater.errors import HeadwaterError
 
 if TYPE_CHECKING:
     from headwater.metadata_store import MetadataStore, StoreFigures
+    from headwater.observability.health import ConnectionHealth
     from headwater.serve import Scheduler, SchedulerSnapshot
 
 log = logging.getLogger(__name__)
@@ -68,36 +69,54 @@ DURATION_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 36
 class HeadwaterCollector(Collector):
     """Yields Headwater's metrics from ``store`` (and ``scheduler``, when given) on each scrape.
 
-    ``store`` may be ``None`` (only the scheduler is reported); ``now`` returns
+    ``store`` may be ``None`` (only the scheduler is reported) or several stores (the
+    page's folder may name more than one: their figures are reported together, and
+    ``headwater_metadata_store_up`` is 0 if any did not answer); ``connections`` (the
+    page's folder) adds each file's validity, lateness and staleness; ``now`` returns
     the current Unix time, for the ages (tests pass a fixed one).
     """
 
-    def __init__(self, store: MetadataStore | None, scheduler: Scheduler | None = None,
-                 *, now: Callable[[], float] = time.time) -> None:
-        self._store = store
+    def __init__(self, store: MetadataStore | Sequence[MetadataStore] | None,
+                 scheduler: Scheduler | None = None, *,
+                 connections: Callable[[], Sequence[ConnectionHealth]] | None = None,
+                 now: Callable[[], float] = time.time) -> None:
+        self._stores: list[MetadataStore] = (
+            [] if store is None else list(store) if isinstance(store, Sequence) else [store])
         self._scheduler = scheduler
+        self._connections = connections
         self._now = now
 
     def collect(self) -> Iterator[Metric]:
         now = self._now()
-        if self._store is not None:
-            yield from self._store_metrics(self._store, now)
+        if self._stores:
+            yield from self._store_metrics(now)
+        if self._connections is not None:
+            yield from health_metrics(self._connections())
         if self._scheduler is not None:
             yield from scheduler_metrics(self._scheduler.snapshot())
 
-    def _store_metrics(self, store: MetadataStore, now: float) -> Iterator[Metric]:
+    def _store_metrics(self, now: float) -> Iterator[Metric]:
+        """Every store's figures, or only ``headwater_metadata_store_up 0`` when one did not
+        answer: half the figures would read as a drop, the other half as all there is."""
         up = GaugeMetricFamily("headwater_metadata_store_up",
-                               "1 if the metadata store answered this scrape, else 0.")
-        try:
-            figures = store.figures(DURATION_BUCKETS)
-        except HeadwaterError as exc:
-            log.warning("metrics: the metadata store did not answer: %s", mask(str(exc)))
-            up.add_metric([], 0)
-            yield up
-            return
+                               "1 if the metadata store answered this scrape, else 0 (missing, "
+                               "unreadable or not a store; with several, 0 if any did not).")
+        families: dict[str, Metric] = {}
+        for store in self._stores:
+            try:
+                figures = store.figures(DURATION_BUCKETS)
+            except HeadwaterError as exc:
+                log.warning("metrics: the metadata store did not answer: %s", mask(str(exc)))
+                up.add_metric([], 0)
+                yield up
+                return
+            for family in store_metrics(figures, now):
+                known = families.setdefault(family.name, family)
+                if known is not family:
+                    known.samples.extend(family.samples)
         up.add_metric([], 1)
         yield up
-        yield from store_metrics(figures, now)
+        yield from families.values()
 
 
 def store_metrics(figures: StoreFigures, now: float) -> Iterator[Metric]:
@@ -246,6 +265,35 @@ def scheduler_metrics(snapshot: SchedulerSnapshot) -> Iterator[Metric]:
     yield retry
 
 
+def health_metrics(connections: Sequence[ConnectionHealth]) -> Iterator[Metric]:
+    """Each connection file's validity, and lateness and staleness where its store answered
+    (no figure where it did not: an unknown is not a 0)."""
+    valid = GaugeMetricFamily("headwater_connection_config_valid",
+                              "1 if the connection file validates, else 0 (an invalid file "
+                              "has no store and no other figure).", labels=["connection"])
+    late = GaugeMetricFamily("headwater_connection_late",
+                             "1 if the connection's schedule fired and no run started since "
+                             "(beyond a grace), else 0; scheduled connections only.",
+                             labels=["connection"])
+    late_s = GaugeMetricFamily("headwater_connection_late_seconds",
+                               "Seconds since the firing that passed without a run (0: not "
+                               "late).", labels=["connection"])
+    stale = GaugeMetricFamily("headwater_stream_stale",
+                              "1 if the stream's newest committed time cursor is older than "
+                              "the connection's stale_after_s (default: twice the schedule's "
+                              "period); streams over the threshold only.",
+                              labels=["connection", "stream"])
+    for health in connections:
+        labels = _labels(health.name)
+        valid.add_metric(labels, 1 if health.valid else 0)
+        if health.known and health.scheduled:
+            late.add_metric(labels, 1 if health.late is not None else 0)
+            late_s.add_metric(labels, health.late.age_s if health.late is not None else 0)
+        for s in health.stale:
+            stale.add_metric(_labels(health.name, s.stream), 1)
+    yield from (valid, late, late_s, stale)
+
+
 def cursor_time(state: Mapping[str, Any] | None) -> datetime | None:
     """The newest end of a time cursor's committed ranges, or ``None`` if not a time cursor.
 
@@ -293,9 +341,14 @@ def registry_with(collector: Collector) -> CollectorRegistry:
     return registry
 
 
-def render_metrics(store: MetadataStore | None, scheduler: Scheduler | None = None) -> bytes:
+def render_metrics(store: MetadataStore | Sequence[MetadataStore] | None,
+                   scheduler: Scheduler | None = None, *,
+                   connections: Sequence[ConnectionHealth] | None = None) -> bytes:
     """The ``/metrics`` body (Prometheus text format; see :data:`CONTENT_TYPE`)."""
-    return generate_latest(registry_with(HeadwaterCollector(store, scheduler)))
+    found = connections
+    collector = HeadwaterCollector(store, scheduler,
+                                   connections=None if found is None else lambda: found)
+    return generate_latest(registry_with(collector))
 
 
 class MetricsServer:
@@ -328,6 +381,7 @@ __all__ = [
     "HeadwaterCollector",
     "MetricsServer",
     "cursor_time",
+    "health_metrics",
     "registry_with",
     "render_metrics",
     "scheduler_metrics",

@@ -29,14 +29,17 @@ def home() -> Path:
     return Path(os.environ.get(HOME_ENV) or ".headwater")
 
 
-def store_url(connection: ConnectionConfig | None = None, explicit: str | None = None) -> str:
+def store_url(connection: ConnectionConfig | None = None, explicit: str | None = None, *,
+              create: bool = True) -> str:
     """The store of ``connection``: ``explicit``, else its file's ``metadata_store``, else
-    ``$HEADWATER_METADATA_STORE``, else the embedded SQLite file under :func:`home`."""
+    ``$HEADWATER_METADATA_STORE``, else the embedded SQLite file under :func:`home` (whose
+    folder is made unless ``create`` is false: a reader makes nothing)."""
     named = explicit or _named_store(connection)
     if named:
         return named
     path = home() / "headwater.db"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
 
 
@@ -58,13 +61,15 @@ def check_store_url(connection: ConnectionConfig) -> None:
         MetadataStore.check_url(named)
 
 
-def open_store(url: str) -> MetadataStore:
+def open_store(url: str, *, create: bool = True) -> MetadataStore:
     """The metadata store at ``url``; its password is masked from here on (a driver's
-    error may quote it without the URL around it)."""
+    error may quote it without the URL around it).  ``create=False``: to be read only
+    (the page, ``/metrics``): a missing SQLite file is not created, so a wrong path
+    reads as an error, never as an empty, healthy store."""
     from headwater.metadata_store import MetadataStore
 
     register_secrets(uri_passwords(url))
-    return MetadataStore(url)
+    return MetadataStore(url, create=create)
 
 
 def spark_conf(pairs: list[str] | None) -> dict[str, str]:

@@ -7,6 +7,7 @@ The clock is injected, so tests drive it.
 """
 
 from headwater.serve._clock import Clock, SystemClock
+from headwater.serve._health_watch import HealthWatch
 from headwater.serve._running import RunsInProgress, Stoppable
 from headwater.serve._scheduler import (
     Runner,
@@ -22,6 +23,7 @@ from headwater.serve._scheduler import (
 
 __all__ = [
     "Clock",
+    "HealthWatch",
     "RunOutcome",
     "Runner",
     "RunsInProgress",

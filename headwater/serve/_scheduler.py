@@ -161,6 +161,9 @@ class Scheduler:
     max_parallel: int = 4
     poll_s: float = 1.0
     on_event: Callable[[ScheduleEvent], None] | None = None
+    #: Called at the end of every tick with its time and a snapshot (``serve``'s
+    #: :class:`~headwater.serve.HealthWatch`); it must return quickly.
+    on_tick: Callable[[datetime, SchedulerSnapshot], None] | None = None
     events: list[ScheduleEvent] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -215,6 +218,8 @@ class Scheduler:
                 continue
             self._maybe_start(entry, now)
         self._last_tick_at = now
+        if self.on_tick is not None:
+            self.on_tick(now, self.snapshot())
 
     def snapshot(self) -> SchedulerSnapshot:
         """The files and their next firings now; safe to call from any thread.

@@ -3,7 +3,8 @@
 An aiohttp application (:func:`create_app`) that serves the page's static
 files and the JSON API the page uses (``docs/ui.md``): connections with their
 schedules and recent runs, a connection's streams and history, a run's figures
-per stream, checkpoint and partition, its log lines; and the actions "sync
+per stream, checkpoint and partition, its log lines (also as a file to download); each
+connection's health (late, stale, a store that does not answer); and the actions "sync
 now", stop, replay, backfill (plan first) and reset, each through the CLI's
 own code (:mod:`headwater.operations`).  Safety: loopback by default, a token
 beyond it, a custom header and the same origin for every POST, secrets masked

@@ -121,6 +121,8 @@ class Actions:
 
     def find_run(self, run_id: str) -> tuple[RunRecord, MetadataStore]:
         for store in self.folder.all_stores():
+            if store.missing:  # no sync wrote it yet: it holds no run
+                continue
             run = store.get_run(run_id)
             if run is not None:
                 return run, store
@@ -180,7 +182,10 @@ class Actions:
                                    f"{current.kind} here; wait for it or stop it")
 
     def _refuse_if_locked(self, connection: ConnectionFile) -> None:
-        holder = self.folder.store_for(connection).lock_holder(connection.name)
+        store = self.folder.store_for(connection)
+        if store.missing:  # no sync wrote it yet: nobody holds a lock there
+            return
+        holder = store.lock_holder(connection.name)
         if holder is None:
             return
         if datetime.now(UTC) - holder.heartbeat_at < timedelta(seconds=STALE_LOCK_S):
@@ -194,7 +199,8 @@ class Actions:
         on the job's thread, after the page was told the job started."""
         self._refuse_if_busy(connection.name)  # this process's own job, or another
         self._refuse_if_locked(connection)  # process's sync, says more
-        unfinished = self.folder.store_for(connection).find_unfinished_run(connection.name)
+        store = self.folder.store_for(connection)
+        unfinished = None if store.missing else store.find_unfinished_run(connection.name)
         if unfinished is not None:
             how = "stopped" if unfinished.status == "stopped" else "unfinished"
             raise ActionError(409, f"connection {connection.name} has a {how} run "
@@ -302,9 +308,15 @@ class Actions:
 
     def reset(self, name: str, stream: str, body: Mapping[str, Any]) -> dict[str, Any]:
         """``headwater state reset --stream S``, once ``body`` confirms with the stream's name."""
+        from headwater.ui._streams import known_streams
+
         connection, _ = self.connection(name)
         store = self.folder.store_for(connection)
-        before = store.get_state(name, stream)
+        known = known_streams(connection, store)
+        if known is not None and stream not in known:
+            raise ActionError(404, f"connection {name} has no stream {stream!r} (its streams: "
+                                   f"{', '.join(sorted(known))})")
+        before = None if store.missing else store.get_state(name, stream)
         if body.get("confirm") != stream:
             what = ("it has no state now, so nothing changes" if before is None else
                     "its stored state is forgotten: the next sync reads the stream from "
@@ -315,7 +327,7 @@ class Actions:
             raise ActionError(409, f"connection {name} is running a job here; reset it "
                                    "once that ends")
         self._refuse_if_locked(connection)
-        reset = store.reset_state(name, [stream])
+        reset = [] if store.missing else store.reset_state(name, [stream])
         return {"connection": name, "reset": reset, "before": before}
 
     # ---------------------------------------------------------------- shutdown

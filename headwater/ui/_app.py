@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -24,14 +25,17 @@ from typing import Any, TypeVar
 from aiohttp import web
 
 from headwater.config import mask, register_secrets
-from headwater.errors import HeadwaterError
+from headwater.errors import HeadwaterError, MetadataStoreError
 from headwater.metadata_store import MetadataStore, RunSummary
+from headwater.observability.health import health_view
 from headwater.operations import commit_id_key
 from headwater.serve import RunsInProgress, Scheduler, next_firing
 from headwater.ui import _views as views
 from headwater.ui._actions import ActionError, Actions
 from headwater.ui._folder import ConnectionFile, ConnectionFolder
+from headwater.ui._health import folder_health, health_of
 from headwater.ui._security import csrf_middleware, error, host_middleware, token_middleware
+from headwater.ui._streams import configured_streams
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +78,7 @@ def create_app(directory: Path, store_url: str | None = None, *, token: str | No
     app.router.add_get("/api/connections/{name}", _connection)
     app.router.add_get("/api/runs/{run_id}", _run)
     app.router.add_get("/api/runs/{run_id}/logs", _logs)
+    app.router.add_get("/api/runs/{run_id}/logs.txt", _logs_text)
     app.router.add_get("/metrics", _metrics)
     for path, call, status in ACTION_ROUTES:
         app.router.add_post(path, _action(call, status))
@@ -102,6 +107,8 @@ async def _errors(request: web.Request, handler: Any) -> web.StreamResponse:
         return await handler(request)
     except ActionError as exc:
         return error(exc.status, mask(exc.message))
+    except MetadataStoreError as exc:  # unreachable, missing, not a store: not bad input
+        return error(503, mask(exc.message))
     except web.HTTPException as exc:
         if request.path.startswith("/api/") and exc.status >= 400:
             return error(exc.status, exc.reason)
@@ -147,10 +154,10 @@ def connection_document(folder: ConnectionFolder, actions: Actions, connection: 
     """``Connection`` of the contract: the file, its schedule, its recent runs
     (``summaries``, the newest first, when the caller read them already)."""
     config = connection.config
-    if summaries is None:
+    if summaries is None and connection.valid:
         summaries = folder.store_for(connection).list_run_summaries(connection.name,
                                                                     limit=RECENT_RUNS)
-    runs = [views.run_summary(s, now) for s in summaries]
+    runs = [views.run_summary(s, now) for s in summaries or []]
     schedule = config.schedule if config is not None else None
     following = views.iso(_next_firing(schedule, now)) if schedule and connection.valid else None
     job = actions.job_of(connection.name)
@@ -175,17 +182,40 @@ async def _connections(request: web.Request) -> web.Response:
     def read() -> dict[str, Any]:
         now = datetime.now(UTC)
         connections = folder.connections()
-        by_store: dict[int, tuple[MetadataStore, list[str]]] = {}
-        for c in connections:
-            store = folder.store_for(c)
-            by_store.setdefault(id(store), (store, []))[1].append(c.name)
-        recent: dict[str, list[RunSummary]] = {}
-        for store, names in by_store.values():  # one statement per store
-            recent.update(store.recent_run_summaries(names, RECENT_RUNS))
-        return {"connections": [connection_document(folder, actions, c, now, recent[c.name])
-                                for c in connections]}
+        recent, unread = recent_runs(folder, connections, RECENT_RUNS)
+        healths = folder_health(folder, connections, recent, unread, now)
+        documents = []
+        for c, health in zip(connections, healths, strict=True):
+            document = connection_document(folder, actions, c, now, recent.get(c.name, []))
+            document.update(store_error=unread.get(c.name), **health_view(health),
+                            store_missing=c.valid and folder.store_for(c).missing)
+            documents.append(document)
+        return {"connections": documents}
 
     return answer(await _blocking(read))
+
+
+def recent_runs(folder: ConnectionFolder, connections: list[ConnectionFile], limit: int
+                ) -> tuple[dict[str, list[RunSummary]], dict[str, str]]:
+    """The newest ``limit`` runs of each valid connection (one statement per store), and
+    the store's error for the connections whose store did not answer: one unreadable
+    store blanks its own connections, said so, not the whole list."""
+    by_store: dict[int, tuple[MetadataStore, list[str]]] = {}
+    for c in connections:
+        if c.valid:
+            store = folder.store_for(c)
+            by_store.setdefault(id(store), (store, []))[1].append(c.name)
+    recent: dict[str, list[RunSummary]] = {}
+    unread: dict[str, str] = {}
+    for store, names in by_store.values():
+        if store.missing:  # no sync wrote it yet: no runs, and said so (``store_missing``)
+            recent.update({name: [] for name in names})
+            continue
+        try:
+            recent.update(store.recent_run_summaries(names, limit))
+        except MetadataStoreError as exc:
+            unread.update(dict.fromkeys(names, mask(exc.message)))
+    return recent, unread
 
 
 def _int_query(request: web.Request, name: str, default: int, most: int) -> int:
@@ -201,24 +231,11 @@ def _int_query(request: web.Request, name: str, default: int, most: int) -> int:
     return min(value, most)
 
 
-def _streams(folder: ConnectionFolder, connection: ConnectionFile,
+def _streams(connection: ConnectionFile, store: MetadataStore | None,
              now: datetime) -> list[dict[str, Any]]:
     """The connection's streams from its file and its newest plan, with their states."""
-    store = folder.store_for(connection)
     config = connection.config
-    configured: list[dict[str, Any]] = []
-    if config is not None and config.streams:
-        configured = [{"name": s.name,
-                       "sync_mode": f"{s.sync_mode.value}+{s.destination_sync_mode.value}",
-                       "cursor_field": s.cursor_field, "primary_key": s.primary_key or []}
-                      for s in config.streams]
-    newest = next((s for s in store.list_run_summaries(connection.name, limit=10)
-                   if s.kind == "sync"), None)
-    if newest is not None:
-        run = store.get_run(newest.run_id)
-        planned = {p["name"]: p for p in views.configured_from_plan(run.plan if run else {})}
-        configured = [{**c, **{k: v for k, v in planned.get(c["name"], {}).items() if v}}
-                      for c in configured] or list(planned.values())
+    configured = configured_streams(connection, store)
     tables: dict[str, str | None] = {}
     if config is not None and connection.valid:
         try:
@@ -228,25 +245,54 @@ def _streams(folder: ConnectionFolder, connection: ConnectionFile,
             tables = {c["name"]: destination.table_location(c["name"]) for c in configured}
         except Exception:  # the page still shows the rest
             log.debug("no table locations for %s", connection.name, exc_info=True)
-    return views.stream_views(configured, store.get_states(connection.name), tables, now)
+    states = store.get_states(connection.name) if store is not None else {}
+    return views.stream_views(configured, states, tables, now)
+
+
+#: What ``?before=`` takes: a run id (:func:`headwater.metadata_store.new_run_id`).
+RUN_ID_SHAPE = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]+")
+
+
+def _before(request: web.Request) -> str | None:
+    before = request.query.get("before")
+    if before is not None and not RUN_ID_SHAPE.fullmatch(before):
+        raise ActionError(400, f"?before= must be a run id such as 20261122T041500Z-1a2b3c "
+                               f"(the oldest run of the page before), not {before!r}")
+    return before
 
 
 async def _connection(request: web.Request) -> web.Response:
     folder, actions = request.app[FOLDER], request.app[ACTIONS]
     name = request.match_info["name"]
     limit = _int_query(request, "limit", 50, MAX_RUNS_PAGE)
-    before = request.query.get("before")
+    before = _before(request)
 
     def read() -> dict[str, Any]:
         connection = folder.get(name)
         if connection is None:
             raise ActionError(404, f"no connection {name!r} in {folder.folder}")
         now = datetime.now(UTC)
-        document = connection_document(folder, actions, connection, now)
+        if not connection.valid:  # no store: its file names none a sync of it wrote
+            return {**connection_document(folder, actions, connection, now),
+                    "store_error": None, "late": None, "stale": [],
+                    "streams": _streams(connection, None, now), "runs": []}
         store = folder.store_for(connection)
-        document["streams"] = _streams(folder, connection, now)
-        document["runs"] = [views.run_summary(s, now) for s in
-                            store.list_run_summaries(name, limit=limit, before=before)]
+        try:
+            if before is not None:
+                anchor = store.get_run(before)
+                if anchor is None or anchor.connection != name:
+                    raise ActionError(404, f"?before=: no run {before!r} of {name}")
+            recent = store.list_run_summaries(name, limit=RECENT_RUNS)
+            document = connection_document(folder, actions, connection, now, recent)
+            document.update(health_view(health_of(folder, connection, now, recent)))
+            document["streams"] = _streams(connection, store, now)
+            document["runs"] = [views.run_summary(s, now) for s in
+                                store.list_run_summaries(name, limit=limit, before=before)]
+            document["store_error"] = None
+        except MetadataStoreError as exc:  # the file's own figures, and why no history
+            document = connection_document(folder, actions, connection, now, [])
+            document.update(store_error=mask(exc.message), late=None, stale=[],
+                            streams=_streams(connection, None, now), runs=[])
         return document
 
     return answer(await _blocking(read))
@@ -278,6 +324,24 @@ async def _logs(request: web.Request) -> web.Response:
     return answer(await _blocking(read))
 
 
+async def _logs_text(request: web.Request) -> web.Response:
+    """The run's log lines as a file to download (text/plain, masked as every answer)."""
+    from headwater.engine._run_logs import KEEP_FIRST, KEEP_LAST
+
+    actions = request.app[ACTIONS]
+    run_id = request.match_info["run_id"]
+
+    def read() -> str:
+        run, store = actions.find_run(run_id)
+        lines, omitted = store.run_logs(run_id, limit=KEEP_FIRST + KEEP_LAST)
+        return views.log_text(run, lines, omitted, (KEEP_FIRST, KEEP_LAST))
+
+    text = mask(await _blocking(read))
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", run_id)
+    return web.Response(text=text, content_type="text/plain", charset="utf-8", headers={
+        "Content-Disposition": f'attachment; filename="headwater-run-{safe}.log"'})
+
+
 async def _metrics(request: web.Request) -> web.Response:
     """Prometheus text (:mod:`headwater.observability.metrics`) over the folder's store: the
     one every connection names, else the one ``headwater runs`` reads (``--store``, the
@@ -287,9 +351,13 @@ async def _metrics(request: web.Request) -> web.Response:
     folder, scheduler = request.app[FOLDER], request.app[SCHEDULER]
 
     def read() -> bytes:
-        stores = folder.all_stores()
-        store = stores[0] if len(stores) == 1 else folder.store_for(None)
-        return render_metrics(store, scheduler)
+        connections = folder.connections()
+        recent, unread = recent_runs(folder, connections, 1)
+        # A missing store is down here (headwater_metadata_store_up 0): nothing judged from it.
+        unread.update({c.name: "no store" for c in connections
+                       if c.valid and folder.store_for(c).missing})
+        health = folder_health(folder, connections, recent, unread, datetime.now(UTC))
+        return render_metrics(folder.all_stores(), scheduler, connections=health)
 
     body = await _blocking(read)
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

@@ -9,13 +9,18 @@ hiding it.
 
 Each connection's store is the one ``headwater sync`` of that file uses (its
 ``metadata_store``, else the environment's, else the embedded default), unless
-the page was given one URL for all; stores are opened once and shared.
+the page was given one URL for all; stores are opened once and shared, to be
+read (:func:`~headwater.operations.open_store` with ``create=False``): the page
+never creates a store, so a wrong path reads as an error, not as an empty store.
+A file that does not validate has no store at all: what it names (or the
+default it would fall back to) is not what any sync of it wrote.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from headwater.config import ConnectionConfig, load_connection
@@ -32,6 +37,9 @@ class ConnectionFile:
     name: str
     config: ConnectionConfig | None
     problems: list[str] = field(default_factory=list)
+    #: When the file last changed: a connection that never ran is late from its first
+    #: firing after this.
+    modified_at: datetime | None = None
 
     @property
     def valid(self) -> bool:
@@ -63,7 +71,9 @@ class ConnectionFolder:
             with self._lock:
                 known = self._files.get(path)
             if known is None or known[0] != signature:
-                known = (signature, _load(path))
+                loaded = replace(_load(path), modified_at=datetime.fromtimestamp(
+                    signature[0] / 1e9, UTC))
+                known = (signature, loaded)
                 with self._lock:
                     self._files[path] = known
             result.append(known[1])
@@ -76,19 +86,24 @@ class ConnectionFolder:
         return next((c for c in self.connections() if c.name == name), None)
 
     def store_for(self, connection: ConnectionFile | None) -> MetadataStore:
-        """The store ``headwater sync`` of this connection writes (opened once)."""
+        """The store ``headwater sync`` of this connection writes (opened once, to read);
+        ``None``: the one ``headwater runs`` reads.  An invalid file has none (ValueError)."""
+        if connection is not None and not connection.valid:
+            raise ValueError(f"connection file {connection.path} does not validate: it has "
+                             "no metadata store")
         config = connection.config if connection is not None else None
-        url = store_url(config, explicit=self.explicit_store)
+        url = store_url(config, explicit=self.explicit_store, create=False)
         with self._lock:
             store = self._stores.get(url)
             if store is None:
-                store = self._stores[url] = open_store(url)
+                store = self._stores[url] = open_store(url, create=False)
             return store
 
     def all_stores(self) -> list[MetadataStore]:
-        """The store of every connection of the folder (a run id is looked up in each)."""
+        """The store of every valid connection of the folder (a run id is looked up in
+        each); with none, the one ``headwater runs`` reads."""
         stores: dict[int, MetadataStore] = {}
-        found: list[ConnectionFile | None] = list(self.connections())
+        found: list[ConnectionFile | None] = [c for c in self.connections() if c.valid]
         for connection in found or [None]:
             store = self.store_for(connection)
             stores[id(store)] = store

@@ -291,3 +291,23 @@ def log_lines(lines: Sequence[RunLogLine], omitted: int) -> dict[str, Any]:
     return {"lines": [{"seq": line.seq, "at": iso(line.at), "level": line.level,
                        "logger": line.logger, "message": line.message} for line in lines],
             "omitted": omitted}
+
+
+def log_text(run: RunSummary | RunRecord, lines: Sequence[RunLogLine], omitted: int,
+             kept: tuple[int, int]) -> str:
+    """The run's stored log lines as a text file (``GET /api/runs/{id}/logs.txt``): one
+    line per record (a traceback's lines indented under it), and where the store left lines
+    out to bound a run (``kept``: its first and last counts), a line saying how many."""
+    out = [f"# headwater run {run.run_id} of {run.connection} ({run.kind}, {run.status}), "
+           f"started {iso(run.started_at)}",
+           f"# a run keeps its first {kept[0]} and last {kept[1]} log lines; "
+           f"{omitted} left out"]
+    previous = 0
+    for line in lines:
+        if line.seq > previous + 1 and omitted:
+            out.append(f"[... {line.seq - previous - 1} line(s) left out here ...]")
+        previous = line.seq
+        first, *rest = line.message.splitlines() or [""]
+        out.append(f"{iso(line.at)} {line.level:<7} {line.logger}: {first}")
+        out.extend(f"    {more}" for more in rest)
+    return "\n".join(out) + "\n"

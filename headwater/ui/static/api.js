@@ -64,3 +64,22 @@ export const post = (path, body = {}) => call("POST", path, body);
 
 /** Path segments are names from files and the store: always encoded. */
 export const seg = (value) => encodeURIComponent(value);
+
+/** Save the text at `path` as a file: fetched with the token (a plain link would not send
+ * it), then handed to the browser as a download named by the server. */
+export async function download(path) {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  const response = await fetch(path, {
+    headers: token ? { Authorization: `Bearer ${token}` } : {}, credentials: "same-origin",
+  });
+  if (!response.ok) {
+    const data = await response.json().catch(() => ({}));
+    throw new ApiError(response.status, data.error || `${response.status} ${response.statusText}`);
+  }
+  const named = /filename="([^"]+)"/.exec(response.headers.get("Content-Disposition") || "");
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(await response.blob());
+  link.download = named ? named[1] : "headwater-run.log";
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10000);
+}

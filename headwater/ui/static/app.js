@@ -35,6 +35,11 @@ class ViewContext {
         wait = delay(await step());
       } catch (error) {
         if (this.stopped) return;
+        if (error.status === 404) {  // nothing to wait for: one error page, no repeated notice
+          this.stop();
+          showError(this.main, error.message);
+          return;
+        }
         notify(error.message, "error");
         wait = 5000;
       }
@@ -46,6 +51,13 @@ class ViewContext {
   stop() {
     this.controller.abort();
   }
+}
+
+/** The view's place, given to why it cannot be shown (an unknown run or connection). */
+function showError(main, message) {
+  fill(main, h("h1", {}, "Could not load this page"),
+    h("p", { class: "error", "data-testid": "page-error" }, message),
+    h("p", {}, h("a", { href: "#/" }, "Back to the connections")));
 }
 
 let current = null;
@@ -62,11 +74,7 @@ async function route() {
     try {
       await render(ctx, ...match.slice(1).map(decodeURIComponent));
     } catch (error) {
-      if (!ctx.stopped) {
-        fill(main, h("h1", {}, "Could not load this page"),
-          h("p", { class: "error", "data-testid": "page-error" }, error.message),
-          h("p", {}, h("a", { href: "#/" }, "Back to the connections")));
-      }
+      if (!ctx.stopped) showError(main, error.message);
     }
     main.focus({ preventScroll: true });
     return;

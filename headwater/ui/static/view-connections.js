@@ -40,7 +40,8 @@ function connectionsTable(connections) {
     }, c.name) },
     { label: "Last run", key: "last_run", cell: (c) => h("span", {},
       badge(c.last_run?.status, "last-run-status"),
-      c.last_run ? h("span", { class: "sub" }, when(c.last_run.started_at)) : null) },
+      c.last_run ? h("span", { class: "sub" }, when(c.last_run.started_at)) : null,
+      health(c)) },
     { label: "Records", key: "records", num: true, cell: (c) => count(c.last_run?.records) },
     { label: "Duration", key: "duration", num: true,
       cell: (c) => duration(c.last_run?.duration_s) },
@@ -56,6 +57,31 @@ function connectionsTable(connections) {
         ? h("span", { class: "sub" }, "next ", when(c.next_firing)) : null)
       : h("span", { class: "muted" }, "manual") },
   ], connections, { empty: "No connection files in this folder yet." });
+}
+
+/** Late, stale, or a store that did not answer: said beside the last run, with the age, so a
+ * green "succeeded" of long ago never reads as all well. */
+function health(c) {
+  const said = [];
+  if (c.store_missing) {
+    said.push(h("span", { class: "sub muted", "data-testid": "store-missing" },
+      "no metadata store yet: no sync of it has run"));
+  }
+  if (c.store_error) {
+    said.push(h("span", { class: "badge badge-failed", title: c.store_error,
+      "data-testid": "store-error" }, "store unreadable"));
+  }
+  if (c.late) {
+    said.push(h("span", { class: "sub", "data-testid": "late" },
+      h("span", { class: "badge badge-late" }, `late ${duration(c.late.age_s)}`),
+      " due ", when(c.late.since), ", no run since"));
+  }
+  for (const s of c.stale || []) {
+    said.push(h("span", { class: "sub", "data-testid": "stale" },
+      h("span", { class: "badge badge-stale" }, "stale"),
+      ` ${s.stream}: data ${duration(s.freshness_s)} old (over ${duration(s.threshold_s)})`));
+  }
+  return said.length ? said : null;
 }
 
 function invalidEntry(c) {

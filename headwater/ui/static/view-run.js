@@ -3,10 +3,11 @@
 // partition that failed, and its log lines. While the run is `running` the page asks
 // again every second (the server answers from what is committed so far), so records,
 // partitions done/planned and rows/s move without a reload; it stops once the run ends.
-import { get, seg } from "./api.js";
+import { download, get, seg } from "./api.js";
 import { replayRun, stopRun } from "./actions.js";
 import { fact, fill, h, table } from "./dom.js";
 import { badge, bytes, count, duration, milliseconds, rate, when } from "./format.js";
+import { notify } from "./notices.js";
 
 const MAX_PARTITION_ROWS = 500;
 // What the engine records (headwater/engine/_partition_stats.py, the destinations' commit
@@ -31,7 +32,13 @@ export async function renderRun(ctx, runId) {
   const body = h("div");
   const logList = h("ol", { class: "logs", "data-testid": "log-lines" });
   const logs = h("section", { "aria-labelledby": "logs-title" },
-    h("h2", { id: "logs-title" }, "Log lines"), h("div", { class: "log-wrap" }, logList));
+    h("h2", { id: "logs-title" }, "Log lines"),
+    h("p", {}, h("a", { href: `${path}/logs.txt`, "data-testid": "log-download",
+      onclick: (event) => {
+        event.preventDefault();
+        download(`${path}/logs.txt`).catch((error) => notify(error.message, "error"));
+      } }, "Download the log lines (text)")),
+    h("div", { class: "log-wrap" }, logList));
   fill(ctx.main, crumbs, head, body, logs);
   let lastSeq = null;
   let logCount = 0;

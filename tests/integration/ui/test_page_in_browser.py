@@ -12,7 +12,10 @@ Replay and its result followed live on the replay's page, the backfill's plan an
 the backfill run from the form to its end, a reset confirmed by typing the stream's
 name, Stop pressed while the next sync runs (it ends ``stopped`` live) and Sync now
 resuming it to ``succeeded``, a failed sync's error, "Older runs" paging back through a
-history longer than a page, and the same pages on a phone-sized screen. A sync is held
+history longer than a page, a late connection marked late, ``/metrics`` beside the invalid
+file, an unknown run and connection (one error page), the same pages on a phone-sized
+screen, and a run of ``headwater sync`` (in this process, as the CLI runs it) whose page shows
+its per-checkpoint log lines. A sync is held
 after its first checkpoint's release (a listener on the driver's ``after-release``
 moment waits on a gate the test opens) so the page is seen running whatever the
 machine's speed; nothing is timed. Each step saves a screenshot under
@@ -38,6 +41,7 @@ import yaml
 
 from headwater import _events
 from tests.integration._connections import connection_file
+from tests.integration._in_process import run_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -141,10 +145,37 @@ def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iter
     caplog.set_level(logging.INFO, logger="headwater")
     from headwater.ui import UiServer, create_app
 
-    server = UiServer(create_app(write_folder(tmp_path)), "127.0.0.1", 0)
+    folder = write_folder(tmp_path)
+    late_connection(folder, tmp_path / "connections" / "meta.db")
+    server = UiServer(create_app(folder), "127.0.0.1", 0)
     server.start()
     yield server
     server.shutdown("the test is over")
+
+
+def late_connection(folder: Path, store_file: Path) -> None:
+    """``nightly``: a 15-minute schedule whose one (succeeded) run started in 2025: late."""
+    import sqlite3
+
+    connection_file(folder, name="nightly", lake=str(folder.parent / "lake3"),
+                    source={"users": 10, "orders": 0},
+                    streams=[{"name": "users", "sync_mode": "incremental"}],
+                    schedule="*/15 * * * *")
+    seed_runs(store_file, "nightly", 1)
+    with sqlite3.connect(store_file) as db:
+        db.execute("UPDATE runs SET started_at = '2025-01-01 00:00:00.000000', "
+                   "ended_at = '2025-01-01 00:00:05.000000' WHERE connection = 'nightly'")
+
+
+def metrics_samples(page: Any, base: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """``/metrics`` as Prometheus reads it (prometheus_client's own parser)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = page.request.get(base + "/metrics")
+    assert response.ok
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(response.text())
+            for sample in family.samples}
 
 
 class Walk:
@@ -198,6 +229,10 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(row).to_contain_text("sample → delta")
     invalid = page.get_by_test_id("invalid-connection")
     expect(invalid).to_contain_text("broken")
+    # A 15-minute schedule last run in 2025 is not a green "succeeded" alone: it is late.
+    nightly = page.get_by_test_id("connections-table-row").filter(has_text="nightly")
+    expect(nightly.get_by_test_id("last-run-status")).to_have_text("succeeded")
+    expect(nightly.get_by_test_id("late")).to_contain_text(re.compile(r"late \d+ d"))
     walk.shot("01-connections")
 
     # The invalid file's entry opens on its problems, as `headwater validate` words them.
@@ -235,6 +270,13 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("streams-table-row").first).to_contain_text("updated_at")
     expect(page.get_by_test_id("throughput-chart")).to_have_attribute("data-points", "1")
     walk.shot("05-sync-succeeded")
+    # /metrics beside the invalid file: the valid connections' samples are all there.
+    samples = metrics_samples(page, base)
+    assert samples["headwater_metadata_store_up", ()] == 1
+    assert samples["headwater_records_written_total",
+                   (("connection", "shop"), ("stream", "users"))] == 300
+    assert samples["headwater_connection_config_valid", (("connection", "broken"),)] == 0
+    assert samples["headwater_connection_late", (("connection", "nightly"),)] == 1
 
     # The run: its figures, checkpoints with their commits, state after, log lines.
     run_id = first.get_by_test_id("run-link").inner_text()
@@ -387,6 +429,17 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     ids = runs.get_by_test_id("run-link").all_inner_texts()
     assert len(set(ids)) == 56, "a run is listed twice"
     walk.shot("16-older-runs")
+
+    # An unknown run or connection: one error page, no notice (it used to repeat every 5 s).
+    for address, words in (("#/runs/does-not-exist", "no run 'does-not-exist'"),
+                           ("#/connections/nope", "no connection 'nope'")):
+        page.goto(f"{base}/{address}")
+        expect(page.get_by_test_id("page-error")).to_contain_text(words)
+        expect(page.get_by_test_id("log-lines")).to_have_count(0)
+        expect(page.get_by_test_id("notice-error")).to_have_count(0)
+    walk.shot("16b-unknown-run")
+    # The browser reports each 404 on its console: the ones expected here.
+    walk.problems = [p for p in walk.problems if "404" not in p]
     walk.close()
 
     # A phone-sized screen: nothing wider than the screen but the tables, which scroll.
@@ -403,6 +456,25 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     assert phone.page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     phone.shot("18-phone-run")
     phone.close()
+
+    # A run of `headwater sync` (no -v: its console shows warnings only) keeps the same
+    # per-checkpoint lines as the page's runs, and the late connection is late no more.
+    # Last in the walk: the in-process CLI clears the process's listeners and secrets.
+    logging.getLogger("headwater").setLevel(logging.NOTSET)  # as in a real process
+    done = run_in_process(tmp_path, "sync", str(tmp_path / "connections" / "nightly.yaml"))
+    assert done.exit_code == 0, done.stderr
+    cli = Walk(browser, base, {"width": 1280, "height": 900})
+    cli.page.goto(base + "/")
+    nightly = cli.page.get_by_test_id("connections-table-row").filter(has_text="nightly")
+    expect(nightly.get_by_test_id("late")).to_have_count(0)
+    nightly.get_by_test_id("connection-link").click()
+    cli.page.get_by_test_id("run-link").first.click()
+    expect(cli.page.get_by_test_id("run-status")).to_have_text("succeeded")
+    expect(cli.page.get_by_test_id("log-line").filter(has_text=re.compile(
+        r"checkpoint \d+: 10 rows"))).to_have_count(1)
+    expect(cli.page.get_by_test_id("log-download")).to_be_visible()
+    cli.shot("20-cli-run-logs")
+    cli.close()
 
 
 TOKEN = "page-token-7c41d2"

@@ -79,3 +79,35 @@ def test_a_resumed_attempt_adds_its_lines_after_the_earlier_attempts(tmp_path: P
         (3, "attempt 2: planning, before the run is named"),
         (4, "attempt 2: checkpoint 2 committed")]
     assert omitted == 0
+
+
+def test_a_run_keeps_its_info_lines_when_the_console_shows_warnings_only(
+        tmp_path: Path) -> None:
+    """Defect 3 of issue 39: ``headwater sync`` without ``-v`` (root logger at WARNING) kept
+    no per-checkpoint INFO line, so a CLI run's page showed none; nor may its console start
+    printing them."""
+    from headwater.cli._common import setup_logging
+
+    store = MetadataStore(MetadataStore.default_url(tmp_path))
+    run_id = store.create_run("c", plan={"connection": "c", "streams": []}, state_before={},
+                              config_redacted={})
+    root = logging.getLogger()
+    saved = (root.level, list(root.handlers))
+    engine_log = logging.getLogger("headwater.engine._stream_runner")
+    printed: list[str] = []
+    try:
+        setup_logging(0, as_json=False)  # what `headwater sync` does without -v
+        [console] = root.handlers
+        console.emit = lambda record: printed.append(record.getMessage())  # type: ignore[method-assign]
+        with capture_run_logs(store, run_id, every_s=60):
+            engine_log.info("stream users checkpoint 1: 10 rows in 0.1s")
+            engine_log.error("stream users checkpoint 2 failed: boom")
+        assert not engine_log.isEnabledFor(logging.INFO)  # its level is back
+    finally:
+        root.setLevel(saved[0])
+        root.handlers[:] = saved[1]
+    lines, _ = store.run_logs(run_id)
+    assert [(line.level, line.message) for line in lines] == [
+        ("INFO", "stream users checkpoint 1: 10 rows in 0.1s"),
+        ("ERROR", "stream users checkpoint 2 failed: boom")]
+    assert printed == ["stream users checkpoint 2 failed: boom"]

@@ -90,3 +90,20 @@ def test_a_replay_or_backfill_waits_for_a_stopped_run_to_be_finished(folder: Pat
                          {"stream": "users", "from": "2024-01-01T00:00:00Z",
                           "to": "2024-01-01T00:01:00Z"})
     assert status == 409 and f"stopped run {stopped}" in body["error"]
+
+
+def test_unknown_things_are_404_and_a_malformed_page_anchor_400(folder: Path) -> None:
+    """Item 7 of issue 39: a reset of a stream the connection does not have answered 200,
+    and ``?before=nope`` an empty page."""
+    assert call(create_app(folder), "GET", "/api/runs/nope")[0] == 404  # no store yet
+    MetadataStore(f"sqlite:///{folder.parent / 'meta.db'}").close()  # a store, no runs
+    status, body = _post(folder, "/api/connections/shop/streams/nope/reset", {"confirm": "nope"})
+    assert status == 404 and "'nope'" in body["error"] and "users" in body["error"]
+    status, body = call(create_app(folder), "GET", "/api/connections/shop?before=nope")
+    assert status == 400 and "?before=" in body["error"] and "run id such as" in body["error"]
+    status, body = call(create_app(folder), "GET",
+                        "/api/connections/shop?before=20261122T041500Z-1a2b3c")
+    assert status == 404 and "20261122T041500Z-1a2b3c" in body["error"]
+    for path in ("/api/runs/nope", "/api/runs/nope/logs", "/api/connections/nope"):
+        status, body = call(create_app(folder), "GET", path)
+        assert status == 404 and "'nope'" in body["error"], path
