@@ -32,6 +32,9 @@ class DestinationSyncMode(StrEnum):
     APPEND = "append"
     #: One row per primary key: the latest by cursor.
     APPEND_DEDUP = "append_dedup"
+    #: Every version of a row, each valid from one moment to the next version's
+    #: (slowly changing dimension type 2: ``docs/history.md``).
+    HISTORY = "history"
 
 
 __all__ = ["DestinationSyncMode", "SyncMode"]

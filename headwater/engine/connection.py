@@ -67,10 +67,15 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
                               field=f"{where}.name")
         cursor_field = _cursor_field(stream, configured, where, schemas)
         primary_key = tuple(configured.primary_key or stream.primary_key)
-        if configured.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP \
-                and not primary_key:
-            raise ConfigError(f"append_dedup needs a primary key and stream "
-                              f"{configured.name!r} has none", field=f"{where}.primary_key")
+        if configured.destination_sync_mode in _KEYED and not primary_key:
+            raise ConfigError(f"{configured.destination_sync_mode} needs a primary key and "
+                              f"stream {configured.name!r} has none",
+                              field=f"{where}.primary_key")
+        if configured.deletes == "hard" and schemas:
+            problem = hard_deletes_problem(stream.json_schema())
+            if problem is not None:
+                raise ConfigError(f"stream {configured.name!r}: {problem}",
+                                  field=f"{where}.deletes")
         # The stream's own refusals of a sync mode come with its cursor, made as the
         # plan makes it (notification discovery reads only new objects, say).
         stream.cursor(None, configured.sync_mode == INCREMENTAL)
@@ -99,8 +104,30 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
             json_columns=tuple(configured.json_columns),
             table_layout=TableLayout(partition_by=tuple(configured.partition_by),
                                      cluster_by=tuple(configured.cluster_by),
-                                     properties=dict(configured.table_properties))))
+                                     properties=dict(configured.table_properties)),
+            deletes=configured.deletes or "soft"))
     return resolved
+
+
+#: The destination sync modes that keep rows by primary key (and so need one).
+_KEYED = (DestinationSyncMode.APPEND_DEDUP, DestinationSyncMode.HISTORY)
+
+
+def hard_deletes_problem(json_schema: Mapping[str, Any]) -> str | None:
+    """Why ``deletes: hard`` cannot apply to a stream of ``json_schema`` (None: it can).
+
+    A hard delete is a tombstone row the source flags (``DELETED_COLUMNS``): a
+    stream without such a column has no deletes to apply, and the setting would
+    silently do nothing.
+    """
+    from headwater.destinations._deletes import DELETED_COLUMNS
+
+    columns = set(json_schema.get("properties") or {})
+    if any(name in columns for name in DELETED_COLUMNS):
+        return None
+    return ("deletes: hard needs a stream whose rows say they are deletes (a column "
+            f"{' or '.join(DELETED_COLUMNS)}, as the postgres source's CDC streams have), "
+            "and this stream has none")
 
 
 def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
@@ -120,11 +147,12 @@ def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
     if chosen == stream.cursor_field:
         return chosen
     if stream.versions_by_record_column:
-        if configured.destination_sync_mode is not DestinationSyncMode.APPEND_DEDUP:
+        if configured.destination_sync_mode not in _KEYED:
             raise ConfigError(
                 f"stream {name!r} reads new data by {stream.cursor_field!r}, not by a column "
                 f"of its records: cursor_field {chosen!r} only orders the versions of a key in "
-                "append_dedup (use destination_sync_mode: append_dedup, or leave it out)",
+                "append_dedup and history (use destination_sync_mode: append_dedup, or leave "
+                "it out)",
                 field=f"{where}.cursor_field")
         columns = (stream.json_schema().get("properties") or {}) if schemas else None
         if columns is not None and chosen not in columns:
