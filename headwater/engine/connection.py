@@ -84,6 +84,11 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
         if problem is not None:
             raise ConfigError(f"stream {configured.name!r}: {problem}",
                               field=f"{where}.json_columns")
+        problem = history_kind_problem(connection.destination.type,
+                                       configured.destination_sync_mode)
+        if problem is not None:
+            raise ConfigError(f"stream {configured.name!r}: {problem}",
+                              field=f"{where}.destination_sync_mode")
         for setting in ("partition_by", "cluster_by"):
             entries = getattr(configured, setting)
             problem = (layout_kind_problem(connection.destination.type, setting, entries)
@@ -166,6 +171,25 @@ def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
             f"{stream.cursor_field!r}; another cursor field is not supported",
             field=f"{where}.cursor_field")
     return chosen
+
+
+def history_kind_problem(destination_type: str, mode: DestinationSyncMode) -> str | None:
+    """Why ``destination_type`` cannot keep a ``history`` stream (None: it can, or ``mode``
+    is another).  From the destination's declared modes, before anything runs; the
+    destination's own ``prepare`` says why in its own terms too."""
+    from headwater.destinations import get_destination_class
+
+    if mode is not DestinationSyncMode.HISTORY:
+        return None
+    try:
+        declared = get_destination_class(destination_type).capabilities.sync_modes
+    except ConfigError:  # a destination built in code (a test's): its prepare decides
+        return None
+    if DestinationSyncMode.HISTORY in declared:
+        return None
+    return (f"destination_sync_mode: the {destination_type} destination does not keep a row's "
+            "versions (closing one changes a row already written); use append (every version "
+            "lands as a row), or the delta, iceberg or postgres destination")
 
 
 def layout_kind_problem(destination_type: str, setting: str,
