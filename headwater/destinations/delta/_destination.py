@@ -17,7 +17,10 @@ Sync modes:
 * ``append``: every checkpoint appends.
 * ``append_dedup``: every checkpoint is MERGEd on the primary key; the row with
   the latest cursor wins (ties: the later checkpoint, then the later partition,
-  then the later record).
+  then the later record); with ``deletes: hard`` a winning CDC delete deletes the
+  key's row in the same MERGE.
+* ``history``: every checkpoint closes and opens its keys' versions in one MERGE
+  (``_history_rule.py``, ``docs/history.md``).
 
 Two ways to write (``writer`` in the config):
 
