@@ -25,7 +25,8 @@ class DestinationSyncMode(StrEnum):
     """How read records land: replace the table, add to it, or keep the latest per key.
 
     Only the modes Headwater implements; Airbyte's ``update`` and ``soft_delete`` (used
-    by a few Airbyte destinations) are rejected when a catalog is parsed.
+    by a few Airbyte destinations) are rejected when a catalog is parsed.  ``history``
+    is Headwater's own: the catalogs it hands Airbyte sources never carry it.
     """
 
     OVERWRITE = "overwrite"

@@ -189,7 +189,7 @@ def history_kind_problem(destination_type: str, mode: DestinationSyncMode) -> st
         return None
     return (f"destination_sync_mode: the {destination_type} destination does not keep a row's "
             "versions (closing one changes a row already written); use append (every version "
-            "lands as a row), or the delta, iceberg or postgres destination")
+            "lands as a row), or a destination that declares history (docs/history.md)")
 
 
 def layout_kind_problem(destination_type: str, setting: str,

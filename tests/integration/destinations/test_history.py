@@ -203,9 +203,10 @@ def assert_dated_by_the_runs(history: pa.Table, tmp_path: Path, runs: list[str])
 def assert_replayed_checkpoint_changes_nothing(spark: Any, made: Destination, read: Reader,
                                                tmp_path: Path, run_id: str) -> None:
     """The second sync's history checkpoint committed again, after its commit: with its
-    own marker (the marker lookup and the idempotency pair answer), then under a new
-    marker, as a ``backfill`` of the same changes would (the history rule answers: no
-    change is newer than the versions stored).  The table stays as it was."""
+    own marker (the marker lookup and the idempotency pair answer), then as another
+    run's checkpoint, as a ``backfill`` of the same changes would commit it (no marker
+    matches: the history rule answers, no change being newer than the versions
+    stored).  The table stays as it was."""
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
     run = store.get_run(run_id)
     assert run is not None
@@ -220,7 +221,10 @@ def assert_replayed_checkpoint_changes_nothing(spark: Any, made: Destination, re
                           checkpoint_index=checkpoint.index, attempt=2)
     made.prepare(spark, plan, pa.schema([f for f in batch.schema
                                          if f.name not in {*META_NAMES, *HISTORY_NAMES}]))
-    for again in (marker, replace(marker, app_id=marker.app_id + "-again", version=1)):
+    # As a backfill's checkpoint: another run, index and lane, so no marker is found.
+    backfill = replace(marker, app_id=marker.app_id + "-backfill", version=1,
+                       run_id="backfill", checkpoint_index=checkpoint.index + 1000, attempt=1)
+    for again in (marker, backfill):
         result = made.commit(spark, plan, checkpoint, rows_again, again)
         assert result.already_committed or again is not marker
         assert sorted_rows(read(made, "t")) == sorted_rows(before)
