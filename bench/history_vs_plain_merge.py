@@ -65,6 +65,8 @@ def headwater(folder: Path, keys: int, per_partition: int) -> tuple[float, Any]:
     assert state is not None
     seconds, result = timed_headwater_sync(connection(folder, keys, 1, per_partition))
     assert result.streams[0].records_written == keys // 10, result.to_dict()
+    print("Headwater's second sync, seconds by step:", result.to_dict().get("steps_s"),
+          flush=True)
     return seconds, state
 
 

@@ -4,9 +4,10 @@ One scenario, run on Delta, Iceberg and PostgreSQL: a PostgreSQL CDC source (a
 real logical replication slot) whose three tables get the same changes between
 three syncs: updates (two of one key in one sync, in two transactions), deletes,
 a deleted key inserted again, an update and a delete in one transaction.  Table
-``t`` is synced as ``history``, ``s`` as ``append_dedup`` with ``deletes: soft``
-and ``h`` with ``deletes: hard``: three streams of one connection, so the three
-concerns share the syncs (each costs a Spark job per stream, not a JVM).
+``scd_history`` is synced as ``history``, ``scd_soft`` as ``append_dedup`` with
+``deletes: soft`` and ``scd_hard`` with ``deletes: hard``: three streams of one
+connection, so the three concerns share the syncs (each costs a Spark job per
+stream, not a JVM).
 
 Each table is read back by a reader of the test's own (Spark's Delta reader,
 PyIceberg, psycopg) and checked: the history table holds exactly the versions
@@ -47,10 +48,13 @@ pytestmark = pytest.mark.spark
 
 NAME = "scd"
 KEYED = {"sync_mode": "incremental", "cursor_field": "_pg_lsn", "primary_key": ["id"]}
-STREAMS = [{"name": "t", "destination_sync_mode": "history", **KEYED},
-           {"name": "s", "destination_sync_mode": "append_dedup", "deletes": "soft", **KEYED},
-           {"name": "h", "destination_sync_mode": "append_dedup", "deletes": "hard", **KEYED}]
-TABLES = ("t", "s", "h")
+#: Names no other test's tables have: a CDC stream's replication slot is named after its
+#: table, and slots are the server's, shared by every test (and xdist worker) on it.
+HISTORY, SOFT, HARD = "scd_history", "scd_soft", "scd_hard"
+STREAMS = [{"name": HISTORY, "destination_sync_mode": "history", **KEYED},
+           {"name": SOFT, "destination_sync_mode": "append_dedup", "deletes": "soft", **KEYED},
+           {"name": HARD, "destination_sync_mode": "append_dedup", "deletes": "hard", **KEYED}]
+TABLES = (HISTORY, SOFT, HARD)
 
 #: The changes between the syncs, each string one transaction, ``{t}`` each table.
 BEFORE_SECOND = ["UPDATE {t} SET v = 'a2' WHERE id = 1", "UPDATE {t} SET v = 'a3' WHERE id = 1",
@@ -131,14 +135,14 @@ def test_history_and_deletes_over_three_syncs(
         runs.append(sync(path).run_id)
 
         made = build_destination(section["type"], section["config"])
-        history = read(made, "t")
+        history = read(made, HISTORY)
         assert Counter(zip(history.column("id").to_pylist(), history.column("v").to_pylist(),
                            history.column("_hw_is_current").to_pylist(),
                            strict=True)) == VERSIONS
         assert_valid_in_turn(spark, history)
         assert_dated_by_the_runs(history, tmp_path, runs)
 
-        soft, hard = read(made, "s"), read(made, "h")
+        soft, hard = read(made, SOFT), read(made, HARD)
         assert rows(hard) == {(i, v, False) for i, v in LIVE}
         assert rows(soft) == {(i, v, False) for i, v in LIVE} | {(2, None, True), (7, None, True)}
 
@@ -210,14 +214,14 @@ def assert_replayed_checkpoint_changes_nothing(spark: Any, made: Destination, re
     store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
     run = store.get_run(run_id)
     assert run is not None
-    [plan] = [s for s in RunPlan.from_dict(run.plan).streams if s.stream.name == "t"]
+    [plan] = [s for s in RunPlan.from_dict(run.plan).streams if s.stream.name == HISTORY]
     [checkpoint] = plan.checkpoints
-    before = read(made, "t")
+    before = read(made, HISTORY)
     batch = before.filter(pc.equal(before.column("_hw_checkpoint"), checkpoint.index))
     assert batch.num_rows == 4  # a2, a3, b2 and g1 (c1's delete opened none)
     rows_again = spark.createDataFrame(batch.drop_columns(HISTORY_NAMES))
-    marker = CommitMarker(app_id=lane_app_id_prefix(store.store_id, NAME, "t") + "0",
-                          version=checkpoint.index, run_id=run_id, stream="t",
+    marker = CommitMarker(app_id=lane_app_id_prefix(store.store_id, NAME, HISTORY) + "0",
+                          version=checkpoint.index, run_id=run_id, stream=HISTORY,
                           checkpoint_index=checkpoint.index, attempt=2)
     made.prepare(spark, plan, pa.schema([f for f in batch.schema
                                          if f.name not in {*META_NAMES, *HISTORY_NAMES}]))
@@ -227,7 +231,7 @@ def assert_replayed_checkpoint_changes_nothing(spark: Any, made: Destination, re
     for again in (marker, backfill):
         result = made.commit(spark, plan, checkpoint, rows_again, again)
         assert result.already_committed or again is not marker
-        assert sorted_rows(read(made, "t")) == sorted_rows(before)
+        assert sorted_rows(read(made, HISTORY)) == sorted_rows(before)
 
 
 def sorted_rows(table: pa.Table) -> list[tuple[Any, ...]]:
