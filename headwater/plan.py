@@ -72,6 +72,9 @@ class ConfiguredStream:
     #: The table's partitioning, clustering and properties (the stream's ``partition_by``,
     #: ``cluster_by`` and ``table_properties``).
     table_layout: TableLayout = field(default_factory=TableLayout)
+    #: What an ``append_dedup`` stream's CDC deletes do: ``soft`` (the row kept, flagged)
+    #: or ``hard`` (the row deleted by the checkpoint's commit).
+    deletes: str = "soft"
 
     def __post_init__(self) -> None:
         # Plain strings (a plan read back from JSON, a caller's literal) become members.
@@ -96,6 +99,7 @@ class ConfiguredStream:
             "primary_key": list(self.primary_key),
             "json_columns": list(self.json_columns),
             "table_layout": self.table_layout.to_dict(),
+            "deletes": self.deletes,
         }
 
     @classmethod
@@ -108,6 +112,7 @@ class ConfiguredStream:
             primary_key=tuple(data.get("primary_key") or ()),
             json_columns=tuple(data.get("json_columns") or ()),
             table_layout=TableLayout.from_dict(data.get("table_layout")),
+            deletes=str(data.get("deletes") or "soft"),
         )
 
 
@@ -152,6 +157,10 @@ class StreamPlan:
     lanes: int
     checkpoints: tuple[CheckpointPlan, ...]
     json_schema: dict[str, Any] = field(default_factory=dict)
+    #: When the run was planned (ISO 8601, UTC): persisted with the plan, so every attempt
+    #: of the run sees the same value.  A ``history`` stream whose cursor is not a time
+    #: dates its versions by it (``docs/history.md``); empty in plans made before it existed.
+    planned_at: str = ""
 
     @property
     def partition_count(self) -> int:
@@ -164,6 +173,7 @@ class StreamPlan:
             "lanes": self.lanes,
             "checkpoints": [c.to_dict() for c in self.checkpoints],
             "json_schema": self.json_schema,
+            "planned_at": self.planned_at,
         }
 
     @classmethod
@@ -174,6 +184,7 @@ class StreamPlan:
             lanes=int(data["lanes"]),
             checkpoints=tuple(CheckpointPlan.from_dict(c) for c in data["checkpoints"]),
             json_schema=dict(data.get("json_schema") or {}),
+            planned_at=str(data.get("planned_at") or ""),
         )
 
 

@@ -25,13 +25,17 @@ class DestinationSyncMode(StrEnum):
     """How read records land: replace the table, add to it, or keep the latest per key.
 
     Only the modes Headwater implements; Airbyte's ``update`` and ``soft_delete`` (used
-    by a few Airbyte destinations) are rejected when a catalog is parsed.
+    by a few Airbyte destinations) are rejected when a catalog is parsed.  ``history``
+    is Headwater's own: the catalogs it hands Airbyte sources never carry it.
     """
 
     OVERWRITE = "overwrite"
     APPEND = "append"
     #: One row per primary key: the latest by cursor.
     APPEND_DEDUP = "append_dedup"
+    #: Every version of a row, each valid from one moment to the next version's
+    #: (slowly changing dimension type 2: ``docs/history.md``).
+    HISTORY = "history"
 
 
 __all__ = ["DestinationSyncMode", "SyncMode"]

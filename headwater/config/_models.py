@@ -81,6 +81,10 @@ class ConnectorRef(BaseModel):
 OnWarning = Literal["warn", "fail"]
 
 
+#: The destination sync modes that keep rows by primary key (and so need one).
+_KEYED = (DestinationSyncMode.APPEND_DEDUP, DestinationSyncMode.HISTORY)
+
+
 class StreamConfig(BaseModel):
     """One configured stream: which sync mode, and what the file overrides of the source.
 
@@ -118,6 +122,10 @@ class StreamConfig(BaseModel):
     schema_contract: SchemaContract | None = None
     #: Named checks of each row and what a failing row does (:mod:`headwater.expectations`).
     expectations: list[ExpectationConfig] = Field(default_factory=list)
+    #: What an ``append_dedup`` stream's CDC deletes (rows whose ``_hw_deleted`` or
+    #: ``_pg_deleted`` is true) do to its key's row: ``soft`` keeps it, flagged (the
+    #: default); ``hard`` deletes it in the checkpoint's commit (``docs/history.md``).
+    deletes: Literal["soft", "hard"] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -200,8 +208,18 @@ class StreamConfig(BaseModel):
                 "records would drop the rest; use incremental + append or append_dedup, or "
                 "full_refresh + overwrite"
             )
-        if destination is DestinationSyncMode.APPEND_DEDUP and self.primary_key == []:
-            raise ValueError("append_dedup needs a primary key, and primary_key is empty")
+        if mode is SyncMode.FULL_REFRESH and destination is DestinationSyncMode.HISTORY:
+            raise ValueError(
+                "full_refresh + history is not a sync mode: a key's versions are opened and "
+                "closed in the order of the cursor; use incremental + history"
+            )
+        if destination in _KEYED and self.primary_key == []:
+            raise ValueError(f"{destination} needs a primary key, and primary_key is empty")
+        if self.deletes is not None and destination is not DestinationSyncMode.APPEND_DEDUP:
+            raise ValueError(
+                f"deletes applies to append_dedup streams, and this one is {destination}: "
+                "a history stream's deletes close the key's current version (leave deletes out)"
+            )
         if self.partition_by and self.cluster_by:
             raise ValueError(
                 "partition_by and cluster_by are mutually exclusive: a Delta table is either "
@@ -234,11 +252,10 @@ class StreamConfig(BaseModel):
                 "set cursor_field for the stream in the connection file",
                 stream=self.name,
             )
-        if resolved.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP and not (
-            resolved.primary_key
-        ):
+        if resolved.destination_sync_mode in _KEYED and not resolved.primary_key:
             raise ConfigError(
-                "append_dedup needs a primary key, and the source gives this stream none: "
+                f"{resolved.destination_sync_mode} needs a primary key, and the source gives "
+                "this stream none: "
                 "set primary_key for the stream in the connection file",
                 stream=self.name,
             )

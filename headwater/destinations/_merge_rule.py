@@ -37,13 +37,27 @@ def latest_first(partition_order: Sequence[str]) -> list[Column]:
     as text (the digest is a hash, and "9" sorts after "11"), so the partition's
     place comes from the plan and the record number is compared as a number.
     """
+    checkpoint, place, record = _tie_terms(partition_order)
+    position = [place.desc_nulls_first()] if place is not None else []
+    return [checkpoint.desc(), *position, record.desc()]
+
+
+def earliest_first(partition_order: Sequence[str]) -> list[Column]:
+    """:func:`latest_first` the other way round: the order in which ties happened."""
+    checkpoint, place, record = _tie_terms(partition_order)
+    position = [place.asc_nulls_last()] if place is not None else []
+    return [checkpoint.asc(), *position, record.asc()]
+
+
+def _tie_terms(partition_order: Sequence[str]) -> tuple[Column, Column | None, Column]:
+    """The tie rule's terms, each larger for a later row: checkpoint, place, record."""
     from pyspark.sql import functions as F
 
     place = F.create_map(*[F.lit(x) for i, pid in enumerate(partition_order)
                            for x in (pid, i)]) if partition_order else None
     record = F.substring_index(F.col("_hw_raw_id"), "-", -1).cast("bigint")
-    position = [place[F.col("_hw_partition_id")].desc_nulls_first()] if place is not None else []
-    return [F.col("_hw_checkpoint").desc(), *position, record.desc()]
+    return (F.col("_hw_checkpoint"),
+            place[F.col("_hw_partition_id")] if place is not None else None, record)
 
 
 def batch_order(cursor: str | None, partition_order: Sequence[str]) -> list[Column]:
@@ -78,4 +92,5 @@ def update_when(cursor: str | None) -> str:
             f"(s.{c} = t.{c} AND s._hw_checkpoint >= t._hw_checkpoint)")
 
 
-__all__ = ["batch_order", "keys_match", "latest_first", "latest_rows", "quote", "update_when"]
+__all__ = ["batch_order", "earliest_first", "keys_match", "latest_first", "latest_rows", "quote",
+           "update_when"]

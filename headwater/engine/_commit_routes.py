@@ -97,10 +97,11 @@ def choose_route(destination: Destination, plan: StreamPlan, *, staged: bool,
     """The route of a stream's checkpoints (see the module docstring's table).
 
     A replay of an ``append_dedup`` stream MERGEs like a sync (the latest cursor
-    wins anyway); ``writer`` is None unless the destination takes task-written files.
+    wins anyway), and so does a ``history`` stream's (it opens no version twice);
+    ``writer`` is None unless the destination takes task-written files.
     """
-    if replay_of is not None and \
-            plan.stream.destination_sync_mode is not DestinationSyncMode.APPEND_DEDUP:
+    if replay_of is not None and plan.stream.destination_sync_mode not in (
+            DestinationSyncMode.APPEND_DEDUP, DestinationSyncMode.HISTORY):
         return ReplaceRun(destination, replaced_run_id=replay_of)
     if staged:
         return StageFiles(destination, writer) if writer is not None \

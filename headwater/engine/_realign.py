@@ -115,6 +115,9 @@ def _unknown_runs_note(item: StreamRealignment, drop: bool) -> str:
             "what they read: the next sync reads that data again")
     if item.mode == DestinationSyncMode.APPEND_DEDUP:
         return head + "; append_dedup merges it again by key, so no row lands twice"
+    if item.mode == DestinationSyncMode.HISTORY:
+        return head + ("; history opens a version only for a change newer than the key's "
+                       "stored ones, so no version lands twice")
     if item.mode == DestinationSyncMode.OVERWRITE:
         return head + "; overwrite replaces the table, so no row lands twice"
     if drop:

@@ -270,7 +270,8 @@ class SyncEngine:
                                         overwrite=overwrite)
         return StreamPlan(stream=configured, state_before=state, lanes=lanes,
                           checkpoints=checkpoints,
-                          json_schema=self.source.stream(configured.name).json_schema())
+                          json_schema=self.source.stream(configured.name).json_schema(),
+                          planned_at=datetime.now(UTC).isoformat())
 
     def _plan(self, parallelism: int, context: PlanContext, *, allocate: bool,
               spark: SparkSession | None = None) -> RunPlan:

@@ -68,10 +68,15 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
                               field=f"{where}.name")
         cursor_field = _cursor_field(stream, configured, where, schemas)
         primary_key = tuple(configured.primary_key or stream.primary_key)
-        if configured.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP \
-                and not primary_key:
-            raise ConfigError(f"append_dedup needs a primary key and stream "
-                              f"{configured.name!r} has none", field=f"{where}.primary_key")
+        if configured.destination_sync_mode in _KEYED and not primary_key:
+            raise ConfigError(f"{configured.destination_sync_mode} needs a primary key and "
+                              f"stream {configured.name!r} has none",
+                              field=f"{where}.primary_key")
+        if configured.deletes == "hard" and schemas:
+            problem = hard_deletes_problem(stream.json_schema())
+            if problem is not None:
+                raise ConfigError(f"stream {configured.name!r}: {problem}",
+                                  field=f"{where}.deletes")
         # The stream's own refusals of a sync mode come with its cursor, made as the
         # plan makes it (notification discovery reads only new objects, say).
         stream.cursor(None, configured.sync_mode == INCREMENTAL)
@@ -80,6 +85,11 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
         if problem is not None:
             raise ConfigError(f"stream {configured.name!r}: {problem}",
                               field=f"{where}.json_columns")
+        problem = history_kind_problem(connection.destination.type,
+                                       configured.destination_sync_mode)
+        if problem is not None:
+            raise ConfigError(f"stream {configured.name!r}: {problem}",
+                              field=f"{where}.destination_sync_mode")
         for setting in ("partition_by", "cluster_by"):
             entries = getattr(configured, setting)
             problem = (layout_kind_problem(connection.destination.type, setting, entries)
@@ -103,7 +113,8 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
             json_columns=tuple(configured.json_columns),
             table_layout=TableLayout(partition_by=tuple(configured.partition_by),
                                      cluster_by=tuple(configured.cluster_by),
-                                     properties=dict(configured.table_properties))))
+                                     properties=dict(configured.table_properties)),
+            deletes=configured.deletes or "soft"))
     return resolved
 
 
@@ -120,6 +131,27 @@ def _expectations_problem(connection: ConnectionConfig, configured: StreamConfig
         return None
     columns = [*(stream.json_schema().get("properties") or {}), *META_NAMES]
     return unknown_columns_problem(configured.name, expectations, columns)
+
+
+#: The destination sync modes that keep rows by primary key (and so need one).
+_KEYED = (DestinationSyncMode.APPEND_DEDUP, DestinationSyncMode.HISTORY)
+
+
+def hard_deletes_problem(json_schema: Mapping[str, Any]) -> str | None:
+    """Why ``deletes: hard`` cannot apply to a stream of ``json_schema`` (None: it can).
+
+    A hard delete is a tombstone row the source flags (``DELETED_COLUMNS``): a
+    stream without such a column has no deletes to apply, and the setting would
+    silently do nothing.
+    """
+    from headwater.destinations._deletes import DELETED_COLUMNS
+
+    columns = set(json_schema.get("properties") or {})
+    if any(name in columns for name in DELETED_COLUMNS):
+        return None
+    return ("deletes: hard needs a stream whose rows say they are deletes (a column "
+            f"{' or '.join(DELETED_COLUMNS)}, as the postgres source's CDC streams have), "
+            "and this stream has none")
 
 
 def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
@@ -139,11 +171,12 @@ def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
     if chosen == stream.cursor_field:
         return chosen
     if stream.versions_by_record_column:
-        if configured.destination_sync_mode is not DestinationSyncMode.APPEND_DEDUP:
+        if configured.destination_sync_mode not in _KEYED:
             raise ConfigError(
                 f"stream {name!r} reads new data by {stream.cursor_field!r}, not by a column "
                 f"of its records: cursor_field {chosen!r} only orders the versions of a key in "
-                "append_dedup (use destination_sync_mode: append_dedup, or leave it out)",
+                "append_dedup and history (use destination_sync_mode: append_dedup, or leave "
+                "it out)",
                 field=f"{where}.cursor_field")
         columns = (stream.json_schema().get("properties") or {}) if schemas else None
         if columns is not None and chosen not in columns:
@@ -157,6 +190,25 @@ def _cursor_field(stream: Stream, configured: StreamConfig, where: str,
             f"{stream.cursor_field!r}; another cursor field is not supported",
             field=f"{where}.cursor_field")
     return chosen
+
+
+def history_kind_problem(destination_type: str, mode: DestinationSyncMode) -> str | None:
+    """Why ``destination_type`` cannot keep a ``history`` stream (None: it can, or ``mode``
+    is another).  From the destination's declared modes, before anything runs; the
+    destination's own ``prepare`` says why in its own terms too."""
+    from headwater.destinations import get_destination_class
+
+    if mode is not DestinationSyncMode.HISTORY:
+        return None
+    try:
+        declared = get_destination_class(destination_type).capabilities.sync_modes
+    except ConfigError:  # a destination built in code (a test's): its prepare decides
+        return None
+    if DestinationSyncMode.HISTORY in declared:
+        return None
+    return (f"destination_sync_mode: the {destination_type} destination does not keep a row's "
+            "versions (closing one changes a row already written); use append (every version "
+            "lands as a row), or a destination that declares history (docs/history.md)")
 
 
 def layout_kind_problem(destination_type: str, setting: str,

@@ -110,11 +110,24 @@ STREAMS: dict[str, dict[str, Any]] = {
         "sync_mode": "full_refresh",
         "destination_sync_mode": "overwrite",
     },
+    "history": {
+        "name": STREAM,
+        "sync_mode": "incremental",
+        "destination_sync_mode": "history",
+        "cursor_field": "updated_at",
+        "primary_key": ["id"],
+    },
 }
 KILLED = -signal.SIGKILL
+#: The sync modes every kill below covers; ``history`` is killed after a commit only
+#: (:data:`HISTORY_KINDS`).
+MODES = ("append", "append_dedup", "overwrite")
 #: The connections the crash tests kill: a sync mode on Delta, or ``iceberg-`` and one on
 #: Iceberg.
-KINDS = [*sorted(STREAMS), *(f"iceberg-{mode}" for mode in sorted(STREAMS))]
+KINDS = [*MODES, *(f"iceberg-{mode}" for mode in MODES)]
+#: A history stream killed after a commit and before its state (issue 38), on each
+#: destination: its MERGE (Delta) or rewrite (Iceberg) must close and open nothing twice.
+HISTORY_KINDS = ["history", "iceberg-history"]
 #: A kind of :func:`killed_after_a_delta_commit_before_its_state` only: ``append`` on Delta
 #: through Spark's writer (``auto`` has the tasks write a local table's files).
 SPARK_APPEND = "spark-append"
@@ -264,9 +277,33 @@ def next_generation(spark: Any, conn: Connection, run_id: str) -> None:
     elif conn.mode == "append":
         assert written == UPDATES + NEW
         assert_appended_history(spark, conn.location, conn.source(0), conn.source(1), STREAM)
+    elif conn.mode == "history":
+        assert written == UPDATES + NEW
+        assert_appended_history(spark, conn.location, conn.source(0), conn.source(1), STREAM)
+        assert_versions_in_turn(spark, conn.location, conn.source(1))
     else:
         assert written == UPDATES + NEW
         assert_table_equals_source(spark, conn.location, conn.source(1), STREAM)
+
+
+def assert_versions_in_turn(spark: Any, location: Location, source: dict[str, Any]) -> None:
+    """A history table: its current versions are the source's rows, each version begins
+    at its ``updated_at`` (the cursor is a time) and ends where the key's next begins."""
+    expected = expected_rows(source, STREAM)
+    validity = ["_hw_valid_from", "_hw_valid_to", "_hw_is_current"]
+    table = read_table(spark, location, [*expected.column_names, *validity])
+    current = table.filter(table.column("_hw_is_current"))
+    columns = expected.column_names
+    assert Counter(zip(*(current.column(c).to_pylist() for c in columns), strict=True)) == \
+        Counter(zip(*(expected.column(c).to_pylist() for c in columns), strict=True))
+    versions: dict[int, list[tuple[int, int | None, int]]] = {}
+    for key, begins, ends, at in zip(*(table.column(c).to_pylist() for c in (
+            "id", "_hw_valid_from", "_hw_valid_to", "updated_at")), strict=True):
+        versions.setdefault(key, []).append((begins, ends, at))
+    for key, chain in versions.items():
+        chain.sort()
+        assert all(begins == at for begins, _, at in chain), (key, chain)
+        assert [ends for _, ends, _ in chain] == [b for b, _, _ in chain[1:]] + [None], (key, chain)
 
 
 def kill_while_reading(
@@ -520,7 +557,7 @@ def test_killed_after_a_delta_commit_before_its_state(
     cases.check(request.node.nodeid)
 
 
-@pytest.mark.parametrize("kind", [*SIMULATED_KINDS, SPARK_APPEND])
+@pytest.mark.parametrize("kind", [*SIMULATED_KINDS, SPARK_APPEND, *HISTORY_KINDS])
 def test_killed_after_a_commit_before_its_state_in_process(
         spark: Any, tmp_path: Path, kind: str) -> None:
     killed_after_a_delta_commit_before_its_state(spark, tmp_path, kind, in_process=True)

@@ -17,7 +17,10 @@ Sync modes:
 * ``append``: every checkpoint appends.
 * ``append_dedup``: every checkpoint is MERGEd on the primary key; the row with
   the latest cursor wins (ties: the later checkpoint, then the later partition,
-  then the later record).
+  then the later record); with ``deletes: hard`` a winning CDC delete deletes the
+  key's row in the same MERGE.
+* ``history``: every checkpoint closes and opens its keys' versions in one MERGE
+  (``_history_rule.py``, ``docs/history.md``).
 
 Two ways to write (``writer`` in the config):
 
@@ -55,7 +58,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +77,15 @@ from headwater.destinations._base import (
     tagged_partition_states,
 )
 from headwater.destinations._dataset import without_credentials
+from headwater.destinations._deletes import deleted_column
+from headwater.destinations._history_rule import (
+    HISTORY_FIELDS,
+    HISTORY_NAMES,
+    IS_CURRENT,
+    VALID_FROM,
+    VALID_TO,
+)
+from headwater.destinations._history_rule import changes as history_changes
 from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
 from headwater.destinations._table_files._parquet import ParquetFiles
 from headwater.destinations._table_files._store import (
@@ -109,6 +122,7 @@ from headwater.destinations.delta._session import SPARK_NEEDS
 from headwater.destinations.delta._sql import (
     is_delta_table,
     merge,
+    merge_history,
 )
 from headwater.destinations.delta._stats import (
     STATS_META_COLUMNS,
@@ -164,8 +178,10 @@ class DeltaDestination(Destination):
     guarantee = "exactly-once"
     capabilities = DestinationCapabilities(
         spark=SPARK_NEEDS,
+        sync_modes=("overwrite", "append", "append_dedup", "history"),
         # MERGE commits of one table conflict with each other: one lane.
-        max_concurrent_commits={DestinationSyncMode.APPEND_DEDUP: 1},
+        max_concurrent_commits={DestinationSyncMode.APPEND_DEDUP: 1,
+                                DestinationSyncMode.HISTORY: 1},
         task_written_files=True,
         stages_overwrites=True,
         replaces_run_rows=True,
@@ -410,7 +426,8 @@ class DeltaDestination(Destination):
         layout = plan.stream.table_layout
         # Tables on the task path's allowlist are never clustered (``clustering`` is off it).
         self._clustered[plan.stream.name] = False
-        wanted = pa.schema(META_FIELDS + list(data_schema))
+        history = plan.stream.destination_sync_mode is DestinationSyncMode.HISTORY
+        wanted = pa.schema(META_FIELDS + list(data_schema) + (HISTORY_FIELDS if history else []))
         self._unwritten[plan.stream.name] = []
         self._choices[plan.stream.name] = choice = self._files_folder(spark, plan)
         folder = choice.folder
@@ -477,8 +494,9 @@ class DeltaDestination(Destination):
                 # expressions and identity settings that say which columns Delta fills.
                 logged = (StructType.fromJson(state.schema_json).fields if state is not None
                           else existing.values())
-                self._unwritten[plan.stream.name] = unwritten_columns(
-                    _not_filled_by_delta(logged), data_schema)
+                self._unwritten[plan.stream.name] = [
+                    name for name in unwritten_columns(_not_filled_by_delta(logged), data_schema)
+                    if not (history and name in HISTORY_NAMES)]
                 existing = _add_columns(spark, location, spark_schema(wanted), existing,
                                         properties, layout)
                 return _table_types(data_schema, existing)
@@ -568,9 +586,10 @@ class DeltaDestination(Destination):
                 earlier = self.find_commit(spark, plan, marker)
                 if earlier is not None:
                     return earlier
-            if mode is DestinationSyncMode.APPEND_DEDUP:
-                merged = self._merge(spark, plan, rows, marker, location,
-                                     [p.id for p in checkpoint.partitions])
+            if mode in (DestinationSyncMode.APPEND_DEDUP, DestinationSyncMode.HISTORY):
+                merge = self._merge if mode is DestinationSyncMode.APPEND_DEDUP else self._history
+                merged = merge(spark, plan, rows, marker, location,
+                               [p.id for p in checkpoint.partitions])
                 counts: Callable[[], Mapping[str, Any]] = lambda: merged  # noqa: E731
             else:
                 write_mode = ("overwrite" if mode is DestinationSyncMode.OVERWRITE and first_of_run
@@ -606,8 +625,9 @@ class DeltaDestination(Destination):
 
     def _spark_reason(self, plan: StreamPlan) -> str:
         """Why Spark's writer, not the tasks, commits this stream's checkpoints."""
-        if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
-            return "append_dedup commits through MERGE"
+        if plan.stream.destination_sync_mode in (DestinationSyncMode.APPEND_DEDUP,
+                                                 DestinationSyncMode.HISTORY):
+            return f"{plan.stream.destination_sync_mode} commits through MERGE"
         choice = self._choices.get(plan.stream.name)
         if choice is not None and choice.folder is None:
             return choice.reason
@@ -785,32 +805,73 @@ class DeltaDestination(Destination):
 
         ``partition_order`` is the checkpoint's partition ids in plan order: of two
         rows of one key with the same cursor, the one from the later partition wins,
-        then the later record of that partition (``_merge_rule.py``).
+        then the later record of that partition (``_merge_rule.py``).  With
+        ``deletes: hard`` a winning delete (``_deletes.py``) deletes the key's row.
         """
         keys = list(plan.stream.primary_key)
         cursor = plan.stream.cursor_field
-        # Materialise the batch once: MERGE may scan its source twice, and a
-        # connector read twice is both slow and possibly different.
-        staged = rows.localCheckpoint(eager=True)
-        # Counted on the materialised batch rather than observed: Spark Connect does
-        # not report metrics observed on a plan that is local-checkpointed.
-        counted = staged.agg(*_counts()).first()
+        staged, counted = _materialised(rows)
         latest = latest_rows(staged, keys, cursor, partition_order)
-        on = keys_match(keys)
-        newer = update_when(cursor)
-        with _SESSION_CONF_LOCK:
-            spark.conf.set(_TXN_APP_CONF, marker.app_id)
-            spark.conf.set(_TXN_VERSION_CONF, str(marker.version))
-            spark.conf.set(_USER_METADATA_CONF, marker.tag)
-            try:
-                merge(spark, location, latest, on=on, update_when=newer)
-            finally:
-                # These confs outlive the commit; left set, the next MERGE would be
-                # skipped as a duplicate of this one.
-                spark.conf.unset(_TXN_APP_CONF)
-                spark.conf.unset(_TXN_VERSION_CONF)
-                spark.conf.unset(_USER_METADATA_CONF)
-        return counted.asDict() if counted is not None else {"rows": 0, "rejected": 0}
+        hard = deleted_column(staged.columns) if plan.stream.deletes == "hard" else None
+        with _txn_confs(spark, marker):
+            merge(spark, location, latest, on=keys_match(keys), update_when=update_when(cursor),
+                  deleted=hard)
+        return counted
+
+    def _history(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
+                 marker: CommitMarker, location: str,
+                 partition_order: Sequence[str]) -> Mapping[str, Any]:
+        """Close and open the checkpoint's versions in one MERGE (``_history_rule.py``)."""
+        from pyspark.sql import functions as F
+
+        keys = list(plan.stream.primary_key)
+        staged, counted = _materialised(rows)
+        found = history_changes(staged, spark.read.format("delta").load(location), keys=keys,
+                                cursor=plan.stream.cursor_field,
+                                partition_order=partition_order, planned_at=plan.planned_at)
+        opened = found.opened.withColumn(_ACTION, F.lit("open"))
+        closing = found.closed.withColumn(IS_CURRENT, F.lit(False)).withColumn(
+            _ACTION, F.lit("close"))
+        source = opened.unionByName(closing, allowMissingColumns=True)
+        with _txn_confs(spark, marker):
+            merge_history(spark, location, source, keys_match=keys_match(keys), action=_ACTION,
+                          columns=found.opened.columns, valid_from=VALID_FROM,
+                          valid_to=VALID_TO, is_current=IS_CURRENT)
+        return counted
+
+
+#: The column of a history MERGE's source saying what a row does: ``open`` or ``close``.
+_ACTION = "_hw_action"
+
+
+def _materialised(rows: DataFrame) -> tuple[DataFrame, Mapping[str, Any]]:
+    """``rows`` read once (a MERGE may scan its source twice, and a connector read twice
+    is both slow and possibly different), and their counts.
+
+    Counted on the materialised batch rather than observed: Spark Connect does not
+    report metrics observed on a plan that is local-checkpointed.
+    """
+    staged = rows.localCheckpoint(eager=True)
+    counted = staged.agg(*_counts()).first()
+    return staged, counted.asDict() if counted is not None else {"rows": 0, "rejected": 0}
+
+
+@contextmanager
+def _txn_confs(spark: SparkSession, marker: CommitMarker) -> Iterator[None]:
+    """The MERGE inside runs with ``marker``'s idempotency pair and tag (session confs,
+    under the lock that keeps them from another commit), unset afterwards."""
+    with _SESSION_CONF_LOCK:
+        spark.conf.set(_TXN_APP_CONF, marker.app_id)
+        spark.conf.set(_TXN_VERSION_CONF, str(marker.version))
+        spark.conf.set(_USER_METADATA_CONF, marker.tag)
+        try:
+            yield
+        finally:
+            # These confs outlive the commit; left set, the next MERGE would be
+            # skipped as a duplicate of this one.
+            spark.conf.unset(_TXN_APP_CONF)
+            spark.conf.unset(_TXN_VERSION_CONF)
+            spark.conf.unset(_USER_METADATA_CONF)
 
 
 def _written_files(files: DataFrame, location: str,

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -127,21 +128,57 @@ def history(spark: SparkSession, location: str, latest: int | None = None) -> Da
 
 
 def merge(spark: SparkSession, location: str, source: DataFrame, *, on: str,
-          update_when: str) -> None:
+          update_when: str, deleted: str | None = None) -> None:
     """``MERGE INTO`` the table at ``location`` from ``source`` (aliases ``t`` and ``s``).
 
     Matched rows are updated (all columns) when ``update_when`` holds; rows
     with no match are inserted.  Both conditions are SQL over ``t``/``s``.
+    ``deleted`` names the source's delete flag column for hard deletes: a
+    flagged row that beats the table's deletes it instead, and one with no
+    match is not inserted.
     """
+    flag = f"coalesce(s.{quote(deleted)}, false)" if deleted else None
+    with _source_view(spark, source) as view:
+        spark.sql(
+            f"MERGE INTO {table_ref(location)} AS t USING {quote(view)} AS s ON {on} "
+            + (f"WHEN MATCHED AND ({update_when}) AND {flag} THEN DELETE " if flag else "")
+            + f"WHEN MATCHED AND ({update_when}) THEN UPDATE SET * "
+            + (f"WHEN NOT MATCHED AND NOT {flag} THEN INSERT *" if flag
+               else "WHEN NOT MATCHED THEN INSERT *")
+        )
+
+
+def merge_history(spark: SparkSession, location: str, source: DataFrame, *, keys_match: str,
+                  action: str, columns: Sequence[str], valid_from: str, valid_to: str,
+                  is_current: str) -> None:
+    """One ``MERGE INTO`` that closes versions and opens others (``_history_rule.py``).
+
+    ``source``'s rows whose ``action`` column is ``close`` name a current version
+    by its keys and ``valid_from`` and give its ``valid_to``; those whose action
+    is ``open`` are new versions, inserted with ``columns``.  One commit, so a
+    reader never sees a key with two current versions, or none between two.
+    """
+    names = ", ".join(quote(c) for c in columns)
+    values = ", ".join(f"s.{quote(c)}" for c in columns)
+    f, to, cur = quote(valid_from), quote(valid_to), quote(is_current)
+    with _source_view(spark, source) as view:
+        spark.sql(
+            f"MERGE INTO {table_ref(location)} AS t USING {quote(view)} AS s "
+            f"ON s.{quote(action)} = 'close' AND {keys_match} AND t.{cur} "
+            f"AND t.{f} <=> s.{f} "
+            f"WHEN MATCHED THEN UPDATE SET t.{to} = s.{to}, t.{cur} = false "
+            f"WHEN NOT MATCHED AND s.{quote(action)} = 'open' THEN INSERT ({names}) "
+            f"VALUES ({values})"
+        )
+
+
+@contextmanager
+def _source_view(spark: SparkSession, source: DataFrame) -> Iterator[str]:
+    """``source`` as a temporary view of a name of its own, dropped afterwards."""
     with _view_numbers_lock:
         view = f"_hw_merge_source_{next(_view_numbers)}"
     source.createOrReplaceTempView(view)
     try:
-        spark.sql(
-            f"MERGE INTO {table_ref(location)} AS t USING {quote(view)} AS s ON {on} "
-            f"WHEN MATCHED AND ({update_when}) THEN UPDATE SET * "
-            "WHEN NOT MATCHED THEN INSERT *"
-        )
+        yield view
     finally:
         spark.catalog.dropTempView(view)
-

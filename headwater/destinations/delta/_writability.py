@@ -174,8 +174,9 @@ def files_folder(spark: SparkSession, plan: StreamPlan, location: str,
     before the table is read (``folder`` None: Spark writes, for the reason given)."""
     if config.get("writer", "auto") != "auto":
         return _Choice(None, "writer: spark in the destination's config")
-    if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
-        return _Choice(None, "append_dedup commits through MERGE")
+    if plan.stream.destination_sync_mode in (DestinationSyncMode.APPEND_DEDUP,
+                                             DestinationSyncMode.HISTORY):
+        return _Choice(None, f"{plan.stream.destination_sync_mode} commits through MERGE")
     if local_folder(location) is None and not on_object_store(location):
         return _Choice(None, "object store path other than S3 and Azure (abfss://, "
                              "wasbs://): the task path writes local folders and those "

@@ -416,6 +416,11 @@ def _refuse_unsupported(spark: SparkSession, plan: StreamPlan) -> None:
         problem = ("append_dedup needs one row per primary key, which plain files cannot keep "
                    "without rewriting the table; use append (and deduplicate when reading), or "
                    "the delta, iceberg or postgres destination")
+    elif mode is DestinationSyncMode.HISTORY:
+        problem = ("history closes a key's current version when the next one comes, which "
+                   "means changing rows already written, and plain files are never rewritten; "
+                   "use append (every version lands as a row; order them by the cursor when "
+                   "reading), or the delta, iceberg or postgres destination")
     elif not plan.stream.table_layout.is_default:
         problem = ("partition_by, cluster_by and table_properties are not taken by the files "
                    "destination (one flat folder per stream); remove them from the stream")

@@ -67,6 +67,8 @@ from headwater.destinations._base import (
     tagged_partition_states,
 )
 from headwater.destinations._dataset import without_credentials
+from headwater.destinations._deletes import deleted_column
+from headwater.destinations._history_rule import HISTORY_FIELDS
 from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
 from headwater.destinations._table_files._s3_check import check_s3
 from headwater.destinations._table_files._store import S3Access, TableFolder
@@ -76,6 +78,7 @@ from headwater.destinations.iceberg import (
     _catalog,
     _commit,
     _config,
+    _history,
     _layout,
     _markers,
     _merge,
@@ -125,7 +128,9 @@ class IcebergDestination(Destination):
         # Commits of one table are serialised in this process (a lock), so lanes may
         # run their Spark jobs side by side and each commit still sees the newest table.
         # A merge rewrites the files the previous one wrote: one lane, as Delta's.
-        max_concurrent_commits={DestinationSyncMode.APPEND_DEDUP: 1},
+        sync_modes=("overwrite", "append", "append_dedup", "history"),
+        max_concurrent_commits={DestinationSyncMode.APPEND_DEDUP: 1,
+                                DestinationSyncMode.HISTORY: 1},
         task_written_files=True,
         stages_overwrites=True,
         replaces_run_rows=True,
@@ -272,17 +277,18 @@ class IcebergDestination(Destination):
                 _catalog.ensure_namespace(catalog, self.settings.namespace)
                 table = _catalog.load_table(catalog, identifier)
                 self._unwritten[plan.stream.name] = []
+                stored = _stored_schema(plan, data_schema)
                 if table is None:  # laid out as the stream asks (_layout.py)
                     table = _layout.create_table(catalog, identifier,
-                                                 _schema.table_schema(data_schema), plan,
+                                                 _schema.table_schema(stored), plan,
                                                  self.settings.reaches)
                 else:  # checked before the table changes: one Headwater did not create
                     _schema.refuse_misfits(table, data_schema, identifier, plan.stream.name)
                     table = _layout.apply_to_existing(_catalog.with_name_mapping(table), plan)
                     existing = [f.name for f in table.schema().fields]
-                    self._unwritten[plan.stream.name] = unwritten_columns(existing, data_schema)
+                    self._unwritten[plan.stream.name] = unwritten_columns(existing, stored)
                     table = _catalog.add_columns(
-                        table, _schema.new_columns(set(existing), data_schema))
+                        table, _schema.new_columns(set(existing), stored))
                 self._remember_layout(table, plan.stream.name)
                 return _schema.writing_schema(data_schema, table.schema())
         except HeadwaterError:
@@ -351,10 +357,11 @@ class IcebergDestination(Destination):
 
         Anything else is refused: the tasks write the files of every other commit.
         """
-        if plan.stream.destination_sync_mode is not DestinationSyncMode.APPEND_DEDUP:
+        if plan.stream.destination_sync_mode not in _MERGED:
             raise DestinationError(
                 "the iceberg destination commits only files its tasks wrote (classic Spark); "
-                "rows handed to the driver are written only for an append_dedup table",
+                "rows handed to the driver are written only for an append_dedup or history "
+                "table",
                 stream=marker.stream)
         return self._merge(spark, plan, checkpoint, self._write_rows(spark, plan, rows, marker),
                            marker)
@@ -366,7 +373,7 @@ class IcebergDestination(Destination):
         identifier = self.table_location(stream)
         written = _written_files(files, identifier, marker)
         folder = self._folder(spark, plan)
-        if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
+        if plan.stream.destination_sync_mode in _MERGED:
             return self._merge(spark, plan, checkpoint, written, marker)
         paths = [_rewrite.uri(folder, f) for f in written]
         rows = sum(f.rows for f in written)
@@ -443,15 +450,25 @@ class IcebergDestination(Destination):
 
     def _merge(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
                written: list[WrittenFile], marker: CommitMarker) -> CommitResult:
-        """MERGE a checkpoint's files into the table on the primary key (``_merge.py``)."""
+        """MERGE a checkpoint's files into the table on the primary key (``_merge.py``), or
+        apply them to a history table (``_history.py``)."""
         folder = self._folder(spark, plan)
         new_files = [_rewrite.uri(folder, f) for f in written]
 
+        stream = plan.stream
+        order = [p.id for p in checkpoint.partitions]
+
         def compute(table: Table) -> _rewrite.Rewrite:
-            return _merge.merge(spark, table, new_files, folder=folder, stream=plan.stream.name,
-                                keys=list(plan.stream.primary_key),
-                                cursor=plan.stream.cursor_field,
-                                partition_order=[p.id for p in checkpoint.partitions])
+            if stream.destination_sync_mode is DestinationSyncMode.HISTORY:
+                return _history.history(spark, table, new_files, folder=folder,
+                                        stream=stream.name, keys=list(stream.primary_key),
+                                        cursor=stream.cursor_field, partition_order=order,
+                                        planned_at=plan.planned_at)
+            hard = (deleted_column(_rewrite.arrow_schema(table).names)
+                    if stream.deletes == "hard" else None)
+            return _merge.merge(spark, table, new_files, folder=folder, stream=stream.name,
+                                keys=list(stream.primary_key), cursor=stream.cursor_field,
+                                partition_order=order, deleted=hard)
 
         return self._rewrite(plan.stream.name, folder, marker, compute, written, new_files,
                              f"merge of checkpoint {marker.checkpoint_index} into "
@@ -581,6 +598,18 @@ class IcebergDestination(Destination):
             earlier=lambda t: None, stream=stream, commit_empty=False, store=folder.store,
             what=f"deleting the rows of runs {', '.join(run_ids)} from {table.name()}")
         return done.rewrite.figures.get("deleted", 0) if done.rewrite else 0
+
+
+#: The modes whose checkpoints are rewrites of the table's files, not appends.
+_MERGED = (DestinationSyncMode.APPEND_DEDUP, DestinationSyncMode.HISTORY)
+
+
+def _stored_schema(plan: StreamPlan, data_schema: pa.Schema) -> pa.Schema:
+    """The stream's columns as its table stores them: a history table's validity columns
+    after them (``_history_rule.py``), which the tasks never write."""
+    if plan.stream.destination_sync_mode is DestinationSyncMode.HISTORY:
+        return pa.schema([*data_schema, *HISTORY_FIELDS])
+    return data_schema
 
 
 def _refuse_unsupported(spark: SparkSession, plan: StreamPlan) -> None:

@@ -53,13 +53,15 @@ _UPDATES = "_hw_updates"
 
 def merge(spark: SparkSession, table: Table, new_files: Sequence[str], *, folder: TableFolder,
           stream: str, keys: Sequence[str], cursor: str | None,
-          partition_order: Sequence[str]) -> _rewrite.Rewrite:
+          partition_order: Sequence[str], deleted: str | None = None) -> _rewrite.Rewrite:
     """The rewrite that MERGEs the rows of ``new_files`` (a checkpoint's) into ``table``.
 
     ``new_files`` are URIs (``file://``, ``s3://``) of Parquet files with the
     table's columns (or fewer); they are added as they are when nothing needs
     rewriting, else the rewrite's files, written into ``folder`` (the table's data
     folder, local or on S3), hold their winning rows and they stay out.
+    ``deleted`` names the delete flag column of ``deletes: hard``: a winning
+    delete removes its key's row, and is never written itself.
     """
     from pyspark.sql import functions as F
 
@@ -85,19 +87,23 @@ def merge(spark: SparkSession, table: Table, new_files: Sequence[str], *, folder
                                          F.expr(keys_match(keys)), "left_anti")
     else:
         touched, inserts = [], latest
+    if deleted is not None:
+        inserts = inserts.where(~F.coalesce(F.col(quote(deleted)), F.lit(False)))
     if not touched and inserts.count() == batch.count():
         return _rewrite.Rewrite(adding=list(new_files), removing=[])
     output = inserts
     if touched:
         output = _updated(spark, table, [f.file_path for f in touched], latest, keys,
-                          cursor, store).unionByName(inserts)
+                          cursor, store, deleted).unionByName(inserts)
     written = [_rewrite.uri(folder, f) for f in _rewrite.write_files(output, table, folder)]
     return _rewrite.Rewrite(adding=written, removing=touched, written=written)
 
 
 def _updated(spark: SparkSession, table: Table, paths: Sequence[str], latest: DataFrame,
-             keys: Sequence[str], cursor: str | None, store: StoreAccess | None) -> DataFrame:
-    """Every row of the files at ``paths``, each one ``latest`` beats replaced by its winner."""
+             keys: Sequence[str], cursor: str | None, store: StoreAccess | None,
+             deleted: str | None = None) -> DataFrame:
+    """Every row of the files at ``paths``, each one ``latest`` beats replaced by its winner
+    (or, beaten by a delete of ``deletes: hard``, left out)."""
     from pyspark.sql import functions as F
 
     names = _rewrite.arrow_schema(table).names
@@ -105,6 +111,8 @@ def _updated(spark: SparkSession, table: Table, paths: Sequence[str], latest: Da
     joined = rows.alias("t").join(latest.withColumn(_MATCHED, F.lit(True)).alias("s"),
                                   F.expr(keys_match(keys)), "left")
     beats = F.coalesce(F.col(f"s.{_MATCHED}") & F.expr(update_when(cursor)), F.lit(False))
+    if deleted is not None:
+        joined = joined.where(~(beats & F.coalesce(F.col(f"s.{quote(deleted)}"), F.lit(False))))
     return joined.select(*[F.when(beats, F.col(f"s.{quote(n)}"))
                            .otherwise(F.col(f"t.{quote(n)}")).alias(n) for n in names])
 

@@ -33,7 +33,12 @@ from headwater.destinations._base import (
 from headwater.destinations.kafka import _config, _markers, _records, _topics
 from headwater.destinations.kafka._client import TIMEOUT_S, describe, producer_settings
 from headwater.destinations.kafka._produce import RESULT_DDL, ProduceTask
-from headwater.errors import CommitOutcomeUnknownError, DestinationError, HeadwaterError
+from headwater.errors import (
+    CommitOutcomeUnknownError,
+    ConfigError,
+    DestinationError,
+    HeadwaterError,
+)
 from headwater.sync_modes import DestinationSyncMode
 from headwater.table_schema import META_NAMES
 
@@ -121,6 +126,13 @@ class KafkaDestination(Destination):
                 "topic's records cannot be replaced. Use append (every sync adds its records) "
                 "or append_dedup (a compacted topic keyed by the primary key)",
                 stream=stream.name)
+        if mode is DestinationSyncMode.HISTORY:
+            raise ConfigError(
+                f"stream {stream.name!r} ({stream.mode_label}): the kafka destination cannot "
+                "keep history: closing a version changes a record already produced, and a "
+                "topic's records are never changed. Use append (every version is a record, "
+                "in cursor order per key) or append_dedup (a compacted topic keyed by the "
+                "primary key)", stream=stream.name, field="destination.type")
         if mode is DestinationSyncMode.APPEND_DEDUP and not stream.primary_key:
             raise DestinationError("append_dedup needs a primary key: it is the records' key "
                                    "in the compacted topic", stream=stream.name)

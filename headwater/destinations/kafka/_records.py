@@ -23,12 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from headwater.destinations._deletes import DELETED_COLUMNS, deleted_column
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-#: A row whose flag column of these names is true is a delete (the PostgreSQL CDC
-#: source's tombstones; ``_hw_deleted`` for sources to come).
-DELETED_COLUMNS = ("_hw_deleted", "_pg_deleted")
 #: ``to_json`` options: ISO 8601 with microseconds, nulls kept.
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX",
                 "timestampNTZFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSS",
@@ -40,11 +39,6 @@ KEY_AT, VALUE_AT, UNIT_AT, RECORD_AT, NOTES_AT = range(5)
 # Header names (values are UTF-8 text).
 H_STREAM, H_PARTITION, H_RECORD = "headwater.stream", "headwater.partition", "headwater.record"
 H_RUN, H_CHECKPOINT, H_NOTES = "headwater.run_id", "headwater.checkpoint", "headwater.notes"
-
-
-def deleted_column(columns: Sequence[str]) -> str | None:
-    """The stream's delete flag column, if it has one."""
-    return next((name for name in DELETED_COLUMNS if name in columns), None)
 
 
 def prepare(rows: DataFrame, data_columns: Sequence[str], primary_key: Sequence[str], *,

@@ -39,7 +39,9 @@ from headwater.destinations._base import (
     DestinationCapabilities,
     PublishMarker,
 )
-from headwater.destinations.postgres import _config, _moves, _owned
+from headwater.destinations._deletes import deleted_column
+from headwater.destinations._history_rule import HISTORY_FIELDS
+from headwater.destinations.postgres import _config, _history, _moves, _owned
 from headwater.destinations.postgres._check import check_server, check_stream_tables
 from headwater.destinations.postgres._config import MAX_IDENTIFIER
 from headwater.destinations.postgres._connect import connect, explain, is_connection_lost
@@ -84,6 +86,9 @@ class PostgresDestination(Destination):
     type_name = "postgres"
     guarantee = "exactly-once"
     capabilities = DestinationCapabilities(
+        sync_modes=("overwrite", "append", "append_dedup", "history"),
+        # A history commit reads the key's versions the one before it wrote: one lane.
+        max_concurrent_commits={DestinationSyncMode.HISTORY: 1},
         task_written_files=True,
         stages_overwrites=True,
         replaces_run_rows=True,
@@ -149,8 +154,10 @@ class PostgresDestination(Destination):
             with connect(self.settings, autocommit=True, stream=stream) as conn, \
                     conn.transaction():
                 _owned.ensure(conn)
-                prepared, columns, unwritten = prepare_table(conn, self.schema, stream,
-                                                             data_schema, stream)
+                history = plan.stream.destination_sync_mode is DestinationSyncMode.HISTORY
+                prepared, columns, unwritten = prepare_table(
+                    conn, self.schema, stream, data_schema, stream,
+                    extra=HISTORY_FIELDS if history else ())
                 if plan.stream.destination_sync_mode is DestinationSyncMode.APPEND_DEDUP:
                     ensure_key(conn, self.schema, stream, plan.stream.primary_key, stream)
         except HeadwaterError:
@@ -177,10 +184,20 @@ class PostgresDestination(Destination):
         first = checkpoint.index == plan.checkpoints[0].index
         partition_order = [p.id for p in checkpoint.partitions]
 
+        stream = plan.stream
+        flag = deleted_column(self._column_names(stream.name))
+        cursor_type = next((c.pg_type for c in self._columns_of(stream.name)
+                            if c.name == stream.cursor_field), None)
+
         def move(conn: psycopg.Connection[Any], staging: str, names: list[str]) -> object:
+            if mode is DestinationSyncMode.HISTORY:
+                return _history.apply(conn, target, staging, names, stream.primary_key,
+                                      stream.cursor_field, cursor_type, flag, partition_order,
+                                      plan.planned_at)
             if mode is DestinationSyncMode.APPEND_DEDUP:
-                return _moves.upsert(conn, target, staging, names, plan.stream.primary_key,
-                                     plan.stream.cursor_field, partition_order)
+                return _moves.upsert(conn, target, staging, names, stream.primary_key,
+                                     stream.cursor_field, partition_order,
+                                     flag if stream.deletes == "hard" else None)
             if mode is DestinationSyncMode.OVERWRITE and first:
                 _moves.delete_all(conn, target)
             return _moves.insert(conn, target, staging, names)
@@ -278,6 +295,9 @@ class PostgresDestination(Destination):
         return CommitResult(rows=rows_, rejected=rejected, bytes=size,
                             version=txid if move is not None else None,
                             writer=WRITER, writer_reason=_WHY)
+
+    def _column_names(self, stream: str) -> list[str]:
+        return [c.name for c in self._columns_of(stream)]
 
     def _columns_of(self, stream: str) -> list[Column]:
         columns = self._columns.get(stream)

@@ -11,7 +11,9 @@ Each runs inside the driver's commit transaction, beside the marker's insert:
   merge rule's order: latest cursor, then checkpoint, partition in the plan,
   record number; ``_merge_rule.py``), then ``INSERT ... ON CONFLICT DO UPDATE
   ... WHERE`` the incoming row wins by the same rule.  Rows go in key order, so
-  two lanes upserting side by side take their row locks in one order.
+  two lanes upserting side by side take their row locks in one order.  With
+  ``deletes: hard`` a ``DELETE`` of the keys whose winner is a delete comes first;
+* history: ``_history.py``.
 """
 
 from __future__ import annotations
@@ -39,27 +41,49 @@ def delete_run(conn: psycopg.Connection[Any], target: str, run_id: str) -> int:
 
 
 def upsert(conn: psycopg.Connection[Any], target: str, staging: str, columns: Sequence[str],
-           keys: Sequence[str], cursor: str | None, partition_order: Sequence[str]) -> int:
-    """Merge the checkpoint's rows on ``keys``: the newest cursor wins, ties as in Delta."""
+           keys: Sequence[str], cursor: str | None, partition_order: Sequence[str],
+           deleted: str | None = None) -> int:
+    """Merge the checkpoint's rows on ``keys``: the newest cursor wins, ties as in Delta.
+
+    ``deleted`` names the delete flag column of ``deletes: hard``: a winning delete
+    deletes its key's row (first, in the same transaction) and is not inserted.
+    """
     names = ", ".join(quoted(c) for c in columns)
     key = ", ".join(quoted(k) for k in keys)
-    order = [key]
-    if cursor:
-        order.append(f"{quoted(cursor)} DESC NULLS LAST")
-    order += ["_hw_checkpoint DESC",
-              "array_position(%(partitions)s::text[], _hw_partition_id) DESC NULLS FIRST",
-              "split_part(_hw_raw_id, '-', -1)::bigint DESC"]
+    latest = (f"SELECT DISTINCT ON ({key}) {names} FROM {staging} "
+              f"ORDER BY {', '.join([key, *latest_first(cursor)])}")
     updates = ", ".join(f"{quoted(c)} = EXCLUDED.{quoted(c)}" for c in columns if c not in keys)
-    if cursor:
-        c = quoted(cursor)
-        newer = (f"t.{c} IS NULL OR EXCLUDED.{c} > t.{c} OR "
-                 f"(EXCLUDED.{c} = t.{c} AND EXCLUDED._hw_checkpoint >= t._hw_checkpoint)")
-    else:
-        newer = "EXCLUDED._hw_checkpoint >= t._hw_checkpoint"
-    statement = (f"INSERT INTO {target} AS t ({names}) "
-                 f"SELECT DISTINCT ON ({key}) {names} FROM {staging} ORDER BY {', '.join(order)} "
-                 f"ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE {newer}")
-    return conn.execute(statement, {"partitions": list(partition_order)}).rowcount
+    parameters = {"partitions": list(partition_order)}
+    deleted_rows = 0
+    if deleted is not None:
+        flag = f"coalesce(w.{quoted(deleted)}, false)"
+        same = " AND ".join(f"t.{quoted(k)} IS NOT DISTINCT FROM w.{quoted(k)}" for k in keys)
+        deleted_rows = conn.execute(
+            f"DELETE FROM {target} AS t USING ({latest}) AS w "
+            f"WHERE {same} AND {flag} AND ({beats(cursor, 'w')})", parameters).rowcount
+        latest = (f"SELECT {names} FROM ({latest}) AS w "
+                  f"WHERE NOT coalesce(w.{quoted(deleted)}, false)")
+    statement = (f"INSERT INTO {target} AS t ({names}) {latest} "
+                 f"ON CONFLICT ({key}) DO UPDATE SET {updates} WHERE {beats(cursor, 'EXCLUDED')}")
+    return deleted_rows + conn.execute(statement, parameters).rowcount
 
 
-__all__ = ["delete_all", "delete_run", "insert", "upsert"]
+def latest_first(cursor: str | None, alias: str = "") -> list[str]:
+    """The merge rule's order of one key's rows, the winner first (``_merge_rule.py``);
+    the partitions of the plan are the parameter ``partitions``; ``alias``: ``b.``."""
+    return ([f"{alias}{quoted(cursor)} DESC NULLS LAST"] if cursor else []) + [
+        f"{alias}_hw_checkpoint DESC",
+        f"array_position(%(partitions)s::text[], {alias}_hw_partition_id) DESC NULLS FIRST",
+        f"split_part({alias}_hw_raw_id, '-', -1)::bigint DESC"]
+
+
+def beats(cursor: str | None, incoming: str) -> str:
+    """SQL: the row ``incoming`` (an alias) replaces the table's row ``t`` of its key."""
+    if not cursor:
+        return f"{incoming}._hw_checkpoint >= t._hw_checkpoint"
+    c = quoted(cursor)
+    return (f"t.{c} IS NULL OR {incoming}.{c} > t.{c} OR "
+            f"({incoming}.{c} = t.{c} AND {incoming}._hw_checkpoint >= t._hw_checkpoint)")
+
+
+__all__ = ["beats", "delete_all", "delete_run", "insert", "latest_first", "upsert"]

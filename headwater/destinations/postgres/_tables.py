@@ -53,14 +53,16 @@ def refuse_foreign(columns: list[TableColumn], data_schema: pa.Schema, where: st
 
 
 def prepare_table(conn: psycopg.Connection[Any], schema: str, table: str,
-                  data_schema: pa.Schema, stream: str) -> tuple[pa.Schema, list[Column], list[str]]:
+                  data_schema: pa.Schema, stream: str, *, extra: Sequence[pa.Field] = (),
+                  ) -> tuple[pa.Schema, list[Column], list[str]]:
     """Create or evolve the table; the data schema to write with, the COPY's columns, and
-    the table's columns this stream does not write."""
+    the table's columns this stream does not write.  ``extra`` columns (a history
+    table's validity) are the table's, filled by the commit's SQL, never COPYed."""
     if conn.execute("SELECT to_regnamespace(%s)", [schema]).fetchone() == (None,):
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted(schema)}")
     existing = columns_of(conn, schema, table)
     target = qualified(schema, table)
-    wanted = list(META_FIELDS) + list(data_schema)
+    wanted = list(META_FIELDS) + list(data_schema) + list(extra)
     if not existing:
         definitions = ", ".join(
             f"{quoted(f.name)} {pg_type(f)}{'' if f.nullable else ' NOT NULL'}" for f in wanted)
@@ -79,7 +81,7 @@ def prepare_table(conn: psycopg.Connection[Any], schema: str, table: str,
     written = list(META_FIELDS) + list(prepared)
     copy_columns = [Column(f.name, by_name[f.name].type, json_text=json_kind(f) == VARIANT,
                            max_length=by_name[f.name].max_length) for f in written]
-    names = {f.name for f in written}
+    names = {f.name for f in written} | {f.name for f in extra}
     unwritten = [c.name for c in existing if c.name not in names]
     return prepared, copy_columns, unwritten
 

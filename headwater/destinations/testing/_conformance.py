@@ -8,7 +8,9 @@ every broken promise at once rather than the first.
 
 * **mode:<sync mode>** for every destination sync mode: a declared one
   (``capabilities.sync_modes``) must land exactly the source's rows, also on a
-  second sync; an undeclared one must be refused, not land silently;
+  second sync (``history``: its current versions are the source's rows, and
+  every version of both syncs is there once); an undeclared one must be
+  refused, not land silently;
 * **capability:...**: ``task_written_files`` against what ``file_writer``
   returns, ``stages_overwrites`` against an overwrite of several checkpoints;
 * **retried checkpoint**: a checkpoint committed again with the same marker
@@ -50,7 +52,7 @@ ReadRows = Callable[[Destination, str], pa.Table]
 
 #: The ``sample`` source's config: two partitions (checkpoints) per stream, 40 rows.
 SOURCE: dict[str, Any] = {"seed": 11, "users": 40, "orders": 40, "rows_per_partition": 20}
-ALL_MODES = ("overwrite", "append", "append_dedup")
+ALL_MODES = ("overwrite", "append", "append_dedup", "history")
 _MODE_STREAMS: dict[str, dict[str, Any]] = {
     "overwrite": {"name": "orders", "sync_mode": "full_refresh",
                   "destination_sync_mode": "overwrite"},
@@ -59,6 +61,9 @@ _MODE_STREAMS: dict[str, dict[str, Any]] = {
     "append_dedup": {"name": "users", "sync_mode": "incremental",
                      "destination_sync_mode": "append_dedup", "cursor_field": "updated_at",
                      "primary_key": ["id"]},
+    "history": {"name": "users", "sync_mode": "incremental",
+                "destination_sync_mode": "history", "cursor_field": "updated_at",
+                "primary_key": ["id"]},
 }
 _APPEND = _MODE_STREAMS["append"]
 
@@ -123,8 +128,8 @@ class _Runner:
             if landed:
                 path = _connection(case, destination, changed, stream, per_checkpoint)
                 second = _sync(path, destination)
-                landed = second.status == "succeeded" and self._holds(destination, changed,
-                                                                      stream)
+                landed = second.status == "succeeded" and self._holds(
+                    destination, changed, stream, before=SOURCE if mode == "history" else None)
             why = f"first sync {first.status}: {_errors(first)}"
         except Exception as exc:  # a destination may raise anything
             landed, why = False, f"{type(exc).__name__}: {exc}"
@@ -231,16 +236,30 @@ class _Runner:
         return case, destination, _connection(case, destination, SOURCE, _APPEND, 1)
 
     def _holds(self, destination: Destination, source: Mapping[str, Any],
-               stream: Mapping[str, Any]) -> bool:
-        """Whether the stream's table holds exactly the source's rows (each once)."""
+               stream: Mapping[str, Any], before: Mapping[str, Any] | None = None) -> bool:
+        """Whether the stream's table holds exactly the source's rows (each once).
+
+        A history table: its current versions are the source's rows, and every
+        version is there once: those of the source as it was ``before`` too.
+        """
         from headwater.connectors.sample import SampleSource
 
         expected = SampleSource(dict(source)).expected_rows(stream["name"])
         actual = self.read_rows(destination, stream["name"])
         columns = expected.column_names
-        if not set(columns) <= set(actual.column_names):
+        if stream["destination_sync_mode"] != "history":
+            if not set(columns) <= set(actual.column_names):
+                return False
+            return _values(actual, columns) == _values(expected, columns)
+        if not {*columns, "_hw_is_current"} <= set(actual.column_names):
             return False
-        return _values(actual, columns) == _values(expected, columns)
+        current = actual.filter(pc.fill_null(actual.column("_hw_is_current"), False))
+        versions = _values(expected, columns)
+        if before is not None:
+            earlier = SampleSource(dict(before)).expected_rows(stream["name"])
+            versions = Counter(set(versions) | set(_values(earlier, columns)))
+        return (_values(current, columns) == _values(expected, columns)
+                and _values(actual, columns) == versions)
 
 
 def _connection(case: Path, destination: Destination, source: Mapping[str, Any],

@@ -616,8 +616,12 @@ ENUMS: list[tuple[type[Enum], type[Enum], set[str]]] = [
     # Destinations' catalog message: Headwater runs Airbyte sources, not destinations.
     (hw.MessageType, ab.Type, {"DESTINATION_CATALOG"}),
 ]
+#: Values of ours Airbyte has not: Headwater's own ``history`` (docs/history.md), which no
+#: Airbyte connector is ever handed (the catalogs Headwater sends say ``append``).
+OURS_ONLY: dict[type[Enum], set[str]] = {hw.DestinationSyncMode: {"history"}}
 
 
 @pytest.mark.parametrize(("ours", "theirs", "left_out"), ENUMS, ids=[e[0].__name__ for e in ENUMS])
 def test_enum_values_are_airbytes(ours: type[Enum], theirs: type[Enum], left_out: set[str]) -> None:
-    assert {m.value for m in ours} == {m.value for m in theirs} - left_out
+    assert {m.value for m in ours} - OURS_ONLY.get(ours, set()) == \
+        {m.value for m in theirs} - left_out

@@ -195,6 +195,7 @@ def _same(actual: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
 
 @pytest.mark.parametrize(("mode", "layout", "refused"), [
     (DestinationSyncMode.APPEND_DEDUP, None, "append_dedup needs one row per primary key"),
+    (DestinationSyncMode.HISTORY, None, "history closes a key's current version"),
     (DestinationSyncMode.APPEND, ("country",), "partition_by, cluster_by and table_properties"),
 ])
 def test_prepare_refuses_what_plain_files_cannot_do(tmp_path: Path, mode: DestinationSyncMode,

@@ -87,3 +87,17 @@ def test_security_settings_reach_every_client_and_tuning_only_the_producer() -> 
     assert producer["enable.idempotence"] == "true"
     assert reader["security.protocol"] == "SASL_PLAINTEXT" and reader["sasl.username"] == "u"
     assert reader["isolation.level"] == "read_committed" and "linger.ms" not in reader
+
+
+def test_history_is_refused_before_any_topic_is_touched() -> None:
+    from headwater.plan import ConfiguredStream, StreamPlan
+    from headwater.sync_modes import DestinationSyncMode, SyncMode
+
+    stream = ConfiguredStream(name="users", sync_mode=SyncMode.INCREMENTAL,
+                              destination_sync_mode=DestinationSyncMode.HISTORY,
+                              cursor_field="updated_at", primary_key=("id",))
+    plan = StreamPlan(stream=stream, state_before=None, lanes=1, checkpoints=())
+    # No broker at BASE's address: a refusal that reached one would fail otherwise.
+    with pytest.raises(ConfigError, match="cannot keep history") as raised:
+        KafkaDestination(BASE).prepare(None, plan, None)  # type: ignore[arg-type]
+    assert "use append" in str(raised.value).lower()

@@ -1,0 +1,173 @@
+"""``history``'s one rule (slowly changing dimension type 2), shared by every Spark destination.
+
+Why a module of its own: the Delta destination applies it with one ``MERGE`` and
+the Iceberg destination by rewriting files (copy-on-write), and a table must not
+depend on which wrote it; both take the rule from here, as ``append_dedup``
+takes its rule from ``_merge_rule.py`` (the PostgreSQL destination says the same
+rule in SQL, ``postgres/_history.py``).
+
+A history table holds every version of a key, each with three columns:
+
+* ``_hw_valid_from``: when the version began: the row's cursor where the cursor
+  is a time (a timestamp or a date column: ``updated_at``), else the time the
+  run was planned (``StreamPlan.planned_at``: a PostgreSQL CDC stream's
+  ``_pg_lsn`` orders changes but dates none).  Both are fixed when the run is
+  planned, so a checkpoint read again after a crash dates its versions alike;
+* ``_hw_valid_to``: when the next version (or the key's delete) began; null
+  while the version is current;
+* ``_hw_is_current``: ``_hw_valid_to`` is null.
+
+A checkpoint's rows are *events* of their keys, put in order by the cursor and
+then by ``_merge_rule.latest_first``'s tie rule (checkpoint, partition in the
+plan, record), earliest first.  Of the events of a key:
+
+1. those not newer than the table's versions of the key are dropped: the cursor
+   must be above the largest cursor stored for the key, and (a time cursor) the
+   event must come after the key's last moment, its delete's included.  A
+   checkpoint replayed, or read again by a ``backfill``, thus opens nothing
+   twice, whatever its commit markers say; a late change is dropped, as an
+   ``append_dedup`` table keeps its newer row;
+2. events of one key with the same cursor are one moment: the last (by the tie
+   rule) stands for it;
+3. each remaining event that is not a delete (:mod:`._deletes`) opens a version,
+   valid until the key's next event; a delete opens none;
+4. the key's first remaining event closes the version current in the table
+   (``_hw_valid_to`` = its time).
+
+A stored version is never rewritten, only closed.  With a cursor that is not a
+time, the versions of one key within one run all begin at the run's time: all
+but the last are kept, valid for no instant (``[t, t)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from headwater.destinations._deletes import deleted_column
+from headwater.destinations._merge_rule import earliest_first, latest_first, quote
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+VALID_FROM = "_hw_valid_from"
+VALID_TO = "_hw_valid_to"
+IS_CURRENT = "_hw_is_current"
+#: The columns a history table has beyond the stream's, after its metadata columns.
+HISTORY_FIELDS: list[pa.Field] = [
+    pa.field(VALID_FROM, pa.timestamp("us", tz="UTC")),
+    pa.field(VALID_TO, pa.timestamp("us", tz="UTC")),
+    pa.field(IS_CURRENT, pa.bool_()),
+]
+HISTORY_NAMES = [f.name for f in HISTORY_FIELDS]
+
+#: Columns of the key's stored facts (:func:`stored_facts`) and of its events.
+_LAST_CURSOR, _CURRENT_FROM, _LAST_TIME = "_hw_last_cursor", "_hw_current_from", "_hw_last_time"
+_TIME, _NEXT, _FIRST, _DELETED = "_hw_event_time", "_hw_next_time", "_hw_first", "_hw_deletes"
+
+
+def is_time(type_name: str) -> bool:
+    """Whether a cursor column of Spark type ``type_name`` (``simpleString``) dates a version."""
+    return type_name in ("timestamp", "timestamp_ntz", "date")
+
+
+@dataclass(frozen=True)
+class Changes:
+    """What one checkpoint does to a history table: versions to add, versions to close.
+
+    ``opened`` has the table's columns; ``closed`` the keys, ``_hw_valid_from``
+    of the current version to close, and ``_hw_valid_to``: when it ends.
+    """
+
+    opened: DataFrame
+    closed: DataFrame
+
+
+def changes(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
+            cursor: str | None, partition_order: Sequence[str], planned_at: str) -> Changes:
+    """The versions ``batch`` (one checkpoint's rows) opens and the ones it closes in
+    ``table`` (the history table's rows, or None while it has none), by the rule above."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    clock = F.lit(datetime.fromisoformat(planned_at) if planned_at
+                  else datetime.now(UTC)).cast("timestamp")
+    timed = cursor is not None and is_time(batch.schema[cursor].dataType.simpleString())
+    flag = deleted_column(batch.columns)
+    key_cols = [F.col(quote(k)) for k in keys]
+    events = batch.withColumn(
+        _TIME, F.coalesce(F.col(quote(cursor)).cast("timestamp"), clock)
+        if timed and cursor else clock)
+    if table is not None:
+        facts = stored_facts(table, batch.select(*key_cols).distinct(), keys, cursor)
+        renamed = facts.select(*[F.col(quote(k)).alias(f"_hw_key_{i}") for i, k in enumerate(keys)],
+                               _LAST_CURSOR, _CURRENT_FROM, _LAST_TIME)
+        events = events.join(renamed, _matching(keys), "left").drop(
+            *[f"_hw_key_{i}" for i in range(len(keys))])
+        newer = F.lit(True)
+        if cursor:
+            newer = F.col(_LAST_CURSOR).isNull() | (F.col(quote(cursor)) > F.col(_LAST_CURSOR))
+        if timed:
+            newer = newer & (F.col(_LAST_TIME).isNull() | (F.col(_TIME) > F.col(_LAST_TIME)))
+        else:  # the run's clock: never before the key's last moment
+            events = events.withColumn(
+                _TIME, F.coalesce(F.greatest(F.col(_TIME), F.col(_LAST_TIME)), F.col(_TIME)))
+        events = events.where(newer)
+    else:
+        events = events.withColumn(_CURRENT_FROM, F.lit(None).cast("timestamp"))
+    if cursor:  # one event per moment of a key: the last of its ties
+        moment = Window.partitionBy(*key_cols, F.col(quote(cursor))).orderBy(
+            *latest_first(partition_order))
+        events = events.withColumn("_hw_tie", F.row_number().over(moment)).where(
+            F.col("_hw_tie") == 1).drop("_hw_tie")
+    order = Window.partitionBy(*key_cols).orderBy(
+        *([F.col(quote(cursor)).asc_nulls_first()] if cursor else []),
+        *earliest_first(partition_order))
+    deleted = F.coalesce(F.col(quote(flag)), F.lit(False)) if flag else F.lit(False)
+    events = (events.withColumn(_NEXT, F.lead(F.col(_TIME)).over(order))
+              .withColumn(_FIRST, F.row_number().over(order) == 1)
+              .withColumn(_DELETED, deleted))
+    opened = events.where(~F.col(_DELETED)).select(
+        *[F.col(quote(c)) for c in batch.columns],
+        F.col(_TIME).alias(VALID_FROM), F.col(_NEXT).alias(VALID_TO),
+        F.col(_NEXT).isNull().alias(IS_CURRENT))
+    closed = events.where(F.col(_FIRST) & F.col(_CURRENT_FROM).isNotNull()).select(
+        *key_cols, F.col(_CURRENT_FROM).alias(VALID_FROM), F.col(_TIME).alias(VALID_TO))
+    return Changes(opened=opened, closed=closed)
+
+
+def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
+                 cursor: str | None) -> DataFrame:
+    """Per key of ``batch_keys`` that ``table`` holds: its largest stored cursor, the
+    ``_hw_valid_from`` of its current version (null: none is current) and its last
+    moment (the latest ``_hw_valid_from`` or ``_hw_valid_to``: a delete's time too)."""
+    from pyspark.sql import functions as F
+
+    wanted = [*keys, *([cursor] if cursor else []), VALID_FROM, VALID_TO, IS_CURRENT]
+    rows = table.select(*[F.col(quote(c)) for c in wanted])
+    renamed = batch_keys.select(*[F.col(quote(k)).alias(f"_hw_key_{i}")
+                                  for i, k in enumerate(keys)])
+    touched = rows.join(renamed, _matching(keys), "left_semi")
+    last = F.greatest(F.col(VALID_FROM), F.coalesce(F.col(VALID_TO), F.col(VALID_FROM)))
+    return touched.groupBy(*[F.col(quote(k)) for k in keys]).agg(
+        (F.max(F.col(quote(cursor))) if cursor else F.lit(None)).alias(_LAST_CURSOR),
+        F.max(F.when(F.col(IS_CURRENT), F.col(VALID_FROM))).alias(_CURRENT_FROM),
+        F.max(last).alias(_LAST_TIME))
+
+
+def _matching(keys: Sequence[str]) -> Column:
+    """The keys equal their ``_hw_key_<i>`` copies, a null key like any other (``<=>``)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    return reduce(lambda a, b: a & b, [F.col(quote(k)).eqNullSafe(F.col(f"_hw_key_{i}"))
+                                       for i, k in enumerate(keys)])
+
+
+__all__ = ["HISTORY_FIELDS", "HISTORY_NAMES", "IS_CURRENT", "VALID_FROM", "VALID_TO",
+           "Changes", "changes", "is_time", "stored_facts"]
