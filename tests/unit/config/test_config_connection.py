@@ -103,10 +103,8 @@ def test_structure_errors_name_each_field_with_its_line() -> None:
         "streams[1].sync_mod": (
             "unknown field (did you mean 'sync_mode'? allowed: name, sync_mode, "
             "destination_sync_mode, cursor_field, primary_key, json_columns, partition_by, "
-            "cluster_by, table_properties, on_warning, schema_contract, expectations) (line 9)"
-
-
-            "cluster_by, table_properties, on_warning, deletes) (line 9)"
+            "cluster_by, table_properties, on_warning, schema_contract, expectations, deletes) "
+            "(line 9)"
         ),
         "checkpoint.concurrent_checkpoints": "must be >= 1 (line 11)",
         "checkpoint.partitions_per_checkpoint": "expected an integer (got string) (line 12)",
