@@ -125,9 +125,13 @@ MODES = ("append", "append_dedup", "overwrite")
 #: The connections the crash tests kill: a sync mode on Delta, or ``iceberg-`` and one on
 #: Iceberg.
 KINDS = [*MODES, *(f"iceberg-{mode}" for mode in MODES)]
-#: A history stream killed after a commit and before its state (issue 38), on each
-#: destination: its MERGE (Delta) or rewrite (Iceberg) must close and open nothing twice.
-HISTORY_KINDS = ["history", "iceberg-history"]
+#: A history stream killed after a commit and before its state (issue 38): its MERGE must
+#: close and open nothing twice.  (On Iceberg the two halves of that moment are proven
+#: apart: the resumed attempt finds a landed checkpoint by its marker in the destination
+#: kit's kill after a commit, ``test_conformance_iceberg``, and a history checkpoint
+#: committed again, under its own marker and as another run's, changes nothing in
+#: ``destinations/test_history.py``.)
+HISTORY_KINDS = ["history"]
 #: A kind of :func:`killed_after_a_delta_commit_before_its_state` only: ``append`` on Delta
 #: through Spark's writer (``auto`` has the tasks write a local table's files).
 SPARK_APPEND = "spark-append"

@@ -94,18 +94,25 @@ def test_a_run_keeps_its_info_lines_when_the_console_shows_warnings_only(
     root = logging.getLogger()
     saved = (root.level, list(root.handlers))
     engine_log = logging.getLogger("headwater.engine._stream_runner")
+    # The package's level as a process that never logged has it: earlier tests of this
+    # process (a page's sync, a caplog) may have left their own.
+    package = logging.getLogger("headwater")
+    package_level = package.level
+    package.setLevel(logging.NOTSET)
     printed: list[str] = []
     try:
         setup_logging(0, as_json=False)  # what `headwater sync` does without -v
+        assert not engine_log.isEnabledFor(logging.INFO)
         [console] = root.handlers
         console.emit = lambda record: printed.append(record.getMessage())  # type: ignore[method-assign]
         with capture_run_logs(store, run_id, every_s=60):
             engine_log.info("stream users checkpoint 1: 10 rows in 0.1s")
             engine_log.error("stream users checkpoint 2 failed: boom")
-        assert not engine_log.isEnabledFor(logging.INFO)  # its level is back
+        assert package.level == logging.NOTSET  # its level is back
     finally:
         root.setLevel(saved[0])
         root.handlers[:] = saved[1]
+        package.setLevel(package_level)
     lines, _ = store.run_logs(run_id)
     assert [(line.level, line.message) for line in lines] == [
         ("INFO", "stream users checkpoint 1: 10 rows in 0.1s"),

@@ -448,7 +448,7 @@ _NAN_PREDICATES = [Predicate(path, op, (value,))
 REVIEWER_CASE = Case(_NAN, [[2, 2, 2]], _NAN_PREDICATES)
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, database=None,
+@settings(max_examples=3, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                                  HealthCheck.large_base_example])
 @example(case=REVIEWER_CASE)
