@@ -238,13 +238,45 @@ def high_watermarks(settings: KafkaSettings, consumer: Any, errors: list[Any]) -
         return {}
     uncommitted = Consumer({**reader_settings(settings), "isolation.level": "read_uncommitted"})
     try:
-        return {p: uncommitted.get_watermark_offsets(
-            TopicPartition(settings.markers_topic, p), timeout=TIMEOUT_S, cached=False)[1]
-            for p in sorted(meta.partitions)}
+        return {p: watermarks(uncommitted, TopicPartition(settings.markers_topic, p))[1]
+                for p in sorted(meta.partitions)}
     except KafkaException as exc:
         raise describe(exc, settings, "reading the commit markers", errors) from exc
     finally:
         uncommitted.close()
+
+
+def watermarks(consumer: Any, partition: Any) -> tuple[int, int]:
+    """A partition's low and high watermarks, asked again while the broker answers with an
+    error Kafka calls retriable.
+
+    Right after the markers topic is created, its partitions' leaders are not known to
+    every broker yet: the first ask answered ``Not leader for partition`` and the commit
+    was reported as of unknown outcome (CI saw it on a topic created a moment before).
+    """
+    from confluent_kafka import KafkaError, KafkaException
+
+    # A partition whose leader is not known yet (a topic just created, a leader moving):
+    # librdkafka does not always flag these retriable on a watermark query.
+    leadership = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.LEADER_NOT_AVAILABLE,
+                  KafkaError.NOT_LEADER_FOR_PARTITION}
+    deadline = time.monotonic() + TIMEOUT_S
+    while True:
+        try:
+            found: tuple[int, int] = consumer.get_watermark_offsets(
+                partition, timeout=TIMEOUT_S, cached=False)
+            return found
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            retriable = bool(getattr(error, "retriable", lambda: False)()) or (
+                getattr(error, "code", lambda: None)() in leadership)
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(_RETRY_S)
+
+
+#: How long to wait before asking a broker again after a retriable error.
+_RETRY_S = 0.2
 
 
 def open_transactions(settings: KafkaSettings) -> bool:
@@ -256,9 +288,8 @@ def open_transactions(settings: KafkaSettings) -> bool:
     consumer = Consumer({**reader_settings(settings), "error_cb": errors.append})
     try:
         ends = high_watermarks(settings, consumer, errors)
-        return any(consumer.get_watermark_offsets(
-            TopicPartition(settings.markers_topic, p), timeout=TIMEOUT_S, cached=False)[1] < end
-            for p, end in ends.items())
+        return any(watermarks(consumer, TopicPartition(settings.markers_topic, p))[1] < end
+                   for p, end in ends.items())
     finally:
         consumer.close()
 
