@@ -27,8 +27,9 @@ from headwater.destinations._base import (
     tagged_partition_states,
     tagged_publish,
 )
+from headwater.destinations._error_line import error_line
 from headwater.destinations.delta import _delta_rs
-from headwater.destinations.delta._errors import _error_line, _failed
+from headwater.destinations.delta._errors import _failed
 from headwater.destinations.delta._reach import _driver_folder
 from headwater.destinations.delta._sql import history
 from headwater.errors import CommitOutcomeUnknownError, StoreBehindTableError
@@ -106,10 +107,10 @@ def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
     except Exception as lookup:
         if not _no_table(lookup):  # the table did not answer: whether it landed is unknown
             raise CommitOutcomeUnknownError(
-                what, error=_error_line(exc), lookup=_error_line(lookup),
+                what, error=error_line(exc), lookup=error_line(lookup),
                 stream=marker.stream, checkpoint=marker.checkpoint_index) from exc
         log.debug("looking up the commit of checkpoint %s in %s: no table there (%s)",
-                  marker.checkpoint_index, location, _error_line(lookup))
+                  marker.checkpoint_index, location, error_line(lookup))
         found = None
     if found is None:
         raise _failed(f"{what} failed", exc, marker.stream) from exc
@@ -117,7 +118,7 @@ def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
     # writer's of the same checkpoint (this one's commit was then refused): the
     # checkpoint is in the table once either way, which is all that is claimed.
     log.warning("%s raised, and the table's history holds this checkpoint's commit (version "
-                "%s), so it counts as committed: %s", what, found[0], _error_line(exc))
+                "%s), so it counts as committed: %s", what, found[0], error_line(exc))
     return _landed(found, already_committed=False)
 
 
@@ -129,8 +130,8 @@ def _publish_after_error(spark: SparkSession, location: str, marker: PublishMark
         return _published_commit(spark, location, marker)
     except Exception as lookup:
         raise CommitOutcomeUnknownError(
-            f"publishing run {marker.run_id} to {location}", error=_error_line(exc),
-            lookup=_error_line(lookup), stream=marker.stream) from exc
+            f"publishing run {marker.run_id} to {location}", error=error_line(exc),
+            lookup=error_line(lookup), stream=marker.stream) from exc
 
 
 #: Spark's error conditions for a lookup in a table that does not exist: a path holding

@@ -41,6 +41,7 @@ from headwater.destinations._base import (
     PublishMarker,
 )
 from headwater.destinations._dataset import without_credentials
+from headwater.destinations._error_line import error_line
 from headwater.destinations._table_files._create import create_text
 from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
 from headwater.destinations._table_files._store import (
@@ -271,12 +272,13 @@ class FilesDestination(Destination):
             try:
                 found = journal.find(marker.app_id, marker.version)
             except Exception as lookup:
-                raise CommitOutcomeUnknownError(what, error=_line(exc), lookup=_line(lookup),
-                                                stream=stream, checkpoint=checkpoint) from exc
+                raise CommitOutcomeUnknownError(what, error=error_line(exc),
+                                                lookup=error_line(lookup), stream=stream,
+                                                checkpoint=checkpoint) from exc
             if found is None:
-                raise DestinationError(f"{what} failed: {_line(exc)}", stream=stream) from exc
+                raise DestinationError(f"{what} failed: {error_line(exc)}", stream=stream) from exc
             log.warning("%s raised after its manifest %s landed, so it counts as committed: %s",
-                        what, found.sequence, _line(exc))
+                        what, found.sequence, error_line(exc))
             return found, True
 
     def _manifest(self, plan: StreamPlan, written: list[WrittenFile], marker: Mapping[str, Any],
@@ -481,7 +483,8 @@ def _written(files: DataFrame, location: str, marker: CommitMarker) -> list[Writ
         return [WrittenFile(**row.asDict()) for row in files.collect()]
     except Exception as exc:
         raise DestinationError(f"writing the files of checkpoint {marker.checkpoint_index} of "
-                               f"{location} failed: {_line(exc)}", stream=marker.stream) from exc
+                               f"{location} failed: {error_line(exc)}",
+                               stream=marker.stream) from exc
 
 
 def _unlisted(written: list[WrittenFile], manifest: _manifests.Manifest) -> list[WrittenFile]:
@@ -558,11 +561,6 @@ def _subfolders(folder: TableFolder, relative: str) -> list[str]:
     except FileNotFoundError:
         return []
     return [info.base_name for info in found if info.type == pafs.FileType.Directory]
-
-
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 __all__ = ["WRITER", "FilesDestination"]

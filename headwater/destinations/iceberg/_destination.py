@@ -68,6 +68,7 @@ from headwater.destinations._base import (
 )
 from headwater.destinations._dataset import without_credentials
 from headwater.destinations._deletes import deleted_column
+from headwater.destinations._error_line import error_line
 from headwater.destinations._history_rule import HISTORY_FIELDS
 from headwater.destinations._table_files._parquet import ParquetFiles, WrittenFile
 from headwater.destinations._table_files._s3_check import check_s3
@@ -246,7 +247,7 @@ class IcebergDestination(Destination):
                      or self.settings.catalog_properties["warehouse"])
             raise DestinationError(
                 f"the Iceberg {self.settings.catalog_type} catalog at {where} is not usable: "
-                f"{_error_line(exc)}") from exc
+                f"{error_line(exc)}") from exc
 
     def check_tables(self, streams: Mapping[str, pa.Schema]) -> None:
         for stream, data_schema in streams.items():
@@ -295,7 +296,7 @@ class IcebergDestination(Destination):
             raise
         except Exception as exc:
             raise DestinationError(f"cannot prepare Iceberg table {identifier}: "
-                                   f"{_error_line(exc)}", stream=plan.stream.name) from exc
+                                   f"{error_line(exc)}", stream=plan.stream.name) from exc
 
     def file_writer(self, spark: SparkSession, plan: StreamPlan, *,
                     run_id: str = "") -> ParquetFiles:
@@ -565,7 +566,7 @@ class IcebergDestination(Destination):
             return _rewrite.write_files(rows, table, folder)
         except Exception as exc:
             raise DestinationError(f"writing the rows of checkpoint {marker.checkpoint_index} "
-                                   f"of {table.name()} failed: {_error_line(exc)}",
+                                   f"of {table.name()} failed: {error_line(exc)}",
                                    stream=plan.stream.name) from exc
 
     # ----------------------------------------------------------------- realigning
@@ -705,12 +706,12 @@ def _after_error(destination: IcebergDestination, stream: str, marker: CommitMar
             found = landed()
         except Exception as lookup:  # no answer: whether it landed is unknown
             raise CommitOutcomeUnknownError(
-                what, error=_error_line(exc), lookup=_error_line(lookup), stream=stream,
+                what, error=error_line(exc), lookup=error_line(lookup), stream=stream,
                 checkpoint=marker.checkpoint_index) from exc
         if found is None:
-            raise DestinationError(f"{what} failed: {_error_line(exc)}", stream=stream) from exc
+            raise DestinationError(f"{what} failed: {error_line(exc)}", stream=stream) from exc
         log.warning("%s raised after its snapshot %s landed, so it counts as committed: %s",
-                    what, found.snapshot_id, _error_line(exc))
+                    what, found.snapshot_id, error_line(exc))
     counts = tagged_counts(found.tag)
     return CommitResult(rows=counts.get("rows", 0), rejected=counts.get("rejected", 0),
                         bytes=counts.get("bytes", 0), version=found.snapshot_id,
@@ -724,7 +725,7 @@ def _written_files(files: DataFrame, identifier: str, marker: CommitMarker) -> l
         return [WrittenFile(**row.asDict()) for row in files.collect()]
     except Exception as exc:
         raise DestinationError(f"writing the files of checkpoint {marker.checkpoint_index} of "
-                               f"{identifier} failed: {_error_line(exc)}",
+                               f"{identifier} failed: {error_line(exc)}",
                                stream=marker.stream) from exc
 
 
@@ -740,11 +741,6 @@ def _is_conflict(exc: BaseException) -> bool:
 
     return isinstance(exc, CommitFailedException)
 
-
-def _error_line(exc: BaseException) -> str:
-    """The error's type and first line."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 __all__ = ["WRITER_TASKS", "IcebergDestination"]

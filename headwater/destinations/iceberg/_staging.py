@@ -48,6 +48,7 @@ from headwater.destinations._base import (
     tagged_counts,
     tagged_publish,
 )
+from headwater.destinations._error_line import error_line
 from headwater.destinations.iceberg import _commit, _markers
 from headwater.errors import (
     AuthenticationError,
@@ -331,7 +332,7 @@ class Staging:
                 log.info("stream %s: dropped the staging of runs that never published: %s",
                          stream, ", ".join(n[len(BRANCH_PREFIX):] for n in leftovers))
             except Exception as exc:  # see the docstring: never raised
-                log.warning("could not remove the staging of %s: %s", stream, _error_line(exc))
+                log.warning("could not remove the staging of %s: %s", stream, error_line(exc))
 
     def _committing(self, stream: str, what: str, attempt: Callable[[], CommitResult],
                     landed: Callable[[], CommitResult | None], *,
@@ -357,7 +358,7 @@ class Staging:
                     raise
                 except CommitFailedException as exc:
                     if tried == _COMMIT_TRIES:
-                        raise DestinationError(f"{what} failed: {_error_line(exc)}",
+                        raise DestinationError(f"{what} failed: {error_line(exc)}",
                                                stream=stream) from exc
                     log.info("%s: another writer committed first; trying again", what)
                     time.sleep(0.05 * tried)
@@ -365,10 +366,10 @@ class Staging:
                 except Exception as exc:
                     found = _landed(landed, what, exc, stream, checkpoint)
                     if found is None:
-                        raise DestinationError(f"{what} failed: {_error_line(exc)}",
+                        raise DestinationError(f"{what} failed: {error_line(exc)}",
                                                stream=stream) from exc
                     log.warning("%s raised after its snapshot landed, so it counts as made: %s",
-                                what, _error_line(exc))
+                                what, error_line(exc))
                     return replace(found, already_committed=False)
             if not result.already_committed:
                 from headwater._events import commit_landed
@@ -384,8 +385,8 @@ def _landed(landed: Callable[[], CommitResult | None], what: str, exc: BaseExcep
     try:
         return landed()
     except Exception as lookup:
-        raise CommitOutcomeUnknownError(what, error=_error_line(exc),
-                                        lookup=_error_line(lookup), stream=stream,
+        raise CommitOutcomeUnknownError(what, error=error_line(exc),
+                                        lookup=error_line(lookup), stream=stream,
                                         checkpoint=checkpoint) from exc
 
 
@@ -427,11 +428,6 @@ def _delete(table: Table, data_file: DataFile) -> None:
     with contextlib.suppress(FileNotFoundError):
         table.io.delete(data_file.file_path)
 
-
-def _error_line(exc: BaseException) -> str:
-    """The error's type and first line."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 __all__ = ["BASE_KEY", "BRANCH_PREFIX", "STAGED_KEY", "Staged", "Staging", "branch_name",

@@ -8,20 +8,8 @@ text holds the worker's whole traceback; what a person needs is its last line
 
 from __future__ import annotations
 
-import re
-
+from headwater.destinations._error_line import error_line
 from headwater.errors import AuthenticationError, DestinationError, HeadwaterError
-
-#: A traceback's line naming what was raised: ``psycopg.errors.X: ...``, ``ValueError: ...``.
-_RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)+[A-Za-z_]\w*: |^\w*(?:Error|Exception)\w*: ")
-
-
-def error_line(exc: BaseException) -> str:
-    """The error's type and its most telling line (a traceback's last)."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    errors = [line for line in lines if _RAISED.match(line)]
-    text = errors[-1] if errors else (lines[0] if lines else "")
-    return f"{type(exc).__name__}: {text}"
 
 
 def job_error(what: str, exc: BaseException, stream: str) -> HeadwaterError:

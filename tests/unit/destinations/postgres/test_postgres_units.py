@@ -17,7 +17,6 @@ from headwater.config import secret_values
 from headwater.destinations import get_destination_class
 from headwater.destinations.postgres import PostgresDestination
 from headwater.destinations.postgres._config import parse, spec
-from headwater.destinations.postgres._errors import error_line
 from headwater.destinations.postgres._fit import (
     END_DATE_DAYS,
     MIN_DATE_DAYS,
@@ -131,10 +130,3 @@ def test_text_longer_than_a_varchar_is_noted_and_engine_notes_are_kept() -> None
     notes = _notes(fitted)
     assert notes[0] == engine_note and notes[1] is not None and notes[1][0]["field"] == "code"
 
-
-def test_an_error_line_is_what_the_worker_raised() -> None:
-    text = ("An exception was thrown from the Python worker:\nTraceback (most recent call "
-            "last):\n  File \"x.py\", line 1, in f\n    copy()\npsycopg.errors.UniqueViolation: "
-            "duplicate key\nDETAIL:  Key (id)=(1) already exists.")
-    assert error_line(RuntimeError(text)) == "RuntimeError: psycopg.errors.UniqueViolation: " \
-        "duplicate key"
