@@ -12,7 +12,10 @@ Guarantees, per connection file of the folder (``*.yaml`` / ``*.yml``):
 * **Retries.** A failed run is retried after ``retry.backoff_s``, doubling
   each time up to ``retry.max_backoff_s``, at most ``retry.max_retries``
   times; then the connection waits for its next firing.  A run that
-  succeeds resets the count.
+  succeeds resets the count.  A failure that repeats until a person acts is
+  not retried (a config error; a schema change a ``freeze`` contract refuses,
+  which would re-read the source each time to refuse it again): the event says
+  so, and the next firing (or an edit of the file) tries again.
 * **Catch-up policy (coalesce).** When the scheduler first sees a connection,
   it asks when its last run started (the metadata store).  If a firing was
   missed since then (the server was down), the connection runs once right
@@ -50,7 +53,7 @@ from croniter import croniter
 
 from headwater._waiting import wait_all
 from headwater.config import ConnectionConfig, load_connection, mask
-from headwater.errors import ConnectionLockedError
+from headwater.errors import ConfigError, ConnectionLockedError, SchemaContractError
 from headwater.serve._clock import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -83,6 +86,9 @@ class RunOutcome:
     resumed_run_id: str | None = None
     #: Retry it as a failed run (see above).
     retry: bool = False
+    #: A failure that repeats until a person acts (a config error, a frozen contract's
+    #: schema change, exit codes 2 and 5): not retried.
+    needs_a_person: bool = False
 
 
 #: Runs one connection now and says how it went; raising counts as ``failed``.
@@ -95,7 +101,8 @@ class ScheduleEvent:
 
     ``what`` is one of ``loaded``, ``invalid``, ``removed``, ``started``,
     ``succeeded``, ``failed``, ``skipped``, ``stopped``, ``retry`` (a retry is
-    scheduled for ``at``), ``gave-up``, ``catch-up``.
+    scheduled for ``at``), ``gave-up``, ``not-retried`` (a failure only a person can
+    fix), ``catch-up``.
     """
 
     at: datetime
@@ -313,6 +320,9 @@ class Scheduler:
             return self.runner(config)
         except ConnectionLockedError as exc:
             return RunOutcome("skipped", error=mask(str(exc)))
+        except (ConfigError, SchemaContractError) as exc:
+            return RunOutcome("failed", error=mask(f"{type(exc).__name__}: {exc}"),
+                              needs_a_person=True)
         except Exception as exc:
             log.debug("scheduled run of %s failed", config.name, exc_info=True)
             return RunOutcome("failed", error=mask(f"{type(exc).__name__}: {exc}"))
@@ -328,7 +338,12 @@ class Scheduler:
             detail = " ".join(x for x in (resumed, outcome.run_id or "", outcome.error or "") if x)
             # A stop the scheduler retries (a commit's outcome unknown) warns as a failure does.
             self._event(now, entry.name, outcome.status, detail, warn=outcome.retry)
-            if outcome.status == "failed" or outcome.retry:
+            if outcome.status == "failed" and outcome.needs_a_person:
+                self._event(now, entry.name, "not-retried",
+                            "a person must act (the file, or the contract); the next firing "
+                            "tries again")
+                entry.retries = 0
+            elif outcome.status == "failed" or outcome.retry:
                 self._schedule_retry(entry, now)
             elif outcome.status in ("succeeded", "warned"):  # a warned run is not retried
                 entry.retries = 0
@@ -353,7 +368,7 @@ class Scheduler:
         event = ScheduleEvent(at=at, connection=connection, what=what, detail=detail)
         with self._lock:
             self.events.append(event)
-        level = (logging.WARNING if warn or what in ("failed", "invalid", "gave-up")
+        level = (logging.WARNING if warn or what in ("failed", "invalid", "gave-up", "not-retried")
                  else logging.INFO)
         log.log(level, "%s %s %s", connection, what, detail)
         if self.on_event is not None:

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from headwater.config import ConnectionConfig
-from headwater.errors import ConnectionLockedError
+from headwater.errors import ConfigError, ConnectionLockedError, SchemaContractError
 from headwater.serve import RunOutcome, Scheduler
 from tests._clock import FastClock
 
@@ -45,6 +45,11 @@ class Runs:
         status = self.outcomes.pop(0) if self.outcomes else "succeeded"
         if status == "raise":
             raise RuntimeError("the source went away")
+        if status == "frozen":  # the engine raises it: a schema change the contract refuses
+            raise SchemaContractError("stream 'users' has a new column 'plan'; its "
+                                      "schema_contract freezes new columns")
+        if status == "misconfigured":
+            raise ConfigError("source.config.password: not set")
         if status == "locked":
             raise ConnectionLockedError("connection is already being synced")
         if status == "stopped-unknown":  # a commit's outcome could not be checked
@@ -154,6 +159,29 @@ def test_failures_are_retried_with_back_off_up_to_the_limit(tmp_path: Path) -> N
     clock.advance(hours=1)
     s.tick()
     assert len(runs.calls) == 3  # waits for the next firing (tomorrow)
+    s.shutdown()
+
+
+@pytest.mark.parametrize("failure", ["frozen", "misconfigured"])
+def test_a_failure_only_a_person_can_fix_is_not_retried(tmp_path: Path, failure: str) -> None:
+    """Retrying a frozen contract's refusal would read the source again to refuse again."""
+    write(tmp_path, "strict", schedule="0 0 * * *",
+          retry={"max_retries": 3, "backoff_s": 30, "max_backoff_s": 30})
+    clock, runs = FastClock(datetime(2026, 1, 1, 23, 59, 0, tzinfo=UTC)), Runs([failure])
+    s = scheduler(tmp_path, runs, clock)
+    s.tick()
+    clock.advance(minutes=1)
+    s.tick()
+    settle(s)
+    assert whats(s, "strict")[-2:] == ["failed", "not-retried"]
+    clock.advance(minutes=30)
+    s.tick()
+    assert runs.calls == ["strict"]  # no retry; the next firing (tomorrow) tries again
+    clock.advance(days=1)
+    s.tick()
+    settle(s)
+    assert runs.calls == ["strict", "strict"]
+    assert whats(s, "strict")[-1] == "succeeded"
     s.shutdown()
 
 
