@@ -15,6 +15,10 @@ checkpoint indices) and both leave every stream's state where it was:
 * **backfill** reads one cursor window ``[from, to)`` with the stream's own
   partitioning (:meth:`~headwater.sdk.Stream.window_partitions`) and appends
   (or merges, for dedup tables) what it finds.
+
+Both hold to the connection file's schema contracts as a sync does, at plan time,
+before anything is recorded: a change a ``freeze`` contract refuses fails them
+(exit code 5), as it fails the sync.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from headwater.engine._contracts import held_to_contracts
 from headwater.engine._shared_dir import without_shared_dir
 from headwater.engine.connection import resolve_streams
 from headwater.errors import ConfigError
@@ -60,10 +65,12 @@ def replay(engine: SyncEngine, run_id: str, streams: Sequence[str] | None = None
                               f"{', '.join(known) or 'no stream'}", field="--stream")
 
     def make_plan(spark: SparkSession) -> RunPlan:
+        chosen = [p.stream for p in original.streams if not streams or p.stream.name in streams]
+        held = {c.name for c in held_to_contracts(engine, chosen, spark)}
         plans = []
         for stream_plan in original.streams:
             name = stream_plan.stream.name
-            if streams and name not in streams:
+            if name not in held:
                 continue
             partitions = without_shared_dir(
                 [p for c in stream_plan.checkpoints if (name, c.index) in committed
@@ -90,6 +97,9 @@ def backfill(engine: SyncEngine, stream: str, start: Any, end: Any) -> SyncResul
     def make_plan(spark: SparkSession) -> RunPlan:
         from headwater.engine._spark import default_parallelism
 
+        if not held_to_contracts(engine, [chosen], spark):
+            raise ConfigError(f"stream {stream!r} has no table yet and its schema_contract "
+                              "keeps new tables out: nothing to backfill", field="--stream")
         state = engine.store.get_state(engine.connection.name, stream)
         per_checkpoint = engine.per_checkpoint(default_parallelism(spark))
         plan: StreamPlan = engine.stream_plan(chosen, partitions, state,

@@ -91,8 +91,12 @@ def _connection(tmp_path: Path, lake: Lake, contracts: Mapping[str, Any], *,
                                        "concurrent_checkpoints": 1})
 
 
+def _store(tmp_path: Path) -> MetadataStore:
+    return MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+
+
 def _states(tmp_path: Path) -> dict[str, Any]:
-    return MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_states("contracts")
+    return _store(tmp_path).get_states("contracts")
 
 
 def _by_id(rows: list[dict[str, Any]] | None) -> dict[int, dict[str, Any]]:
@@ -140,6 +144,16 @@ def run_matrix(tmp_path: Path, lake: Lake, existing: Mapping[str, Any] = EXISTIN
     assert {name: lake.commits(name) for name in existing} == commits
     assert _states(tmp_path) == states
     assert all(lake.rows(name) is None for name in [*NEW, "n_freeze"])
+    if existing is EXISTING:  # a replay of the first run holds to the same contracts,
+        # at plan time as the sync: refused before it reads, nothing recorded
+        assert first.document is not None
+        runs = len(_store(tmp_path).list_runs("contracts", limit=100))
+        replay = run_in_process(tmp_path, "replay", first.document["run_id"], "-c", str(path),
+                                "--stream", types, "--json")
+        assert replay.exit_code == 5, replay.describe()
+        assert f"stream {types}: column score changed type" in replay.stderr + replay.stdout
+        assert {name: lake.commits(name) for name in existing} == commits
+        assert len(_store(tmp_path).list_runs("contracts", limit=100)) == runs
 
     # 3. Without the frozen streams: each setting does what it says.
     new = NEW if existing is EXISTING else {k: NEW[k] for k in ("n_discard_row",)}
