@@ -17,8 +17,9 @@ Both sides run in one Spark session, in this process, on the same data (the
 The ratio is plain seconds / Headwater seconds (aim >= 1.0).  Each side is checked
 afterwards: N + 10 % rows, N current, none current twice.
 
-The sample source makes at most 86,399 events per generation, so 10 % updates caps N
-below 864,000 here (the issue's 1,000,000 needs a second generation or another source).
+The sample source makes its events one per second of a generation's simulated days, so the
+generation spans as many days as 10 % of N needs (``days_per_generation``): the issue's
+1,000,000 keys is ``--keys 1000000``.
 
 Run: ``.venv/bin/python bench/history_vs_plain_merge.py [--keys 200000] [--rounds 1]``
 """
@@ -45,7 +46,7 @@ STREAM = {"name": "users", "sync_mode": "incremental", "destination_sync_mode": 
 def source(keys: int, generation: int, per_partition: int) -> dict[str, Any]:
     return {"seed": 5, "users": keys, "orders": 0, "rows_per_partition": per_partition,
             "updates_per_generation": keys // 10, "new_per_generation": 0,
-            "generation": generation}
+            "generation": generation, "days_per_generation": keys // 10 // 86_400 + 1}
 
 
 def connection(folder: Path, keys: int, generation: int, per_partition: int) -> Path:

@@ -91,6 +91,12 @@ class SampleConfig(BaseModel):
     new_per_generation: _Count = Field(
         10, description="New rows each generation adds (per stream)."
     )
+    days_per_generation: Annotated[int, Field(ge=1, strict=True)] = Field(
+        1, description=(
+            "Simulated days each generation spans; its events come one per second, so "
+            "updates_per_generation + new_per_generation must stay below 86400 per day."
+        ),
+    )
     rows_per_partition: Annotated[int, Field(ge=1, strict=True)] = Field(
         100_000, description="Most rows one partition holds."
     )
@@ -132,6 +138,7 @@ class SampleConfig(BaseModel):
             start=self.start,
             bad_value_every=self.bad_value_every,
             schema_version=self.schema_version,
+            days_per_generation=self.days_per_generation,
         )
 
 
@@ -264,7 +271,7 @@ class SampleSource(Source):
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)
         self._settings = _parse(config)
-        # World checks what one field's schema cannot (updates + new < 86400).
+        # World checks what one field's schema cannot (updates + new < days * 86400).
         self._world = self._settings.world()
 
     @classmethod

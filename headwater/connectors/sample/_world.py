@@ -4,14 +4,16 @@ Every stream of the world has the same mechanics (only its salt differs):
 
 * **Initial rows** ``0 .. N-1`` (N = the configured ``users`` or ``orders``):
   row ``i`` was created and last updated at ``start + i`` seconds.
-* **Generation** ``k`` (``k = 1 .. generation``, one simulated day each) starts
-  at ``G_k = start + N s + (k-1) days + 1 hour``.  It first updates
+* **Generation** ``k`` (``k = 1 .. generation``, ``D = days_per_generation``
+  simulated days each, one by default) starts at
+  ``G_k = start + N s + (k-1) D days + 1 hour``.  It first updates
   ``u_k = min(updates_per_generation, ids existing before k)`` distinct existing
   ids, drawn from ``numpy.random.default_rng([seed, salt, k])``, at
   ``G_k + j s``; then creates ``new_per_generation`` new ids (the next ids in
-  order) at ``G_k + u_k + j s``.  ``updates + new < 86400`` keeps a generation
-  inside its day, so the events of a generation always come after those of
-  the one before.
+  order) at ``G_k + u_k + j s``.  ``updates + new < D * 86400`` keeps a
+  generation inside its days, so the events of a generation always come after
+  those of the one before (``D > 1``: more than 86,399 events per generation,
+  for benchmarks at scale).
 * The world at generation ``g`` holds every id once, at its **latest version**:
   the last generation ``<= g`` that touched it (0 = initial).  Every value of a
   row is a pure function of ``(seed, stream, id, version)``.
@@ -131,16 +133,23 @@ class World:
     bad_value_every: int = 0
     #: 2 adds the ``loyalty_tier`` column to ``users``.
     schema_version: int = 1
+    #: Simulated days per generation: a generation's events are one per second within them.
+    days_per_generation: int = 1
 
     def __post_init__(self) -> None:
         counts = ("seed", "users", "orders", "generation", "bad_value_every")
         for name in (*counts, "updates_per_generation", "new_per_generation"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0", field=f"source.config.{name}")
-        if self.updates_per_generation + self.new_per_generation >= DAY_SECONDS:
+        if self.days_per_generation < 1:
+            raise ConfigError("days_per_generation must be >= 1",
+                              field="source.config.days_per_generation")
+        span = self.days_per_generation * DAY_SECONDS
+        if self.updates_per_generation + self.new_per_generation >= span:
             raise ConfigError(
-                "updates_per_generation + new_per_generation must be < 86400: one "
-                "generation's events happen one per second within its simulated day",
+                f"updates_per_generation + new_per_generation must be < {span}: one "
+                "generation's events happen one per second within its simulated days "
+                "(days_per_generation gives it more)",
                 field="source.config.updates_per_generation",
             )
         if self.schema_version not in (1, 2):
@@ -216,6 +225,7 @@ class World:
             self.generation,
             self.updates_per_generation,
             self.new_per_generation,
+            self.days_per_generation,
         )
 
     def batches(self, stream: str, lo: int, hi: int) -> Iterator[pa.RecordBatch]:
@@ -298,7 +308,8 @@ class World:
             nth = ids[fresh] - n
             k = nth // per_gen + 1
             updated = np.minimum(self.updates_per_generation, n + (k - 1) * per_gen)
-            created[fresh] = _generation_start(n, k) + updated + nth % per_gen
+            created[fresh] = (_generation_start(n, k, self.days_per_generation) + updated
+                              + nth % per_gen)
         return created
 
     def _batch(
@@ -382,7 +393,8 @@ class Timeline:
 
 
 @lru_cache(maxsize=16)
-def _timeline(seed: int, salt: int, n: int, generation: int, updates: int, new: int) -> Timeline:
+def _timeline(seed: int, salt: int, n: int, generation: int, updates: int, new: int,
+              days: int = 1) -> Timeline:
     ids: list[_I64] = []
     versions: list[_I64] = []
     times: list[_I64] = []
@@ -392,7 +404,7 @@ def _timeline(seed: int, salt: int, n: int, generation: int, updates: int, new: 
         count = min(updates, existing)
         if count + new == 0:
             continue
-        begin = int(_generation_start(n, k))
+        begin = int(_generation_start(n, k, days))
         rng = np.random.default_rng([seed, salt, k])
         changed = rng.choice(existing, size=count, replace=False).astype(np.int64)
         ids.append(np.concatenate([changed, np.arange(existing, existing + new, dtype=np.int64)]))
@@ -420,9 +432,9 @@ def _timeline(seed: int, salt: int, n: int, generation: int, updates: int, new: 
     return line
 
 
-def _generation_start(n: int, k: _I64 | int) -> Any:
-    """G_k as an offset: after the initial rows, one day per generation, one hour in."""
-    return n + (k - 1) * DAY_SECONDS + GENERATION_DELAY_SECONDS
+def _generation_start(n: int, k: _I64 | int, days: int = 1) -> Any:
+    """G_k as an offset: after the initial rows, ``days`` per generation, one hour in."""
+    return n + (k - 1) * days * DAY_SECONDS + GENERATION_DELAY_SECONDS
 
 
 def _check_stream(stream: str) -> str:

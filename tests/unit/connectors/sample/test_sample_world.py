@@ -181,6 +181,27 @@ def test_a_generation_must_fit_in_its_day() -> None:
     World(updates_per_generation=86_000, new_per_generation=399)
 
 
+def test_a_generation_of_more_days_holds_more_events_and_keeps_its_order() -> None:
+    """``days_per_generation`` (benchmarks at scale: 100,000 updates of 1,000,000 keys)."""
+    with pytest.raises(ConfigError):
+        World(users=200_000, updates_per_generation=100_000, new_per_generation=0)
+    world = World(users=200_000, generation=2, updates_per_generation=100_000,
+                  new_per_generation=10, days_per_generation=2)
+    table = world.table("users")
+    assert table.num_rows == 200_020
+    assert len(set(table.column("id").to_pylist())) == 200_020
+    # Generation 2 begins two days after generation 1, after all its events.
+    g1 = START + timedelta(seconds=200_000 + 3600)
+    g2 = g1 + timedelta(days=2)
+    fresh = table.slice(200_000).column("created_at").to_pylist()
+    assert fresh == [g1 + timedelta(seconds=100_000 + j) for j in range(10)] + \
+        [g2 + timedelta(seconds=100_000 + j) for j in range(10)]
+    assert max(table.column("updated_at").to_pylist()) == g2 + timedelta(seconds=100_009)
+    with pytest.raises(ConfigError) as excinfo:
+        World(days_per_generation=0)
+    assert excinfo.value.context["field"] == "source.config.days_per_generation"
+
+
 def test_batches_stay_under_the_batch_limit() -> None:
     world = World(users=250_001)
     sizes = [batch.num_rows for batch in world.batches("users", 0, 250_001)]
