@@ -153,13 +153,23 @@ class KafkaDestination(Destination):
                rows: DataFrame, marker: CommitMarker) -> CommitResult:
         frame = self._prepared(rows, plan, checkpoint)
         topic = self.topic(plan.stream.name)
+        tasks = frame.rdd.getNumPartitions()
+        # Any attempt's task count is at most the checkpoint's partitions (one task per
+        # partition at most; dedup buckets no more): the ids an earlier split may have used.
+        every_split = max(tasks, len(checkpoint.partitions))
         try:
             if _markers.open_transactions(self.settings):
                 # Perhaps a killed attempt's task, between its marker and its commit: fence
                 # the lane's tasks, so the markers can be read to their end (read_markers).
-                _markers.fence(self.settings, [
-                    _markers.transactional_id(marker.app_id, task)
-                    for task in range(frame.rdd.getNumPartitions())])
+                _markers.fence(self.settings, [_markers.transactional_id(marker.app_id, task)
+                                               for task in range(every_split)])
+            elif marker.attempt > 1 and every_split > tasks:
+                # A later attempt with fewer tasks (fewer task slots than the killed one had):
+                # this attempt's tasks fence their own ids as they start, not the killed
+                # attempt's others, whose open transaction (records of a unit this attempt
+                # produces too) would otherwise commit later, beside this one's.
+                _markers.fence(self.settings, [_markers.transactional_id(marker.app_id, task)
+                                               for task in range(tasks, every_split)])
             markers = _markers.read_markers(self.settings, _markers.commit_key(marker.app_id),
                                              _markers.task_prefix(marker.app_id))
         except HeadwaterError as exc:

@@ -162,3 +162,59 @@ def test_a_commit_that_failed_after_its_records_landed_is_resumed_not_read_again
     ids = Counter(json.loads(r.key or "")["id"]
                   for r in read_topic(kafka_broker.bootstrap, prefix + "shop.orders"))
     assert ids == Counter(range(SOURCE["orders"]))
+
+
+def test_a_zombie_of_a_killed_attempt_with_more_tasks_is_fenced_by_the_next_attempt(
+        spark: Any, tmp_path: Path, kafka_broker: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attempt 1 split a checkpoint of four partitions over four tasks (a bigger cluster);
+    its task 3, cut off, still holds an open transaction with records of a unit. Attempt 2
+    runs on two task slots, so no task of its own fences ``task-3``: the commit must, or the
+    zombie's records commit later beside attempt 2's (a read_committed consumer: twice).
+
+    The orders stream is read in runs of partitions, as an HTTP stream is
+    (``one_task_per_partition = False``): a read's tasks are then as many as its slots."""
+    from confluent_kafka import KafkaException, Producer
+
+    from headwater.connectors.sample._source import OrdersStream
+    from headwater.destinations.kafka import KafkaDestination, _markers
+    from headwater.destinations.kafka._client import producer_settings
+    from headwater.destinations.kafka._config import KafkaSettings
+    from headwater.errors import DestinationError
+
+    prefix = kafka_broker.topic_prefix()
+    source = {"seed": 5, "users": 0, "orders": 40, "rows_per_partition": 5}
+    destination = {"type": "kafka", "config": {
+        "bootstrap_servers": kafka_broker.bootstrap, "topic": prefix + "{connection}.{stream}",
+        "markers_topic": prefix + "commits"}}
+    path = connection_file(tmp_path, name="shop", source=source, streams=[
+        {"name": "orders", "sync_mode": "incremental", "destination_sync_mode": "append",
+         "cursor_field": "updated_at"}], destination=destination,
+        checkpoint={"partitions_per_checkpoint": 4, "concurrent_checkpoints": 1})
+    write = KafkaDestination._write_commit_marker
+    lanes: list[str] = []
+
+    def fails_once(self: KafkaDestination, marker: Any, value: bytes) -> int | None:
+        if not lanes:
+            lanes.append(marker.app_id)
+            raise DestinationError("injected: the driver lost the markers topic")
+        return write(self, marker, value)
+
+    monkeypatch.setattr(KafkaDestination, "_write_commit_marker", fails_once)
+    monkeypatch.setattr(OrdersStream, "one_task_per_partition", False)
+    first = sync_in_process(tmp_path, path)
+    assert first.exit_code != 0 and lanes, first.describe()
+
+    settings = KafkaSettings.from_config(destination["config"])
+    zombie = Producer(producer_settings(settings, _markers.transactional_id(lanes[0], 3)))
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(prefix + "shop.orders", key=json.dumps({"id": 0}), value=b"{}")
+    zombie.flush(10)
+
+    second = sync_in_process(tmp_path, path)
+    assert second.exit_code == 0, second.describe()
+    with pytest.raises(KafkaException):
+        zombie.commit_transaction(30)
+    ids = Counter(json.loads(r.key or "")["id"]
+                  for r in read_topic(kafka_broker.bootstrap, prefix + "shop.orders"))
+    assert ids == Counter(range(source["orders"]))
