@@ -21,7 +21,7 @@ import pyarrow as pa
 from headwater.destinations._read_frames import conform, present, work_items
 from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.files._manifests import Manifest, current
-from headwater.destinations.files._read import read_file, stream_log
+from headwater.destinations.files._read import read_file, read_schema, stream_log
 from headwater.errors import DestinationError
 
 if TYPE_CHECKING:
@@ -62,7 +62,8 @@ def read_frame(spark: SparkSession, root: TableFolder, stream: str,
     if not manifests:
         raise DestinationError(f"the files destination holds no table of stream {stream} "
                                f"under {root.uri} yet (no manifest)", stream=stream)
-    whole = pa.unify_schemas([m.schema for m in manifests], promote_options="permissive")
+    whole = pa.unify_schemas([read_schema(m) for m in manifests],
+                             promote_options="permissive")
     schema = pa.schema([whole.field(c) for c in present(whole.names, columns)])
     listed = [(i, f.path) for i, m in enumerate(manifests) for f in m.files]
     spark_schema = from_arrow_schema(schema)

@@ -589,8 +589,9 @@ class IcebergDestination(Destination):
             raise DestinationError(f"Iceberg table {self.table_location(stream)} does not "
                                    "exist yet", stream=stream)
         paths = [f.file_path for f in _rewrite.data_files(table, stream)]
+        names = [f.name for f in table.schema().fields]  # top-level only
         return _rewrite.read_files(spark, table, paths, store=self._store_access(),
-                                   columns=present(table.schema().column_names, columns))
+                                   columns=present(names, columns))
 
     def run_row_counts(self, spark: SparkSession, stream: str) -> dict[str, int]:
         """Rows by ``_hw_run_id``, counted by Spark over the table's current data files."""
