@@ -123,6 +123,16 @@ class DestinationError(HeadwaterError):
     """A destination failed to prepare a table or to commit a checkpoint batch."""
 
 
+class NoTableError(DestinationError):
+    """The destination keeps no table of a stream's rows to read back (Kafka: a topic is
+    a log of what was sent, not the rows as they are now).
+
+    Raised by :meth:`~headwater.destinations.Destination.read_table`; ``headwater
+    verify`` prints it as ``cannot verify: ...``, and the destination kit then reads
+    only through the reader it was given.
+    """
+
+
 class CommitOutcomeUnknown(HeadwaterError):
     """A commit raised, and looking its marker up in the table raised too: whether it
     landed is unknown.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -347,6 +347,32 @@ class Destination(ABC):
         location wherever the CLI shows a stream's table.
         """
         return None
+
+    def read_table(self, spark: SparkSession, stream: str,
+                   columns: Sequence[str] | None = None) -> DataFrame:
+        """The stream's table as its readers see it now: its current rows, as a Spark
+        DataFrame of ``columns`` (default: every column; a column the table does not have
+        is left out, so a caller may ask for flags only some tables hold).
+
+        What ``headwater verify`` counts the table's windows over and what the destination
+        kit (:mod:`headwater.destinations.testing`) checks the landed rows with, so a
+        destination that implements it is verified and conformance-tested by the same
+        reading.  A DataFrame, not Arrow on the driver: verify aggregates a table of any
+        size where its rows are, and asking for only the columns it compares lets a
+        reader skip the rest (a ``mapInArrow`` reader cannot be pruned by Spark later).
+
+        The default reads the table with Spark itself: by its catalog name
+        (:meth:`table_name`), else ``spark.read.format(type_name)`` at its
+        :meth:`table_location` (the Delta destination's way).  A destination that keeps
+        no table (a log) raises :class:`~headwater.errors.NoTableError`; one whose table
+        is missing or unreadable raises any error that says why.
+        """
+        from headwater.destinations._read_frames import select_present
+
+        name = self.table_name(stream)
+        frame = (spark.table(name) if name
+                 else spark.read.format(self.type_name).load(self.table_location(stream)))
+        return select_present(frame, columns)
 
     def dataset_namespace(self) -> str | None:
         """Where this destination keeps its tables, as lineage names a place

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from headwater.errors import ConfigError, ExitCode
+from headwater.errors import ConfigError, ExitCode, NoTableError
 from headwater.operations._verify_table import (
     checksum_supported,
+    compared_columns,
     current_rows,
-    read_table,
     table_counts,
 )
 from headwater.operations._verify_windows import (
@@ -272,8 +272,11 @@ def _compare(engine: SyncEngine, spark: SparkSession, configured: ConfiguredStre
     if not windows:
         return []
     stream = engine.source.stream(configured.name)
+    # The table first: a destination that keeps none is said before the source is asked.
+    table = _table(engine, spark, configured.name,
+                   compared_columns(configured, [w.rows for w in windows]))
     sources = [stream.count_window(w.partitions[0]) for w in windows]
-    rows = current_rows(_table(engine, spark, configured.name), configured)
+    rows = current_rows(table, configured)
     # Keys are compared only where both sides hash the same columns the same way.
     key = configured.primary_key if (configured.primary_key
                                      and tuple(stream.primary_key) == configured.primary_key
@@ -283,19 +286,28 @@ def _compare(engine: SyncEngine, spark: SparkSession, configured: ConfiguredStre
     return [WindowCheck(w, s, t) for w, s, t in zip(windows, sources, tables, strict=True)]
 
 
-def _table(engine: SyncEngine, spark: SparkSession, stream: str) -> DataFrame:
-    """The stream's table, or :class:`CannotCountWindow` when Spark cannot read it here (no
-    table yet, a destination Spark reads no table of: PostgreSQL, files, Kafka)."""
+def _table(engine: SyncEngine, spark: SparkSession, stream: str,
+           columns: Sequence[str]) -> DataFrame:
+    """The stream's table as its destination reads it (``Destination.read_table``), or
+    :class:`CannotCountWindow` when it cannot: a destination that keeps no table (Kafka),
+    no table yet, a table it cannot read here."""
     destination = engine.destination
     try:
-        table = read_table(spark, destination, stream)
+        table = destination.read_table(spark, stream, columns)
         table.schema  # noqa: B018 - resolves the table now, where its absence is caught
+    except NoTableError as exc:
+        raise CannotCountWindow(exc.message, stream=stream) from exc
     except Exception as exc:
         raise CannotCountWindow(f"the {destination.type_name} destination's table "
-                                f"{destination.table_location(stream)} cannot be read by Spark "
-                                f"here: {type(exc).__name__}: {str(exc).splitlines()[0]}",
+                                f"{destination.table_location(stream)} cannot be read here: "
+                                f"{type(exc).__name__}: {_first_line(exc)}",
                                 stream=stream) from exc
     return table
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = (getattr(exc, "message", None) or str(exc)).splitlines()
+    return lines[0] if lines else ""
 
 
 def _hex(checksum: int | None) -> str | None:

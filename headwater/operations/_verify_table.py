@@ -1,5 +1,9 @@
 """The table's half of ``headwater verify``: count and checksum windows of a table with Spark.
 
+The table is what its destination's ``read_table`` gives (Delta, Iceberg, PostgreSQL,
+files, a third party's: one DataFrame of the columns compared); nothing here knows a
+format.
+
 Which rows are compared (the table's *current* rows, what the source's rows
 now should have become):
 
@@ -27,12 +31,11 @@ from headwater.sdk import RowWindow, WindowCount
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
 
-    from headwater.destinations import Destination
     from headwater.plan import ConfiguredStream
 
-__all__ = ["DELETED_COLUMNS", "checksum_supported", "current_rows", "key_hash", "read_table",
+__all__ = ["DELETED_COLUMNS", "checksum_supported", "compared_columns", "current_rows", "key_hash",
            "table_counts"]
 
 #: A row whose flag column of these names is true is a delete (the PostgreSQL CDC
@@ -40,14 +43,19 @@ __all__ = ["DELETED_COLUMNS", "checksum_supported", "current_rows", "key_hash", 
 DELETED_COLUMNS = ("_hw_deleted", "_pg_deleted")
 #: History tables (SCD type 2) keep every version; this flag marks the current one.
 CURRENT_COLUMN = "_hw_is_current"
+#: What the merge rule orders a key's versions by after the cursor (``latest_rows``).
+TIE_COLUMNS = ("_hw_checkpoint", "_hw_raw_id")
 
 
-def read_table(spark: SparkSession, destination: Destination, stream: str) -> DataFrame:
-    """The stream's table as Spark reads it: by its catalog name, else its location."""
-    name = destination.table_name(stream)
-    if name:
-        return spark.table(name)
-    return spark.read.format(destination.type_name).load(destination.table_location(stream))
+def compared_columns(configured: ConfiguredStream, windows: Sequence[RowWindow]) -> list[str]:
+    """The columns :func:`current_rows` and :func:`table_counts` read (those a table
+    lacks are left out by ``Destination.read_table``): the key, the cursor and the
+    merge rule's tie columns, the windows' columns, and the delete and current flags."""
+    columns = [*configured.primary_key]
+    if configured.cursor_field:
+        columns.append(configured.cursor_field)
+    columns += [w.column for w in windows if w.column is not None]
+    return [*columns, *TIE_COLUMNS, *DELETED_COLUMNS, CURRENT_COLUMN]
 
 
 def current_rows(table: DataFrame, configured: ConfiguredStream) -> DataFrame:

@@ -24,7 +24,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -51,7 +51,7 @@ from headwater.destinations._table_files._store import (
     store_refusal,
 )
 from headwater.destinations._uncommitted import run_file_tag, run_started
-from headwater.destinations.files import _config, _manifests, _read, _text
+from headwater.destinations.files import _config, _manifests, _text
 from headwater.errors import (
     CommitOutcomeUnknownError,
     ConfigError,
@@ -165,10 +165,13 @@ class FilesDestination(Destination):
                 found = self._logs[stream] = _manifests.Log(names, folder.read_text, create)
             return found
 
-    def read_table(self, stream: str) -> pa.Table:
-        """The stream's table as a reader following the manifests sees it now."""
-        fs, base = self.root().filesystem()
-        return _read.read_table(base, stream, filesystem=fs)
+    def read_table(self, spark: SparkSession, stream: str,
+                   columns: Sequence[str] | None = None) -> DataFrame:
+        """The stream's table as a reader following the manifests sees it now, the files
+        read by Spark's tasks (``_frame.py``)."""
+        from headwater.destinations.files._frame import read_frame
+
+        return read_frame(spark, self.root(spark), stream, columns)
 
     # ------------------------------------------------------------------ check
 

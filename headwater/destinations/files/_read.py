@@ -91,6 +91,17 @@ def read_file(filesystem: pafs.FileSystem, path: str, manifest: Manifest) -> pa.
             nested_as_text=False)
 
 
+def read_schema(manifest: Manifest) -> pa.Schema:
+    """The schema :func:`read_file` returns a file of ``manifest`` in: the manifest's,
+    but a nested column of CSV as its JSON text, bytes inside JSON's nested values as
+    base64 text."""
+    if manifest.format == "parquet":
+        return manifest.schema
+    nested_as_text = manifest.format == "csv"
+    return pa.schema([pa.field(f.name, _target(f.type, nested_as_text=nested_as_text))
+                      for f in manifest.schema])
+
+
 def _nested(kind: pa.DataType) -> bool:
     return pa.types.is_struct(kind) or pa.types.is_list(kind) or pa.types.is_large_list(kind) \
         or pa.types.is_map(kind) or pa.types.is_fixed_size_list(kind)
@@ -148,4 +159,4 @@ def _from_text(table: pa.Table, schema: pa.Schema, *, nested_as_text: bool) -> p
     return pa.table(columns, names=schema.names)
 
 
-__all__ = ["read_file", "read_table", "stream_log"]
+__all__ = ["read_file", "read_schema", "read_table", "stream_log"]

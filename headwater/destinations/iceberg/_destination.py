@@ -48,7 +48,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -575,6 +575,24 @@ class IcebergDestination(Destination):
                       app_id_prefix: str) -> dict[str, int]:
         table = self.load_table(stream)
         return {} if table is None else _markers.lane_versions(table.properties, app_id_prefix)
+
+    def read_table(self, spark: SparkSession, stream: str,
+                   columns: Sequence[str] | None = None) -> DataFrame:
+        """The current snapshot's rows: its data files read by Spark's tasks with pyarrow
+        (``_rewrite.read_files``, the path every rewrite and count of this destination
+        reads by; Spark 4.2 has no Iceberg reader), only ``columns``.  Refused for a
+        table holding delete files (another engine's), whose rows the data files alone
+        do not give."""
+        from headwater.destinations._read_frames import present
+
+        table = self.load_table(stream)
+        if table is None:
+            raise DestinationError(f"Iceberg table {self.table_location(stream)} does not "
+                                   "exist yet", stream=stream)
+        paths = [f.file_path for f in _rewrite.data_files(table, stream)]
+        names = [f.name for f in table.schema().fields]  # top-level only
+        return _rewrite.read_files(spark, table, paths, store=self._store_access(),
+                                   columns=present(names, columns))
 
     def run_row_counts(self, spark: SparkSession, stream: str) -> dict[str, int]:
         """Rows by ``_hw_run_id``, counted by Spark over the table's current data files."""

@@ -51,6 +51,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from headwater.destinations._merge_rule import quote
+from headwater.destinations._read_frames import conform
 from headwater.destinations._table_files._parquet import FILE_SCHEMA, WrittenFile
 from headwater.destinations._table_files._store import (
     S3Access,
@@ -176,14 +177,11 @@ class _ReadFiles:
                 yield self._conform(piece, path)
 
     def _conform(self, piece: pa.RecordBatch, path: str) -> pa.RecordBatch:
-        names = piece.schema.names
-        arrays = [piece.column(f.name).cast(f.type) if f.name in names
-                  else pa.nulls(piece.num_rows, f.type) for f in self.schema]
-        fields = list(self.schema)
-        if self.with_file:
-            arrays.append(pa.array([path] * piece.num_rows, pa.string()))
-            fields.append(pa.field(FILE_COLUMN, pa.string()))
-        return pa.RecordBatch.from_arrays(arrays, schema=pa.schema(fields))
+        conformed = conform(piece, self.schema)
+        if not self.with_file:
+            return conformed
+        return conformed.append_column(pa.field(FILE_COLUMN, pa.string()),
+                                       pa.array([path] * piece.num_rows, pa.string()))
 
 
 def read_files(spark: SparkSession, table: Table, paths: Sequence[str], *,

@@ -18,7 +18,7 @@ of them.  ``overwrite`` is refused: a topic cannot be replaced.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -38,6 +38,7 @@ from headwater.errors import (
     ConfigError,
     DestinationError,
     HeadwaterError,
+    NoTableError,
 )
 from headwater.sync_modes import DestinationSyncMode
 from headwater.table_schema import META_NAMES
@@ -96,6 +97,19 @@ class KafkaDestination(Destination):
 
     def dataset_namespace(self) -> str:
         return self.settings.namespace()
+
+    def read_table(self, spark: SparkSession, stream: str,
+                   columns: Sequence[str] | None = None) -> DataFrame:
+        """Refused: a topic is a log of every record sent, not the rows as they are now.
+
+        Counting a window's committed records (``read_committed``) would count every
+        version of a row the topic carries (an update is one more record, a delete a
+        tombstone): a log's length, not the rows the source holds now, so ``headwater
+        verify`` says it cannot verify such a stream.
+        """
+        raise NoTableError(f"the kafka destination keeps no table: topic "
+                           f"{self.topic(stream)} is a log of records, not the rows as they "
+                           "are now", stream=stream)
 
     def dataset_name(self, stream: str, namespace: str) -> str:
         return self.topic(stream)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import psycopg
@@ -516,6 +516,14 @@ class PostgresDestination(Destination):
                 return _owned.lane_versions(conn, self._target(stream), app_id_prefix)
             except psycopg.errors.UndefinedTable:
                 return {}
+
+    def read_table(self, spark: SparkSession, stream: str,
+                   columns: Sequence[str] | None = None) -> DataFrame:
+        """The table's rows, read by Spark's tasks with ADBC, a range of pages each
+        (``_read.py``), only ``columns``."""
+        from headwater.destinations.postgres._read import read_frame
+
+        return read_frame(spark, self.settings, stream, columns)
 
     def run_row_counts(self, spark: SparkSession, stream: str) -> dict[str, int]:
         with connect(self.settings, autocommit=True, stream=stream) as conn:

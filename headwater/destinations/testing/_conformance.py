@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 #: Builds a fresh destination whose tables live under the given folder.
 MakeDestination = Callable[[Path], Destination]
-#: Reads a stream's table as a reader sees it now.
+#: Reads a stream's table as a reader sees it now, through a client of the caller's own.
 ReadRows = Callable[[Destination, str], pa.Table]
 
 #: The ``sample`` source's config: two partitions (checkpoints) per stream, 40 rows.
@@ -86,14 +86,16 @@ def run_conformance(make_destination: MakeDestination, spark: SparkSession, fold
     """Drive fresh destinations from ``make_destination`` through the checks (see the
     module docstring), each in its own folder under ``folder``, on ``spark``.
 
-    ``read_rows`` reads a stream's table; by default the destination's own
-    ``read_table(stream)`` if it has one, else its catalog table
-    (:meth:`~Destination.table_name`), else ``spark.read.format(type_name)`` at
-    its :meth:`~Destination.table_location`.
+    Every check reads the stream's table through the destination's own
+    :meth:`~Destination.read_table` (the reading ``headwater verify`` counts with).
+    ``read_rows`` reads it too, through a client of the caller's own (not the
+    writer's): then both must hold the source's rows, and a destination that keeps
+    no table (``read_table`` raises :class:`~headwater.errors.NoTableError`: Kafka)
+    is read by ``read_rows`` alone.
     """
     probe = make_destination(folder / "probe")
     report = DestinationReport(probe.type_name or type(probe).__name__)
-    run = _Runner(make_destination, spark, folder, read_rows or _default_reader(spark))
+    run = _Runner(make_destination, spark, folder, read_rows)
     for mode in ALL_MODES:
         run.mode(report, mode, declared=mode in probe.capabilities.sync_modes)
     if "append" in probe.capabilities.sync_modes:
@@ -105,7 +107,7 @@ def run_conformance(make_destination: MakeDestination, spark: SparkSession, fold
 
 class _Runner:
     def __init__(self, make_destination: MakeDestination, spark: SparkSession, folder: Path,
-                 read_rows: ReadRows) -> None:
+                 read_rows: ReadRows | None) -> None:
         self.make, self.spark, self.folder, self.read_rows = (make_destination, spark, folder,
                                                               read_rows)
 
@@ -245,21 +247,42 @@ class _Runner:
         from headwater.connectors.sample import SampleSource
 
         expected = SampleSource(dict(source)).expected_rows(stream["name"])
-        actual = self.read_rows(destination, stream["name"])
-        columns = expected.column_names
-        if stream["destination_sync_mode"] != "history":
-            if not set(columns) <= set(actual.column_names):
-                return False
-            return _values(actual, columns) == _values(expected, columns)
-        if not {*columns, "_hw_is_current"} <= set(actual.column_names):
+        earlier = None if before is None else SampleSource(dict(before)).expected_rows(
+            stream["name"])
+        return all(_landed(actual, expected, earlier, stream["destination_sync_mode"])
+                   for actual in self._readings(destination, stream["name"]))
+
+    def _readings(self, destination: Destination, stream: str) -> Iterator[pa.Table]:
+        """The table through the destination's ``read_table``, then through ``read_rows``."""
+        from headwater.errors import NoTableError
+
+        try:
+            own = destination.read_table(self.spark, stream).toArrow()
+        except NoTableError:
+            if self.read_rows is None:
+                raise
+        else:
+            yield own
+        if self.read_rows is not None:
+            yield self.read_rows(destination, stream)
+
+
+def _landed(actual: pa.Table, expected: pa.Table, earlier: pa.Table | None, mode: str) -> bool:
+    """Whether ``actual`` holds exactly ``expected``'s rows, each once; a history table:
+    its current versions do, and it holds every version of ``expected`` and ``earlier``."""
+    columns = expected.column_names
+    if mode != "history":
+        if not set(columns) <= set(actual.column_names):
             return False
-        current = actual.filter(pc.fill_null(actual.column("_hw_is_current"), False))
-        versions = _values(expected, columns)
-        if before is not None:
-            earlier = SampleSource(dict(before)).expected_rows(stream["name"])
-            versions = Counter(set(versions) | set(_values(earlier, columns)))
-        return (_values(current, columns) == _values(expected, columns)
-                and _values(actual, columns) == versions)
+        return _values(actual, columns) == _values(expected, columns)
+    if not {*columns, "_hw_is_current"} <= set(actual.column_names):
+        return False
+    current = actual.filter(pc.fill_null(actual.column("_hw_is_current"), False))
+    versions = _values(expected, columns)
+    if earlier is not None:
+        versions = Counter(set(versions) | set(_values(earlier, columns)))
+    return (_values(current, columns) == _values(expected, columns)
+            and _values(actual, columns) == versions)
 
 
 def _connection(case: Path, destination: Destination, source: Mapping[str, Any],
@@ -321,21 +344,6 @@ def _copy_sqlite(store: Path, backup: Path) -> None:
     with sqlite3.connect(store) as source, sqlite3.connect(backup) as target:
         source.backup(target)
         target.execute("DELETE FROM locks")
-
-
-def _default_reader(spark: SparkSession) -> ReadRows:
-    def read(destination: Destination, stream: str) -> pa.Table:
-        own = getattr(destination, "read_table", None)
-        if callable(own):
-            table: pa.Table = own(stream)
-            return table
-        name = destination.table_name(stream)
-        frame = (spark.table(name) if name else
-                 spark.read.format(destination.type_name).load(destination.table_location(
-                     stream)))
-        return frame.toArrow()
-
-    return read
 
 
 def _values(table: pa.Table, columns: list[str]) -> Counter[tuple[Any, ...]]:

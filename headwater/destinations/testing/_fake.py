@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,8 +79,22 @@ class FakeDestination(Destination):
 
     # ------------------------------------------------------------------ reading
 
-    def read_table(self, stream: str) -> pa.Table:
-        """The stream's table as a reader sees it now."""
+    def read_table(self, spark: SparkSession, stream: str,
+                   columns: Sequence[str] | None = None) -> DataFrame:
+        """The hook ``headwater verify`` and the conformance run read with: the current
+        files, read by Spark (columns added later merged in, null in older files)."""
+        from headwater.destinations._read_frames import select_present
+        from headwater.errors import DestinationError
+
+        files = self._current_files(stream)
+        if not files:
+            raise DestinationError(f"no table of stream {stream} yet", stream=stream)
+        frame = spark.read.option("mergeSchema", "true").parquet(
+            *[str(self.root / stream / f) for f in files])
+        return select_present(frame, columns)
+
+    def read_arrow(self, stream: str) -> pa.Table:
+        """The stream's table as a reader sees it now, on the driver (for tests)."""
         files = self._current_files(stream)
         if not files:
             return pa.table({})
@@ -132,7 +146,7 @@ class FakeDestination(Destination):
             if mode == "overwrite":
                 table = batch
             elif mode == "append_dedup":
-                table = _merge(self.read_table(stream), batch, plan)
+                table = _merge(self.read_arrow(stream), batch, plan)
             else:
                 table = None
             if table is None:
@@ -192,7 +206,7 @@ class FakeDestination(Destination):
             if found is not None:
                 return found
             batch = rows.toArrow()
-            current = self.read_table(stream)
+            current = self.read_arrow(stream)
             if current.num_columns:
                 kept = [r for r in current.to_pylist() if r["_hw_run_id"] != replaced_run_id]
                 table = pa.concat_tables([pa.Table.from_pylist(kept, schema=current.schema),

@@ -39,7 +39,7 @@ def test_a_checkpoint_that_fails_before_its_commit_leaves_no_staging(
     destination = FailsStagingTheSecond({"path": str(tmp_path / "fake")})
     # A table from an earlier, successful run: committed data the abort must not touch.
     first = sync(path, FakeDestination({"path": str(tmp_path / "fake")}))
-    before = destination.read_table("orders")
+    before = destination.read_arrow("orders")
     assert before.num_rows == 60
 
     failed = sync(path, destination, expect="failed")
@@ -50,7 +50,7 @@ def test_a_checkpoint_that_fails_before_its_commit_leaves_no_staging(
     # The first checkpoint's staging is durable and stays; the second left no ``.tmp``.
     assert sorted(p.name for p in staging.iterdir()) == [f"{staged[0]}.parquet"]
     # The table readers see is the first run's, untouched.
-    assert destination.read_table("orders").equals(before)
+    assert destination.read_arrow("orders").equals(before)
     assert destination.log("orders")[-1]["tag"] == FakeDestination(
         {"path": str(tmp_path / "fake")}).log("orders")[-1]["tag"]
     assert first.status == "succeeded"

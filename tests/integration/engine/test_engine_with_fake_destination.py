@@ -48,7 +48,7 @@ def _values(table: pa.Table, columns: list[str]) -> Counter[tuple[Any, ...]]:
 def _assert_equals_source(destination: FakeDestination, source: dict[str, Any],
                           stream: str) -> None:
     expected = SampleSource(source).expected_rows(stream)
-    actual = destination.read_table(stream)
+    actual = destination.read_arrow(stream)
     assert _values(actual, expected.column_names) == _values(expected, expected.column_names)
 
 

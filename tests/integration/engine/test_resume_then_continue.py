@@ -99,7 +99,7 @@ class Connection:
 
     def assert_table_is_the_world(self, generation: int) -> None:
         expected = SampleSource({**SOURCE, "generation": generation}).expected_rows("users")
-        table = FakeDestination({"path": str(self.lake)}).read_table("users")
+        table = FakeDestination({"path": str(self.lake)}).read_arrow("users")
         assert sorted(table.column("id").to_pylist()) == expected.column("id").to_pylist()
 
 

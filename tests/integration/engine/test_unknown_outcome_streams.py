@@ -58,7 +58,7 @@ class LosesUsersSecondAnswer(FakeDestination):
 
 
 def _ids(destination: FakeDestination, stream: str) -> Counter[int]:
-    return Counter(destination.read_table(stream).column("id").to_pylist())
+    return Counter(destination.read_arrow(stream).column("id").to_pylist())
 
 
 def test_every_stream_stops_after_its_commit_in_flight_and_the_resumed_run_lands_all_once(
