@@ -12,11 +12,16 @@ from typing import Any
 import psycopg
 import pytest
 
+from headwater import _events
 from headwater.config import load_connection
+from headwater.connectors.jdbc import JdbcSource
 from headwater.engine import SyncEngine, SyncResult
+from headwater.errors import AuthenticationError
 from headwater.metadata_store import MetadataStore
+from tests import _faults
 from tests._postgres import PostgresServer
 from tests.integration._connections import connection_file
+from tests.integration._in_process import run_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -46,7 +51,8 @@ def write_connection(tmp_path: Path, source: dict[str, Any], streams: list[dict[
                      per_checkpoint: int = 4) -> Path:
     return connection_file(tmp_path, name="jdbc", source_type="jdbc", source=source,
                            streams=streams,
-                           checkpoint={"partitions_per_checkpoint": per_checkpoint})
+                           checkpoint={"partitions_per_checkpoint": per_checkpoint,
+                                       "concurrent_checkpoints": 1})
 
 
 def sync(path: Path) -> SyncResult:
@@ -85,3 +91,85 @@ def test_full_refresh_cuts_a_skewed_key_at_quantiles(
         str(tmp_path / "lake" / "items")).select("_hw_partition_id").toArrow().to_pylist())
     assert len(sizes) == 3, sizes
     assert max(sizes.values()) - min(sizes.values()) <= 2, sizes  # 1000 each, not 2000/..
+
+
+def test_incremental_reads_each_row_once_under_append_with_the_tie_rule(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    execute(postgres_server, database, """
+        CREATE TABLE events (id integer PRIMARY KEY, at timestamp, v text);
+        INSERT INTO events SELECT g, TIMESTAMP '2026-01-01' + g * INTERVAL '1 minute', 'a'
+          FROM generate_series(1, 300) g;
+        INSERT INTO events VALUES (1000, NULL, 'no cursor');""")
+    source = config(postgres_server, database, [{"name": "events", "cursor_field": "at"}],
+                    rows_per_partition=100)
+    path = write_connection(tmp_path, source, [
+        {"name": "events", "sync_mode": "incremental", "destination_sync_mode": "append",
+         "cursor_field": "at", "primary_key": ["id"]}])
+    first = sync(path)
+    assert first.status == "succeeded", first.to_dict()
+    # More rows at the top value the first sync read (committed after it planned),
+    # and later ones: the second sync reads exactly those, none of the first's again.
+    execute(postgres_server, database, """
+        INSERT INTO events VALUES (301, TIMESTAMP '2026-01-01' + 300 * INTERVAL '1 minute', 'tie');
+        INSERT INTO events SELECT g, TIMESTAMP '2026-01-02' + g * INTERVAL '1 second', 'b'
+          FROM generate_series(302, 350) g;""")
+    second = sync(path)
+    assert second.status == "succeeded", second.to_dict()
+    third = sync(path)  # nothing new: nothing read
+    assert third.status == "succeeded" and sum(s.records_written for s in third.streams) == 0
+
+    expected = Counter(execute(postgres_server, database, "SELECT id, v FROM events"))
+    assert landed(spark, tmp_path, "events", ["id", "v"]) == expected  # each row once
+    written = [sum(s.records_written for s in r.streams) for r in (first, second)]
+    assert written == [301, 50]
+
+
+def test_a_killed_first_load_resumes_at_the_next_uncommitted_partition(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    execute(postgres_server, database, """
+        CREATE TABLE big (id bigint PRIMARY KEY, v text);
+        INSERT INTO big SELECT g, 'v' || g FROM generate_series(1, 4000) g;""")
+    source = config(postgres_server, database, [{"name": "big"}], rows_per_partition=1000)
+    path = write_connection(tmp_path, source, [
+        {"name": "big", "sync_mode": "full_refresh", "destination_sync_mode": "append"}],
+        per_checkpoint=1)
+    _faults.install_fault("after-commit:2", simulated=True)  # after the 2nd commit, unreleased
+    try:
+        with pytest.raises(_faults.Killed):
+            sync(path)
+    finally:
+        _events.clear()
+    connection = load_connection(path)
+    store = MetadataStore(connection.metadata_store or "")
+    run = store.find_unfinished_run("jdbc")
+    assert run is not None
+    planned = [p["id"] for s in run.plan["streams"] for c in s["checkpoints"]
+               for p in c["partitions"]]
+    assert len(planned) == 4
+
+    resumed = sync(path)
+    assert resumed.status == "succeeded" and resumed.resumed and resumed.run_id == run.run_id
+    by_attempt = {c.index: (c.stats["attempt"], c.stats["found_committed"])
+                  for c in store.list_checkpoints(run.run_id)}
+    # The two committed before the kill are found in the table, not read again;
+    # the other two are read by the second attempt.
+    assert sorted(by_attempt.values()) == [(1, False), (2, False), (2, False), (2, True)]
+    expected = Counter(execute(postgres_server, database, "SELECT id, v FROM big"))
+    assert landed(spark, tmp_path, "big", ["id", "v"]) == expected
+
+
+def test_refused_credentials_exit_3_and_the_password_is_never_shown(
+        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    secret = "Wr0ng-pa55word-xyz"
+    source = {**config(postgres_server, database, [{"name": "t"}]), "password": secret}
+    with pytest.raises(AuthenticationError) as refused:
+        JdbcSource(source).check()
+    assert refused.value.exit_code == 3
+    assert "refused the credentials" in str(refused.value)
+    assert secret not in str(refused.value)
+
+    write_connection(tmp_path, source, [
+        {"name": "t", "sync_mode": "full_refresh", "destination_sync_mode": "append"}])
+    result = run_in_process(tmp_path, "check", "jdbc.yaml")
+    assert result.exit_code == 3, result.describe()
+    assert secret not in result.stdout + result.stderr
