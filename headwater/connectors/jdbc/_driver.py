@@ -75,8 +75,22 @@ def ensure_driver(spark: SparkSession, settings: JdbcConfig) -> str:
     return name
 
 
+#: Spark has no dialect for ``jdbc:mariadb:`` URLs (its MySQL dialect answers
+#: ``jdbc:mysql:`` only), so its generic one quotes column names with double quotes,
+#: which MariaDB reads as strings (``SELECT "n"`` is the text ``n``) unless the session
+#: runs with ``ANSI_QUOTES``; set when the connection opens, for Spark's reads only.
+_SESSION_INIT = {"jdbc:mariadb:": "SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, "
+                                  "',ANSI_QUOTES')"}
+#: Options of Spark's reader that are not the driver's connection properties.
+_SPARK_ONLY = ("driver", "sessionInitStatement")
+
+
 def _properties(settings: JdbcConfig, driver_class: str) -> dict[str, str]:
     props = {"driver": driver_class, "fetchsize": str(settings.fetchsize)}
+    init = next((s for prefix, s in _SESSION_INIT.items() if settings.url.startswith(prefix)),
+                None)
+    if init is not None:
+        props["sessionInitStatement"] = init
     if settings.username is not None:
         props["user"] = settings.username
     if settings.password is not None:
@@ -109,7 +123,7 @@ def connection(spark: SparkSession, settings: JdbcConfig) -> Iterator[Any]:
         .newInstance(gateway.new_array(jvm.java.lang.Object, 0))
     props = jvm.java.util.Properties()
     for key, value in _properties(settings, driver_class).items():
-        if key != "driver":
+        if key not in _SPARK_ONLY:
             props.setProperty(key, value)
     conn = driver.connect(settings.url, props)
     if conn is None:
