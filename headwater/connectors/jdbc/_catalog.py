@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from headwater.connectors._table_columns import TableColumns
 from headwater.connectors.jdbc._config import JdbcConfig, TableSettings
 from headwater.connectors.jdbc._driver import connection, reader
 from headwater.connectors.jdbc._sql import Dialect
@@ -32,7 +33,7 @@ class ColumnInfo:
 
 
 @dataclass(frozen=True)
-class TableInfo:
+class TableInfo(TableColumns):
     settings: TableSettings
     columns: tuple[ColumnInfo, ...]
     primary_key: tuple[str, ...] = ()
@@ -41,13 +42,6 @@ class TableInfo:
     def relation(self) -> str:
         return Dialect("").relation(self.settings.table or self.settings.name,
                                     self.settings.query)
-
-    def column(self, name: str) -> ColumnInfo | None:
-        return next((c for c in self.columns if c.name == name), None)
-
-    @property
-    def cursor_candidates(self) -> list[str]:
-        return [c.name for c in self.columns if c.type.cursor_kind is not None]
 
     @property
     def unmapped(self) -> list[str]:

@@ -25,8 +25,6 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 from headwater.connectors._boundary import (
     SEEN_AT,
     SEEN_KEYS,
@@ -34,7 +32,9 @@ from headwater.connectors._boundary import (
     TOP_KEYS,
     BoundaryCursor,
 )
+from headwater.connectors._config_model import model_spec, parse_model
 from headwater.connectors._cursor_windows import cursor_windows
+from headwater.connectors._table_stream import TableStream, converter_for
 from headwater.connectors.jdbc._catalog import TableInfo, discover_tables
 from headwater.connectors.jdbc._config import JdbcConfig
 from headwater.connectors.jdbc._driver import connection, explain, reader
@@ -46,19 +46,13 @@ from headwater.connectors.jdbc._partitioning import (
     range_predicate,
 )
 from headwater.connectors.jdbc._sql import Dialect
-from headwater.errors import ConfigError, ConnectorError, SpecValidationError
+from headwater.errors import ConfigError, ConnectorError
 from headwater.sdk import (
-    Cursor,
-    IntegerStateConverter,
-    IsoDateTimeStateConverter,
     Partition,
-    PlanContext,
     RecordOrBatch,
     Source,
-    StateConverter,
     Stream,
 )
-from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,11 +60,6 @@ if TYPE_CHECKING:
 __all__ = ["JdbcSource", "JdbcStream"]
 
 log = logging.getLogger(__name__)
-
-#: Where incremental history begins (the first window is open below it).
-_DATETIME_START = "1000-01-01T00:00:00Z"
-_INTEGER_START = -(2**63)
-
 
 def _spark() -> SparkSession:
     """The running session (a sync's, a notebook's), else one started like a sync's."""
@@ -81,7 +70,7 @@ def _spark() -> SparkSession:
     return SparkSession.getActiveSession() or get_spark(SparkSettings())
 
 
-class JdbcStream(Stream):
+class JdbcStream(TableStream):
     """One table or query.  Holds the config and the table's description only (pickles small)."""
 
     def __init__(self, settings: JdbcConfig, table: TableInfo) -> None:
@@ -99,11 +88,8 @@ class JdbcStream(Stream):
         # The SDK declares these as class attributes; a table's are known per instance.
         self.primary_key = tuple(table.primary_key)  # type: ignore[misc]
         self.cursor_field = cursor  # type: ignore[misc]
-        converter: StateConverter | None = None
-        if column is not None:
-            converter = IntegerStateConverter() if column.type.cursor_kind == "integer" \
-                else IsoDateTimeStateConverter()
-        self.state_converter = converter  # type: ignore[misc]
+        self.state_converter = converter_for(  # type: ignore[misc]
+            column.type.cursor_kind if column is not None else None)
 
     @property
     def stream_name(self) -> str:
@@ -118,25 +104,7 @@ class JdbcStream(Stream):
             schema["description"] = "carried as text: " + ", ".join(self.table.unmapped)
         return schema
 
-    def cursor_start(self) -> Any:
-        if isinstance(self.state_converter, IntegerStateConverter):
-            return _INTEGER_START
-        return _DATETIME_START
-
-    def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
-        if incremental and self.state_converter is not None and self.cursor_field:
-            return BoundaryCursor(cursor_field=self.cursor_field, converter=self.state_converter,
-                                  state=state, start=self.cursor_start())
-        return super().cursor(state, incremental)
-
     # ------------------------------------------------------------------ planning
-
-    def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
-        appends = context.destination_sync_mode == DestinationSyncMode.APPEND
-        return self._plan(state, exact_append=appends)
-
-    def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
-        return self._plan(state, exact_append=False)
 
     def _plan(self, state: Mapping[str, Any] | None, *, exact_append: bool) -> list[Partition]:
         settings = self._settings
@@ -159,10 +127,7 @@ class JdbcStream(Stream):
             raise explain(exc, settings, stream=self._name) from exc
         plan = [self._partition(params) for params in windows]
         if state is None:
-            # Rows whose cursor is NULL: read by the first sync only, in an empty window.
-            start = self.cursor_start()
-            plan.append(Partition(self._name, f"{self._name}:cursor-null",
-                                  {"start": start, "end": start, "cursor_null": True}))
+            plan.append(self.null_cursor_partition())
         return plan
 
     def _split_column(self) -> str | None:
@@ -189,15 +154,6 @@ class JdbcStream(Stream):
                 ["integer", "null"], ["string", "null"]) or "format" in column.type.schema:
             return None
         return column.name
-
-    def _partition(self, params: dict[str, Any]) -> Partition:
-        if "start" in params:
-            ident = f"{self._name}:{params['start']}/{params['end']}"
-        elif params.get("column"):
-            ident = f"{self._name}:{params['column']}:{params['lo']}/{params['hi']}"
-        else:
-            ident = f"{self._name}:all"
-        return Partition(self._name, ident, params)
 
     # ------------------------------------------------------------------ reading
 
@@ -255,14 +211,12 @@ class JdbcSource(Source):
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)
-        self._settings = _parse(config)
+        self._settings = parse_model(JdbcConfig, config, "jdbc")
         self._tables: list[TableInfo] | None = None
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
-        schema = JdbcConfig.model_json_schema(mode="validation")
-        schema["properties"]["password"].pop("default", None)
-        return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
+        return model_spec(JdbcConfig)
 
     def tables(self) -> list[TableInfo]:
         if self._tables is None:
@@ -294,12 +248,3 @@ class JdbcSource(Source):
             raise explain(exc, self._settings) from exc
         self.tables()
 
-
-def _parse(config: Mapping[str, Any]) -> JdbcConfig:
-    try:
-        return JdbcConfig.model_validate(dict(config))
-    except ValidationError as exc:
-        problems = [(".".join(["source.config", *(str(p) for p in e["loc"])]), e["msg"])
-                    for e in exc.errors(include_input=False)]
-        raise SpecValidationError("the jdbc source config does not match its spec",
-                                  problems) from exc

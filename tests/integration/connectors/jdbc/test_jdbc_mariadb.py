@@ -12,11 +12,9 @@ from typing import Any
 
 import pytest
 
-from headwater.config import load_connection
-from headwater.engine import SyncEngine, SyncResult
-from headwater.metadata_store import MetadataStore
 from tests._mariadb import MariaDBServer
 from tests.integration._connections import connection_file
+from tests.integration.connectors.jdbc._jdbc import landed, partition_sizes, sync
 
 pytestmark = pytest.mark.spark
 
@@ -37,18 +35,6 @@ def rows(server: MariaDBServer, database: str, statement: str) -> list[tuple[Any
             return list(cursor.fetchall())
     finally:
         connection.close()
-
-
-def sync(path: Path) -> SyncResult:
-    connection = load_connection(path)
-    result = SyncEngine(connection, MetadataStore(connection.metadata_store or "")).run()
-    assert result.status == "succeeded", result.to_dict()
-    return result
-
-
-def landed(spark: Any, folder: Path, stream: str) -> Counter[Any]:
-    table = spark.read.format("delta").load(str(folder / "lake" / stream))
-    return Counter((r["id"], r["v"]) for r in table.select("id", "v").toArrow().to_pylist())
 
 
 def test_full_refresh_and_incremental_against_mariadb(
@@ -73,11 +59,10 @@ def test_full_refresh_and_incremental_against_mariadb(
         {"name": "events_by_time", "sync_mode": "incremental", "destination_sync_mode": "append",
          "cursor_field": "at", "primary_key": ["id"]}],
         checkpoint={"partitions_per_checkpoint": 4})
-    sync(path)
+    assert sync(path).status == "succeeded"
     expected = Counter(rows(mariadb_server, database, "SELECT id, v FROM events"))
-    assert landed(spark, tmp_path, "events") == expected
-    sizes = Counter(r["_hw_partition_id"] for r in spark.read.format("delta").load(
-        str(tmp_path / "lake" / "events")).select("_hw_partition_id").toArrow().to_pylist())
+    assert landed(spark, tmp_path, "events", ["id", "v"]) == expected
+    sizes = partition_sizes(spark, tmp_path, "events")
     assert len(sizes) == 3 and max(sizes.values()) - min(sizes.values()) <= 2, sizes
 
     with connection.cursor() as cursor:  # one more at the top time stamp, and a later one
@@ -85,6 +70,7 @@ def test_full_refresh_and_incremental_against_mariadb(
                        "(602, '2026-01-02 00:00:00', 'later')")
     connection.close()
     second = sync(path)
+    assert second.status == "succeeded", second.to_dict()
     assert [s.records_written for s in second.streams if s.name == "events_by_time"] == [2]
-    assert landed(spark, tmp_path, "events_by_time") == Counter(
+    assert landed(spark, tmp_path, "events_by_time", ["id", "v"]) == Counter(
         rows(mariadb_server, database, "SELECT id, v FROM events"))

@@ -15,13 +15,13 @@ import pytest
 from headwater import _events
 from headwater.config import load_connection
 from headwater.connectors.jdbc import JdbcSource
-from headwater.engine import SyncEngine, SyncResult
 from headwater.errors import AuthenticationError
 from headwater.metadata_store import MetadataStore
 from tests import _faults
 from tests._postgres import PostgresServer
 from tests.integration._connections import connection_file
 from tests.integration._in_process import run_in_process
+from tests.integration.connectors.jdbc._jdbc import landed, partition_sizes, sync
 
 pytestmark = pytest.mark.spark
 
@@ -55,44 +55,6 @@ def write_connection(tmp_path: Path, source: dict[str, Any], streams: list[dict[
                                        "concurrent_checkpoints": 1})
 
 
-def sync(path: Path) -> SyncResult:
-    connection = load_connection(path)
-    return SyncEngine(connection, MetadataStore(connection.metadata_store or "")).run()
-
-
-def landed(spark: Any, tmp_path: Path, stream: str, columns: list[str]) -> Counter[Any]:
-    rows = spark.read.format("delta").load(str(tmp_path / "lake" / stream)) \
-        .select(*columns).toArrow().to_pylist()
-    return Counter(tuple(r[c] for c in columns) for r in rows)
-
-
-def test_full_refresh_cuts_a_skewed_key_at_quantiles(
-        spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
-    # 3,000 rows: ids 1..2000 dense, then 1,000 ids spread up to 10,000,000. Equal-width
-    # strides (Spark's partitionColumn) would put 2,000 rows in the first of 3 partitions.
-    execute(postgres_server, database, """
-        CREATE TABLE items (id bigint PRIMARY KEY, label text, price numeric(10, 2));
-        INSERT INTO items SELECT g, 'item ' || g, g * 1.25 FROM generate_series(1, 2000) g;
-        INSERT INTO items SELECT 2000 + g * 9997, 'far ' || g, 1 FROM generate_series(1, 1000) g;
-        CREATE TABLE notes (line text);
-        INSERT INTO notes VALUES ('a'), ('b'), (NULL);""")
-    source = config(postgres_server, database, [{"name": "items"}, {"name": "notes"}],
-                    rows_per_partition=1000)
-    path = write_connection(tmp_path, source, [
-        {"name": "items", "sync_mode": "full_refresh", "destination_sync_mode": "overwrite"},
-        {"name": "notes", "sync_mode": "full_refresh", "destination_sync_mode": "append"}])
-    result = sync(path)
-    assert result.status == "succeeded", result.to_dict()
-
-    expected = Counter(execute(postgres_server, database, "SELECT id, label, price FROM items"))
-    assert landed(spark, tmp_path, "items", ["id", "label", "price"]) == expected
-    assert landed(spark, tmp_path, "notes", ["line"]) == Counter([("a",), ("b",), (None,)])
-    sizes = Counter(r["_hw_partition_id"] for r in spark.read.format("delta").load(
-        str(tmp_path / "lake" / "items")).select("_hw_partition_id").toArrow().to_pylist())
-    assert len(sizes) == 3, sizes
-    assert max(sizes.values()) - min(sizes.values()) <= 2, sizes  # 1000 each, not 2000/..
-
-
 def test_incremental_reads_each_row_once_under_append_with_the_tie_rule(
         spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
     execute(postgres_server, database, """
@@ -124,11 +86,14 @@ def test_incremental_reads_each_row_once_under_append_with_the_tie_rule(
     assert written == [301, 50]
 
 
-def test_a_killed_first_load_resumes_at_the_next_uncommitted_partition(
+def test_a_skewed_first_load_is_cut_at_quantiles_and_resumes_after_a_kill(
         spark: Any, tmp_path: Path, postgres_server: PostgresServer, database: str) -> None:
+    # 4,000 rows: ids 1..2000 dense, then 2,000 spread up to 20,000,000. Equal-width strides
+    # (Spark's partitionColumn) would put 2,500 rows in the first of 4 partitions.
     execute(postgres_server, database, """
-        CREATE TABLE big (id bigint PRIMARY KEY, v text);
-        INSERT INTO big SELECT g, 'v' || g FROM generate_series(1, 4000) g;""")
+        CREATE TABLE big (id bigint PRIMARY KEY, v text, price numeric(10, 2));
+        INSERT INTO big SELECT g, 'v' || g, g * 1.25 FROM generate_series(1, 2000) g;
+        INSERT INTO big SELECT 2000 + g * 9997, 'far' || g, 1 FROM generate_series(1, 2000) g;""")
     source = config(postgres_server, database, [{"name": "big"}], rows_per_partition=1000)
     path = write_connection(tmp_path, source, [
         {"name": "big", "sync_mode": "full_refresh", "destination_sync_mode": "append"}],
@@ -156,6 +121,17 @@ def test_a_killed_first_load_resumes_at_the_next_uncommitted_partition(
     assert sorted(by_attempt.values()) == [(1, False), (2, False), (2, False), (2, True)]
     expected = Counter(execute(postgres_server, database, "SELECT id, v FROM big"))
     assert landed(spark, tmp_path, "big", ["id", "v"]) == expected
+    sizes = partition_sizes(spark, tmp_path, "big")
+    assert sorted(sizes) == sorted(planned)
+    assert max(sizes.values()) - min(sizes.values()) <= 2, sizes  # 1000 each
+
+    # discover: Spark's types, the key from DatabaseMetaData, the cursor candidates
+    big = JdbcSource(source).stream("big")
+    assert big.primary_key == ("id",)
+    schema = big.json_schema()
+    assert schema["properties"]["price"] == {"type": ["number", "null"], "format": "decimal",
+                                             "precision": 10, "scale": 2}
+    assert schema["x-cursor-candidates"] == ["id"]
 
 
 def test_refused_credentials_exit_3_and_the_password_is_never_shown(

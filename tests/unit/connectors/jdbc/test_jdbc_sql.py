@@ -55,12 +55,12 @@ def test_the_first_key_range_holds_the_nulls_and_the_last_is_open() -> None:
         "\"at\" < TIMESTAMP '2026-02-01 00:00:00.000000'"
 
 
-def _stream(key_type: T.DataType = T.LongType()) -> JdbcStream:
+def _stream(key_type: T.DataType | None = None) -> JdbcStream:
     settings = JdbcConfig.model_validate({
         "url": PG, "driver": "org.postgresql:postgresql:42.7.4",
         "tables": [{"name": "events", "cursor_field": "n"}]})
     table = TableInfo(settings=TableSettings(name="events", cursor_field="n"),
-                      columns=(ColumnInfo("id", map_spark_type(key_type)),
+                      columns=(ColumnInfo("id", map_spark_type(key_type or T.LongType())),
                                ColumnInfo("n", map_spark_type(T.IntegerType()))),
                       primary_key=("id",))
     return JdbcStream(settings, table)
