@@ -63,7 +63,7 @@ class JdbcConfig(BaseModel):
 
     url: str = Field(..., pattern=r"^jdbc:", description="The JDBC URL (jdbc:...); put no "
                      "password in it: use password.")
-    driver: str = Field(..., pattern=r"^[^:\s]+:[^:\s]+:[^:\s]+$",
+    driver: str = Field(..., pattern=r"^[\w.-]+:[\w.-]+:[\w.+-]+$",
                         description="The driver's Maven coordinates group:artifact:version, "
                         "fetched by Ivy like Delta's jars (org.postgresql:postgresql:42.7.4).")
     driver_class: str | None = Field(None, description="The driver's java.sql.Driver class "

@@ -100,7 +100,8 @@ def test_config_names_the_driver_and_keeps_the_password_secret() -> None:
               "tables": [{"name": "t"}]}
     assert secret_values(JdbcSource.spec(), config) == ["pw-1"]
     assert "pw-1" not in repr(JdbcSource(config)._settings)
-    with pytest.raises(SpecValidationError):
-        JdbcSource({**config, "driver": "postgresql-42.jar"})
+    for wrong in ("postgresql-42.jar", "org.postgresql:postgresql:42.7.4' --"):
+        with pytest.raises(SpecValidationError):  # coordinates only: they go into ADD JAR
+            JdbcSource({**config, "driver": wrong})
     with pytest.raises(SpecValidationError):
         JdbcSource({**config, "tables": [{"name": "t", "table": "t", "query": "SELECT 1"}]})
