@@ -9,8 +9,9 @@ with Ivy, ships to every executor (``SparkContext.addJar``: cluster-safe,
 fetched from the driver) and puts in the session's jar class loader.
 
 The known trap ("No suitable driver", ``ClassNotFoundException`` on the
-driver after ``addJar``): Spark's JDBC code loads the driver class through the
-*calling thread's* context class loader, and only the thread that ran
+driver after ``addJar``; Spark's SPARK-6913 and SPARK-6966 made its JDBC code
+wrap drivers for ``DriverManager`` and load them through the *calling thread's*
+context class loader, so that jars added later work): only the thread that ran
 ``ADD JAR`` gets the session's jar class loader as its own.  PySpark pins each
 Python thread to its own JVM thread, and the engine plans and reads streams
 in threads of its own, so :func:`ensure_driver` sets the current JVM thread's
