@@ -9,17 +9,14 @@ at the end of the run (by the xdist controller when two workers share it,
 
 from __future__ import annotations
 
-import fcntl
-import os
 import subprocess
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests import _script_server
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "kafka"
-#: Held while a broker is started (one per machine user; the script's folder is per clone).
-LOCK = Path(tempfile.gettempdir()) / f"headwater-kafka-start-{os.getuid()}.lock"
 
 
 @dataclass(frozen=True)
@@ -49,18 +46,14 @@ class KafkaBroker:
 
 
 def running() -> bool:
-    return subprocess.run([str(SCRIPT), "status"], check=False).returncode == 0
+    return _script_server.running(SCRIPT)
 
 
 def start() -> tuple[KafkaBroker, bool]:
     """The running broker, and whether this call started it (two workers may ask at once)."""
-    with open(LOCK, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        was_running = running()
-        address = subprocess.run([str(SCRIPT), "start"], check=True, capture_output=True,
-                                 text=True).stdout.strip().splitlines()[-1]
-    return KafkaBroker(address), not was_running
+    address, started = _script_server.start(SCRIPT)
+    return KafkaBroker(address), started
 
 
 def stop() -> None:
-    subprocess.run([str(SCRIPT), "stop"], check=True)
+    _script_server.stop(SCRIPT)

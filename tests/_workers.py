@@ -16,8 +16,9 @@ safe and balanced:
   file its seconds; the files are ordered by them (longest first, xdist's own reorder
   by test count turned off), the rest keep pytest's order behind them, so no
   10-minute file starts last and runs alone.
-- **PostgreSQL and Kafka are one server each.** Both workers reuse it
-  (``tests/_postgres.py`` and ``tests/_kafka.py`` start it under a file lock), neither
+- **PostgreSQL, MariaDB and Kafka are one server each.** Both workers reuse it
+  (``tests/_postgres.py``, ``tests/_mariadb.py`` and ``tests/_kafka.py`` start it under a
+  file lock), neither
   stops it: the controller does, at the end, when the run started it.
 """
 
@@ -26,7 +27,7 @@ from __future__ import annotations
 import pytest
 from xdist.scheduler import LoadFileScheduling
 
-from tests import _kafka, _postgres
+from tests import _kafka, _mariadb, _postgres
 from tests._time_report import known_slow_files
 
 #: Test files that run together in one process, by what they share.
@@ -106,11 +107,11 @@ def _module_of(item: pytest.Item) -> str:
 
 
 class ServerOwner:
-    """Stops, at the end of an xdist run, the PostgreSQL server and the Kafka broker the
-    run started (one that ran before the run is left running)."""
+    """Stops, at the end of an xdist run, the PostgreSQL and MariaDB servers and the Kafka
+    broker the run started (one that ran before the run is left running)."""
 
     def __init__(self) -> None:
-        self.servers = [server for server in (_postgres, _kafka) if not server.running()]
+        self.servers = [server for server in (_postgres, _mariadb, _kafka) if not server.running()]
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         for server in self.servers:

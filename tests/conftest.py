@@ -112,6 +112,19 @@ def postgres_server(request: pytest.FixtureRequest) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
+def mariadb_server(request: pytest.FixtureRequest) -> Iterator[object]:
+    """A real MariaDB on 127.0.0.1 (``scripts/mariadb``, binary log on for change data
+    capture); stopped if this session started it."""
+    from tests import _mariadb
+
+    server, started = _mariadb.start()
+    yield server
+    # Under xdist the other worker may still use it: the controller stops it (_workers).
+    if started and not workers.is_worker(request.config):
+        _mariadb.stop()
+
+
+@pytest.fixture(scope="session")
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[object]:
     """A real Apache Kafka broker on 127.0.0.1 (``scripts/kafka``: one KRaft node);
     stopped if this session started it."""

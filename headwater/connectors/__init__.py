@@ -28,6 +28,7 @@ _BUILT_INS = {
     "postgres": "headwater.connectors.postgres:PostgresSource",
     "airbyte": "headwater.connectors.airbyte:AirbyteSource",
     "kafka": "headwater.connectors.kafka:KafkaSource",
+    "jdbc": "headwater.connectors.jdbc:JdbcSource",
 }
 
 

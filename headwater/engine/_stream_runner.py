@@ -27,7 +27,14 @@ from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._results import StreamStats, stream_warnings
 from headwater.engine._run_logs import submit_in_run
 from headwater.engine._spark import default_parallelism
-from headwater.engine._task import TaskContext, interleaved, make_task, stream_slots, task_count
+from headwater.engine._task import (
+    TaskContext,
+    interleaved,
+    make_frame_task,
+    make_task,
+    stream_slots,
+    task_count,
+)
 from headwater.engine.checkpoint import CheckpointKey, CheckpointManager
 from headwater.errors import (
     AuthenticationError,
@@ -492,14 +499,20 @@ class StreamRunner:
         count = len(checkpoint.partitions)
         if count == 0:
             return self.spark.createDataFrame([], spark_schema)
-        tasks = task_count(stream, count, self._slots[checkpoint.index])
-        positions = self.spark.range(0, count, 1, numPartitions=tasks)
-        task = make_task(stream, interleaved(checkpoint.partitions, tasks), context,
-                         collector.sink if collector else None)
+        sink = collector.sink if collector else None
+        # A stream Spark reads itself (JDBC) hands its frame over; the rest are read
+        # by their ``read`` on the executors, one input row per partition.
+        source = stream.spark_frame(self.spark, checkpoint.partitions)
+        if source is not None:
+            task = make_frame_task(stream, checkpoint.partitions, context, sink)
+        else:
+            tasks = task_count(stream, count, self._slots[checkpoint.index])
+            source = self.spark.range(0, count, 1, numPartitions=tasks)
+            task = make_task(stream, interleaved(checkpoint.partitions, tasks), context, sink)
         if self.checks is not None and self.checks.in_task:
             task = self.checks.wrap(self.spark, checkpoint, task)
-        return positions.mapInArrow(task if writer is None else writer.around(task),
-                                    spark_schema)
+        return source.mapInArrow(task if writer is None else writer.around(task),
+                                 spark_schema)
 
     def _committed(self, checkpoint: CheckpointPlan, result: CommitResult,
                    duration: float, *, found_committed: bool = False) -> None:

@@ -135,19 +135,21 @@ class _PartitionWriter:
 
 
 def read_partition(stream: Stream, partition: Partition, context: TaskContext,
-                   tally: Tally | None = None,
+                   tally: Tally | None = None, items: Iterator[Any] | None = None,
                    ) -> Generator[pa.RecordBatch, None, PartitionState | None]:
     """Read one partition and yield output batches (metadata + typed data columns).
 
     Returns the partition's own state (the last one the stream gave, if any)
     once the read finished.  ``tally`` counts the rows the schema contract kept out.
+    ``items``: the partition's records read already (Spark's reader,
+    :meth:`Stream.spark_frame`) instead of ``stream.read(partition)``.
     """
     writer = _PartitionWriter(partition, context, tally)
     pending: list[Mapping[str, Any]] = []
     own_state: PartitionState | None = None
     try:
         stream.lands_in(context.data_schema)  # a bulk reader types for the table's columns
-        for item in stream.read(partition):
+        for item in (stream.read(partition) if items is None else items):
             if isinstance(item, PartitionState):
                 own_state = item
             elif isinstance(item, pa.RecordBatch):
@@ -196,23 +198,56 @@ def make_task(stream: Stream, partitions: Sequence[Partition], context: TaskCont
         freeze_worker_objects()
         try:
             for partition in partitions_in_turn(stream, frozen, positions):
-                for listener in listeners:
-                    listener("reading")
-                tally = Tally()
-                batches = read_partition(stream, partition, context, tally)
-                if stats is None:
-                    yield from batches
-                else:
-                    yield from _counted(batches, partition.id, stats,
-                                        report_state=context.reports_state, tally=tally)
-                for listener in listeners:
-                    listener("partition-read")
+                yield from _one_partition(stream, partition, context, stats, listeners)
         finally:
             stream.task_done()
         for listener in listeners:
             listener("task-read")
 
     return run
+
+
+def make_frame_task(stream: Stream, partitions: Sequence[Partition], context: TaskContext,
+                    stats: Accumulator[PartitionFigures] | None = None) -> ArrowTask:
+    """The function ``mapInArrow`` runs over a stream's own Spark frame
+    (:meth:`Stream.spark_frame`): Spark partition ``i`` holds the rows of
+    ``partitions[i]``, typed and counted here as :func:`make_task` does a read's."""
+    frozen = list(partitions)
+    listeners = task_listeners()
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext as SparkTaskContext
+
+        spark_task = SparkTaskContext.get()
+        assert spark_task is not None, "a frame task runs in a Spark task"
+        freeze_worker_objects()
+        try:
+            partition = frozen[spark_task.partitionId()]
+            yield from _one_partition(stream, partition, context, stats, listeners, batches)
+        finally:
+            stream.task_done()
+        for listener in listeners:
+            listener("task-read")
+
+    return run
+
+
+def _one_partition(stream: Stream, partition: Partition, context: TaskContext,
+                   stats: Accumulator[PartitionFigures] | None,
+                   listeners: Sequence[Callable[[str], None]],
+                   items: Iterator[Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """One partition's output batches, its figures added to ``stats`` once it is read."""
+    for listener in listeners:
+        listener("reading")
+    tally = Tally()
+    batches = read_partition(stream, partition, context, tally, items)
+    if stats is None:
+        yield from batches
+    else:
+        yield from _counted(batches, partition.id, stats,
+                            report_state=context.reports_state, tally=tally)
+    for listener in listeners:
+        listener("partition-read")
 
 
 _worker_objects_frozen = False

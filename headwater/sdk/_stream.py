@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 import pyarrow as pa
 
@@ -26,6 +26,9 @@ from headwater.sdk._plan_context import PlanContext
 from headwater.sdk._state_converters import StateConverter
 from headwater.sdk._window import CannotCountWindow, RowWindow, WindowCount
 from headwater.sync_modes import SyncMode
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 #: What ``Stream.read`` may yield: Arrow record batches (fast path) or plain dicts,
 #: and, for sources that keep their own position, a :class:`PartitionState`.
@@ -240,6 +243,21 @@ class Stream(ABC):
         :class:`~headwater.sdk.http.HttpStream` closes its connections and hands its
         share of a call budget on here.
         """
+
+    def spark_frame(self, spark: SparkSession, partitions: Sequence[Partition],
+                    ) -> DataFrame | None:
+        """The rows of ``partitions`` read by Spark itself, or None (the default): the
+        engine reads them with :meth:`read` on the executors.
+
+        For a source Spark already has a reader for (a database through Spark's
+        JDBC reader): the frame's Spark partition ``i`` must hold exactly the rows
+        of ``partitions[i]`` (so ``partitions`` has as many as the frame), because
+        the engine types each Spark partition's rows as that partition's, with its
+        id, in the task that receives them (:func:`headwater.engine._task.make_frame_task`).
+        Called on the driver, once per checkpoint; columns as in :meth:`read`'s
+        batches (the engine casts them to the table's types and notes misfits).
+        """
+        return None
 
     def lands_in(self, schema: pa.Schema) -> None:
         """The engine's hint, on the executor, before it reads: the columns the stream's

@@ -12,6 +12,7 @@ from typing import Any
 
 import psycopg
 
+from headwater.connectors._table_columns import TableColumns
 from headwater.connectors.postgres._types import ColumnType, as_variant, map_type
 
 __all__ = ["ColumnInfo", "TableInfo", "discover_tables"]
@@ -25,7 +26,7 @@ class ColumnInfo:
 
 
 @dataclass(frozen=True)
-class TableInfo:
+class TableInfo(TableColumns):
     schema: str
     name: str
     kind: str  # "table", "view", "materialized view", "partitioned table", "foreign table"
@@ -34,14 +35,6 @@ class TableInfo:
     #: rows PostgreSQL estimates (``pg_class.reltuples``; -1 when never analysed).
     estimated_rows: int = -1
     notes: tuple[str, ...] = field(default=())
-
-    def column(self, name: str) -> ColumnInfo | None:
-        return next((c for c in self.columns if c.name == name), None)
-
-    @property
-    def cursor_candidates(self) -> list[str]:
-        """Columns that could be an incremental cursor (integer or date-time columns)."""
-        return [c.name for c in self.columns if c.type.cursor_kind is not None]
 
     @property
     def unmapped(self) -> list[str]:

@@ -27,8 +27,9 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from pydantic import ValidationError
 
+from headwater.connectors._config_model import model_spec, parse_model
+from headwater.connectors._table_stream import TableStream, converter_for
 from headwater.connectors.postgres import _cdc
 from headwater.connectors.postgres._boundary import (
     SEEN_AT,
@@ -45,33 +46,23 @@ from headwater.connectors.postgres._misfits import notes_from_misfits
 from headwater.connectors.postgres._partitioning import cursor_windows, key_ranges
 from headwater.connectors.postgres._reader import partition_query, read_arrow
 from headwater.connectors.postgres._window_count import count_window
-from headwater.errors import ConfigError, ConnectorError, SpecValidationError
+from headwater.errors import ConfigError, ConnectorError
 from headwater.sdk import (
     CannotCountWindow,
     Cursor,
-    IntegerStateConverter,
-    IsoDateTimeStateConverter,
     Partition,
-    PlanContext,
     RecordOrBatch,
     RowWindow,
     Source,
-    StateConverter,
     Stream,
     WindowCount,
 )
-from headwater.sync_modes import DestinationSyncMode
 
 __all__ = ["PostgresSource", "PostgresStream"]
 
 log = logging.getLogger(__name__)
 
-#: Where incremental history begins (rows with an earlier cursor are read by full refresh only).
-_DATETIME_START = "1000-01-01T00:00:00Z"
-_INTEGER_START = -(2**63)
-
-
-class PostgresStream(Stream):
+class PostgresStream(TableStream):
     """One table or view.  Holds the config and the table's description only (pickles small)."""
 
     def __init__(self, settings: PostgresConfig, table: TableInfo, stream_name: str) -> None:
@@ -92,12 +83,8 @@ class PostgresStream(Stream):
         self.primary_key = tuple(table.primary_key)  # type: ignore[misc]
         self.namespace = table.schema  # type: ignore[misc]
         self.cursor_field = _cdc.LSN_COLUMN if self._cdc else cursor  # type: ignore[misc]
-        converter: StateConverter | None = None
-        if column is not None and column.type.cursor_kind == "integer":
-            converter = IntegerStateConverter()
-        elif column is not None:
-            converter = IsoDateTimeStateConverter()
-        self.state_converter = converter  # type: ignore[misc]
+        self.state_converter = converter_for(  # type: ignore[misc]
+            column.type.cursor_kind if column is not None else None)
 
     @property
     def stream_name(self) -> str:
@@ -116,28 +103,12 @@ class PostgresStream(Stream):
                                      + ", ".join(self.table.unmapped))
         return schema
 
-    def cursor_start(self) -> Any:
-        if isinstance(self.state_converter, IntegerStateConverter):
-            return _INTEGER_START
-        return _DATETIME_START
-
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
         if incremental and self._cdc:
             return _cdc.LsnCursor(state)
-        if incremental and self.state_converter is not None and self.cursor_field:
-            return BoundaryCursor(cursor_field=self.cursor_field, converter=self.state_converter,
-                                  state=state, start=self.cursor_start())
         return super().cursor(state, incremental)
 
     # ------------------------------------------------------------------ planning
-
-    def plan(self, state: Mapping[str, Any] | None, context: PlanContext) -> list[Partition]:
-        """Partitions, knowing whether rows land by plain ``append`` (see :mod:`._boundary`)."""
-        appends = context.destination_sync_mode == DestinationSyncMode.APPEND
-        return self._plan(state, exact_append=appends)
-
-    def partitions(self, state: Mapping[str, Any] | None) -> list[Partition]:
-        return self._plan(state, exact_append=False)
 
     def _plan(self, state: Mapping[str, Any] | None, *, exact_append: bool) -> list[Partition]:
         settings = self._settings
@@ -161,11 +132,7 @@ class PostgresStream(Stream):
                                      exact_append=exact_append, stream=self._name)
         plan = [self._partition(params) for params in windows]
         if state is None:
-            # Rows whose cursor is NULL: read by the first sync (and every full refresh)
-            # only, in an empty window so the cursor's ranges do not move.
-            start = self.cursor_start()
-            plan.append(Partition(self._name, f"{self._name}:cursor-null",
-                                  {"start": start, "end": start, "cursor_null": True}))
+            plan.append(self.null_cursor_partition())
         return plan
 
     def _plan_snapshot(self, conn: psycopg.Connection[Any]) -> list[Partition]:
@@ -200,15 +167,10 @@ class PostgresStream(Stream):
         return {"type": column.type.pg_type} if column is not None else {}
 
     def _partition(self, params: dict[str, Any]) -> Partition:
-        if "start" in params:
-            ident = f"{self._name}:{params['start']}/{params['end']}"
-        elif "changes_upto" in params:
-            ident = f"{self._name}:changes:{params['changes_from']}/{params['changes_upto']}"
-        elif params.get("column"):
-            ident = f"{self._name}:{params['column']}:{params['lo']}/{params['hi']}"
-        else:
-            ident = f"{self._name}:all"
-        return Partition(self._name, ident, params)
+        if "changes_upto" in params:
+            return Partition(self._name, f"{self._name}:changes:{params['changes_from']}/"
+                             f"{params['changes_upto']}", params)
+        return super()._partition(params)
 
     # ------------------------------------------------------------------ reading
 
@@ -298,14 +260,12 @@ class PostgresSource(Source):
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)
-        self._settings = _parse(config)
+        self._settings = parse_model(PostgresConfig, config, "postgres")
         self._tables: list[TableInfo] | None = None
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
-        schema = PostgresConfig.model_json_schema(mode="validation")
-        schema["properties"]["password"].pop("default", None)
-        return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
+        return model_spec(PostgresConfig)
 
     def tables(self) -> list[TableInfo]:
         if self._tables is None:
@@ -358,12 +318,3 @@ def _readable_problems(conn: psycopg.Connection[Any], schemas: list[str]) -> lis
                     "(GRANT SELECT to read them)", ", ".join(r[0] for r in hidden[:10]))
     return problems
 
-
-def _parse(config: Mapping[str, Any]) -> PostgresConfig:
-    try:
-        return PostgresConfig.model_validate(dict(config))
-    except ValidationError as exc:
-        problems = [(".".join(["source.config", *(str(p) for p in e["loc"])]), e["msg"])
-                    for e in exc.errors(include_input=False)]
-        raise SpecValidationError("the postgres source config does not match its spec",
-                                  problems) from exc
