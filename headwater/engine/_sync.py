@@ -468,7 +468,10 @@ class SyncEngine:
         finishing = time.perf_counter()
         states_after = self.store.get_states(conn.name)
         self.store.finish_attempt(run_id, attempt, status=status, error=error)
-        run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
+        run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats],
+                                     # Kept with the run, whoever started it: the page shows
+                                     # them (the hooks, after the lock, are not in yet).
+                                     "steps_s": steps.to_dict()}
         if plan.replay_of:
             run_stats["replay_of"] = plan.replay_of
         if status == "stopped":

@@ -276,6 +276,8 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
                       "error": a.error} for a in run.attempts],
         "streams": streams,
         "errors": errors,
+        # Seconds per step (Spark session, early reads, plan, commits...), as recorded.
+        "steps_s": (run.stats or {}).get("steps_s") or {},
         "progress": {
             "records": summary["records"],
             "partitions_done": sum(s["partitions_done"] for s in streams),
