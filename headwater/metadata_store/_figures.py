@@ -153,8 +153,7 @@ def read_figures(conn: Connection, duration_buckets: Sequence[float],
     fresh = _Share(tuple(sorted(float(b) for b in duration_buckets)))
     unfinished = conn.execute(_RUN_COLUMNS.where(t.runs.c.finished_seq.is_(None))).all()
     fresh.add_runs(unfinished)
-    fresh.add_sums(_sum_checkpoints(conn, [row.run_id for row in unfinished]))
-    fresh.add_expectations(_checkpoint_expectations(conn, [row.run_id for row in unfinished]))
+    fresh.add_checkpoints(conn, [row.run_id for row in unfinished])
     return finished.merged(fresh).figures(current_states(conn))
 
 
@@ -229,6 +228,18 @@ class _Share:
             total = self.sums.setdefault((connection, stream), [0] * (1 + len(_SUMMED)))
             for i, figure in enumerate(figures):
                 total[i] += int(figure)
+
+    def add_checkpoints(self, conn: Connection, run_ids: list[str]) -> None:
+        """Add the durable checkpoints of ``run_ids``: their figures and expectation counts."""
+        if conn.dialect.name == "sqlite":
+            for connection, stream, found in _sqlite_checkpoint_figures(conn, run_ids):
+                *figures, expectations = json.loads(found)
+                self.add_sums([(connection, stream, 1, *(f or 0 for f in figures))])
+                if expectations:
+                    self.add_expectations([(connection, stream, expectations)])
+            return
+        self.add_sums(_sum_checkpoints(conn, run_ids))
+        self.add_expectations(_checkpoint_expectations(conn, run_ids))
 
     def add_expectations(self, rows: Iterable[tuple[str, str, Any]]) -> None:
         """Add checkpoints' expectation counts: ``(connection, stream, counts)`` where
@@ -334,8 +345,7 @@ class FiguresCache:
             # Built aside: a call that fails half way leaves the cache as it was.
             share = self._share.merged(_Share(bounds))
             share.add_runs(new)
-            share.add_sums(_sum_checkpoints(conn, [row.run_id for row in new]))
-            share.add_expectations(_checkpoint_expectations(conn, [row.run_id for row in new]))
+            share.add_checkpoints(conn, [row.run_id for row in new])
             self._share, self._seen = share, (new[-1].finished_seq, new[-1].run_id)
         return self._share
 
@@ -363,6 +373,30 @@ def _sum_checkpoints(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any
                  .where(c.c.status.in_(_DURABLE),
                         c.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK]))
                  .group_by(r.c.connection, c.c.stream))
+        yield from (tuple(row) for row in conn.execute(query))
+
+
+def _sqlite_checkpoint_figures(conn: Connection,
+                               run_ids: list[str]) -> Iterator[tuple[str, str, str]]:
+    """``(connection, stream, JSON array of _SUMMED then the expectations)`` per durable
+    checkpoint of ``run_ids``, on SQLite.
+
+    Why one ``json_extract`` of several paths: SQLite (before 3.45) parses the whole
+    ``stats`` text at each call, and that text holds the checkpoint's partition list and
+    per-partition figures, most of its size.  Three sums and the expectations (read in the
+    filter and again in the result) parsed it five times; once here, the small arrays
+    summed in Python.  A first scrape of 10,000 runs (100,000 checkpoints, 240 MB of
+    ``stats``) went from 6.0 to 5.1 s at a load of 8: the rest is reading that text at
+    all (a bare ``count(*)`` over it takes 0.8 s), which only figures kept apart from the
+    partition lists would avoid.
+    """
+    c, r = t.checkpoints, t.runs
+    found = sa.func.json_extract(c.c.stats, *(f"$.{key}" for key in (*_SUMMED, "expectations")))
+    for i in range(0, len(run_ids), FiguresCache.CHUNK):
+        query = (sa.select(r.c.connection, c.c.stream, found)
+                 .select_from(c.join(r, c.c.run_id == r.c.run_id))
+                 .where(c.c.status.in_(_DURABLE),
+                        c.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK])))
         yield from (tuple(row) for row in conn.execute(query))
 
 
