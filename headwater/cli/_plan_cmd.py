@@ -29,6 +29,9 @@ def _states_store(config: ConnectionConfig) -> Iterator[MetadataStore]:
     store = open_store(store_url(config, create=False), create=False)
     if not store.missing:
         with store:
+            # Read once even when no stream needs a state: a store the sync could not
+            # reach is the plan's error too, not found by the sync after it.
+            _ = store.store_id
             yield store
         return
     with (tempfile.TemporaryDirectory(prefix="headwater-plan-") as empty,
