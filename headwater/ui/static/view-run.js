@@ -179,6 +179,13 @@ function drawBody(run) {
       { label: "Host", key: "host", cell: (a) => a.host ? `${a.host} (pid ${a.pid})` : "—" },
       { label: "Error", key: "error", cell: (a) => h("span", { class: "wrap" }, a.error ?? "") },
     ], run.attempts)] : null,
+    Object.keys(run.steps_s || {}).length ? h("details", { "data-key": "steps",
+      "data-testid": "run-steps" },
+    h("summary", {}, "Time per step (as headwater sync --json's steps_s)"),
+    table("steps-table", [
+      { label: "Step", key: "step", cell: ([step]) => step },
+      { label: "Seconds", key: "seconds", num: true, cell: ([, seconds]) => seconds.toFixed(3) },
+    ], Object.entries(run.steps_s))) : null,
     h("details", { "data-key": "plan", "data-testid": "plan" },
       h("summary", {}, "Persisted plan"), h("pre", { class: "json" }, json(run.plan))),
     run.config ? h("details", { "data-key": "config", "data-testid": "run-config" },

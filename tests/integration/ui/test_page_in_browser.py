@@ -337,6 +337,12 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(detail.get_by_test_id("partitions-table-row")).to_have_count(3)
     expect(page.get_by_test_id("state-after")).to_contain_text("users")
     expect(page.get_by_test_id("log-line").first).to_be_visible()
+    # Where its time went, as `headwater sync --json` says it (the page's sync is the CLI's).
+    page.get_by_test_id("run-steps").locator("summary").click()
+    expect(page.get_by_test_id("steps-table-row").filter(has_text="spark_session")
+           ).to_have_count(1)
+    expect(page.get_by_test_id("steps-table-row").filter(has_text="early_reads")
+           ).to_have_count(1)
     walk.shot("06-run")
 
     # Replay: the page follows the new run live, then reads its result.  The server is
