@@ -153,6 +153,12 @@ def seed(store_url: str, names: list[str], runs: int, partitions: int,
             conn.execute(sa.insert(t.runs), run_rows)
             conn.execute(sa.insert(t.attempts), attempt_rows)
             conn.execute(sa.insert(t.checkpoints), checkpoint_rows)
+            # As the store writes each checkpoint: its summed figures apart (schema 4).
+            conn.execute(sa.insert(t.checkpoint_figures), [
+                {"run_id": row["run_id"], "stream": row["stream"],
+                 "checkpoint_index": row["checkpoint_index"],
+                 **t.checkpoint_figures_values(row["status"], row["stats"])}
+                for row in checkpoint_rows])
             if log_rows:
                 conn.execute(sa.insert(t.run_logs), log_rows)
         print(f"  seeded {len(run_ids):,} runs", file=sys.stderr, flush=True)

@@ -15,7 +15,8 @@ tree is the contract::
     ├── StateError                     stored state cannot be read or does not fit the stream
     └── MetadataStoreError             the metadata store is unreachable or inconsistent
         ├── ConnectionLockedError      another sync of the same connection is running
-        └── StoreBehindTableError      the store hands out indices a table already holds
+        ├── StoreBehindTableError      the store hands out indices a table already holds
+        └── StoreMissingError          exit 2: a reader named a store no sync has written
 
 Both ``...OutcomeUnknown`` errors are also :class:`CommitOutcomeUnknown`, the one
 signal the engine recognises: the run stays unfinished (see that class).
@@ -186,6 +187,14 @@ class StateError(HeadwaterError):
 
 class MetadataStoreError(HeadwaterError):
     """The metadata store cannot be reached or holds something inconsistent."""
+
+
+class StoreMissingError(MetadataStoreError):
+    """A command that only reads (``runs``, ``state show``...) was pointed at a SQLite store
+    that does not exist: the path is wrong, or no sync has written it yet.  Exit 2, as for a
+    wrong config: creating an empty store there would answer "no runs" for a typo."""
+
+    exit_code = ExitCode.CONFIG
 
 
 class ConnectionLockedError(MetadataStoreError):

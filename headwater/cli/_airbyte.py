@@ -136,11 +136,12 @@ def state_export(
     from headwater.cli._common import handled, out
     from headwater.config import load_connection
     from headwater.interop import export_state
-    from headwater.operations import open_store, store_url
+    from headwater.operations import open_store_to_read, store_url
 
     with handled(False):
         config = load_connection(connection)
-        messages = export_state(open_store(store_url(config)).get_states(config.name))
+        messages = export_state(open_store_to_read(store_url(config, create=False))
+                               .get_states(config.name))
         text = json.dumps(messages, indent=2) + "\n"
         if file is None:
             sys.stdout.write(text)

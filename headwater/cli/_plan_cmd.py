@@ -2,16 +2,41 @@
 
 from __future__ import annotations
 
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from headwater.cli import _common as opt
-from headwater.config import load_connection, mask_obj
+from headwater.config import ConnectionConfig, load_connection, mask_obj
 from headwater.operations import open_store, store_url
 
 if TYPE_CHECKING:
     from headwater.engine import SyncEngine
+    from headwater.metadata_store import MetadataStore
+
+
+@contextmanager
+def _states_store(config: ConnectionConfig) -> Iterator[MetadataStore]:
+    """The store ``config``'s states are read from, opened without creating anything.
+
+    ``plan`` writes nothing, so a store no sync has written yet is not made: the plan
+    is the first sync's, from no state, read from an empty store of its own that goes
+    with the command.
+    """
+    store = open_store(store_url(config, create=False), create=False)
+    if not store.missing:
+        with store:
+            # Read once even when no stream needs a state: a store the sync could not
+            # reach is the plan's error too, not found by the sync after it.
+            _ = store.store_id
+            yield store
+        return
+    with (tempfile.TemporaryDirectory(prefix="headwater-plan-") as empty,
+          open_store(f"sqlite:///{empty}/no-state-yet.db") as blank):
+        yield blank
 
 
 def describe_plan(engine: SyncEngine, parallelism: int | None = None) -> dict[str, Any]:
@@ -108,8 +133,8 @@ def plan(
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        engine = SyncEngine(config, open_store(store_url(config)))
-        document = describe_plan(engine, parallelism)
+        with _states_store(config) as store:
+            document = describe_plan(SyncEngine(config, store), parallelism)
         if as_json:
             cli.emit_json(document)
             return

@@ -22,7 +22,7 @@ from headwater.cli import _common as opt
 from headwater.cli._common import ConfOpt, MasterOpt, RemoteOpt
 from headwater.config import ConnectionConfig, load_connection, mask
 from headwater.errors import ConfigError
-from headwater.operations import open_store, spark_settings, store_url
+from headwater.operations import open_store, spark_settings, start_engine, store_url
 
 if TYPE_CHECKING:
     from headwater.engine import SyncEngine, SyncResult
@@ -34,18 +34,17 @@ StreamsOpt = Annotated[list[str] | None, typer.Option("--stream", "-s",
 
 def _engine(config: ConnectionConfig, store: MetadataStore, master: str | None,
             remote: str | None, conf: list[str] | None) -> SyncEngine:
-    from headwater.engine import SyncEngine, SyncObserver, SyncOptions
-
-    options = SyncOptions(spark=spark_settings(config, master, remote, conf))
-    return SyncEngine(config, store, options, SyncObserver())
+    """The run's engine (:func:`~headwater.operations.start_engine`, its Spark started),
+    without early reads: a replay or backfill plans partitions of its own."""
+    return start_engine(config, store, spark=spark_settings(config, master, remote, conf),
+                        early_reads=False)
 
 
 def _run_stoppable(engine: SyncEngine, run: Callable[[SyncEngine], SyncResult]) -> SyncResult:
-    """``run(engine)`` with SIGINT/SIGTERM asking ``engine`` to stop, as ``sync`` does."""
+    """``run(engine)`` with SIGINT/SIGTERM asking ``engine`` to stop, as ``sync`` does (its
+    Spark session started already: a new SparkContext would replace SIGINT's handler)."""
     from headwater.cli._stop import stop_on_signals
-    from headwater.engine import get_spark
 
-    get_spark(engine.options.spark)  # before the handlers: a new SparkContext replaces SIGINT's
     with stop_on_signals(engine.request_stop):
         return run(engine)
 

@@ -10,7 +10,7 @@ from headwater.cli import _common as cli
 from headwater.cli._common import JsonOpt
 from headwater.config import mask_obj
 from headwater.errors import ConfigError
-from headwater.operations import open_store, store_url
+from headwater.operations import open_store_to_read, store_url
 
 
 def _run_summary(run: Any) -> dict[str, Any]:
@@ -44,7 +44,8 @@ def runs(
     from headwater.cli._render import rows_table
 
     with cli.handled(as_json):
-        records = open_store(store_url(explicit=store)).list_runs(connection, limit=limit)
+        reader = open_store_to_read(store_url(explicit=store, create=False))
+        records = reader.list_runs(connection, limit=limit)
         rows = [_run_summary(r) for r in records]
         if as_json:
             cli.emit_json({"runs": rows})
@@ -64,7 +65,7 @@ def runs_show(
 
     store_opt = (ctx.obj or {}).get("store")
     with cli.handled(as_json):
-        store = open_store(store_url(explicit=store_opt))
+        store = open_store_to_read(store_url(explicit=store_opt, create=False))
         run = store.get_run(run_id)
         if run is None:
             raise ConfigError(f"no run {run_id!r} in the metadata store; see `headwater runs`",

@@ -45,7 +45,7 @@ from headwater.cli._stop import STOPPED_EXIT_CODE, stop_on_signals
 from headwater.cli._ui import HostOpt, PortOpt, TokenOpt, start_page
 from headwater.config import mask
 from headwater.errors import ConfigError
-from headwater.operations import store_last_started, sync_runner
+from headwater.operations import run_sync, store_last_started
 from headwater.serve import HealthWatch, RunsInProgress, ScheduleEvent, Scheduler
 from headwater.ui import DEFAULT_PORT
 
@@ -115,7 +115,7 @@ def serve(
     with cli.handled(False):
         runs = RunsInProgress()
         watch = HealthWatch()  # `when: late` / `when: stale` hooks, once per change
-        scheduler = Scheduler(folder=folder, runner=partial(sync_runner, runs=runs),
+        scheduler = Scheduler(folder=folder, runner=partial(run_sync, runs=runs),
                               last_started=store_last_started, max_parallel=max_parallel,
                               poll_s=poll, on_event=on_event, on_tick=watch.on_tick)
         page = start_page(folder, host, port, token, None, runs, scheduler) if ui else None

@@ -11,14 +11,14 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
 from headwater.config import load_connection, mask_obj
 from headwater.errors import ExitCode
-from headwater.operations import open_store, spark_settings, store_url
+from headwater.operations import open_store, open_store_to_read, spark_settings, store_url
 
 
 def state_show(connection: ConnectionArg, as_json: JsonOpt = False) -> None:
     """Show the stored state of every stream of a connection."""
     with cli.handled(as_json):
         config = load_connection(connection)
-        states = open_store(store_url(config)).get_states(config.name)
+        states = open_store_to_read(store_url(config, create=False)).get_states(config.name)
         if as_json:
             cli.emit_json({"connection": config.name, "streams": states})
             return

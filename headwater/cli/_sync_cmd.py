@@ -12,7 +12,7 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConfOpt, ConnectionArg, JsonOpt, MasterOpt, RemoteOpt, VerboseOpt
 from headwater.config import load_connection
 from headwater.errors import ConfigError
-from headwater.operations import open_store, spark_settings, store_url
+from headwater.operations import open_store, spark_settings, start_engine, store_url
 
 
 def sync(
@@ -43,7 +43,6 @@ def sync(
     from headwater.cli._leave import done as leave_when_done
     from headwater.cli._render import ProgressObserver, print_result
     from headwater.cli._stop import stop_on_signals, sync_exit_code
-    from headwater.engine import SyncEngine, SyncObserver, SyncOptions, get_spark
     from headwater.engine._results import sync_document
     from headwater.engine._steps import seconds_since_process_start
 
@@ -57,23 +56,18 @@ def sync(
         config = load_connection(connection)
         settings = spark_settings(config, master, remote, conf)
         store = open_store(store_url(config))
+        progress = None if as_json or watch or not cli.err.is_terminal \
+            else ProgressObserver(cli.err)
+        set_up = time.perf_counter() - setting_up
+        # The engine as the page, serve and replay build it: early reads, Spark started.
+        engine = start_engine(config, store, spark=settings, observer=progress)
         if watch:
             from headwater.cli._watch import watch_sync
 
-            raise typer.Exit(watch_sync(config, store, SyncOptions(spark=settings), as_json,
-                                        cli.out, cli.err))
-        progress = None if as_json or not cli.err.is_terminal else ProgressObserver(cli.err)
-        engine = SyncEngine(config, store, SyncOptions(spark=settings),
-                            progress or SyncObserver())
-        engine.start_reads_early()  # a source's reads may run while Spark starts
+            raise typer.Exit(watch_sync(engine, as_json, cli.out, cli.err))
         if started is not None:
             engine.steps.add("cli_start", started)
-        engine.steps.add("cli_setup", time.perf_counter() - setting_up)
-        with engine.steps.step("spark_session"):
-            # Before the handlers (a new SparkContext replaces SIGINT's), with what the
-            # connection's destination needs.
-            get_spark(engine.options.spark)
-        emit("spark-ready")
+        engine.steps.add("cli_setup", set_up)
         with stop_on_signals(engine.request_stop), progress or nullcontext():
             # Oldest first: a resumed run, then (unless it did not succeed) the new one.
             results = [engine.run()] if one_run else engine.sync()

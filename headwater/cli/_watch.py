@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rich.console import Console
 
 from headwater.cli._stop import stop_on_signals, sync_exit_code
-from headwater.config import ConnectionConfig, mask, mask_obj
-from headwater.engine import SyncEngine, SyncObserver, SyncOptions, SyncResult, get_spark
+from headwater.config import mask, mask_obj
+from headwater.engine import SyncEngine, SyncResult
 from headwater.engine._results import sync_document
 from headwater.engine._watch import watch_engine
 
 
-def watch_sync(config: ConnectionConfig, store: Any, options: SyncOptions, as_json: bool,
-               out: Console, err: Console) -> int:
+def watch_sync(engine: SyncEngine, as_json: bool, out: Console, err: Console) -> int:
     """Run the watch loop until SIGINT/SIGTERM; the exit code says how the last sync ended.
 
     0: it succeeded (or nothing was ever new), 1: it failed, 130: the signal
@@ -23,7 +21,7 @@ def watch_sync(config: ConnectionConfig, store: Any, options: SyncOptions, as_js
     """
     from headwater.cli._render import print_result
 
-    engine = SyncEngine(config, store, options, SyncObserver())
+    config = engine.connection
 
     def report(result: SyncResult) -> None:
         if as_json:
@@ -32,7 +30,6 @@ def watch_sync(config: ConnectionConfig, store: Any, options: SyncOptions, as_js
         else:
             print_result(result, out, err)
 
-    get_spark(options.spark)  # before the handlers: a new SparkContext replaces SIGINT's
     if not as_json:
         err.print(f"watching {config.name}: Ctrl-C stops after the commits in progress")
     with stop_on_signals(engine.request_stop):

@@ -177,8 +177,9 @@ def _train(archive: Path, work: Path) -> None:
     from pyspark import SparkContext
 
     from headwater.config import load_connection
-    from headwater.engine import SparkSettings, SyncEngine, SyncOptions, get_spark
+    from headwater.engine import SparkSettings, get_spark
     from headwater.metadata_store import MetadataStore
+    from headwater.operations import start_engine
 
     settings = SparkSettings(master="local[2]", conf={
         "spark.driver.extraJavaOptions": f"-XX:ArchiveClassesAtExit={archive}"},
@@ -200,7 +201,7 @@ streams:
     connection = load_connection(connection_file)
     store = MetadataStore(f"sqlite:///{work / 'state.db'}")
     for _ in range(2):  # the second run finds the tables (look-ups, MERGE into rows)
-        SyncEngine(connection, store, SyncOptions(spark=settings)).run()
+        start_engine(connection, store, spark=settings).run()  # as `headwater sync` builds it
     spark.stop()
     gateway = SparkContext._gateway
     proc = getattr(gateway, "proc", None)

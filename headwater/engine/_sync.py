@@ -366,7 +366,8 @@ class SyncEngine:
                 try:
                     with capture_run_logs(self.store):
                         done.append(self._one_run(spark, lock, make_plan, None,
-                                                  time.monotonic()))
+                                                  time.monotonic(),
+                                                  follows=done[0].result.run_id))
                 except Exception as exc:
                     # The new run could not run (say its plan failed): the resumed
                     # run has ended all the same, and its hooks are owed first.
@@ -408,8 +409,12 @@ class SyncEngine:
 
     def _one_run(self, spark: SparkSession, lock: LockHandle,
                  make_plan: Callable[[SparkSession], RunPlan], unfinished: RunRecord | None,
-                 started: float) -> _RunDone:
-        """Resume ``unfinished``, or plan and record a new run, and run it (under the lock)."""
+                 started: float, *, follows: str | None = None) -> _RunDone:
+        """Resume ``unfinished``, or plan and record a new run, and run it (under the lock).
+
+        ``follows``: the run :meth:`sync` resumed just before this new one, recorded with
+        it (``follows_resumed``) so a list can tell the run that did the work from an
+        empty follow-up."""
         conn = self.connection
         steps = self.steps
         if unfinished is not None:
@@ -468,9 +473,14 @@ class SyncEngine:
         finishing = time.perf_counter()
         states_after = self.store.get_states(conn.name)
         self.store.finish_attempt(run_id, attempt, status=status, error=error)
-        run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats]}
+        run_stats: dict[str, Any] = {"streams": [s.to_dict() for s in stats],
+                                     # Kept with the run, whoever started it: the page shows
+                                     # them (the hooks, after the lock, are not in yet).
+                                     "steps_s": steps.to_dict()}
         if plan.replay_of:
             run_stats["replay_of"] = plan.replay_of
+        if follows is not None:
+            run_stats["follows_resumed"] = follows
         if status == "stopped":
             log.warning("run %s of %s stopped: %s", run_id, conn.name, error)
             self.store.stop_run(run_id, stats=run_stats, state_after=states_after,

@@ -172,7 +172,10 @@ def read_partition(stream: Stream, partition: Partition, context: TaskContext,
         if own_state is not None and context.carries_state:
             yield writer.state_row(own_state)
         return own_state
-    except (ConnectorError, AuthenticationError, SchemaContractError):
+    except (ConnectorError, AuthenticationError, SchemaContractError) as exc:
+        # Which partition failed, in the error the driver reads back (the run page puts
+        # it on that partition, not on every partition of the checkpoint).
+        exc.context.setdefault("partition", partition.id)
         raise
     except Exception as exc:
         raise ConnectorError(

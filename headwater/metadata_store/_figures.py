@@ -50,7 +50,7 @@ from headwater.metadata_store._models import (
 _DURABLE = sorted(DURABLE_CHECKPOINT_STATUSES)
 
 #: The numeric checkpoint stats that are summed per stream (keys of ``CheckpointRecord.stats``).
-_SUMMED = ("records_written", "records_rejected", "bytes")
+_SUMMED = t.SUMMED_FIGURES
 
 
 @dataclass(frozen=True)
@@ -153,8 +153,7 @@ def read_figures(conn: Connection, duration_buckets: Sequence[float],
     fresh = _Share(tuple(sorted(float(b) for b in duration_buckets)))
     unfinished = conn.execute(_RUN_COLUMNS.where(t.runs.c.finished_seq.is_(None))).all()
     fresh.add_runs(unfinished)
-    fresh.add_sums(_sum_checkpoints(conn, [row.run_id for row in unfinished]))
-    fresh.add_expectations(_checkpoint_expectations(conn, [row.run_id for row in unfinished]))
+    fresh.add_checkpoints(conn, [row.run_id for row in unfinished])
     return finished.merged(fresh).figures(current_states(conn))
 
 
@@ -230,7 +229,19 @@ class _Share:
             for i, figure in enumerate(figures):
                 total[i] += int(figure)
 
-    def add_expectations(self, rows: Iterable[tuple[str, str, Any]]) -> None:
+    def add_checkpoints(self, conn: Connection, run_ids: list[str]) -> None:
+        """Add the durable checkpoints of ``run_ids``: their figures and expectation counts.
+
+        From ``checkpoint_figures`` (schema 4), else (a store an older Headwater wrote,
+        opened by a reader, which migrates nothing) from each checkpoint's ``stats``."""
+        if _has_checkpoint_figures(conn):
+            self.add_sums(_sum_figures(conn, run_ids))
+            self.add_expectations(_figures_expectations(conn, run_ids))
+            return
+        self.add_sums(_sum_checkpoints(conn, run_ids))
+        self.add_expectations(_checkpoint_expectations(conn, run_ids))
+
+    def add_expectations(self, rows: Iterable[tuple[Any, ...]]) -> None:
         """Add checkpoints' expectation counts: ``(connection, stream, counts)`` where
         ``counts`` is ``{name: {action, evaluated, failed}}`` (JSON text or parsed)."""
         for connection, stream, found in rows:
@@ -334,8 +345,7 @@ class FiguresCache:
             # Built aside: a call that fails half way leaves the cache as it was.
             share = self._share.merged(_Share(bounds))
             share.add_runs(new)
-            share.add_sums(_sum_checkpoints(conn, [row.run_id for row in new]))
-            share.add_expectations(_checkpoint_expectations(conn, [row.run_id for row in new]))
+            share.add_checkpoints(conn, [row.run_id for row in new])
             self._share, self._seen = share, (new[-1].finished_seq, new[-1].run_id)
         return self._share
 
@@ -351,37 +361,64 @@ def _stat(conn: Connection, key: str) -> ColumnElement[int]:
     return sa.func.coalesce(sa.func.sum(value), 0)
 
 
-def _sum_checkpoints(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
-    """``(connection, stream, checkpoints, *_SUMMED)`` over the durable checkpoints of
-    ``run_ids``, a few hundred runs per query (selected by run id, so the database
-    reads only these runs' checkpoints: their primary key starts with it)."""
-    c, r = t.checkpoints, t.runs
+def _chunked(conn: Connection, run_ids: list[str], table: sa.Table,
+             columns: Sequence[ColumnElement[Any]], *conditions: ColumnElement[bool],
+             grouped: bool = False) -> Iterator[tuple[Any, ...]]:
+    """``(connection, stream, *columns)`` of the durable checkpoints of ``run_ids`` in
+    ``table`` (``checkpoints`` or ``checkpoint_figures``), summed per stream when
+    ``grouped``: a few hundred runs per query, selected by run id, so the database reads
+    only these runs' rows (their primary key starts with it)."""
+    r = t.runs
     for i in range(0, len(run_ids), FiguresCache.CHUNK):
-        query = (sa.select(r.c.connection, c.c.stream, sa.func.count(),
-                           *(_stat(conn, key) for key in _SUMMED))
-                 .select_from(c.join(r, c.c.run_id == r.c.run_id))
-                 .where(c.c.status.in_(_DURABLE),
-                        c.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK]))
-                 .group_by(r.c.connection, c.c.stream))
+        query = (sa.select(r.c.connection, table.c.stream, *columns)
+                 .select_from(table.join(r, table.c.run_id == r.c.run_id))
+                 .where(table.c.status.in_(_DURABLE), *conditions,
+                        table.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK])))
+        if grouped:
+            query = query.group_by(r.c.connection, table.c.stream)
         yield from (tuple(row) for row in conn.execute(query))
 
 
+def _has_checkpoint_figures(conn: Connection) -> bool:
+    """Whether the store keeps ``checkpoint_figures`` (schema version 4 and later)."""
+    m = t.meta
+    version = conn.execute(sa.select(m.c.value).where(m.c.key == "schema_version")).scalar()
+    return int(version or 0) >= 4
+
+
+def _sum_figures(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+    """``(connection, stream, checkpoints, *_SUMMED)`` from ``checkpoint_figures``."""
+    f = t.checkpoint_figures
+    return _chunked(conn, run_ids, f, [sa.func.count(), *(
+        sa.func.coalesce(sa.func.sum(f.c[key]), 0) for key in _SUMMED)], grouped=True)
+
+
+def _figures_expectations(conn: Connection,
+                          run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+    """``(connection, stream, expectation counts)`` of each checkpoint that has some, from
+    ``checkpoint_figures``."""
+    f = t.checkpoint_figures
+    return _chunked(conn, run_ids, f, [f.c.expectations], f.c.expectations.is_not(None))
+
+
+def _sum_checkpoints(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+    """``(connection, stream, checkpoints, *_SUMMED)`` from each checkpoint's ``stats`` (a
+    store of schema 3 a reader opened: not migrated to ``checkpoint_figures``)."""
+    return _chunked(conn, run_ids, t.checkpoints,
+                    [sa.func.count(), *(_stat(conn, key) for key in _SUMMED)], grouped=True)
+
+
 def _checkpoint_expectations(conn: Connection,
-                             run_ids: list[str]) -> Iterator[tuple[str, str, Any]]:
-    """``(connection, stream, expectation counts)`` of each durable checkpoint of
-    ``run_ids`` that has expectations (the others are left out by the database)."""
-    c, r = t.checkpoints, t.runs
+                             run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+    """``(connection, stream, expectation counts)`` of each checkpoint that has some, from
+    its ``stats`` (schema 3, as :func:`_sum_checkpoints`)."""
+    c = t.checkpoints
     found: ColumnElement[Any]
     if conn.dialect.name == "sqlite":
         found = sa.func.json_extract(c.c.stats, "$.expectations")
     else:
         found = sa.cast(c.c.stats, postgresql.JSONB)["expectations"]
-    for i in range(0, len(run_ids), FiguresCache.CHUNK):
-        query = (sa.select(r.c.connection, c.c.stream, found)
-                 .select_from(c.join(r, c.c.run_id == r.c.run_id))
-                 .where(c.c.status.in_(_DURABLE), found.is_not(None),
-                        c.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK])))
-        yield from (tuple(row) for row in conn.execute(query))
+    return _chunked(conn, run_ids, c, [found], found.is_not(None))
 
 
 def current_states(conn: Connection) -> list[StreamState]:

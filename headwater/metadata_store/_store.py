@@ -827,3 +827,11 @@ def _record_checkpoint(
                 run_id=run_id, stream=stream, checkpoint_index=index, updated_at=now, **values
             )
         )
+    # Its summed figures, apart (what ``/metrics`` reads: see ``checkpoint_figures``).
+    f = t.checkpoint_figures
+    figures = t.checkpoint_figures_values(status, stats)
+    if conn.execute(sa.update(f).where(f.c.run_id == run_id, f.c.stream == stream,
+                                       f.c.checkpoint_index == index)
+                    .values(**figures)).rowcount == 0:
+        conn.execute(sa.insert(f).values(run_id=run_id, stream=stream, checkpoint_index=index,
+                                         **figures))

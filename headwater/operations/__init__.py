@@ -3,7 +3,8 @@
 The commands in :mod:`headwater.cli` and the page's server in
 :mod:`headwater.ui` call these, so an action taken on the page is the CLI's
 action through the same code: where the metadata store is, Spark settings,
-a sync as ``headwater sync`` runs it, validation problems as ``headwater
+a sync as ``headwater sync`` runs it (:func:`start_engine`, the one place a
+run's engine is built, and :func:`run_sync`), validation problems as ``headwater
 validate`` words them, a run's per-stream and per-partition figures as
 ``headwater runs show`` reads them.
 """
@@ -15,11 +16,12 @@ from headwater.operations._settings import (
     check_store_url,
     home,
     open_store,
+    open_store_to_read,
     spark_conf,
     spark_settings,
     store_url,
 )
-from headwater.operations._sync_runner import store_last_started, sync_runner
+from headwater.operations._sync_runner import run_sync, start_engine, store_last_started
 from headwater.operations._validation import connection_files, validate_file
 
 __all__ = [
@@ -30,12 +32,14 @@ __all__ = [
     "connection_files",
     "home",
     "open_store",
+    "open_store_to_read",
     "partition_rows",
+    "run_sync",
     "spark_conf",
     "spark_settings",
+    "start_engine",
     "store_last_started",
     "store_url",
     "stream_rows",
-    "sync_runner",
     "validate_file",
 ]

@@ -72,6 +72,23 @@ def open_store(url: str, *, create: bool = True) -> MetadataStore:
     return MetadataStore(url, create=create)
 
 
+def open_store_to_read(url: str) -> MetadataStore:
+    """The store at ``url`` for a command that only reads it (``runs``, ``state show``,
+    ``airbyte state export``): nothing is created or migrated, as the page and ``/metrics``
+    open it.  A SQLite file that does not exist is refused (StoreMissingError, exit 2,
+    naming the path) rather than made empty: an empty store would answer "no runs" for a
+    mistyped path or the wrong working directory."""
+    from headwater.errors import StoreMissingError
+
+    store = open_store(url, create=False)
+    if store.missing:
+        raise StoreMissingError(
+            f"no metadata store at {store.url}: no sync has written it yet, or the path is "
+            f"wrong (it comes from --store, the connection file's metadata_store, "
+            f"${STORE_ENV}, else ${HOME_ENV}/headwater.db, ./.headwater by default)")
+    return store
+
+
 def spark_conf(pairs: list[str] | None) -> dict[str, str]:
     """``KEY=VALUE`` pairs (``--conf``) as a dict."""
     conf: dict[str, str] = {}

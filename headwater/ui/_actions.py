@@ -1,6 +1,6 @@
 """What the page's buttons do: each is the CLI command's code, on a background thread.
 
-* **sync now**: :func:`headwater.operations.sync_runner`, exactly what ``serve``
+* **sync now**: :func:`headwater.operations.run_sync`, exactly what ``serve``
   and ``headwater sync`` run (an unfinished run is finished first).
 * **replay** / **backfill**: :func:`headwater.engine._rerun.replay` /
   ``backfill``, as ``headwater replay`` / ``backfill`` run them; the backfill
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.config import ConnectionConfig, mask
 from headwater.errors import ConfigError, ConnectionLockedError, HeadwaterError
-from headwater.operations import open_store, spark_settings, store_url, sync_runner
+from headwater.operations import open_store, run_sync, start_engine, store_url
 from headwater.serve import RunsInProgress
 from headwater.ui._folder import ConnectionFile, ConnectionFolder
 
@@ -209,10 +209,8 @@ class Actions:
 
     def _engine(self, job: Job, config: ConnectionConfig) -> tuple[SyncEngine, MetadataStore]:
         """An engine as ``headwater replay``/``backfill`` build one, watched by ``job``."""
-        from headwater.engine import SyncEngine, SyncOptions
-
         store = open_store(store_url(config, explicit=self.folder.explicit_store))
-        engine = SyncEngine(config, store, SyncOptions(spark=spark_settings(config)))
+        engine = start_engine(config, store, early_reads=False)
         _watch_runs(engine, job)
         return engine, store
 
@@ -225,7 +223,7 @@ class Actions:
             config = config.model_copy(update={"metadata_store": self.folder.explicit_store})
 
         def work(job: Job) -> None:
-            outcome = sync_runner(config, self.runs, on_engine=lambda e: _watch_runs(e, job))
+            outcome = run_sync(config, self.runs, on_engine=lambda e: _watch_runs(e, job))
             if outcome.status == "failed" and not job.run_ids:
                 raise HeadwaterError(outcome.error or "the sync failed")
 

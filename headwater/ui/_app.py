@@ -170,7 +170,7 @@ def connection_document(folder: ConnectionFolder, actions: Actions, connection: 
         "destination_type": config.destination.type if config is not None else None,
         "schedule": schedule,
         "next_firing": following,
-        "last_run": runs[0] if runs else None,
+        "last_run": views.last_run(runs, summaries or []),
         "recent_runs": list(reversed(runs)),
         "busy": job.kind if job is not None else None,
     }

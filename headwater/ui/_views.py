@@ -21,6 +21,7 @@ from headwater.metadata_store import (
     RunSummary,
 )
 from headwater.operations import partition_rows, stream_rows
+from headwater.ui._partition_outcomes import stream_outcomes
 
 #: The key under which the full-refresh cursor marks a completed sync.
 _FULL_REFRESH_DONE = "__ab_full_refresh_sync_complete"
@@ -59,6 +60,21 @@ def run_summary(run: RunSummary | RunRecord, now: datetime) -> dict[str, Any]:
         "rejected": _total(streams, "records_rejected"),
         "rows_per_s": _rate(records, duration),
     }
+
+
+def last_run(runs: Sequence[dict[str, Any]],
+             summaries: Sequence[RunSummary | RunRecord]) -> dict[str, Any] | None:
+    """The run a list shows as a connection's last (``runs``: :func:`run_summary` of each of
+    ``summaries``, newest first): the newest, unless it is the empty new run ``headwater
+    sync`` starts right after finishing a resumed one (its stats say ``follows_resumed``):
+    then the resumed run, which did the work (the empty one read as "0 records")."""
+    if not runs:
+        return None
+    newest = summaries[0].stats or {}
+    follows = newest.get("follows_resumed")
+    if follows and runs[0]["status"] == "succeeded" and not runs[0]["records"]:
+        return next((r for r in runs if r["run_id"] == follows), runs[0])
+    return runs[0]
 
 
 def _total(streams: Sequence[Mapping[str, Any]] | None, key: str) -> int | None:
@@ -133,7 +149,28 @@ def state_text(state: Mapping[str, Any] | None) -> str:
             text += (f", and {len(slices) - 1} later range(s) up to "
                      f"{_words(newest_cursor(state))} (gaps are read by the next sync)")
         return text
+    if state.get("state_type") == "object-keys":
+        return _objects_text(state)
     return f"the connector's own state ({len(state)} key(s))"
+
+
+def _objects_text(state: Mapping[str, Any]) -> str:
+    """The object storage cursor's state (:mod:`headwater.connectors.object_storage._cursor`):
+    the objects it remembers as read, the highest key, the floor below which every key
+    counts as read, and the large objects read in part."""
+    recent = state.get("recent") or {}
+    in_flight = state.get("in_flight") or {}
+    floor = state.get("floor")
+    if not recent and not in_flight and floor is None:
+        return "no object read yet"
+    keys = [*recent, *([floor] if floor else [])]
+    parts = [f"{len(recent):,} object(s) read" + (f", up to key {max(keys)}" if keys else "")]
+    if floor:
+        parts.append(f"every key up to {floor} counts as read")
+    if in_flight:
+        parts.append(f"{len(in_flight):,} large object(s) read in part (the next sync "
+                     "reads the rest)")
+    return "; ".join(parts)
 
 
 def freshness_s(state: Mapping[str, Any] | None, now: datetime) -> float | None:
@@ -195,11 +232,14 @@ def _planned(plan: Mapping[str, Any]) -> dict[str, int]:
             for s in plan.get("streams") or []}
 
 
-def _planned_partitions(plan: Mapping[str, Any]) -> dict[tuple[str, int], list[str]]:
-    """(stream, checkpoint index) -> the partition ids the plan gave that checkpoint."""
-    return {(str((s.get("stream") or {}).get("name")), int(c.get("index", 0))):
-            [str(p.get("id")) for p in c.get("partitions") or []]
-            for s in plan.get("streams") or [] for c in s.get("checkpoints") or []}
+def _planned_partitions(plan: Mapping[str, Any]) -> dict[str, dict[int, list[str]]]:
+    """stream -> checkpoint index -> the partition ids the plan gave that checkpoint."""
+    found: dict[str, dict[int, list[str]]] = {}
+    for s in plan.get("streams") or []:
+        found[str((s.get("stream") or {}).get("name"))] = {
+            int(c.get("index", 0)): [str(p.get("id")) for p in c.get("partitions") or []]
+            for c in s.get("checkpoints") or []}
+    return found
 
 
 def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_key: str,
@@ -224,6 +264,9 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
                    for key in ("records_written", "records_rejected", "bytes")}
         if not resumed:
             figures = {key: row.get(key, value) for key, value in figures.items()}
+        outcomes = stream_outcomes(name, by_checkpoint.get(name, {}), mine, run.status,
+                                   row.get("error"))
+        errors += outcomes.errors
         streams.append({
             "name": name,
             "status": row.get("status") or ("running" if run.status == "running" else None),
@@ -240,20 +283,15 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
                              "duration_s": c.stats.get("duration_s"),
                              "commit": c.stats.get(commit_key), "error": c.stats.get("error")}
                             for c in mine],
-            "partitions": [{"checkpoint_index": p["checkpoint"], "partition_id": p["partition"],
-                            "records": p.get("records_written"), "bytes": p.get("bytes"),
-                            "duration_s": p.get("duration_s"), "error": p.get("error")}
-                           for p in partitions if p["stream"] == name],
+            # The committed partitions with their figures, then (a run that ended) what
+            # became of each other planned one: failed, cancelled, not started, and why.
+            "partitions": sorted(
+                [{"checkpoint_index": p["checkpoint"], "partition_id": p["partition"],
+                  "records": p.get("records_written"), "bytes": p.get("bytes"),
+                  "duration_s": p.get("duration_s"), "status": "committed",
+                  "error": p.get("error")} for p in partitions if p["stream"] == name]
+                + outcomes.partitions, key=lambda p: p["checkpoint_index"]),
         })
-        if row.get("error"):
-            errors.append({"stream": name, "partition_id": None, "message": row["error"]})
-        for c in mine:
-            if c.status == "failed":
-                ids = (c.stats.get("partitions") or by_checkpoint.get((name, c.index))
-                       or [None])
-                errors += [{"stream": name, "partition_id": pid,
-                            "message": c.stats.get("error") or "checkpoint failed"}
-                           for pid in ids]
     summary = run_summary(run, now)
     if summary["records"] is None or resumed:  # running, resumed: what is committed
         summary["records"] = sum(s["records"] or 0 for s in streams)
@@ -262,7 +300,8 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
         summary["rows_per_s"] = _rate(summary["records"], summary["duration_s"])
     # A stop's reason is no error, nor a warned run's warnings (the page shows both apart).
     if run.error and not errors and run.status not in ("stopped", "warned"):
-        errors.append({"stream": None, "partition_id": None, "message": run.error})
+        errors.append({"stream": None, "checkpoint_index": None, "partition_id": None,
+                       "message": run.error})
     return {
         **summary,
         "plan": run.plan,
@@ -276,6 +315,8 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
                       "error": a.error} for a in run.attempts],
         "streams": streams,
         "errors": errors,
+        # Seconds per step (Spark session, early reads, plan, commits...), as recorded.
+        "steps_s": (run.stats or {}).get("steps_s") or {},
         "progress": {
             "records": summary["records"],
             "partitions_done": sum(s["partitions_done"] for s in streams),

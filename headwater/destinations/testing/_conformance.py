@@ -305,12 +305,12 @@ def _connection(case: Path, destination: Destination, source: Mapping[str, Any],
 
 def _sync(path: Path, destination: Destination) -> SyncResult:
     from headwater.config import load_connection
-    from headwater.engine import SyncEngine
     from headwater.metadata_store import MetadataStore
+    from headwater.operations import start_engine
 
     connection = load_connection(path)
-    return SyncEngine(connection, MetadataStore(connection.metadata_store or ""),
-                      destination=destination).run()
+    return start_engine(connection, MetadataStore(connection.metadata_store or ""),
+                        destination=destination).run()
 
 
 def _killed_sync(path: Path, destination: Destination, moment: str, nth: int) -> bool:

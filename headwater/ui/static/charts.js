@@ -1,5 +1,7 @@
 // Small inline SVG charts drawn here (no chart library, nothing fetched): one bar per
-// run, oldest on the left, the bar's tooltip gives the run's figure in words.
+// run, oldest on the left, the bar's tooltip gives the run's figure in words; the value
+// axis is labelled (its top and zero) and the latest and highest values are said in text
+// under the bars, so a chart is read without hovering.
 import { h } from "./dom.js";
 
 /**
@@ -17,7 +19,8 @@ export function bars(testid, points, { label, format, width = 160, height = 36 }
   const summary = points.length
     ? `${label}: ${points.length} runs, highest ${format(top)}`
     : `${label}: no runs yet`;
-  return h("svg", {
+  const latest = points.length ? points[points.length - 1].value : null;
+  const svg = h("svg", {
     class: "chart", viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
     "aria-label": summary, "data-testid": testid, "data-points": points.length,
     preserveAspectRatio: "none",
@@ -32,4 +35,10 @@ export function bars(testid, points, { label, format, width = 160, height = 36 }
       class: `bar bar-${String(p.status || "none").replace(/[^a-z_-]/gi, "")}`,
     }, h("title", {}, p.tip));
   }));
+  return h("div", { class: "chart-box" },
+    h("div", { class: "chart-axis", "aria-hidden": "true", "data-testid": `${testid}-axis` },
+      h("span", {}, points.length ? format(top) : ""), h("span", {}, "0")),
+    svg,
+    h("div", { class: "chart-values", "data-testid": `${testid}-values` }, points.length
+      ? `latest ${format(latest)} · highest ${format(top)} · oldest left` : "no runs yet"));
 }

@@ -5,7 +5,7 @@ import { get, seg } from "./api.js";
 import { backfillDialog, resetDialog, syncNow } from "./actions.js";
 import { bars } from "./charts.js";
 import { baseName, fact, fill, h, table } from "./dom.js";
-import { badge, count, duration, freshness, rate, when } from "./format.js";
+import { badge, bytes, count, duration, freshness, rate, when } from "./format.js";
 import { notify } from "./notices.js";
 
 /** Runs per answer: the newest page, then each "Older runs" page. */
@@ -129,7 +129,8 @@ function drawStreams(c, actions) {
     h("h2", { id: "streams-title" }, "Streams"),
     table("streams-table", [
       { label: "Stream", key: "name", cell: (s) => h("strong", {}, s.name) },
-      { label: "Sync mode", key: "sync_mode", cell: (s) => (s.sync_mode ?? "—").replace("+", " + ") },
+      { label: "Sync mode", key: "sync_mode", cell: (s) => h("span", { class: "wrap" },
+        (s.sync_mode ?? "—").replace("+", " + ")) },
       { label: "Cursor", key: "cursor", cell: (s) => s.cursor_field
         ? h("code", {}, [].concat(s.cursor_field).join(".")) : "—" },
       { label: "Primary key", key: "pk", cell: (s) => s.primary_key?.length
@@ -168,6 +169,9 @@ function drawHistory(runs, actions, noMore) {
       { label: "Status", key: "status", cell: (r) => badge(r.status, "run-status") },
       { label: "Started", key: "started", cell: (r) => when(r.started_at) },
       { label: "Records", key: "records", num: true, cell: (r) => count(r.records) },
+      { label: "File bytes", key: "bytes", num: true,
+        title: "Size of the files the run's commits added to its tables",
+        cell: (r) => bytes(r.bytes) },
       { label: "Duration", key: "duration", num: true, cell: (r) => duration(r.duration_s) },
       { label: "Rejected", key: "rejected", num: true, cell: (r) => count(r.rejected) },
       { label: "Rows/s", key: "rows_per_s", num: true, cell: (r) => rate(r.rows_per_s) },

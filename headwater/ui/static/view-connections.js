@@ -3,7 +3,7 @@
 import { get } from "./api.js";
 import { bars } from "./charts.js";
 import { baseName, fill, h, table } from "./dom.js";
-import { badge, count, duration, when } from "./format.js";
+import { badge, bytes, count, duration, rate, when } from "./format.js";
 
 export async function renderConnections(ctx) {
   document.title = "Connections · Headwater";
@@ -33,6 +33,8 @@ export async function renderConnections(ctx) {
   }, (wait) => wait);
 }
 
+const FILE_BYTES = "Size of the files the last run's commits added to its tables";
+
 function connectionsTable(connections) {
   return table("connections-table", [
     { label: "Connection", key: "name", cell: (c) => h("a", {
@@ -43,6 +45,9 @@ function connectionsTable(connections) {
       c.last_run ? h("span", { class: "sub" }, when(c.last_run.started_at)) : null,
       health(c)) },
     { label: "Records", key: "records", num: true, cell: (c) => count(c.last_run?.records) },
+    { label: "File bytes", key: "bytes", num: true, title: FILE_BYTES,
+      cell: (c) => bytes(c.last_run?.bytes) },
+    { label: "Rows/s", key: "rows_per_s", num: true, cell: (c) => rate(c.last_run?.rows_per_s) },
     { label: "Duration", key: "duration", num: true,
       cell: (c) => duration(c.last_run?.duration_s) },
     { label: "Records per run", key: "chart", cell: (c) => bars("records-chart",

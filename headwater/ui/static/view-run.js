@@ -148,6 +148,8 @@ function drawBody(run) {
     (run.errors || []).length ? h("section", {}, h("h2", {}, "Errors by stream and partition"),
       table("errors-table", [
         { label: "Stream", key: "stream", cell: (e) => e.stream ?? "—" },
+        { label: "Checkpoint", key: "checkpoint", num: true,
+          cell: (e) => count(e.checkpoint_index) },
         { label: "Partition", key: "partition", cell: (e) => h("code", {}, e.partition_id ?? "—") },
         { label: "Message", key: "message", cell: (e) => h("span", { class: "wrap" }, e.message) },
       ], run.errors)) : null,
@@ -162,7 +164,7 @@ function drawBody(run) {
       { label: "Partitions", key: "partitions", num: true,
         cell: (s) => `${count(s.partitions_done)} / ${count(s.partitions_planned)}` },
     ], run.streams || [], { empty: "No stream figures recorded yet." }),
-    (run.streams || []).map(drawStreamDetail),
+    (run.streams || []).map((s) => drawStreamDetail(s, run.status)),
     h("h2", {}, "State"),
     h("div", { class: "two" },
       h("figure", {}, h("figcaption", {}, "Before"),
@@ -177,6 +179,13 @@ function drawBody(run) {
       { label: "Host", key: "host", cell: (a) => a.host ? `${a.host} (pid ${a.pid})` : "—" },
       { label: "Error", key: "error", cell: (a) => h("span", { class: "wrap" }, a.error ?? "") },
     ], run.attempts)] : null,
+    Object.keys(run.steps_s || {}).length ? h("details", { "data-key": "steps",
+      "data-testid": "run-steps" },
+    h("summary", {}, "Time per step (as headwater sync --json's steps_s)"),
+    table("steps-table", [
+      { label: "Step", key: "step", cell: ([step]) => step },
+      { label: "Seconds", key: "seconds", num: true, cell: ([, seconds]) => seconds.toFixed(3) },
+    ], Object.entries(run.steps_s))) : null,
     h("details", { "data-key": "plan", "data-testid": "plan" },
       h("summary", {}, "Persisted plan"), h("pre", { class: "json" }, json(run.plan))),
     run.config ? h("details", { "data-key": "config", "data-testid": "run-config" },
@@ -185,8 +194,13 @@ function drawBody(run) {
   ];
 }
 
-function drawStreamDetail(s) {
+// Once the run has ended, the server lists every planned partition, each with what became
+// of it (committed, failed with its own error, cancelled when another failed, not started
+// and why); an empty table then means the plan gave this stream none.
+function drawStreamDetail(s, status) {
   const partitions = s.partitions || [];
+  const empty = status === "running" ? "No partition finished yet."
+    : `No partition was planned for this stream (the run ${status}).`;
   return h("details", { class: "stream-detail", "data-key": `stream:${s.name}`,
     "data-testid": "stream-detail" },
   h("summary", {}, `${s.name}: ${plural((s.checkpoints || []).length, "checkpoint")}, `
@@ -213,14 +227,16 @@ function drawStreamDetail(s) {
   table("partitions-table", [
     { label: "Checkpoint", key: "checkpoint", num: true, cell: (p) => count(p.checkpoint_index) },
     { label: "Partition", key: "partition_id", cell: (p) => h("code", {}, p.partition_id) },
+    { label: "Status", key: "status", cell: (p) => badge(p.status, "partition-status") },
     { label: "Records", key: "records", num: true, cell: (p) => count(p.records) },
     { label: "In-memory bytes", key: "bytes", num: true, title: MEMORY_BYTES,
       cell: (p) => bytes(p.bytes) },
     { label: "Source time", key: "duration", num: true, title: SOURCE_TIME,
       cell: (p) => milliseconds(p.duration_s) },
-    { label: "Error", key: "error", cell: (p) => p.error
-      ? h("span", { class: "error wrap" }, p.error) : "" },
-  ], partitions.slice(0, MAX_PARTITION_ROWS), { empty: "No partition finished yet." }),
+    { label: "Error or why not committed", key: "error", cell: (p) => p.error
+      ? h("span", { class: p.status === "failed" ? "error wrap" : "wrap",
+        "data-testid": "partition-outcome" }, p.error) : "" },
+  ], partitions.slice(0, MAX_PARTITION_ROWS), { empty }),
   partitions.length > MAX_PARTITION_ROWS
     ? h("p", { class: "muted" }, `The first ${count(MAX_PARTITION_ROWS)} of `
       + `${count(partitions.length)} partitions are shown.`) : null);

@@ -226,10 +226,15 @@ def test_cli_json_shows_where_a_sync_spent_its_time(spark: Any, tmp_path: Path) 
     path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP)
     result = CliRunner().invoke(app, ["sync", str(path), "--json"])
     assert result.exit_code == 0, result.output
-    steps = json.loads(result.stdout)["steps_s"]
-    assert {"cli_setup", "spark_session", "lock", "store_reads", "plan", "store_writes",
-            "table_prepare", "checkpoints (Spark job + commit)", "hooks"} <= set(steps)
+    document = json.loads(result.stdout)
+    steps = document["steps_s"]
+    assert {"cli_setup", "early_reads", "spark_session", "lock", "store_reads", "plan",
+            "store_writes", "table_prepare", "checkpoints (Spark job + commit)",
+            "hooks"} <= set(steps)
     assert all(isinstance(seconds, float) and seconds >= 0 for seconds in steps.values())
+    # Kept with the run as well (the page shows them), all but the hooks' after the lock.
+    run = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(document["run_id"])
+    assert run is not None and set(run.stats["steps_s"]) == set(steps) - {"hooks"}
 
 
 def test_a_session_lists_the_delta_jars_it_runs_with_for_the_next_start(

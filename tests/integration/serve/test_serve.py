@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from headwater.cli._serve import store_last_started, sync_runner
+from headwater.cli._serve import run_sync, store_last_started
 from headwater.config import load_connection
 from headwater.metadata_store import MetadataStore
 from headwater.serve import Scheduler
@@ -58,7 +58,7 @@ def test_serve_runs_real_syncs_and_retries_a_real_failure(spark: Any, tmp_path: 
     write(folder, "broken", "* * * * *", str(blocker / "lake"),
           retry={"max_retries": 1, "backoff_s": 10})
     clock = FastClock(datetime(2026, 3, 1, 8, 0, 30, tzinfo=UTC))
-    scheduler = Scheduler(folder=folder, runner=sync_runner, last_started=store_last_started,
+    scheduler = Scheduler(folder=folder, runner=run_sync, last_started=store_last_started,
                           clock=clock, poll_s=1.0)
     scheduler.tick()
     clock.current += timedelta(seconds=30)
@@ -130,7 +130,7 @@ def test_serve_sigterm_stops_the_run_in_progress_and_the_next_firing_resumes_it(
     later = {**source, "generation": 1}
     write(folder, "long", "* * * * * */3", str(lake), source={"type": "sample", "config": later},
           checkpoint={"partitions_per_checkpoint": 1, "concurrent_checkpoints": 1})
-    outcome = sync_runner(load_connection(path))
+    outcome = run_sync(load_connection(path))
     new, finished = store.list_runs("long")
     assert (outcome.status, outcome.resumed_run_id, outcome.run_id) == (
         "succeeded", stopped.run_id, new.run_id)

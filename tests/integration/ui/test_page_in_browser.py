@@ -153,6 +153,38 @@ def server(spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> Iter
     server.shutdown("the test is over")
 
 
+FAILED_READ = ("ConnectorError: reading partition failed: HTTPError: 500 "
+               "(stream=users, partition=users:w2)")
+
+
+def seed_failed_read(store_file: Path) -> str:
+    """A failed run of ``stuck`` as the engine records a read that failed on one partition
+    of a three-partition checkpoint (the error names it), a second checkpoint never started."""
+    from headwater.metadata_store import MetadataStore
+
+    checkpoints = [{"index": 1, "checkpoint_id": "stuck-users-1", "lane": 0,
+                    "partitions": [{"id": f"users:w{n}"} for n in (1, 2, 3)]},
+                   {"index": 2, "checkpoint_id": "stuck-users-2", "lane": 0,
+                    "partitions": [{"id": "users:w4"}]}]
+    plan = {"connection": "stuck", "streams": [{
+        "stream": {"name": "users", "sync_mode": "incremental",
+                   "destination_sync_mode": "append"},
+        "state_before": None, "lanes": 1, "checkpoints": checkpoints}]}
+    store = MetadataStore(f"sqlite:///{store_file}")
+    try:
+        run_id = store.create_run("stuck", plan=plan, state_before={}, config_redacted={})
+        store.start_attempt(run_id, pid=1, host="h")
+        store.record_checkpoint(run_id, "users", 1, "stuck-users-1", status="failed",
+                                stats={"attempt": 1, "error": FAILED_READ})
+        store.finish_run(run_id, status="failed", error=f"users: {FAILED_READ}",
+                         state_after={}, stats={"streams": [{
+                             "name": "users", "status": "failed", "records_written": 0,
+                             "records_rejected": 0, "bytes": 0, "error": FAILED_READ}]})
+    finally:
+        store.close()
+    return run_id
+
+
 def late_connection(folder: Path, store_file: Path) -> None:
     """``nightly``: a 15-minute schedule whose one (succeeded) run started in 2025: late."""
     import sqlite3
@@ -269,7 +301,18 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(page.get_by_test_id("stream-state")).to_contain_text("up to 2024-01-01")
     expect(page.get_by_test_id("streams-table-row").first).to_contain_text("updated_at")
     expect(page.get_by_test_id("throughput-chart")).to_have_attribute("data-points", "1")
+    # The runs table shows the run's bytes; a chart has a labelled axis and says its values.
+    assert first.locator("[data-col=bytes]").inner_text().endswith(("B", "KB", "MB"))
+    expect(page.get_by_test_id("throughput-chart-axis")).to_contain_text("0")
+    expect(page.get_by_test_id("duration-chart-values")).to_contain_text(
+        re.compile(r"latest \S+ .*highest"))
     walk.shot("05-sync-succeeded")
+    # At 1440 px the streams table fits: Freshness and Table are not cut off at its edge.
+    page.set_viewport_size({"width": 1440, "height": 900})
+    wrap = page.get_by_test_id("streams-table").locator("xpath=..")
+    assert wrap.evaluate("w => w.scrollWidth <= w.clientWidth"), "the streams table is clipped"
+    walk.shot("05b-streams-1440")
+    page.set_viewport_size({"width": 1280, "height": 900})
     # /metrics beside the invalid file: the valid connections' samples are all there.
     samples = metrics_samples(page, base)
     assert samples["headwater_metadata_store_up", ()] == 1
@@ -294,6 +337,12 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(detail.get_by_test_id("partitions-table-row")).to_have_count(3)
     expect(page.get_by_test_id("state-after")).to_contain_text("users")
     expect(page.get_by_test_id("log-line").first).to_be_visible()
+    # Where its time went, as `headwater sync --json` says it (the page's sync is the CLI's).
+    page.get_by_test_id("run-steps").locator("summary").click()
+    expect(page.get_by_test_id("steps-table-row").filter(has_text="spark_session")
+           ).to_have_count(1)
+    expect(page.get_by_test_id("steps-table-row").filter(has_text="early_reads")
+           ).to_have_count(1)
     walk.shot("06-run")
 
     # Replay: the page follows the new run live, then reads its result.  The server is
@@ -404,6 +453,10 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     page.get_by_role("link", name="Connections", exact=True).first.click()
     expect(row.get_by_test_id("last-run-status")).to_have_text("succeeded")
     expect(row.get_by_test_id("records-chart")).to_have_attribute("data-points", "5")
+    # The last run listed is the resumed one, which wrote the rows, not its empty follow-up.
+    expect(row.locator("[data-col=records]")).to_have_text("300")
+    assert row.locator("[data-col=bytes]").inner_text().endswith(("B", "KB", "MB"))
+    assert row.locator("[data-col=rows_per_s]").inner_text() != "—"
     walk.shot("14-connections-after")
     page.get_by_test_id("connection-link").filter(has_text="stuck").click()
     page.get_by_test_id("sync-now").click()
@@ -412,7 +465,13 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     failed.get_by_test_id("run-link").click()
     expect(page.get_by_test_id("run-status")).to_have_text("failed")
     expect(page.get_by_test_id("run-error")).to_contain_text("not-a-folder")
-    expect(page.get_by_test_id("errors-table-row").first).to_be_visible()
+    expect(page.get_by_test_id("errors-table-row")).to_have_count(1)  # said once
+    # The run is over: its partition says what became of it, not "No partition finished yet".
+    page.get_by_test_id("stream-detail").locator("summary").click()
+    expect(page.get_by_test_id("partitions-table-empty")).to_have_count(0)
+    expect(page.get_by_test_id("partition-status").first).to_have_text("not started")
+    expect(page.get_by_test_id("partition-outcome").first).to_contain_text(
+        "not started: the stream failed before it")
     walk.shot("15-failed-run")
 
     # "Older runs" pages back through a history longer than a page (runs recorded through
@@ -429,6 +488,23 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     ids = runs.get_by_test_id("run-link").all_inner_texts()
     assert len(set(ids)) == 56, "a run is listed twice"
     walk.shot("16-older-runs")
+
+    # A run whose read failed on one partition of three (recorded as the engine records
+    # it): the error is on that partition, once; its neighbours were cancelled; the next
+    # checkpoint was never started, and each says so.
+    page.goto(f"{base}/#/runs/{seed_failed_read(tmp_path / 'connections' / 'meta.db')}")
+    expect(page.get_by_test_id("run-status")).to_have_text("failed")
+    errors = page.get_by_test_id("errors-table-row")
+    expect(errors).to_have_count(1)
+    expect(errors).to_contain_text("users:w2")
+    page.get_by_test_id("stream-detail").locator("summary").click()
+    expect(page.get_by_test_id("partition-status")).to_have_text(
+        ["cancelled", "failed", "cancelled", "not started"])
+    expect(page.get_by_test_id("partition-outcome")).to_have_text([
+        "cancelled: partition users:w2 of its checkpoint failed", FAILED_READ,
+        "cancelled: partition users:w2 of its checkpoint failed",
+        "not started: the stream stopped when checkpoint 1 failed"])
+    walk.shot("16a-failed-partition")
 
     # An unknown run or connection: one error page, no notice (it used to repeat every 5 s).
     for address, words in (("#/runs/does-not-exist", "no run 'does-not-exist'"),

@@ -131,6 +131,10 @@ def test_sync_now_runs_a_sync_and_every_view_shows_it(page: Page) -> None:
     assert detail["progress"]["live"] is False and detail["errors"] == []
     assert detail["state_before"] == {"users": None} and detail["state_after"]["users"]
     assert detail["plan"]["streams"][0]["stream"]["name"] == "users"
+    # The page's sync is `headwater sync`'s path (operations.start_engine): early reads
+    # asked, Spark's start timed, and the steps kept with the run (none of it before).
+    assert {"early_reads", "spark_session", "lock", "plan", "store_writes",
+            "checkpoints (Spark job + commit)"} <= set(detail["steps_s"])
 
     logs = page.get(f"/api/runs/{run['run_id']}/logs").json()
     assert logs["lines"] and logs["omitted"] == 0

@@ -1,7 +1,7 @@
 """``headwater serve``: the first signal stops the loop and the runs in progress, a second aborts.
 
 Real signals sent to this process, a real :class:`~headwater.serve.Scheduler`
-and a runner that, like ``sync_runner``, registers its engine in
+and a runner that, like ``run_sync``, registers its engine in
 :class:`~headwater.serve.RunsInProgress` and runs until it is asked to stop;
 no Spark.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from headwater.cli._serve import serve_until_signalled, sync_runner
+from headwater.cli._serve import run_sync, serve_until_signalled
 from headwater.config import ConnectionConfig, load_connection
 from headwater.serve import RunOutcome, RunsInProgress, ScheduleEvent, Scheduler
 from tests._clock import FastClock
@@ -162,7 +162,7 @@ def test_a_run_due_after_the_stop_is_not_started(tmp_path: Path) -> None:
                                     "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}"}))
     runs = RunsInProgress()
     runs.request_stop("SIGTERM received")
-    outcome = sync_runner(load_connection(path), runs)
+    outcome = run_sync(load_connection(path), runs)
     assert outcome.status == "skipped"
     assert outcome.error == "not started: serve is stopping (SIGTERM received)"
     assert not (tmp_path / "meta.db").exists()  # no store opened, no run recorded

@@ -99,3 +99,25 @@ def test_a_task_announces_each_partition_read_and_its_end() -> None:
     # (how many reads the stream had seen when each moment came)
     assert heard == ["reading 1", "partition-read 2", "reading 2", "partition-read 3",
                      "task-read 3"]
+
+
+def test_a_connectors_error_names_the_partition_it_was_read_in() -> None:
+    """The driver reads the failing partition back from the error (the run page shows the
+    error on that partition, not on every partition of its checkpoint)."""
+    import pytest
+
+    from headwater.errors import ConnectorError
+
+    class _Failing(_Recording):
+        def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
+            if partition.id.endswith("p3"):
+                raise ConnectorError("HTTP 500 from the API", stream=self.name)
+            yield {"id": 1}
+
+    stream = _Failing()
+    partitions = stream.partitions(None)
+    run = make_task(stream, partitions, TaskContext("r", 1, SCHEMA))
+    with pytest.raises(ConnectorError) as raised:
+        list(run(iter([pa.record_batch([pa.array([1, 3])], names=["id"])])))
+    assert str(raised.value) == (f"HTTP 500 from the API (stream=things, "
+                                 f"partition={partitions[3].id})")

@@ -27,6 +27,16 @@ def test_state_in_words_and_freshness() -> None:
     assert views.state_text(None).startswith("no state yet")
     assert views.state_text({"__ab_full_refresh_sync_complete": True}).startswith("full refresh")
     assert views.state_text({"lsn": "0/16B3748"}) == "the connector's own state (1 key(s))"
+    # An object storage stream's state, as a person reads it (not "own state (4 key(s))").
+    objects = {"state_type": "object-keys", "floor": "2024/01/31/z.csv",
+               "recent": {"2024/02/01/a.csv": "e1", "2024/02/02/b.csv": "e2"},
+               "in_flight": {"2024/02/03/big.jsonl": {"identity": "e3", "unit": "bytes",
+                                                      "total": 10, "done": [[0, 5]]}}}
+    assert views.state_text(objects) == (
+        "2 object(s) read, up to key 2024/02/02/b.csv; every key up to 2024/01/31/z.csv "
+        "counts as read; 1 large object(s) read in part (the next sync reads the rest)")
+    assert views.state_text({"state_type": "object-keys", "floor": None, "recent": {},
+                             "in_flight": {}}) == "no object read yet"
 
 
 def _store(tmp_path: Path) -> MetadataStore:
@@ -84,9 +94,15 @@ def test_a_failed_checkpoint_names_its_partitions_in_the_errors(tmp_path: Path) 
     run = store.get_run(run_id)
     assert run is not None
     detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", NOW)
-    assert detail["errors"] == [
-        {"stream": "users", "partition_id": None, "message": "HTTP 500 from the API"},
-        {"stream": "users", "partition_id": "p3", "message": "HTTP 500 from the API"}]
+    # Said once, on the partition that failed (not again as the stream's error).
+    assert detail["errors"] == [{"stream": "users", "checkpoint_index": 2,
+                                 "partition_id": "p3", "message": "HTTP 500 from the API"}]
+    # The run ended: every planned partition says what became of it.
+    [stream] = detail["streams"]
+    assert [(p["partition_id"], p["status"], p["error"]) for p in stream["partitions"]] == [
+        ("p1", "not started", "not started: the stream stopped when checkpoint 2 failed"),
+        ("p2", "not started", "not started: the stream stopped when checkpoint 2 failed"),
+        ("p3", "failed", "HTTP 500 from the API")]
     summary = views.run_summary(store.list_run_summaries("c")[0], NOW)
     assert summary["status"] == "failed" and summary["records"] == 0
     assert detail["progress"]["live"] is False
@@ -178,3 +194,26 @@ def test_a_short_run_s_rate_is_its_records_over_the_duration_shown() -> None:
     summary = views.run_summary(run, NOW)
     assert summary["duration_s"] == 0.557
     assert summary["rows_per_s"] == round(300 / 0.557, 1) == 538.6
+
+
+def test_the_last_run_is_the_resumed_one_not_its_empty_follow_up(tmp_path: Path) -> None:
+    """``headwater sync`` finishes a stopped run, then syncs what is new in a run of its own:
+    with nothing new that one is empty, and the list's "last run" showed "0 records"."""
+    store = _store(tmp_path)
+    resumed = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.finish_run(resumed, status="succeeded", state_after={}, error=None,
+                     stats={"streams": [{"name": "users", "records_written": 300}]})
+    empty = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.finish_run(empty, status="succeeded", state_after={}, error=None,
+                     stats={"streams": [{"name": "users", "records_written": 0}],
+                            "follows_resumed": resumed})
+    summaries = store.list_run_summaries("c")
+    runs = [views.run_summary(s, NOW) for s in summaries]
+    shown = views.last_run(runs, summaries)
+    assert shown is not None and (shown["run_id"], shown["records"]) == (resumed, 300)
+    later = store.create_run("c", plan=PLAN, state_before={}, config_redacted={})
+    store.finish_run(later, status="succeeded", state_after={}, error=None,
+                     stats={"streams": [{"name": "users", "records_written": 0}]})
+    summaries = store.list_run_summaries("c")
+    shown = views.last_run([views.run_summary(s, NOW) for s in summaries], summaries)
+    assert shown is not None and shown["run_id"] == later  # a plain empty sync is the last

@@ -233,15 +233,15 @@ def test_serve_retries_a_run_stopped_with_a_commit_unchecked_and_the_retry_resum
     """``serve``'s runner (the scheduler's and the web page's sync) marks the stop for a
     retry, unlike a stop on request; the retry resumes the run and lands it once."""
     from headwater.config import load_connection
-    from headwater.operations import sync_runner
+    from headwater.operations import run_sync
 
     faults.lose_an_answer()
     config = load_connection(_path(tmp_path, "auto"))
-    stopped = sync_runner(config)
+    stopped = run_sync(config)
     assert stopped.status == "stopped" and stopped.retry, stopped
     assert "could not check whether checkpoint" in (stopped.error or ""), stopped
     faults.heal()
-    retried = sync_runner(config)
+    retried = run_sync(config)
     assert retried.status == "succeeded" and retried.resumed_run_id == stopped.run_id, retried
     ids = _ids(spark, tmp_path)
     assert len(ids) == len(set(ids)) == SOURCE["users"]
