@@ -38,7 +38,30 @@ def build_source(connection: ConnectionConfig) -> Source:
     config = validate_config(spec, connection.source.config, where="source.config",
                              source_lines=connection.field_lines)
     register_secrets(secret_values(spec, config))
+    if source_cls.needs_spark:
+        _session_for(connection)
     return source_cls(config)
+
+
+def _session_for(connection: ConnectionConfig) -> None:
+    """The connection's Spark session running (a sync's, a notebook's, or one started
+    as ``headwater sync`` starts it), for a source that asks through Spark
+    (:attr:`~headwater.sdk.Source.needs_spark`)."""
+    from pyspark.errors import PySparkRuntimeError
+    from pyspark.sql import SparkSession
+
+    try:
+        SparkSession.active()
+        return
+    except PySparkRuntimeError:
+        pass
+    from headwater.engine._spark import SparkSettings, get_spark
+
+    file_spark = connection.spark
+    get_spark(SparkSettings(master=file_spark.master if file_spark else None,
+                            remote=file_spark.remote if file_spark else None,
+                            conf=dict(file_spark.conf) if file_spark else {},
+                            app_name=f"headwater-{connection.name}"))
 
 
 def resolve_streams(source: Source, connection: ConnectionConfig, *,

@@ -300,6 +300,12 @@ class Source(ABC):
     #: config alone) and its streams' names, sync modes, cursors and keys; ``"schemas"``
     #: also their schemas (the columns a stream's settings name).
     offline_catalog: ClassVar[Literal["spec", "streams", "schemas"]] = "spec"
+    #: Whether the source asks its system through Spark even to check, discover and plan
+    #: (the ``jdbc`` source: Spark's JDBC reader and the driver jar Spark fetched).  The
+    #: engine then has the connection's session running before it builds the source,
+    #: which finds it with ``SparkSession.getActiveSession()``: a connector never starts
+    #: a session of its own (nothing below the engine imports it).
+    needs_spark: ClassVar[bool] = False
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self.config = dict(config)

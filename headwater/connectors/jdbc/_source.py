@@ -62,12 +62,18 @@ __all__ = ["JdbcSource", "JdbcStream"]
 log = logging.getLogger(__name__)
 
 def _spark() -> SparkSession:
-    """The running session (a sync's, a notebook's), else one started like a sync's."""
+    """The running session (the active one of this thread, else the process's default):
+    the engine starts the connection's before it builds this source (``needs_spark``),
+    a sync's streams plan in threads of their own, a notebook has its own session."""
+    from pyspark.errors import PySparkRuntimeError
     from pyspark.sql import SparkSession
 
-    from headwater.engine import SparkSettings, get_spark
-
-    return SparkSession.getActiveSession() or get_spark(SparkSettings())
+    try:
+        return SparkSession.active()
+    except PySparkRuntimeError:
+        raise ConnectorError("the jdbc source reads through Spark and no Spark session is "
+                             "running: build it with headwater.engine.build_source, which "
+                             "starts the connection's session") from None
 
 
 class JdbcStream(TableStream):
@@ -208,6 +214,7 @@ class JdbcSource(Source):
     """Tables of one database, through its JDBC driver (see the module docs)."""
 
     type_name = "jdbc"
+    needs_spark = True
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)

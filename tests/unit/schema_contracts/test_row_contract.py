@@ -98,8 +98,9 @@ def test_discard_value_nulls_a_new_field_with_a_note(as_batch: bool) -> None:
 def test_freeze_fails_the_task_on_a_field_only_records_carry(as_batch: bool) -> None:
     with pytest.raises(SchemaContractError) as info:
         _run(SchemaContract(new_columns="freeze"), as_batch=as_batch)
+    # The task's error names the partition it was reading (issue 39: which one failed).
     assert info.value.context == {"stream": "users", "column": "extra", "stream_type": "object",
-                                  "table_type": "(no such column)"}
+                                  "table_type": "(no such column)", "partition": "p0"}
 
 
 @BOTH
