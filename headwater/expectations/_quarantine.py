@@ -27,10 +27,11 @@ if TYPE_CHECKING:
 SUFFIX = "_quarantine"
 #: The column naming the expectations a quarantined row failed (in the expectations' order).
 FAILED_FIELD = pa.field(FAILED_COLUMN, pa.list_(pa.string()))
-#: Destinations whose commits go through no table the engine could hand a second stream:
-#: Kafka's checkpoint is one producer transaction over the stream's topic and its markers
-#: partition (``destinations/kafka``); a second topic would be a second transaction with
-#: its own markers, which the Kafka destination does not look up per topic today.
+#: Destinations without a quarantine table.  Kafka: its tasks produce each source
+#: partition's rows in a Kafka transaction with that task's marker, under a transactional
+#: id stable across attempts (``destinations/kafka``); a quarantine topic would need its
+#: rows in those same transactions (or units and markers of its own), and the rows would
+#: have no task writer to come from, so Spark's way would persist every checkpoint.
 NO_QUARANTINE = ("kafka",)
 
 
@@ -38,8 +39,9 @@ def quarantine_refusal(destination_type: str) -> str | None:
     """Why ``quarantine`` cannot be an expectation's action on this destination."""
     if destination_type not in NO_QUARANTINE:
         return None
-    return (f"the {destination_type} destination has no quarantine table (its commit is one "
-            f"producer transaction over the stream's topic): use action drop, warn or fail")
+    return (f"the {destination_type} destination has no quarantine table (its tasks produce "
+            f"each source partition in a transaction of the stream's topic): use action "
+            f"drop, warn or fail")
 
 
 def quarantine_stream(stream: str) -> str:
