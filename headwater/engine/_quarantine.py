@@ -15,12 +15,13 @@ Exactly once, like the stream's table:
   one Spark job that wrote both tables' files succeeded (a task that fails, a
   ``fail`` expectation included, commits neither).
 * **Keyed by the checkpoint.**  The quarantine commit carries the checkpoint's marker
-  with ``_quarantine`` added to its app id (:meth:`QuarantineTable.marker`): Delta's
-  ``txnAppId``/``txnVersion``, Iceberg's snapshot summary markers, PostgreSQL's row in
-  ``_headwater.commit_markers`` (same version, the lane's growing checkpoint index).
-  So a sync killed between the two commits is resumed, reads the checkpoint again
-  (its own commit did not land), and the destination skips the quarantine commit it
-  already holds; a checkpoint whose own commit landed is not read again at all.
+  with ``_quarantine`` added to its app id (:meth:`QuarantineTable.marker`; same
+  version, the lane's growing checkpoint index), which each destination keeps with the
+  commit as it keeps any stream's (an idempotent-write pair, snapshot summary markers,
+  a row in a markers table in the same transaction).  So a sync killed between the two
+  commits is resumed, reads the checkpoint again (its own commit did not land), and the
+  destination skips the quarantine commit it already holds; a checkpoint whose own
+  commit landed is not read again at all.
 * **A failed checkpoint leaves nothing.**  A checkpoint that failed after its
   quarantine commit (its own commit refused) belongs to a run that is not resumed;
   the next run reads its windows again under its own id.  So, as the stream's lanes
