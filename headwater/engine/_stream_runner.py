@@ -255,7 +255,6 @@ class StreamRunner:
                     replay_of=self.replay_of)
             self.checks = StreamChecks.start(
                 self.spark, self.plan, expectations, data_schema,
-                rows_run_id=self.replay_of or self.run_id,
                 tasks_write_both=self.quarantine is not None
                 and self.quarantine.split_writer(writer) is not None)
             if (self.plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE

@@ -9,7 +9,6 @@ records the checkpoint.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
     from headwater.config import ConnectionConfig
     from headwater.destinations._base import CommitResult, FileWriter
     from headwater.plan import CheckpointPlan, StreamPlan
-
-log = logging.getLogger(__name__)
 
 #: The key of a checkpoint's figures (and a stream's) that holds its expectations' counts.
 STATS_KEY = "expectations"
@@ -53,12 +50,9 @@ class StreamChecks:
     (:mod:`._checks`).
     """
 
-    def __init__(self, checks: StreamExpectations, rows_run_id: str,
-                 task_checks: TaskChecks | None = None,
+    def __init__(self, checks: StreamExpectations, task_checks: TaskChecks | None = None,
                  output_schema: pa.Schema | None = None) -> None:
         self.checks = checks
-        #: The run id the rows carry (a replay's: the replayed run's).
-        self.rows_run_id = rows_run_id
         self._task_checks = task_checks
         self._output_schema = output_schema
         self._counts: dict[int, CheckpointCounts] = {}
@@ -77,7 +71,7 @@ class StreamChecks:
     @classmethod
     def start(cls, spark: SparkSession, plan: StreamPlan,
               expectations: Sequence[ExpectationConfig], data_schema: pa.Schema, *,
-              rows_run_id: str, tasks_write_both: bool = False) -> StreamChecks | None:
+              tasks_write_both: bool = False) -> StreamChecks | None:
         """The stream's checks, confirmed by Spark's analyzer on the rows' columns (the
         metadata columns and ``data_schema``): a :class:`~headwater.errors.ConfigError`
         before anything is read.  None when the stream has no expectations.
@@ -102,7 +96,7 @@ class StreamChecks:
             task_checks = TaskChecks(plan.stream.name,
                                      tuple((e.name, e.action, e.expr) for e in expectations),
                                      checks.secret_columns)
-        return cls(checks, rows_run_id, task_checks, columns)
+        return cls(checks, task_checks, columns)
 
     def _counts_of(self, spark: SparkSession,
                    checkpoint: CheckpointPlan) -> Accumulator[dict[str, list[int]]]:
