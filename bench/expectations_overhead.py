@@ -7,9 +7,13 @@ without them, alternately, in one Spark session (issue 38's aim: >= 0.9).
   (``age >= 20``) and ``fail`` (``email LIKE '%@%'``), compiled to pyarrow compute and
   run inside the Python tasks before they write the files
   (:mod:`headwater.expectations._arrow`);
-* **in Spark**: ``warn`` and ``drop`` as above plus ``quarantine`` (``country <> 'DE'``):
-  Spark evaluates them on the rows the tasks typed, which are persisted for the counts,
-  the quarantine table and the commit, then written by the destination's file-writing
+* **quarantine in the tasks**: ``warn`` and ``drop`` as above plus ``quarantine``
+  (``country <> 'DE'``): the tasks evaluate them and write the kept rows' files and the
+  quarantined rows' files (the quarantine table's, :mod:`headwater.expectations._split`);
+  the driver commits the quarantine table, then the table;
+* **quarantine in Spark**: the same with ``upper(country) <> 'DE'`` (a function call, which
+  the tasks leave to Spark): Spark evaluates them on the rows the tasks typed, which are
+  persisted for the counts, then both tables' rows are written by their file-writing
   tasks (:mod:`headwater.expectations._checks`).
 
 The session is warmed up by one small sync of each kind first.  Every run writes a new
@@ -38,11 +42,15 @@ IN_TASK = [
     {"name": "grown_up", "expr": "age >= 20", "action": "drop"},
     {"name": "has_email", "expr": "email LIKE '%@%'", "action": "fail"},
 ]
-#: With a quarantine: evaluated in Spark, the rows persisted, then written.
-IN_SPARK = [*IN_TASK[:2], {"name": "not_de", "expr": "country <> 'DE'",
+#: With a quarantine the tasks evaluate: they write both tables' files.
+QUARANTINE_IN_TASK = [*IN_TASK[:2], {"name": "not_de", "expr": "country <> 'DE'",
+                                     "action": "quarantine"}]
+#: With a quarantine Spark evaluates (a function call): the rows persisted, then written.
+IN_SPARK = [*IN_TASK[:2], {"name": "not_de", "expr": "upper(country) <> 'DE'",
                            "action": "quarantine"}]
 VARIANTS: dict[str, list[dict[str, str]] | None] = {
     "without": None, "warn+drop+fail (in the tasks)": IN_TASK,
+    "warn+drop+quarantine (in the tasks)": QUARANTINE_IN_TASK,
     "warn+drop+quarantine (in Spark)": IN_SPARK}
 
 
@@ -99,6 +107,8 @@ def main() -> None:
                     dropped = stream.expectations["grown_up"]["failed"]
                     assert dropped > 0 and stream.records_written <= args.rows - dropped, \
                         stream.to_dict()
+                if checks and "not_de" in stream.expectations:
+                    assert stream.expectations["not_de"]["failed"] > 0, stream.to_dict()
                 seconds[label].append(elapsed)
                 print(f"  {label} round {round_ + 1}: {elapsed:6.1f} s  ({load_line()})",
                       flush=True)

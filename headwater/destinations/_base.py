@@ -454,6 +454,35 @@ class Destination(ABC):
         """Commit the files ``file_writer``'s tasks wrote, in one idempotent transaction."""
         raise NotImplementedError(f"{type(self).__name__} has no file writer")
 
+    def before_task_files(self, spark: SparkSession, plan: StreamPlan,
+                          checkpoint: CheckpointPlan, marker: CommitMarker) -> bool:
+        """Make ready what ``file_writer``'s tasks write ``marker``'s checkpoint into,
+        before the engine runs their Spark job ahead of :meth:`commit_files`.
+
+        The engine does so when one job writes two tables (a stream's rows and its
+        quarantine table's, ``headwater/engine/_quarantine.py``): the job then runs
+        before either commit, and the ``files`` each commit is handed are already
+        collected.  A destination whose tasks write into something the commit creates
+        first (PostgreSQL's staging table) creates it here, and its commit finds it
+        ready.  Returns whether the commit must then run even with nothing to commit
+        (it removes what was made ready).  The default does nothing (files need no
+        preparing) and returns False.
+        """
+        return False
+
+    def delete_checkpoints(self, spark: SparkSession, stream: str, run_id: str,
+                           checkpoints: Sequence[int]) -> int:
+        """Delete the rows ``run_id`` wrote in ``checkpoints`` (``_hw_checkpoint``) from the
+        stream's table, in one transaction; return how many were deleted.
+
+        What the engine asks of a quarantine table when checkpoints failed after their
+        quarantine commit (``headwater/engine/_quarantine.py``).
+        """
+        from headwater.errors import DestinationError
+
+        raise DestinationError(f"the {self.type_name or type(self).__name__} destination "
+                               "cannot delete a checkpoint's rows", stream=stream)
+
     def abort(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
               marker: CommitMarker) -> None:
         """Drop what a checkpoint that will not commit left behind (files, staging, an

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -23,6 +23,7 @@ from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import slot_shares
 from headwater.engine._plan_reads import headwater_error_from
+from headwater.engine._quarantine import QuarantineTable
 from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._results import StreamStats, stream_warnings
 from headwater.engine._run_logs import submit_in_run
@@ -107,6 +108,8 @@ class StreamRunner:
         self.row_contract: RowContract | None = None
         #: Set by ``_run`` when the stream has expectations (:mod:`headwater.expectations`).
         self.checks: StreamChecks | None = None
+        #: Set by ``_run`` when one of them quarantines (:mod:`._quarantine`).
+        self.quarantine: QuarantineTable | None = None
 
     def _outcome_unknown(self, exc: BaseException) -> bool:
         """Whether ``exc`` says a commit's outcome is unknown; if so, halt the run.
@@ -245,10 +248,6 @@ class StreamRunner:
                                                           contract.written)
             self.context_schema = data_schema
             destination = self.engine.destination
-            self.checks = StreamChecks.start(
-                self.spark, destination, self.plan,
-                configured_expectations(self.engine.connection, self.name), data_schema,
-                rows_run_id=self.replay_of or self.run_id)
             # A replay replaces rows through Spark; other runs let the tasks write files
             # where the destination can commit them.
             writer = (destination.file_writer(self.spark, self.plan, run_id=self.run_id)
@@ -256,6 +255,15 @@ class StreamRunner:
                       and destination.capabilities.task_written_files else None)
             self.route = choose_route(destination, self.plan, staged=self.staged, writer=writer,
                                       replay_of=self.replay_of)
+            expectations = configured_expectations(self.engine.connection, self.name)
+            if any(e.action == "quarantine" for e in expectations):
+                self.quarantine = QuarantineTable.prepare(
+                    self.spark, destination, self.plan, data_schema, run_id=self.run_id,
+                    replay_of=self.replay_of)
+            self.checks = StreamChecks.start(
+                self.spark, self.plan, expectations, data_schema,
+                tasks_write_both=self.quarantine is not None
+                and self.quarantine.split_writer(writer) is not None)
             if (self.plan.stream.destination_sync_mode is DestinationSyncMode.OVERWRITE
                     and self.replay_of is None):
                 # What failed runs staged is garbage now: only this run can still publish.
@@ -280,8 +288,8 @@ class StreamRunner:
                 for lane_run in lane_runs:
                     lane_run.result()
             abort_failed(self.engine.destination, self.spark, self.plan, self._aborted)
-            if self.checks is not None:
-                self.checks.abort(self.spark, self.plan, [c for c, _ in self._aborted])
+            if self.quarantine is not None:
+                self.quarantine.remove(self.spark, self._aborted, self.replay_of or self.run_id)
         if (self.staged and not self._failed.is_set()
                 and self.stats.checkpoints_done == len(self.plan.checkpoints)):
             # Every checkpoint is staged (in this attempt or a killed one): publish.  A
@@ -416,6 +424,7 @@ class StreamRunner:
         rows = self._rows(stream, checkpoint, collector, carries_state=in_rows,
                           reports_state=keeps_state and not in_rows,
                           writer=None if in_spark else route.writer)
+        quarantine, always = self._quarantine_commit(checkpoint, marker)
         states = None
         if keeps_state:
             # What an attempt whose commit never happened staged must not be released.
@@ -429,9 +438,10 @@ class StreamRunner:
             else:
                 checks = self.checks
                 result = checks.commit(
-                    self.spark, self.plan, checkpoint, rows, marker,
+                    self.spark, checkpoint, rows,
                     lambda kept: route.commit(self.spark, self.plan, checkpoint,
-                                              checks.written_by(kept, route.writer), marker))
+                                              checks.written_by(kept, route.writer), marker),
+                    quarantine, always_quarantine=always)
         finally:
             if collector is not None:
                 collector.stop_staging()
@@ -445,6 +455,27 @@ class StreamRunner:
                     "but had this sync died before that, the next one would have read these "
                     "records again", self.name, checkpoint.index, collector.staging_error)
         return result if states is None else replace(result, partition_states=states)
+
+    def _quarantine_commit(self, checkpoint: CheckpointPlan, marker: CommitMarker,
+                           ) -> tuple[Callable[[DataFrame], object] | None, bool]:
+        """How the checkpoint's quarantined rows (or the files the tasks wrote of them)
+        are committed to the quarantine table, before the checkpoint's own commit; and
+        whether that commit runs even when no row was quarantined (a replay replaces
+        the replayed run's; a destination removes what it made ready for the tasks)."""
+        table, checks = self.quarantine, self.checks
+        if table is None or checks is None:
+            return None, False
+        always = self.replay_of is not None
+        if checks.splits:  # one job writes both tables, before either commit
+            self.engine.destination.before_task_files(self.spark, self.plan, checkpoint,
+                                                      marker)
+            always = table.before_job(self.spark, checkpoint, marker) or always
+
+        def commit(rows: DataFrame) -> CommitResult:
+            return table.commit(self.spark, checkpoint,
+                                checks.written_by(rows, table.writer, table.rows_schema), marker)
+
+        return commit, always
 
     def _with_recorded_counts(self, checkpoint: CheckpointPlan,
                               result: CommitResult) -> CommitResult:
@@ -494,7 +525,11 @@ class StreamRunner:
                               data_schema=self.context_schema,
                               carries_state=carries_state, reports_state=reports_state,
                               contract=self.row_contract)
-        output = context.output_schema if writer is None else writer.schema
+        split = (self.quarantine.split_writer(writer)
+                 if self.quarantine is not None and self.checks is not None
+                 and self.checks.splits else None)
+        output = (context.output_schema if writer is None
+                  else split.schema if split is not None else writer.schema)
         spark_schema = from_arrow_schema(_nullable(output))
         count = len(checkpoint.partitions)
         if count == 0:
@@ -509,6 +544,10 @@ class StreamRunner:
             tasks = task_count(stream, count, self._slots[checkpoint.index])
             source = self.spark.range(0, count, 1, numPartitions=tasks)
             task = make_task(stream, interleaved(checkpoint.partitions, tasks), context, sink)
+        if split is not None and self.checks is not None:
+            # The tasks write the kept rows and the quarantined ones (``_quarantine``).
+            return source.mapInArrow(self.checks.wrap_split(self.spark, checkpoint, task,
+                                                            split), spark_schema)
         if self.checks is not None and self.checks.in_task:
             task = self.checks.wrap(self.spark, checkpoint, task)
         return source.mapInArrow(task if writer is None else writer.around(task),

@@ -3,8 +3,10 @@ an action (``warn``, ``drop``, ``quarantine``, ``fail``); see ``docs/expectation
 
 :mod:`._config` is what the connection file holds (no Spark imported);
 :mod:`._arrow` evaluates them inside the Python tasks where pyarrow can,
-:mod:`._checks` in Spark otherwise; :mod:`._quarantine` keeps the rows a
-``quarantine`` expectation takes out; :mod:`._stream` is what a stream's run asks.
+:mod:`._checks` in Spark otherwise; :mod:`._quarantine` names the table that keeps
+the rows a ``quarantine`` expectation takes out (a stream of its own, which the
+engine commits: :mod:`headwater.engine._quarantine`), and :mod:`._split` has the
+tasks write it beside the stream's; :mod:`._stream` is what a stream's run asks.
 """
 
 from headwater.errors import ExpectationFailed
@@ -20,14 +22,14 @@ from headwater.expectations._config import (
     unknown_columns_problem,
 )
 from headwater.expectations._quarantine import (
-    quarantine_location,
+    quarantine_plan,
     quarantine_refusal,
-    write_quarantine,
+    quarantine_stream,
 )
 from headwater.expectations._stream import STATS_KEY, StreamChecks, configured_expectations
 
 __all__ = ["FAILED_COLUMN", "STATS_KEY", "CheckpointCounts", "ExpectationConfig",
            "ExpectationFailed", "StreamChecks", "StreamExpectations", "add_counts",
            "configured_expectations", "expectations_problem",
-           "quarantine_location", "quarantine_refusal", "unknown_columns_problem",
-           "write_quarantine"]
+           "quarantine_plan", "quarantine_refusal", "quarantine_stream",
+           "unknown_columns_problem"]

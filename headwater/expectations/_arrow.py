@@ -42,6 +42,9 @@ ArrowTask = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 #: Metadata columns a failing row's sample shows (where it came from), beside its data.
 SAMPLE_META = ("_hw_raw_id", "_hw_partition_id")
+#: The column of a checkpoint's rows, and of the quarantine table, that names the
+#: expectations a row fails (empty when it fails none).
+FAILED_COLUMN = "_hw_failed_expectations"
 #: A sample's values are cut to this many characters.
 SAMPLE_CHARS = 200
 
@@ -202,7 +205,12 @@ class TaskChecks:
     secret_columns: frozenset[str] = frozenset()
 
     def around(self, task: ArrowTask, counts: Accumulator[dict[str, list[int]]],
-               schema: pa.Schema) -> ArrowTask:
+               schema: pa.Schema,
+               quarantined: Callable[[pa.RecordBatch], None] | None = None) -> ArrowTask:
+        """``task`` with its batches checked: ``fail`` raises, ``drop`` and ``quarantine``
+        filter, and the rows a ``quarantine`` expectation fails go to ``quarantined``
+        (with :data:`~headwater.expectations._checks.FAILED_COLUMN`), whose caller
+        writes them to the quarantine table in the same task."""
         checks, stream, secrets = self.checks, self.stream, self.secret_columns
 
         def run(positions: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -221,16 +229,38 @@ class TaskChecks:
                     if action == "fail" and pc.any(mask).as_py():
                         raise _failure(stream, name, checks, batch.filter(mask), mask,
                                        secrets)
-                removed = [m for (_, action, _), m in zip(compiled, masks, strict=True)
-                           if action == "drop"]
-                gone = removed[0] if removed else None
-                for mask in removed[1:]:
-                    gone = pc.or_(gone, mask)
+                held = _any([m for (_, action, _), m in zip(compiled, masks, strict=True)
+                             if action == "quarantine"])
+                gone = _any([m for (_, action, _), m in zip(compiled, masks, strict=True)
+                             if action in ("drop", "quarantine")])
                 _count(local, batch, masks, gone)
+                if held is not None and quarantined is not None and pc.any(held).as_py():
+                    quarantined(with_failed(batch, held, [name for name, _, _ in compiled],
+                                            masks))
                 yield batch if gone is None else batch.filter(pc.invert(gone))
             counts.add(local)
 
         return run
+
+
+def _any(masks: list[pa.Array]) -> pa.Array | None:
+    """Where any of ``masks`` holds (None: no mask)."""
+    found = masks[0] if masks else None
+    for mask in masks[1:]:
+        found = pc.or_(found, mask)
+    return found
+
+
+def with_failed(batch: pa.RecordBatch, rows: pa.Array, names: Sequence[str],
+                masks: Sequence[pa.Array]) -> pa.RecordBatch:
+    """The ``rows`` of ``batch``, with the names of the expectations each failed (in the
+    expectations' order, as Spark's way lists them) as a last column."""
+    flags = [mask.filter(rows).to_pylist() for mask in masks]
+    failed = [[name for name, flag in zip(names, row, strict=True) if flag]
+              for row in zip(*flags, strict=True)]
+    chosen = batch.filter(rows)
+    return chosen.append_column(pa.field(FAILED_COLUMN, pa.list_(pa.string())),
+                                pa.array(failed, pa.list_(pa.string())))
 
 
 def _count(local: dict[str, list[int]], batch: pa.RecordBatch, masks: list[pa.Array],
@@ -291,4 +321,12 @@ class CountsParam:
         return value1
 
 
-__all__ = ["CountsParam", "TaskChecks", "compile_check", "failing", "sample_text"]
+__all__ = [
+    "FAILED_COLUMN",
+    "CountsParam",
+    "TaskChecks",
+    "compile_check",
+    "failing",
+    "sample_text",
+    "with_failed",
+]

@@ -15,7 +15,7 @@ One checkpoint goes like this (:meth:`StreamExpectations.commit`):
    naming it and one failing row (secrets masked): nothing is committed, so the
    checkpoint is not released and state does not move past it;
 4. the rows a ``quarantine`` expectation fails go to the quarantine table first
-   (:mod:`headwater.expectations._quarantine`, idempotent), then the rows no
+   (:mod:`headwater.engine._quarantine`, idempotent), then the rows no
    ``drop`` or ``quarantine`` expectation fails are committed as any checkpoint.
 
 A NULL result passes, as a SQL ``CHECK`` constraint does: only FALSE fails (write
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from headwater._events import emit
 from headwater.errors import ConfigError, ExpectationFailed
-from headwater.expectations._arrow import SAMPLE_META, sample_text
+from headwater.expectations._arrow import FAILED_COLUMN, SAMPLE_META, sample_text
 from headwater.expectations._config import ExpectationConfig
 
 if TYPE_CHECKING:
@@ -39,11 +39,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 T = TypeVar("T")
-
-#: The column of a checkpoint's rows, and of the quarantine table, that names the
-#: expectations a row fails (empty when it fails none).
-FAILED_COLUMN = "_hw_failed_expectations"
-
 
 
 @dataclass(frozen=True)
@@ -171,7 +166,8 @@ class StreamExpectations:
         return flagged.where(self._quarantined())
 
     def commit(self, rows: DataFrame, commit: Callable[[DataFrame], T],
-               quarantine: Callable[[DataFrame], None] | None) -> tuple[T, CheckpointCounts]:
+               quarantine: Callable[[DataFrame], object] | None, *,
+               always_quarantine: bool = False) -> tuple[T, CheckpointCounts]:
         """Check a checkpoint's ``rows``, quarantine, then ``commit`` what is kept.
 
         Returns what ``commit`` returned and the checkpoint's counts; raises
@@ -187,7 +183,7 @@ class StreamExpectations:
             for name in self.names("fail"):
                 if counts.failed.get(name):
                     raise self._failure(flagged, name, counts.failed[name])
-            if counts.quarantined:
+            if counts.quarantined or (always_quarantine and self.quarantines):
                 if quarantine is None:
                     raise ConfigError(f"stream {self.stream!r}: the destination has no "
                                       "quarantine table", stream=self.stream)

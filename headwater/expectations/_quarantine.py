@@ -1,106 +1,70 @@
-"""The quarantine table: the rows a stream's ``quarantine`` expectations kept out of its
-table, beside it (``<table>_quarantine``), with the names of the expectations each
-failed (``_hw_failed_expectations``) and the run that read it (``_hw_run_id``).
+"""The quarantine table, as a stream of its own: the rows a stream's ``quarantine``
+expectations kept out of its table, in a table beside it (``<stream>_quarantine``), with
+the names of the expectations each failed (``_hw_failed_expectations``) and the run that
+read it (``_hw_run_id``, with the other metadata columns).
 
-Exactly once, like the stream's table: a checkpoint's quarantined rows replace,
-in one Delta commit, whatever the table holds of the same run and the same
-partitions (``replaceWhere``), and the commit carries the checkpoint's
-``txnAppId``/``txnVersion`` (its lane's, with ``-quarantine``).  An attempt that
-re-reads a checkpoint whose quarantine commit landed is skipped by Delta; a replay
-of a run (whose rows keep the replayed run's id) replaces that run's quarantined
-rows of those partitions instead of adding them again.  The quarantine commit
-comes before the checkpoint's own: a crash between them leaves the checkpoint
-uncommitted and the run unfinished, so the next attempt reads it again and Delta
-skips its quarantine commit; a checkpoint that fails instead (its run is not
-resumed, the next run reads its windows again) has its quarantined rows deleted
-as the stream's lanes end (:func:`remove_quarantined`).
-
-Why Delta only: the write is Spark's Delta writer on a path beside the stream's
-table.  Iceberg's, PostgreSQL's and the files destination's commits go through
-their own machinery (PyIceberg, COPY, manifests), so there ``quarantine`` is a
-config error (:func:`quarantine_refusal`).
+Why a stream of its own: a destination already knows how to create a table, have its
+tasks write (or COPY) the rows, and commit them once per checkpoint keyed by a marker.
+The quarantine table is one more table of that kind, in ``append`` mode, so each
+destination commits it with its own machinery (:func:`quarantine_plan`) and none has
+code for quarantine.  The engine drives it (:mod:`headwater.engine._quarantine`, where
+the exactly-once argument is written down).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
+from headwater.expectations._arrow import FAILED_COLUMN
+
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from headwater.plan import StreamPlan
 
-    from headwater.destinations import Destination
-    from headwater.destinations._base import CommitMarker
-
-#: Destinations whose streams may quarantine rows (by ``type_name``).
-QUARANTINE_DESTINATIONS = ("delta",)
-#: What the quarantine table's name adds to the stream's table's.
+#: What the quarantine table's name adds to the stream's.
 SUFFIX = "_quarantine"
+#: The column naming the expectations a quarantined row failed (in the expectations' order).
+FAILED_FIELD = pa.field(FAILED_COLUMN, pa.list_(pa.string()))
+#: Destinations without a quarantine table.  Kafka: its tasks produce each source
+#: partition's rows in a Kafka transaction with that task's marker, under a transactional
+#: id stable across attempts (``destinations/kafka``); a quarantine topic would need its
+#: rows in those same transactions (or units and markers of its own), and the rows would
+#: have no task writer to come from, so Spark's way would persist every checkpoint.
+NO_QUARANTINE = ("kafka",)
 
 
 def quarantine_refusal(destination_type: str) -> str | None:
     """Why ``quarantine`` cannot be an expectation's action on this destination."""
-    if destination_type in QUARANTINE_DESTINATIONS:
+    if destination_type not in NO_QUARANTINE:
         return None
-    return (f"the {destination_type} destination has no quarantine table (only "
-            f"{', '.join(QUARANTINE_DESTINATIONS)} has): use action drop, warn or fail")
+    return (f"the {destination_type} destination has no quarantine table (its tasks produce "
+            f"each source partition in a transaction of the stream's topic): use action "
+            f"drop, warn or fail")
 
 
-def quarantine_location(destination: Destination, stream: str) -> str:
-    """Where the stream's quarantine table lives: beside its table."""
-    return destination.table_location(stream).rstrip("/") + SUFFIX
+def quarantine_stream(stream: str) -> str:
+    """The quarantine table's stream name: ``<stream>_quarantine``."""
+    return stream + SUFFIX
 
 
-def _rows_of(run_id: str, partitions: Sequence[str]) -> str:
-    """The predicate of the quarantined rows ``run_id`` read from ``partitions``."""
-    return (f"_hw_run_id = {_literal(run_id)} AND _hw_partition_id IN "
-            f"({', '.join(_literal(p) for p in partitions)})")
+def quarantine_columns(data_schema: pa.Schema) -> pa.Schema:
+    """The quarantine table's data columns: the stream's, then :data:`FAILED_FIELD`."""
+    return pa.schema([*(f for f in data_schema if f.name != FAILED_COLUMN), FAILED_FIELD])
 
 
-def write_quarantine(rows: DataFrame, location: str, marker: CommitMarker, run_id: str,
-                     partitions: Sequence[str]) -> None:
-    """Replace the quarantined rows of ``run_id``'s ``partitions`` with ``rows``, once."""
-    writer = (rows.write.format("delta").mode("overwrite")
-              .option("replaceWhere", _rows_of(run_id, partitions))
-              .option("mergeSchema", "true")
-              .option("txnAppId", marker.app_id + SUFFIX)
-              .option("txnVersion", marker.version)
-              .option("userMetadata", marker.tag))
-    # One at a time per table: two lanes' replaceWhere commits (or two creations of
-    # the table) would conflict; quarantined rows are few, so the wait is short.
-    with _lock_of(location):
-        writer.save(location)
+def quarantine_plan(plan: StreamPlan) -> StreamPlan:
+    """The stream's plan as its quarantine table's: the same checkpoints, an ``append``
+    table named ``<stream>_quarantine`` without key, cursor or layout of its own."""
+    from headwater.plan import TableLayout
+    from headwater.sync_modes import DestinationSyncMode
+
+    stream = replace(plan.stream, name=quarantine_stream(plan.stream.name),
+                     destination_sync_mode=DestinationSyncMode.APPEND, cursor_field=None,
+                     primary_key=(), table_layout=TableLayout(), deletes="soft")
+    return replace(plan, stream=stream, state_before=None)
 
 
-def remove_quarantined(spark: SparkSession, location: str, run_id: str,
-                       partitions: Sequence[str]) -> None:
-    """Delete what a checkpoint that failed before its commit quarantined.
-
-    A failed run is not resumed: the next run reads the checkpoint's windows again
-    under its own id, and would quarantine their rows a second time.  Best effort,
-    as a destination's ``abort``: the caller logs what this raises.
-    """
-    from delta.tables import DeltaTable
-
-    if partitions and DeltaTable.isDeltaTable(spark, location):
-        with _lock_of(location):
-            DeltaTable.forPath(spark, location).delete(_rows_of(run_id, partitions))
-
-
-_locks: dict[str, threading.Lock] = {}
-_locks_lock = threading.Lock()
-
-
-def _lock_of(location: str) -> threading.Lock:
-    with _locks_lock:
-        return _locks.setdefault(location, threading.Lock())
-
-
-def _literal(text: str) -> str:
-    """``text`` as a Spark SQL string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-__all__ = ["QUARANTINE_DESTINATIONS", "SUFFIX", "quarantine_location", "quarantine_refusal",
-           "remove_quarantined", "write_quarantine"]
+__all__ = ["FAILED_FIELD", "NO_QUARANTINE", "SUFFIX", "quarantine_columns", "quarantine_plan",
+           "quarantine_refusal", "quarantine_stream"]

@@ -2,26 +2,22 @@
 the destination, and keep each checkpoint's counts until its record is written.
 
 The stream runner (:mod:`headwater.engine._stream_runner`) calls
-:meth:`StreamChecks.commit` around its route's commit, and
-:meth:`StreamChecks.stats_of` when it records the checkpoint.
+:meth:`StreamChecks.commit` around its route's commit (and its quarantine table's,
+:mod:`headwater.engine._quarantine`), and :meth:`StreamChecks.stats_of` when it
+records the checkpoint.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import partial
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from headwater._events import emit
 from headwater.expectations._arrow import ArrowTask, CountsParam, TaskChecks, compile_check
 from headwater.expectations._checks import CheckpointCounts, StreamExpectations
 from headwater.expectations._config import ExpectationConfig
-from headwater.expectations._quarantine import (
-    quarantine_location,
-    remove_quarantined,
-    write_quarantine,
-)
+from headwater.expectations._split import SplitWriter, split_files, typed_as
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,11 +25,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from headwater.config import ConnectionConfig
-    from headwater.destinations import Destination
-    from headwater.destinations._base import CommitMarker, CommitResult, FileWriter
+    from headwater.destinations._base import CommitResult, FileWriter
     from headwater.plan import CheckpointPlan, StreamPlan
-
-log = logging.getLogger(__name__)
 
 #: The key of a checkpoint's figures (and a stream's) that holds its expectations' counts.
 STATS_KEY = "expectations"
@@ -52,16 +45,14 @@ class StreamChecks:
     """One stream's expectations during one attempt of a run.
 
     ``in_task``: evaluated inside the Python tasks (:mod:`._arrow`), the rows
-    written as without expectations; else in Spark (:mod:`._checks`).
+    written as without expectations (and the quarantined ones, by the same tasks,
+    through the quarantine table's writer: :mod:`._split`); else in Spark
+    (:mod:`._checks`).
     """
 
-    def __init__(self, checks: StreamExpectations, destination: Destination,
-                 rows_run_id: str, task_checks: TaskChecks | None = None,
+    def __init__(self, checks: StreamExpectations, task_checks: TaskChecks | None = None,
                  output_schema: pa.Schema | None = None) -> None:
         self.checks = checks
-        self.destination = destination
-        #: The run id the rows carry (a replay's: the replayed run's).
-        self.rows_run_id = rows_run_id
         self._task_checks = task_checks
         self._output_schema = output_schema
         self._counts: dict[int, CheckpointCounts] = {}
@@ -72,13 +63,21 @@ class StreamChecks:
     def in_task(self) -> bool:
         return self._task_checks is not None
 
+    @property
+    def splits(self) -> bool:
+        """Whether the tasks write the quarantined rows too (:mod:`._split`)."""
+        return self.in_task and self.checks.quarantines
+
     @classmethod
-    def start(cls, spark: SparkSession, destination: Destination, plan: StreamPlan,
+    def start(cls, spark: SparkSession, plan: StreamPlan,
               expectations: Sequence[ExpectationConfig], data_schema: pa.Schema, *,
-              rows_run_id: str) -> StreamChecks | None:
+              tasks_write_both: bool = False) -> StreamChecks | None:
         """The stream's checks, confirmed by Spark's analyzer on the rows' columns (the
         metadata columns and ``data_schema``): a :class:`~headwater.errors.ConfigError`
-        before anything is read.  None when the stream has no expectations."""
+        before anything is read.  None when the stream has no expectations.
+
+        ``tasks_write_both``: the tasks write the stream's rows and its quarantine
+        table's (both have writers), so a quarantine may be evaluated in the tasks."""
         if not expectations:
             return None
         import pyarrow as pa
@@ -91,56 +90,81 @@ class StreamChecks:
         checks.analyse(spark, from_arrow_schema(
             pa.schema([f.with_nullable(True) for f in columns])))
         task_checks = None
-        if _has_context(spark) and not checks.quarantines and all(
+        quarantines_in_task = not checks.quarantines or tasks_write_both
+        if _has_context(spark) and quarantines_in_task and all(
                 compile_check(e.expr, columns) is not None for e in expectations):
             task_checks = TaskChecks(plan.stream.name,
                                      tuple((e.name, e.action, e.expr) for e in expectations),
                                      checks.secret_columns)
-        return cls(checks, destination, rows_run_id, task_checks, columns)
+        return cls(checks, task_checks, columns)
 
-    def wrap(self, spark: SparkSession, checkpoint: CheckpointPlan, task: ArrowTask) -> ArrowTask:
-        """``task`` with the checks run on its batches (``in_task`` only)."""
-        assert self._task_checks is not None and self._output_schema is not None
+    def _counts_of(self, spark: SparkSession,
+                   checkpoint: CheckpointPlan) -> Accumulator[dict[str, list[int]]]:
         counts: Accumulator[dict[str, list[int]]] = spark.sparkContext.accumulator(
             {}, CountsParam())  # type: ignore[arg-type]
         with self._lock:
             self._accumulators[checkpoint.index] = counts
-        return self._task_checks.around(task, counts, self._output_schema)
+        return counts
 
-    def commit(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,
-               rows: DataFrame, marker: CommitMarker,
-               commit: Callable[[DataFrame], CommitResult]) -> CommitResult:
-        """Check ``rows``, quarantine, then ``commit`` the rows kept (see ``_checks``);
-        ``in_task``: commit them (the tasks check them) and take the tasks' counts."""
+    def wrap(self, spark: SparkSession, checkpoint: CheckpointPlan, task: ArrowTask) -> ArrowTask:
+        """``task`` with the checks run on its batches (``in_task`` only)."""
+        assert self._task_checks is not None and self._output_schema is not None
+        return self._task_checks.around(task, self._counts_of(spark, checkpoint),
+                                        self._output_schema)
+
+    def wrap_split(self, spark: SparkSession, checkpoint: CheckpointPlan, task: ArrowTask,
+                   writer: SplitWriter) -> ArrowTask:
+        """``task`` checked, its kept rows and its quarantined rows written by ``writer``
+        (``splits`` only): one row per file (or COPY) of either table comes out."""
+        task_checks, schema = self._task_checks, self._output_schema
+        assert task_checks is not None and schema is not None
+        counts = self._counts_of(spark, checkpoint)
+        return writer.around(
+            lambda quarantined: task_checks.around(task, counts, schema, quarantined))
+
+    def commit(self, spark: SparkSession, checkpoint: CheckpointPlan, rows: DataFrame,
+               commit: Callable[[DataFrame], CommitResult],
+               quarantine: Callable[[DataFrame], object] | None = None, *,
+               always_quarantine: bool = False) -> CommitResult:
+        """Check ``rows``, ``quarantine`` what a quarantine expectation fails, then
+        ``commit`` the rows kept (see ``_checks``); ``in_task``: the tasks checked them
+        (and, ``splits``, wrote both tables' files: the quarantine table's are committed
+        first), and the counts are the tasks'.  ``always_quarantine``: call
+        ``quarantine`` even when no row is quarantined (a replay replaces what the
+        replayed run quarantined; a destination's commit removes what it made ready
+        for the tasks)."""
         if self.in_task:
+            if self.splits:
+                rows, held, any_held = split_files(spark, rows)
+                if quarantine is not None and (any_held or always_quarantine):
+                    quarantine(held)
+                    emit("after-quarantine")
             result = commit(rows)
             with self._lock:
                 counts = self._accumulators.pop(checkpoint.index, None)
             if counts is not None and not result.already_committed:
                 self._keep(checkpoint, self._task_counts(counts.value))
             return result
-        quarantine = None
-        if self.checks.quarantines:
-            quarantine = partial(write_quarantine,
-                                 location=quarantine_location(self.destination, plan.stream.name),
-                                 marker=marker, run_id=self.rows_run_id,
-                                 partitions=[p.id for p in checkpoint.partitions])
-        result, found = self.checks.commit(rows, commit, quarantine)
+        result, found = self.checks.commit(rows, commit, quarantine,
+                                           always_quarantine=always_quarantine)
         self._keep(checkpoint, found)
         return result
 
-    def written_by(self, kept: DataFrame, writer: FileWriter | None) -> DataFrame:
-        """The rows Spark's checks kept, written to files by ``writer``'s tasks (the rows
-        describing the files), as the tasks that read them would have; ``kept`` itself
-        when the destination takes rows, or ``in_task`` (the tasks that read wrote the
-        files).  The destination then commits (or stages) the files as it does
-        without expectations, and publishes them alike."""
+    def written_by(self, rows: DataFrame, writer: FileWriter | None,
+                   schema: pa.Schema | None = None) -> DataFrame:
+        """The rows Spark's checks kept (or quarantined: ``schema``, the quarantine
+        table's rows), written to files by ``writer``'s tasks (the rows describing the
+        files), as the tasks that read them would have; ``rows`` themselves when the
+        destination takes rows, or ``in_task`` (the tasks that read wrote the files).
+        The destination then commits (or stages) the files as it does without
+        expectations, and publishes them alike."""
         if writer is None or self.in_task:
-            return kept
+            return rows
         from pyspark.sql.pandas.types import from_arrow_schema
 
-        assert self._output_schema is not None
-        return kept.mapInArrow(writer.around(_typed_as(self._output_schema)),
+        written = schema or self._output_schema
+        assert written is not None
+        return rows.mapInArrow(writer.around(lambda batches: typed_as(written, batches)),
                                from_arrow_schema(writer.schema))
 
     def _keep(self, checkpoint: CheckpointPlan, counts: CheckpointCounts) -> None:
@@ -154,21 +178,6 @@ class StreamChecks:
         return CheckpointCounts(evaluated=totals[0],
                                 failed=dict(zip(names, totals[1:-1], strict=True)),
                                 removed=totals[-1])
-
-    def abort(self, spark: SparkSession, plan: StreamPlan,
-              checkpoints: Sequence[CheckpointPlan]) -> None:
-        """Delete what ``checkpoints`` (failed before their commits) quarantined."""
-        if not self.checks.quarantines or not checkpoints:
-            return
-        try:
-            remove_quarantined(spark, quarantine_location(self.destination, plan.stream.name),
-                               self.rows_run_id,
-                               [p.id for c in checkpoints for p in c.partitions])
-        except Exception as exc:
-            log.warning("stream %s: the quarantined rows of failed checkpoints %s could not "
-                        "be removed (%s: %s); the next run may quarantine them again",
-                        plan.stream.name, [c.index for c in checkpoints],
-                        type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
 
     def stats_of(self, checkpoint: CheckpointPlan,
                  recorded: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -188,20 +197,6 @@ class StreamChecks:
             return kept
         return {STATS_KEY: counts.to_stats(self.checks.actions),
                 "records_read": counts.evaluated}
-
-
-def _typed_as(schema: pa.Schema) -> ArrowTask:
-    """A task that hands on its input batches in the types of ``schema`` (Spark's Arrow
-    may differ from the table's: a timestamp's zone, a nullability)."""
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import pyarrow as pa
-
-        for batch in batches:
-            yield pa.RecordBatch.from_arrays(
-                [batch.column(field.name).cast(field.type) for field in schema],
-                schema=schema)
-
-    return run
 
 
 def _has_context(spark: SparkSession) -> bool:

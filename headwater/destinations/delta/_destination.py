@@ -680,6 +680,13 @@ class DeltaDestination(Destination):
     def delete_runs(self, spark: SparkSession, stream: str, run_ids: list[str]) -> int:
         return _table_facts.delete_runs(spark, self.table_location(stream), run_ids)
 
+    def delete_checkpoints(self, spark: SparkSession, stream: str, run_id: str,
+                           checkpoints: Sequence[int]) -> int:
+        # A commit without txn options of its own: a MERGE's session confs must not ride.
+        with _SESSION_CONF_LOCK:
+            return _table_facts.delete_checkpoints(spark, self.table_location(stream), run_id,
+                                                   checkpoints)
+
     # ------------------------------------------- overwrites: staged, then published
 
     def stage_files(self, spark: SparkSession, plan: StreamPlan, checkpoint: CheckpointPlan,

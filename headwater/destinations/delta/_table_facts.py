@@ -62,7 +62,24 @@ def delete_runs(spark: SparkSession, location: str, run_ids: Sequence[str]) -> i
     """Delete every row of ``run_ids`` in one Delta commit; return how many were deleted."""
     if not run_ids:
         return 0
-    listed = ", ".join("'" + r.replace("\\", "\\\\").replace("'", "\\'") + "'" for r in run_ids)
-    result = spark.sql(f"DELETE FROM {table_ref(location)} WHERE _hw_run_id IN ({listed})")
-    found = result.collect()
+    return _delete(spark, location, f"_hw_run_id IN ({', '.join(map(_literal, run_ids))})")
+
+
+def delete_checkpoints(spark: SparkSession, location: str, run_id: str,
+                       checkpoints: Sequence[int]) -> int:
+    """Delete the rows ``run_id`` wrote in ``checkpoints`` in one Delta commit (none
+    without a table); return how many were deleted."""
+    if not checkpoints or not is_delta_table(spark, location):
+        return 0
+    return _delete(spark, location, f"_hw_run_id = {_literal(run_id)} AND _hw_checkpoint IN "
+                                    f"({', '.join(str(int(c)) for c in checkpoints)})")
+
+
+def _delete(spark: SparkSession, location: str, where: str) -> int:
+    found = spark.sql(f"DELETE FROM {table_ref(location)} WHERE {where}").collect()
     return int(found[0][0]) if found and len(found[0]) else 0
+
+
+def _literal(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"

@@ -606,16 +606,27 @@ class IcebergDestination(Destination):
 
     def delete_runs(self, spark: SparkSession, stream: str, run_ids: list[str]) -> int:
         """One ``overwrite`` snapshot: the files holding those runs' rows rewritten without them."""
+        return self._delete_runs(spark, stream, run_ids, None)
+
+    def delete_checkpoints(self, spark: SparkSession, stream: str, run_id: str,
+                           checkpoints: Sequence[int]) -> int:
+        """:meth:`delete_runs`, of the rows ``run_id`` wrote in ``checkpoints`` only."""
+        return self._delete_runs(spark, stream, [run_id], list(checkpoints)) \
+            if checkpoints else 0
+
+    def _delete_runs(self, spark: SparkSession, stream: str, run_ids: list[str],
+                     checkpoints: list[int] | None) -> int:
         table = self.load_table(stream)
         if table is None or not run_ids:
             return 0
         folder = self._data_folder(table, stream)
+        which = "" if checkpoints is None else f" (checkpoints {checkpoints})"
         done: _rewrite.Committed[bool] = _rewrite.commit_rewrite(
             lambda: self.load_table(stream) or table, self._lock,
-            lambda t: _rewrite.without_runs(spark, t, folder, stream, run_ids),
-            summary={_DELETED_RUNS_KEY: ",".join(run_ids)}, properties={},
+            lambda t: _rewrite.without_runs(spark, t, folder, stream, run_ids, checkpoints),
+            summary={_DELETED_RUNS_KEY: ",".join(run_ids) + which}, properties={},
             earlier=lambda t: None, stream=stream, commit_empty=False, store=folder.store,
-            what=f"deleting the rows of runs {', '.join(run_ids)} from {table.name()}")
+            what=f"deleting the rows of runs {', '.join(run_ids)}{which} from {table.name()}")
         return done.rewrite.figures.get("deleted", 0) if done.rewrite else 0
 
 

@@ -369,19 +369,24 @@ def runs_candidates(table: Table, current: Sequence[DataFile],
 
 
 def without_runs(spark: SparkSession, table: Table, folder: TableFolder, stream: str,
-                 run_ids: Sequence[str]) -> Rewrite:
-    """The rewrite removing every row of ``run_ids``: the files holding some, rewritten
-    without them into ``folder`` (the table's data folder)."""
+                 run_ids: Sequence[str], checkpoints: Sequence[int] | None = None) -> Rewrite:
+    """The rewrite removing every row of ``run_ids`` (of those written in ``checkpoints``
+    only, when given: ``_hw_checkpoint``): the files holding some, rewritten without
+    them into ``folder`` (the table's data folder)."""
     from pyspark.sql import functions as F
 
     current = data_files(table, stream)
-    touched = holding(spark, table, runs_candidates(table, current, run_ids),
-                      F.col("_hw_run_id").isin(list(run_ids)), columns=["_hw_run_id"],
-                      store=folder.store)
+    gone = F.col("_hw_run_id").isin(list(run_ids))
+    columns = ["_hw_run_id"]
+    if checkpoints is not None:
+        gone = gone & F.col("_hw_checkpoint").isin([int(c) for c in checkpoints])
+        columns.append("_hw_checkpoint")
+    touched = holding(spark, table, runs_candidates(table, current, run_ids), gone,
+                      columns=columns, store=folder.store)
     if not touched:
         return Rewrite(adding=[], removing=[], figures={"deleted": 0})
     kept = read_files(spark, table, [f.file_path for f in touched], store=folder.store).where(
-        ~F.col("_hw_run_id").isin(list(run_ids)) | F.col("_hw_run_id").isNull())
+        ~F.coalesce(gone, F.lit(False)))
     files = write_files(kept, table, folder)
     written = [uri(folder, f) for f in files]
     deleted = sum(int(f.record_count) for f in touched) - sum(f.rows for f in files)

@@ -108,6 +108,9 @@ class PostgresDestination(Destination):
         #: thread reads and writes only its own entry).
         self._columns: dict[str, list[Column]] = {}
         self._unwritten: dict[str, list[str]] = {}
+        #: Staging tables ``before_task_files`` created for a job run ahead of its commit
+        #: (each name is one table's, run's and checkpoint's: only its lane touches it).
+        self._ready: set[str] = set()
 
     # ------------------------------------------------------------------ naming
 
@@ -259,13 +262,18 @@ class PostgresDestination(Destination):
         is the answer, and nothing runs; ``move`` None keeps the rows staged (``stage``).
         """
         stream = plan.stream.name
-        found = self._find(stream, marker, kind)
-        if found is not None:
-            return found
         columns = self._columns_of(stream)
         target = self._target(stream)
         staging = _owned.staging_name(target, marker.run_id, marker.checkpoint_index)
-        self._create_staging(staging, target, columns, marker)
+        ready = staging in self._ready
+        self._ready.discard(staging)
+        found = self._find(stream, marker, kind)
+        if found is not None:
+            if ready:  # the tasks COPYed into it already: their rows are not needed
+                self._drop_staging(staging, marker)
+            return found
+        if not ready:
+            self._create_staging(staging, target, columns, marker)
         began = time.monotonic()
         figures = self._copy(rows, staging, columns, marker)
         staged = time.monotonic()
@@ -295,6 +303,29 @@ class PostgresDestination(Destination):
         return CommitResult(rows=rows_, rejected=rejected, bytes=size,
                             version=txid if move is not None else None,
                             writer=WRITER, writer_reason=_WHY)
+
+    def before_task_files(self, spark: SparkSession, plan: StreamPlan,
+                          checkpoint: CheckpointPlan, marker: CommitMarker) -> bool:
+        """Create the checkpoint's staging now: the engine runs the COPYing tasks before
+        the commit (which finds it ready, and drops it whether or not rows came)."""
+        target = self._target(plan.stream.name)
+        staging = _owned.staging_name(target, marker.run_id, marker.checkpoint_index)
+        self._create_staging(staging, target, self._columns_of(plan.stream.name), marker)
+        self._ready.add(staging)
+        return True
+
+    def _drop_staging(self, staging: str, marker: CommitMarker) -> None:
+        with connect(self.settings, autocommit=True, stream=marker.stream) as conn, \
+                conn.transaction():
+            _owned.drop_staging(conn, staging)
+
+    def delete_checkpoints(self, spark: SparkSession, stream: str, run_id: str,
+                           checkpoints: Sequence[int]) -> int:
+        with connect(self.settings, autocommit=True, stream=stream) as conn, \
+                conn.transaction():
+            return conn.execute(f"DELETE FROM {self._target(stream)} WHERE _hw_run_id = %s "
+                                "AND _hw_checkpoint = ANY(%s)",
+                                [run_id, list(checkpoints)]).rowcount
 
     def _column_names(self, stream: str) -> list[str]:
         return [c.name for c in self._columns_of(stream)]

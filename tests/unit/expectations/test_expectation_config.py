@@ -69,14 +69,19 @@ def test_known_columns_nested_fields_lambdas_and_metadata_columns_pass(tmp_path:
     assert stream.name == "users"
 
 
-@pytest.mark.parametrize("destination", ["iceberg", "files", "postgres"])
+@pytest.mark.parametrize("destination", ["kafka", "delta", "iceberg", "files", "postgres"])
 def test_quarantine_where_the_destination_has_no_quarantine_table_is_a_config_error(
         tmp_path: Path, destination: str) -> None:
+    """Every table destination keeps a quarantine table; Kafka refuses it."""
     connection = load_connection(_connection(
         tmp_path, {"name": "mail", "expr": "email IS NOT NULL", "action": "quarantine"}), env={})
     connection = connection.model_copy(update={"destination": connection.destination.model_copy(
         update={"type": destination})})
 
+    if destination != "kafka":
+        (stream,) = resolve_streams(build_source(connection), connection)
+        assert stream.name == "users"
+        return
     with pytest.raises(ConfigError, match=f"the {destination} destination has no quarantine"):
         resolve_streams(build_source(connection), connection)
 
