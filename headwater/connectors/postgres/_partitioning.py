@@ -12,56 +12,27 @@ A table with no usable column is one partition.
 
 Incremental reads cut the cursor's gaps at quantiles of the cursor column
 (``percentile_disc``), so partitions hold about the same number of rows even
-when the values are skewed.  The **tie rule** (README, "PostgreSQL source"):
-
-* the plan reads up to ``until = M + 1 unit``, where ``M`` is the largest cursor
-  value visible when planning (1 unit: 1 for integers, 1 microsecond for
-  timestamps, PostgreSQL's resolution), so every row visible with cursor
-  ``< M`` is read, and the rows at ``M`` whose primary keys the plan listed
-  (:mod:`._boundary`: they become the state's boundary keys);
-* a sync also reads ``[M_prev, M_prev + 1 unit)`` again, the last value the
-  previous sync covered, leaving out the keys it read there: rows with that
-  value committed after the previous sync planned are read, each once.
-
-Within one sync windows never overlap, so a row is read once; across syncs the
-boundary keys keep the re-read from reading a row twice, so even plain
-``append`` lands each row once.  A row is lost only if it commits later with a
-cursor value *below* the previous top value, which breaks the contract of a
-cursor column (it must only grow).
-
-Without the keys (a table with no primary key, or more than
-``boundary_keys_limit`` rows at ``M``) an ``append`` plan stops short: it reads
-up to ``M`` only and leaves the rows at ``M`` to a later sync, which reads them
-whole, once; other modes read up to ``M + 1`` and re-read all of ``[M, M + 1)``
-next time, for ``append_dedup`` to collapse.
+when the values are skewed.  Which windows a sync reads (the **tie rule**, its
+re-read of the previous top value and the boundary keys) is
+:mod:`headwater.connectors._cursor_windows`'s, shared with the mysql source.
 """
 
 from __future__ import annotations
 
 import itertools
-import logging
-import math
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from headwater.connectors.postgres._boundary import (
-    SEEN_AT,
-    SEEN_KEYS,
-    TOP_AT,
-    TOP_KEYS,
-    BoundaryCursor,
-    key_expression,
-)
+from headwater.connectors._cursor_windows import partition_count, plan_windows
+from headwater.connectors.postgres._boundary import BoundaryCursor, key_expression
 from headwater.connectors.postgres._catalog import TableInfo
 from headwater.connectors.postgres._misfits import fits_condition
 from headwater.errors import ConnectorError
 from headwater.sdk import StateConverter
 
 __all__ = ["cursor_windows", "key_ranges", "typed_value"]
-
-log = logging.getLogger(__name__)
 
 
 def _relation(table: TableInfo) -> sql.Composable:
@@ -73,10 +44,6 @@ def _count(conn: psycopg.Connection[Any], table: TableInfo) -> int:
         return table.estimated_rows
     row = conn.execute(sql.SQL("SELECT count(*) FROM {}").format(_relation(table))).fetchone()
     return int(row[0]) if row else 0
-
-
-def partition_count(rows: int, rows_per_partition: int, max_partitions: int) -> int:
-    return max(1, min(max_partitions, math.ceil(rows / rows_per_partition)))
 
 
 def key_ranges(conn: psycopg.Connection[Any], table: TableInfo, column: str | None,
@@ -130,71 +97,37 @@ def cursor_windows(conn: psycopg.Connection[Any], table: TableInfo, column: str,
                    cursor_type: str, cursor: BoundaryCursor,
                    rows_per_partition: int, max_partitions: int, *, keys_limit: int,
                    exact_append: bool, stream: str) -> list[dict[str, Any]]:
-    """Params of the cursor windows (stored form) covering the gaps and the tie re-read.
+    """Params of the cursor windows (stored form) covering the gaps and the tie re-read
+    (:func:`headwater.connectors._cursor_windows.plan_windows`, asking PostgreSQL).
 
     ``cursor_type`` is the column's type name (``int8``, ``timestamptz``, ...).
-    Each is ``{"start", "end"}``, plus the boundary params of :mod:`._boundary`
-    on the window holding the top value and on each window re-reading an
-    earlier one.  ``exact_append``: the rows land with plain ``append`` (no
-    MERGE to collapse a row read twice), so without boundary keys the plan
-    stops short of the top value rather than read it twice.
     """
-    converter = cursor.converter
-    ident = sql.Identifier(column)
-    top_value = _top_value(conn, table, column, cursor_type, stream)
-    if top_value is None:
-        return []
-    top = converter.parse_record_value(top_value)
-    top_keys = _keys_at(conn, table, ident, cursor_type, converter.serialize(top), keys_limit)
-    hold_back = top_keys is None and exact_append
-    if hold_back:
-        why = ("has no primary key" if not table.primary_key
-               else f"has more than boundary_keys_limit ({keys_limit}) rows at it")
-        log.warning("stream %s: the top cursor value %s %s, so this append reads below it "
-                    "only; its rows are read, once, by a sync after a larger value appears "
-                    "(add a primary key, raise boundary_keys_limit, or use append_dedup to "
-                    "read them now)", stream, converter.serialize(top), why)
-    until = top if hold_back else top + _unit(top, converter)
-    gaps = [[converter.parse(lo), converter.parse(hi)]
-            for lo, hi in cursor.gaps(converter.serialize(until))]
-    seen: list[tuple[Any, list[str]]] = []
-    for stored_end, keys in cursor.tops():
-        end = converter.parse(stored_end)
-        if end > until:
-            continue  # the top value went down (rows deleted): nothing above it to read
-        value = end - _unit(end, converter)
-        if keys is None and exact_append:
-            log.warning("stream %s: the state does not say which rows at cursor value %s were "
-                        "read (written by an older Headwater, or under append_dedup), so this "
-                        "append does not read that value again; rows with it committed after "
-                        "the sync that read it planned are not read", stream,
-                        converter.serialize(value))
-            continue
-        if keys is not None:
-            if (end == until and top_keys is not None and value == top
-                    and set(top_keys) <= set(keys)):
-                continue  # still the top value and no new key at it: nothing to read
-            seen.append((value, keys))
-        following = next((g for g in gaps if g[0] == end), None)
-        if following is not None:
-            following[0] = value
-        else:
-            gaps.append([value, end])
-    gaps.sort(key=lambda g: g[0])
-    windows: list[dict[str, Any]] = []
-    for low, high in gaps:
-        for start, stop in _cut(conn, table, ident, cursor_type, converter,
-                                converter.serialize(low), converter.serialize(high),
-                                rows_per_partition, max_partitions):
-            params: dict[str, Any] = {"start": start, "end": stop}
-            a, b = converter.parse(start), converter.parse(stop)
-            for value, keys in seen:
-                if a <= value < b:
-                    params[SEEN_AT], params[SEEN_KEYS] = converter.serialize(value), keys
-            if not hold_back and a <= top < b:
-                params[TOP_AT], params[TOP_KEYS] = converter.serialize(top), top_keys
-            windows.append(params)
-    return windows
+    return plan_windows(_Queries(conn, table, column, cursor_type, cursor.converter,
+                                 rows_per_partition, max_partitions, stream),
+                        cursor, keys_limit=keys_limit, has_primary_key=bool(table.primary_key),
+                        exact_append=exact_append, stream=stream)
+
+
+class _Queries:
+    """:class:`headwater.connectors._cursor_windows.WindowQueries` in PostgreSQL."""
+
+    def __init__(self, conn: psycopg.Connection[Any], table: TableInfo, column: str,
+                 cursor_type: str, converter: StateConverter, rows_per_partition: int,
+                 max_partitions: int, stream: str) -> None:
+        self.conn, self.table, self.column, self.cursor_type = conn, table, column, cursor_type
+        self.converter, self.stream = converter, stream
+        self.rows_per_partition, self.max_partitions = rows_per_partition, max_partitions
+
+    def top_value(self) -> Any:
+        return _top_value(self.conn, self.table, self.column, self.cursor_type, self.stream)
+
+    def keys_at(self, value: Any, limit: int) -> list[str] | None:
+        return _keys_at(self.conn, self.table, sql.Identifier(self.column), self.cursor_type,
+                        value, limit)
+
+    def cut(self, low: Any, high: Any) -> list[tuple[Any, Any]]:
+        return _cut(self.conn, self.table, sql.Identifier(self.column), self.cursor_type,
+                    self.converter, low, high, self.rows_per_partition, self.max_partitions)
 
 
 def _keys_at(conn: psycopg.Connection[Any], table: TableInfo, ident: sql.Identifier,
@@ -209,11 +142,6 @@ def _keys_at(conn: psycopg.Connection[Any], table: TableInfo, ident: sql.Identif
     if len(rows) > limit:
         return None
     return [str(r[0]) for r in rows]
-
-
-def _unit(value: Any, converter: StateConverter) -> Any:
-    """The smallest step of a cursor value: 1, or PostgreSQL's 1 microsecond."""
-    return 1 if isinstance(value, int) else converter.step(1e-6)
 
 
 def _cut(conn: psycopg.Connection[Any], table: TableInfo, ident: sql.Identifier,

@@ -27,8 +27,15 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from pydantic import ValidationError
 
+from headwater.connectors._database import (
+    converter_for,
+    cursor_null_partition,
+    history_start,
+    parse_config,
+    spec_of,
+    table_schema,
+)
 from headwater.connectors.postgres import _cdc
 from headwater.connectors.postgres._boundary import (
     SEEN_AT,
@@ -45,18 +52,15 @@ from headwater.connectors.postgres._misfits import notes_from_misfits
 from headwater.connectors.postgres._partitioning import cursor_windows, key_ranges
 from headwater.connectors.postgres._reader import partition_query, read_arrow
 from headwater.connectors.postgres._window_count import count_window
-from headwater.errors import ConfigError, ConnectorError, SpecValidationError
+from headwater.errors import ConfigError, ConnectorError
 from headwater.sdk import (
     CannotCountWindow,
     Cursor,
-    IntegerStateConverter,
-    IsoDateTimeStateConverter,
     Partition,
     PlanContext,
     RecordOrBatch,
     RowWindow,
     Source,
-    StateConverter,
     Stream,
     WindowCount,
 )
@@ -65,10 +69,6 @@ from headwater.sync_modes import DestinationSyncMode
 __all__ = ["PostgresSource", "PostgresStream"]
 
 log = logging.getLogger(__name__)
-
-#: Where incremental history begins (rows with an earlier cursor are read by full refresh only).
-_DATETIME_START = "1000-01-01T00:00:00Z"
-_INTEGER_START = -(2**63)
 
 
 class PostgresStream(Stream):
@@ -92,12 +92,8 @@ class PostgresStream(Stream):
         self.primary_key = tuple(table.primary_key)  # type: ignore[misc]
         self.namespace = table.schema  # type: ignore[misc]
         self.cursor_field = _cdc.LSN_COLUMN if self._cdc else cursor  # type: ignore[misc]
-        converter: StateConverter | None = None
-        if column is not None and column.type.cursor_kind == "integer":
-            converter = IntegerStateConverter()
-        elif column is not None:
-            converter = IsoDateTimeStateConverter()
-        self.state_converter = converter  # type: ignore[misc]
+        self.state_converter = converter_for(  # type: ignore[misc]
+            column.type.cursor_kind if column is not None else None)
 
     @property
     def stream_name(self) -> str:
@@ -107,19 +103,10 @@ class PostgresStream(Stream):
         properties = {c.name: dict(c.type.schema) for c in self.table.columns}
         if self._cdc:
             properties.update(_cdc.CDC_COLUMNS)
-        schema: dict[str, Any] = {"$schema": "http://json-schema.org/draft-07/schema#",
-                                  "type": "object", "properties": properties}
-        # Discover shows which columns could serve as the cursor (integer or date-time).
-        schema["x-cursor-candidates"] = self.table.cursor_candidates
-        if self.table.unmapped:
-            schema["description"] = ("carried as text, no type mapping: "
-                                     + ", ".join(self.table.unmapped))
-        return schema
+        return table_schema(properties, self.table.cursor_candidates, self.table.unmapped)
 
     def cursor_start(self) -> Any:
-        if isinstance(self.state_converter, IntegerStateConverter):
-            return _INTEGER_START
-        return _DATETIME_START
+        return history_start(self.state_converter)
 
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
         if incremental and self._cdc:
@@ -161,11 +148,7 @@ class PostgresStream(Stream):
                                      exact_append=exact_append, stream=self._name)
         plan = [self._partition(params) for params in windows]
         if state is None:
-            # Rows whose cursor is NULL: read by the first sync (and every full refresh)
-            # only, in an empty window so the cursor's ranges do not move.
-            start = self.cursor_start()
-            plan.append(Partition(self._name, f"{self._name}:cursor-null",
-                                  {"start": start, "end": start, "cursor_null": True}))
+            plan.append(cursor_null_partition(self._name, self.cursor_start()))
         return plan
 
     def _plan_snapshot(self, conn: psycopg.Connection[Any]) -> list[Partition]:
@@ -303,9 +286,7 @@ class PostgresSource(Source):
 
     @classmethod
     def spec(cls) -> dict[str, Any]:
-        schema = PostgresConfig.model_json_schema(mode="validation")
-        schema["properties"]["password"].pop("default", None)
-        return {"$schema": "http://json-schema.org/draft-07/schema#", **schema}
+        return spec_of(PostgresConfig)
 
     def tables(self) -> list[TableInfo]:
         if self._tables is None:
@@ -360,10 +341,4 @@ def _readable_problems(conn: psycopg.Connection[Any], schemas: list[str]) -> lis
 
 
 def _parse(config: Mapping[str, Any]) -> PostgresConfig:
-    try:
-        return PostgresConfig.model_validate(dict(config))
-    except ValidationError as exc:
-        problems = [(".".join(["source.config", *(str(p) for p in e["loc"])]), e["msg"])
-                    for e in exc.errors(include_input=False)]
-        raise SpecValidationError("the postgres source config does not match its spec",
-                                  problems) from exc
+    return parse_config(PostgresConfig, config, "postgres")
