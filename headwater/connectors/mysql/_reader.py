@@ -23,7 +23,9 @@ import pyarrow.compute as pc
 
 from headwater.connectors.mysql._catalog import ColumnInfo, TableInfo
 from headwater.connectors.mysql._errors import SESSION_SETTINGS
+from headwater.connectors.mysql._misfits import notes_from_misfits, select_columns
 from headwater.connectors.mysql._sql import relation, window_conditions
+from headwater.table_schema import READER_NOTES
 
 __all__ = ["BATCH_ROWS", "conform", "partition_query", "read_arrow"]
 
@@ -35,8 +37,9 @@ _ARROW = {"decimal(20,0)": pa.decimal128(20, 0), "binary": pa.binary(),
 
 
 def partition_query(table: TableInfo, bounds: Mapping[str, Any]) -> str:
-    """The SELECT of one partition (see :func:`._sql.window_conditions` for ``bounds``)."""
-    columns = ", ".join(c.type.select(c.name) for c in table.columns)
+    """The SELECT of one partition (see :func:`._sql.window_conditions` for ``bounds``);
+    date and time columns with their misfit columns (:mod:`._misfits`)."""
+    columns = ", ".join(select_columns(table.columns))
     query = f"SELECT {columns} FROM {relation(table)}"
     conditions = window_conditions(bounds)
     if conditions:
@@ -57,7 +60,11 @@ def conform(batch: pa.RecordBatch, columns: tuple[ColumnInfo, ...]) -> pa.Record
             else:
                 array = pc.cast(array, target, safe=True)
         arrays.append(array)
-    return pa.RecordBatch.from_arrays(arrays, names=[c.name for c in columns])
+    names = [c.name for c in columns]
+    if READER_NOTES in batch.schema.names:
+        arrays.append(batch.column(READER_NOTES))
+        names.append(READER_NOTES)
+    return pa.RecordBatch.from_arrays(arrays, names=names)
 
 
 def read_arrow(url: str, query: str, columns: tuple[ColumnInfo, ...]
@@ -71,7 +78,7 @@ def read_arrow(url: str, query: str, columns: tuple[ColumnInfo, ...]
                                                   if not s.startswith("SET NAMES")])
         for batch in reader:
             if batch.num_rows:
-                yield conform(batch, columns)
+                yield conform(notes_from_misfits(batch, columns), columns)
     except BaseException as exc:
         # A value connectorx cannot decode is a Rust panic, raised as pyo3's
         # PanicException (a BaseException): an error of the read, not of the process.

@@ -39,8 +39,6 @@ from headwater.connectors.mysql import MySQLSource
 from headwater.table_schema import arrow_schema_for, conform_batch
 from tests._mariadb import MariaDBServer
 
-pytestmark = pytest.mark.spark  # a real server; no Spark session is started
-
 D = decimal.Decimal
 UTC = dt.UTC
 

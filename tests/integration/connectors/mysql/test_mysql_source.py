@@ -262,3 +262,30 @@ def test_check_explains_credentials_reachability_and_grants(
         assert stream.json_schema()["x-cursor-candidates"] == ["id", "at"]
     finally:
         execute(mariadb_server, database, f"DROP USER '{user}'@'127.0.0.1'")
+
+
+def test_zero_and_partial_dates_land_as_null_with_the_servers_text_in_a_note(
+        spark: Any, tmp_path: Path, mariadb_server: MariaDBServer, database: str) -> None:
+    # MariaDB's default sql_mode accepts them (no NO_ZERO_DATE); connectorx fails on them.
+    execute(mariadb_server, database,
+            "CREATE TABLE dated (id INT PRIMARY KEY, d DATE, dt DATETIME(6), ts TIMESTAMP NULL)",
+            "SET SESSION sql_mode = ''",
+            "INSERT INTO dated VALUES (1, '0000-00-00', '2024-02-00 01:00:00', "
+            "'0000-00-00 00:00:00'), (2, '2024-00-15', '0001-01-01 00:00:00', NULL), "
+            "(3, '2024-01-01', '2024-01-01 10:00:00', '2024-01-01 10:00:00')")
+    path = write_connection(tmp_path, mariadb_server, database,
+                            [{"name": "dated", "sync_mode": "full_refresh",
+                              "destination_sync_mode": "overwrite"}])
+    result = sync(path)
+    assert result.streams[0].records_written == 3
+    frame = spark.read.format("delta").load(str(tmp_path / "lake" / "dated"))
+    rows = {r["id"]: r for r in frame.toArrow().to_pylist()}
+    assert (rows[1]["d"], rows[1]["dt"], rows[1]["ts"]) == (None, None, None)
+    assert sorted((n["field"], n["value"]) for n in rows[1]["_hw_notes"]) == [
+        ("d", "0000-00-00"), ("dt", "2024-02-00 01:00:00.000000"),
+        ("ts", "0000-00-00 00:00:00")]
+    assert [(n["field"], n["value"]) for n in rows[2]["_hw_notes"]] == [("d", "2024-00-15")]
+    assert rows[2]["dt"] == dt.datetime(1, 1, 1)
+    assert rows[3]["_hw_notes"] is None
+    assert (rows[3]["d"], rows[3]["ts"]) == (dt.date(2024, 1, 1),
+                                             dt.datetime(2024, 1, 1, 10, tzinfo=UTC))
