@@ -47,7 +47,7 @@ from headwater.connectors.mysql._config import MySQLConfig
 from headwater.connectors.mysql._errors import connect, explain
 from headwater.connectors.mysql._partitioning import CursorQueries, key_ranges
 from headwater.connectors.mysql._reader import partition_query, read_arrow
-from headwater.errors import ConfigError, ConnectorError
+from headwater.errors import ConfigError, ConnectorError, HeadwaterError
 from headwater.sdk import (
     Cursor,
     Partition,
@@ -129,8 +129,8 @@ class MySQLStream(Stream):
             windows = plan_windows(queries, cursor, keys_limit=settings.boundary_keys_limit,
                                    has_primary_key=bool(self.table.primary_key),
                                    exact_append=exact_append, stream=self._name)
-        except ConnectorError:
-            raise
+        except HeadwaterError:
+            raise  # a config error (partition_columns) or one already explained
         except Exception as exc:
             raise explain(exc, settings, stream=self._name) from exc
         finally:

@@ -15,7 +15,7 @@ import pytest
 from headwater.config import load_connection
 from headwater.connectors.mysql import MySQLSource
 from headwater.engine import SyncEngine, SyncResult
-from headwater.errors import AuthenticationError, ConnectorError
+from headwater.errors import AuthenticationError, ConfigError, ConnectorError
 from headwater.metadata_store import MetadataStore
 from tests._mariadb import MariaDBServer
 from tests.integration._connections import connection_file
@@ -260,6 +260,10 @@ def test_check_explains_credentials_reachability_and_grants(
         (stream,) = MySQLSource(config).streams()
         assert stream.primary_key == ("id",)
         assert stream.json_schema()["x-cursor-candidates"] == ["id", "at"]
+        # A config mistake stays one (named field), not a connector error.
+        (misconfigured,) = MySQLSource({**config, "partition_columns": {"t": "at"}}).streams()
+        with pytest.raises(ConfigError, match=r"partition_columns\.t"):
+            misconfigured.partitions(None)
     finally:
         execute(mariadb_server, database, f"DROP USER '{user}'@'127.0.0.1'")
 
