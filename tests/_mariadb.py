@@ -47,9 +47,9 @@ class MariaDBServer(_script_server.DatabaseServer):
                                charset="utf8mb4", autocommit=True,
                                init_command="SET time_zone = '+00:00'", **options)
 
-    def execute(self, statement: str) -> None:
-        """One statement as the admin user, on a connection of its own."""
-        connection = self.connect()
+    def execute(self, statement: str, database: str | None = None) -> None:
+        """One statement as the admin user, on a connection of its own (in ``database``)."""
+        connection = self.connect(database)
         try:
             with connection.cursor() as cursor:
                 cursor.execute(statement)

@@ -26,6 +26,7 @@ _BUILT_INS = {
     "object_storage": "headwater.connectors.object_storage:ObjectStorageSource",
     "rest": "headwater.connectors.rest:RestSource",
     "postgres": "headwater.connectors.postgres:PostgresSource",
+    "mysql": "headwater.connectors.mysql:MySQLSource",
     "airbyte": "headwater.connectors.airbyte:AirbyteSource",
     "kafka": "headwater.connectors.kafka:KafkaSource",
     "jdbc": "headwater.connectors.jdbc:JdbcSource",

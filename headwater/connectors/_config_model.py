@@ -1,6 +1,6 @@
 """A source whose config is one pydantic model: its spec and its parsing, in one place.
 
-The database sources (``postgres``, ``jdbc``) describe their config as a frozen
+The database sources (``postgres``, ``mysql``, ``jdbc``) describe their config as a frozen
 pydantic model; the spec is that model's JSON Schema (a secret's ``None``
 default left out: absent is not a password), and a config that does not fit
 becomes one :class:`~headwater.errors.SpecValidationError` listing every

@@ -1,5 +1,5 @@
 """A database table as a stream: key ranges for a full refresh, cursor windows under the
-tie rule for incremental reads (the ``postgres`` and ``jdbc`` sources).
+tie rule for incremental reads (the ``postgres``, ``mysql`` and ``jdbc`` sources).
 
 What the two share is everything but the SQL: the cursor's converter and its
 start, the boundary cursor that keeps the keys read at the top value

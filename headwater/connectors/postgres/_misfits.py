@@ -29,8 +29,10 @@ from collections.abc import Iterable
 import pyarrow as pa
 from psycopg import sql
 
+from headwater.connectors._misfit_columns import PREFIX
+from headwater.connectors._misfit_columns import notes_from_misfits as misfit_notes
 from headwater.connectors.postgres._catalog import ColumnInfo
-from headwater.table_schema import NOTES_TYPE, READER_NOTES, Note
+from headwater.table_schema import Note
 
 __all__ = ["fits_condition", "misfit_note", "misfit_text", "notes_from_misfits",
            "select_columns"]
@@ -40,8 +42,6 @@ _LOW, _HIGH = "0001-01-01 00:00:00", "10000-01-01 00:00:00"
 _DATE_TIMES = {"date": "date", "timestamp": "timestamp", "timestamptz": "timestamptz"}
 _TEMPORAL_REASON = "PostgreSQL {kind} outside what the table holds (finite, years 1 to 9999)"
 _ARRAY_REASON = "a multi-dimensional array; the column holds one-dimensional arrays"
-#: The name of the column that carries a column's misfit text (position in the table).
-_PREFIX = "_hw_misfit_"
 #: An array's text with explicit bounds: ``[0:1]={7,8}``, ``[1:2][1:2]={{...}}``.
 _BOUNDS = re.compile(r"^((?:\[[^\]]*\])+)=")
 
@@ -81,7 +81,7 @@ def select_columns(columns: Iterable[ColumnInfo]) -> list[sql.Composable]:
         selected.append(sql.SQL("CASE WHEN NOT {} THEN NULL ELSE {} END AS {}").format(
             fits, ident, ident))
         selected.append(sql.SQL("CASE WHEN NOT {} THEN {}::text END AS {}").format(
-            fits, ident, sql.Identifier(f"{_PREFIX}{index}")))
+            fits, ident, sql.Identifier(f"{PREFIX}{index}")))
     return selected
 
 
@@ -111,21 +111,4 @@ def misfit_text(column: ColumnInfo, text: str) -> bool:
 
 def notes_from_misfits(batch: pa.RecordBatch, columns: tuple[ColumnInfo, ...]) -> pa.RecordBatch:
     """``batch`` without its misfit columns; where one holds text, a ``_hw_notes`` column."""
-    misfits = [name for name in batch.schema.names if name.startswith(_PREFIX)]
-    if not misfits:
-        return batch
-    found: dict[int, list[Note]] = {}
-    for name in misfits:
-        values = batch.column(name)
-        if values.null_count == len(values):
-            continue
-        column = columns[int(name[len(_PREFIX):])]
-        for row, text in enumerate(values.to_pylist()):
-            if text is not None:
-                found.setdefault(row, []).append(misfit_note(column, text))
-    kept = [name for name in batch.schema.names if not name.startswith(_PREFIX)]
-    batch = batch.select(kept)
-    if found:
-        notes = pa.array([found.get(row) for row in range(batch.num_rows)], type=NOTES_TYPE)
-        batch = batch.append_column(READER_NOTES, notes)
-    return batch
+    return misfit_notes(batch, lambda position, text: misfit_note(columns[position], text))

@@ -18,7 +18,8 @@ def test_public_surface_matches_all() -> None:
         and getattr(value, "__module__", connectors.__name__) == connectors.__name__
     }
     assert set(connectors.__all__) == public - {"annotations", "sample", "object_storage", "rest",
-                                                "postgres", "airbyte", "kafka", "jdbc"}
+                                                "postgres", "mysql", "airbyte", "kafka",
+                                                "jdbc"}
 
 
 def test_the_sample_source_is_built_in() -> None:

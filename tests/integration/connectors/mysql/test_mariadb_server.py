@@ -11,10 +11,10 @@ def test_mariadb_server_writes_the_binary_log_change_capture_reads(mariadb_serve
         try:
             with connection.cursor() as cursor:
                 cursor.execute("SELECT @@log_bin, @@binlog_format, @@binlog_row_image, "
-                               "@@gtid_strict_mode, @@bind_address, @@time_zone, "
-                               "@@character_set_server")
-                assert cursor.fetchone() == (1, "ROW", "FULL", 1, "127.0.0.1", "+00:00",
-                                             "utf8mb4")
+                               "@@binlog_row_metadata, @@gtid_strict_mode, @@bind_address, "
+                               "@@time_zone, @@character_set_server")
+                assert cursor.fetchone() == (1, "ROW", "FULL", "FULL", 1, "127.0.0.1",
+                                             "+00:00", "utf8mb4")
                 cursor.execute("CREATE TABLE t (id INT PRIMARY KEY, s VARCHAR(10))")
                 cursor.execute("INSERT INTO t VALUES (1, '😀')")
                 cursor.execute("SELECT s FROM t")
