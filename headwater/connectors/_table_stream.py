@@ -27,12 +27,24 @@ from headwater.sdk import (
 )
 from headwater.sync_modes import DestinationSyncMode
 
-__all__ = ["TableStream", "converter_for"]
+__all__ = ["TableStream", "converter_for", "table_json_schema"]
 
 #: Where incremental history begins (rows with an earlier cursor are read by the first
 #: window, which is open below).
 DATETIME_START = "1000-01-01T00:00:00Z"
 INTEGER_START = -(2**63)
+
+
+def table_json_schema(properties: Mapping[str, Any], cursor_candidates: list[str],
+                      unmapped: list[str]) -> dict[str, Any]:
+    """A table's stream schema: its columns, and for ``discover`` the columns that could
+    serve as the cursor (integer or date-time) and those carried as text."""
+    schema: dict[str, Any] = {"$schema": "http://json-schema.org/draft-07/schema#",
+                              "type": "object", "properties": dict(properties),
+                              "x-cursor-candidates": cursor_candidates}
+    if unmapped:
+        schema["description"] = "carried as text, no type mapping: " + ", ".join(unmapped)
+    return schema
 
 
 def converter_for(cursor_kind: str | None) -> StateConverter | None:

@@ -35,7 +35,7 @@ from headwater.connectors._boundary import (
 )
 from headwater.connectors._config_model import model_spec, parse_model
 from headwater.connectors._cursor_windows import cursor_windows
-from headwater.connectors._table_stream import TableStream, converter_for
+from headwater.connectors._table_stream import TableStream, converter_for, table_json_schema
 from headwater.connectors.mysql._catalog import TableInfo, discover_tables
 from headwater.connectors.mysql._config import MySQLConfig
 from headwater.connectors.mysql._errors import connect, explain
@@ -77,13 +77,8 @@ class MySQLStream(TableStream):
         return self._name
 
     def json_schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {
-            "$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
-            "properties": {c.name: dict(c.type.schema) for c in self.table.columns},
-            "x-cursor-candidates": self.table.cursor_candidates}
-        if self.table.unmapped:
-            schema["description"] = "carried as text: " + ", ".join(self.table.unmapped)
-        return schema
+        return table_json_schema({c.name: dict(c.type.schema) for c in self.table.columns},
+                                 self.table.cursor_candidates, self.table.unmapped)
 
     # ------------------------------------------------------------------ planning
 

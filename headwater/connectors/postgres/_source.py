@@ -29,7 +29,7 @@ import psycopg
 from psycopg import sql
 
 from headwater.connectors._config_model import model_spec, parse_model
-from headwater.connectors._table_stream import TableStream, converter_for
+from headwater.connectors._table_stream import TableStream, converter_for, table_json_schema
 from headwater.connectors.postgres import _cdc
 from headwater.connectors.postgres._boundary import (
     SEEN_AT,
@@ -94,14 +94,7 @@ class PostgresStream(TableStream):
         properties = {c.name: dict(c.type.schema) for c in self.table.columns}
         if self._cdc:
             properties.update(_cdc.CDC_COLUMNS)
-        schema: dict[str, Any] = {"$schema": "http://json-schema.org/draft-07/schema#",
-                                  "type": "object", "properties": properties}
-        # Discover shows which columns could serve as the cursor (integer or date-time).
-        schema["x-cursor-candidates"] = self.table.cursor_candidates
-        if self.table.unmapped:
-            schema["description"] = ("carried as text, no type mapping: "
-                                     + ", ".join(self.table.unmapped))
-        return schema
+        return table_json_schema(properties, self.table.cursor_candidates, self.table.unmapped)
 
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
         if incremental and self._cdc:
