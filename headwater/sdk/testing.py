@@ -179,7 +179,7 @@ def _read(report: ConformanceReport, stream: Stream,
     try:
         for partition in partitions:
             pending: list[Mapping[str, Any]] = []
-            for item in stream.read(partition):
+            for item in _items(stream, partition):
                 if isinstance(item, PartitionState):
                     states += 1
                 elif isinstance(item, pa.RecordBatch):
@@ -231,8 +231,21 @@ def _check_resume(report: ConformanceReport, stream: Stream, state: Mapping[str,
                f"{len(again)} records after the state")
 
 
+def _items(stream: Stream, partition: Partition) -> Iterable[Any]:
+    """What the engine reads of ``partition``: the stream's ``read``, or for a stream Spark
+    reads itself (:meth:`~headwater.sdk.Stream.spark_frame`, in the running session) the
+    frame's batches."""
+    if type(stream).spark_frame is not Stream.spark_frame:
+        from pyspark.sql import SparkSession
+
+        frame = stream.spark_frame(SparkSession.active(), [partition])
+        if frame is not None:
+            return frame.toArrow().to_batches()
+    return stream.read(partition)
+
+
 def _records(stream: Stream, partition: Partition) -> Iterable[dict[str, Any]]:
-    for item in stream.read(partition):
+    for item in _items(stream, partition):
         if isinstance(item, pa.RecordBatch):
             yield from item.to_pylist()
         elif isinstance(item, Mapping):

@@ -70,6 +70,36 @@ def test_postgres(postgres_server: Any) -> None:
             database, rows_per_partition=100, cursor_fields={"items": "updated_at"}))
 
 
+def test_mysql(mariadb_server: Any) -> None:
+    with mariadb_server.database() as database:
+        mariadb_server.execute("CREATE TABLE items (id INT PRIMARY KEY, name VARCHAR(20), "
+                               "updated_at DATETIME(6) NOT NULL)", database)
+        mariadb_server.execute(
+            "INSERT INTO items SELECT seq, CONCAT('item ', seq), "
+            "TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq HOUR FROM seq_1_to_500", database)
+        _conformant("mysql", mariadb_server.source_config(
+            database, tables=["items"], rows_per_partition=100,
+            cursor_fields={"items": "updated_at"}))
+
+
+@pytest.mark.spark
+def test_jdbc(postgres_server: Any) -> None:
+    """Its rows come from Spark's JDBC reader (``Stream.spark_frame``): the kit reads them
+    through the running session, as the engine does."""
+    from tests.integration.connectors.jdbc.test_jdbc_postgres import config
+
+    with postgres_server.database() as database:
+        with psycopg.connect(postgres_server.database_url(database), autocommit=True) as conn:
+            conn.execute("CREATE TABLE items (id integer PRIMARY KEY, name text, "
+                         "updated_at timestamptz NOT NULL)")
+            conn.execute("INSERT INTO items SELECT g, 'item ' || g, "
+                         "timestamptz '2024-01-01' + g * interval '1 hour' "
+                         "FROM generate_series(1, 500) g")
+        _conformant("jdbc", config(postgres_server, database,
+                                   [{"name": "items", "cursor_field": "updated_at"}],
+                                   rows_per_partition=100))
+
+
 def test_airbyte() -> None:
     faker = {"package": "airbyte-source-faker", "version": "7.2.1",
              "config": {"count": 60, "seed": 3, "records_per_slice": 20, "parallelism": 1,
