@@ -116,7 +116,7 @@ class SyncEngine:
         self.store = store
         self.options = options or SyncOptions()
         self.observer = observer or SyncObserver()
-        self.source: Source = build_source(connection)
+        self.source: Source = build_source(connection, self.options.spark)
         self.source.prepare()  # its streams, learned while Spark starts
         self.destination: Destination = destination or build_destination(
             connection.destination.type, connection.destination.config)

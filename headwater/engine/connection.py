@@ -9,7 +9,7 @@ the source's own defaults (cursor field, primary key).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from headwater.config import (
     ConnectionConfig,
@@ -28,8 +28,15 @@ from headwater.protocol import AirbyteCatalog, AirbyteStream, DestinationSyncMod
 from headwater.sdk import INCREMENTAL, Source, Stream
 from headwater.table_schema import META_NAMES, json_columns_problem
 
+if TYPE_CHECKING:
+    from headwater.engine._spark import SparkSettings
 
-def build_source(connection: ConnectionConfig) -> Source:
+
+def build_source(connection: ConnectionConfig, spark: SparkSettings | None = None) -> Source:
+    """The connection's source, its secrets registered first.  ``spark``: the settings
+    of the session to start for a source that asks through Spark
+    (:attr:`~headwater.sdk.Source.needs_spark`; a sync's, with its ``--master`` and
+    ``--conf``), else the connection file's."""
     source_cls = get_source_class(connection.source.type)
     spec = source_cls.spec()
     # Secrets are registered from the raw config first, so even a validation
@@ -39,11 +46,11 @@ def build_source(connection: ConnectionConfig) -> Source:
                              source_lines=connection.field_lines)
     register_secrets(secret_values(spec, config))
     if source_cls.needs_spark:
-        _session_for(connection)
+        _session_for(connection, spark)
     return source_cls(config)
 
 
-def _session_for(connection: ConnectionConfig) -> None:
+def _session_for(connection: ConnectionConfig, settings: SparkSettings | None) -> None:
     """The connection's Spark session running (a sync's, a notebook's, or one started
     as ``headwater sync`` starts it), for a source that asks through Spark
     (:attr:`~headwater.sdk.Source.needs_spark`)."""
@@ -55,13 +62,15 @@ def _session_for(connection: ConnectionConfig) -> None:
         return
     except PySparkRuntimeError:
         pass
-    from headwater.engine._spark import SparkSettings, get_spark
+    from headwater.engine._spark import get_spark
 
-    file_spark = connection.spark
-    get_spark(SparkSettings(master=file_spark.master if file_spark else None,
-                            remote=file_spark.remote if file_spark else None,
-                            conf=dict(file_spark.conf) if file_spark else {},
-                            app_name=f"headwater-{connection.name}"))
+    if settings is None:
+        file_spark = connection.spark
+        settings = SparkSettings(master=file_spark.master if file_spark else None,
+                                 remote=file_spark.remote if file_spark else None,
+                                 conf=dict(file_spark.conf) if file_spark else {},
+                                 app_name=f"headwater-{connection.name}")
+    get_spark(settings)
 
 
 def resolve_streams(source: Source, connection: ConnectionConfig, *,
