@@ -55,9 +55,20 @@ def converter_for(cursor_kind: str | None) -> StateConverter | None:
 
 
 class TableStream(Stream):
-    """The tie rule's part of a table stream; subclasses set ``_name`` and plan in ``_plan``."""
+    """The tie rule's part of a table stream; subclasses set ``_name`` and ``table`` (their
+    catalog's description: ``columns``, ``cursor_candidates``, ``unmapped``) and plan in
+    ``_plan``."""
 
     _name: str
+    table: Any
+
+    @property
+    def stream_name(self) -> str:
+        return self._name
+
+    def json_schema(self) -> dict[str, Any]:
+        return table_json_schema({c.name: dict(c.type.schema) for c in self.table.columns},
+                                 self.table.cursor_candidates, self.table.unmapped)
 
     def cursor_start(self) -> Any:
         if isinstance(self.state_converter, IntegerStateConverter):

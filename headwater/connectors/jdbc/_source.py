@@ -34,7 +34,7 @@ from headwater.connectors._boundary import (
 )
 from headwater.connectors._config_model import model_spec, parse_model
 from headwater.connectors._cursor_windows import cursor_windows
-from headwater.connectors._table_stream import TableStream, converter_for, table_json_schema
+from headwater.connectors._table_stream import TableStream, converter_for
 from headwater.connectors.jdbc._catalog import TableInfo, discover_tables
 from headwater.connectors.jdbc._config import JdbcConfig
 from headwater.connectors.jdbc._driver import connection, explain, reader
@@ -96,14 +96,6 @@ class JdbcStream(TableStream):
         self.cursor_field = cursor  # type: ignore[misc]
         self.state_converter = converter_for(  # type: ignore[misc]
             column.type.cursor_kind if column is not None else None)
-
-    @property
-    def stream_name(self) -> str:
-        return self._name
-
-    def json_schema(self) -> dict[str, Any]:
-        return table_json_schema({c.name: dict(c.type.schema) for c in self.table.columns},
-                                 self.table.cursor_candidates, self.table.unmapped)
 
     # ------------------------------------------------------------------ planning
 

@@ -86,10 +86,6 @@ class PostgresStream(TableStream):
         self.state_converter = converter_for(  # type: ignore[misc]
             column.type.cursor_kind if column is not None else None)
 
-    @property
-    def stream_name(self) -> str:
-        return self._name
-
     def json_schema(self) -> dict[str, Any]:
         properties = {c.name: dict(c.type.schema) for c in self.table.columns}
         if self._cdc:
