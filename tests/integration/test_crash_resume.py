@@ -417,9 +417,9 @@ def killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str,
     resume(spark, conn, run_id, attempt=2)
 
 
-def killed_after_the_plan(spark: Any, tmp_path: Path) -> None:
+def killed_after_the_plan(spark: Any, tmp_path: Path, in_process: bool = False) -> None:
     """The plan is persisted, nothing was read: the resumed run executes that same plan."""
-    conn = Connection(tmp_path, "append")
+    conn = Connection(tmp_path, "append", in_process=in_process)
     run_id = crashed_run(conn, conn.sync(fault="after-plan"))
     run = store(tmp_path).get_run(run_id)
     assert run is not None
@@ -530,16 +530,15 @@ def one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
 
 
 # --------------------------------------------------------------------------- tests
-# A real SIGKILL of a real `headwater sync` at every moment, on Delta (the
-# side-by-side cases); the rest of the matrix (sync modes, Spark's writer) with the kill
-# simulated in the test process (the `_in_process` tests below): the same scenarios and
-# assertions, without a JVM start per command.
+# A real SIGKILL of a real `headwater sync` on Delta (the side-by-side cases): after a
+# commit, while reading (from outside, at a time), twice, and a full refresh's; the rest of
+# the matrix (the other moments, sync modes, Spark's writer) with the kill simulated in the
+# test process (the `_in_process` tests below): the same scenarios and assertions, without
+# a JVM start per command.
 
 SCENARIOS: Scenarios = {
     "test_killed_after_a_delta_commit_before_its_state":
         killed_after_a_delta_commit_before_its_state,
-    "test_killed_after_a_state_release": killed_after_a_state_release,
-    "test_killed_after_the_plan": killed_after_the_plan,
     "test_killed_while_reading": killed_while_reading,
     "test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows":
         a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows,
@@ -572,18 +571,15 @@ def test_killed_after_a_commit_then_resumed_without_the_lookup_in_process(
     killed_after_a_commit_then_resumed_without_the_lookup(spark, tmp_path, in_process=True)
 
 
-@pytest.mark.parametrize("mode", ["append"])
-def test_killed_after_a_state_release(
-        cases: SideBySide, request: pytest.FixtureRequest, mode: str) -> None:
-    cases.check(request.node.nodeid)
+# A kill after a state release or after the plan, simulated: what a real kill adds (the
+# store and the table as a dead process leaves them) is the real kill after a commit's.
+@pytest.mark.parametrize("mode", ["append", "append_dedup"])
+def test_killed_after_a_state_release_in_process(spark: Any, tmp_path: Path, mode: str) -> None:
+    killed_after_a_state_release(spark, tmp_path, mode, in_process=True)
 
 
-def test_killed_after_a_state_release_in_process(spark: Any, tmp_path: Path) -> None:
-    killed_after_a_state_release(spark, tmp_path, "append_dedup", in_process=True)
-
-
-def test_killed_after_the_plan(cases: SideBySide, request: pytest.FixtureRequest) -> None:
-    cases.check(request.node.nodeid)
+def test_killed_after_the_plan_in_process(spark: Any, tmp_path: Path) -> None:
+    killed_after_the_plan(spark, tmp_path, in_process=True)
 
 
 @pytest.mark.parametrize("kind", REAL_KINDS)

@@ -156,6 +156,10 @@ class DiesAfterFirstMerge(IcebergDestination):
         return result
 
 
+# The lookup reads the table's snapshots, the same on every catalog: what differs is how a
+# catalog points at the table's latest metadata after the "kill", so the path-based default
+# and the REST server (SQLite and PostgreSQL are the same ``SqlCatalog``, run by the test below).
+@pytest.mark.parametrize("config", ["hadoop", "rest"], indirect=True)
 def test_a_merge_that_landed_before_a_kill_is_found_not_rewritten(
         spark: Any, tmp_path: Path, config: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch) -> None:
