@@ -19,6 +19,7 @@ from headwater.connectors.jdbc._config import JdbcConfig, TableSettings
 from headwater.connectors.jdbc._driver import connection, reader
 from headwater.connectors.jdbc._sql import Dialect
 from headwater.connectors.jdbc._types import ColumnType, map_spark_type
+from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,10 +72,54 @@ def _primary_key(spark: SparkSession, settings: JdbcConfig, table: str) -> tuple
         meta = conn.getMetaData()
         for variant in dict.fromkeys((name, name.upper(), name.lower())):
             for catalog, in_schema in ((None, schema or None), (schema or None, None)):
-                found = _key_columns(meta.getPrimaryKeys(catalog, in_schema, variant))
-                if found:
-                    return found
+                places = _places(meta.getTables(catalog, in_schema, variant, None), variant,
+                                 catalog, in_schema)
+                if places:
+                    where = _the_place_read(places, conn, table)
+                    return _key_columns(meta.getPrimaryKeys(*where, variant))
     return ()
+
+
+#: Where a table the driver lists lives: its catalog and its schema (either may be null).
+Place = tuple[str | None, str | None]
+
+
+def _places(result: Any, name: str, catalog: str | None, schema: str | None) -> list[Place]:
+    """The places of the tables named exactly ``name`` (``getTables`` takes LIKE patterns,
+    where ``_`` matches any character), in ``catalog``/``schema`` where given."""
+    places: list[Place] = []
+    try:
+        while result.next():
+            place = (_text(result.getString("TABLE_CAT")), _text(result.getString("TABLE_SCHEM")))
+            if (str(result.getString("TABLE_NAME")) == name
+                    and catalog in (None, place[0]) and schema in (None, place[1])):
+                places.append(place)
+    finally:
+        result.close()
+    return list(dict.fromkeys(places))
+
+
+def _the_place_read(places: list[Place], conn: Any, table: str) -> Place:
+    """The table Spark reads under ``table``: the one match, or, for a name that matches
+    tables in several schemas, the one in the session's current schema (PostgreSQL, Oracle)
+    or database (MySQL, MariaDB), where an unqualified name resolves.
+
+    Anything else is refused: a key taken from another schema's table (``archive.users``
+    for ``public.users``, or the keys of both mixed) would deduplicate the stream's rows on
+    the wrong columns, and nothing downstream would say so.
+    """
+    if len(places) == 1:
+        return places[0]
+    current_schema, current_catalog = _text(conn.getSchema()), _text(conn.getCatalog())
+    here = [(catalog, schema) for catalog, schema in places
+            if (schema is not None and schema == current_schema)
+            or (schema is None and catalog is not None and catalog == current_catalog)]
+    if len(here) == 1:
+        return here[0]
+    listed = ", ".join(sorted(".".join(p for p in place if p) for place in places))
+    raise ConfigError(f"table {table!r} names tables in several schemas ({listed}), and which "
+                      "one is read cannot be told: write the table as schema.table, or give "
+                      "the stream's primary_key")
 
 
 def _key_columns(result: Any) -> tuple[str, ...]:
@@ -85,3 +130,7 @@ def _key_columns(result: Any) -> tuple[str, ...]:
     finally:
         result.close()
     return tuple(name for _, name in sorted(columns))
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)

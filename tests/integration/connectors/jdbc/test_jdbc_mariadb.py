@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from headwater.connectors.jdbc import JdbcSource
 from tests._mariadb import MariaDBServer
 from tests.integration._connections import connection_file
 from tests.integration.connectors.jdbc._jdbc import landed, partition_sizes, sync
@@ -74,3 +75,23 @@ def test_full_refresh_and_incremental_against_mariadb(
     assert [s.records_written for s in second.streams if s.name == "events_by_time"] == [2]
     assert landed(spark, tmp_path, "events_by_time", ["id", "v"]) == Counter(
         rows(mariadb_server, database, "SELECT id, v FROM events"))
+
+
+def test_a_table_name_in_two_databases_gets_the_key_of_the_database_read(
+        spark: Any, mariadb_server: MariaDBServer, database: str) -> None:
+    """MariaDB's driver lists a database as a catalog: ``events`` of the URL's database, not
+    also the ``events`` of another database beside it, whose key is another column."""
+    with mariadb_server.database() as other:
+        for name, table in ((database, "events (id BIGINT PRIMARY KEY, v TEXT)"),
+                            (other, "events (other_id BIGINT PRIMARY KEY, id BIGINT)")):
+            connection = mariadb_server.connect(name)
+            with connection.cursor() as cursor:
+                cursor.execute(f"CREATE TABLE {table}")
+            connection.close()
+        source = {"url": mariadb_server.jdbc_url(database), "driver": DRIVER,
+                  "username": mariadb_server.user, "password": mariadb_server.password,
+                  "tables": [{"name": "events"},
+                             {"name": "theirs", "table": f"{other}.events"}]}
+        found = JdbcSource(source)
+        assert found.stream("events").primary_key == ("id",)
+        assert found.stream("theirs").primary_key == ("other_id",)

@@ -15,7 +15,7 @@ import pytest
 from headwater import _events
 from headwater.config import load_connection
 from headwater.connectors.jdbc import JdbcSource
-from headwater.errors import AuthenticationError
+from headwater.errors import AuthenticationError, ConfigError
 from headwater.metadata_store import MetadataStore
 from tests import _faults
 from tests._postgres import PostgresServer
@@ -149,3 +149,29 @@ def test_refused_credentials_exit_3_and_the_password_is_never_shown(
     result = run_in_process(tmp_path, "check", "jdbc.yaml")
     assert result.exit_code == 3, result.describe()
     assert secret not in result.stdout + result.stderr
+
+
+def test_a_table_name_in_several_schemas_gets_the_key_of_the_table_read(
+        spark: Any, postgres_server: PostgresServer, database: str) -> None:
+    """``users`` is ``public.users`` (the session's schema), not ``archive.users`` too: its
+    key alone, and none where the table read has none, whatever another schema's has."""
+    execute(postgres_server, database, """
+        CREATE SCHEMA archive; CREATE SCHEMA other;
+        CREATE TABLE users (id bigint PRIMARY KEY, v text);
+        CREATE TABLE archive.users (archived_id bigint PRIMARY KEY, id bigint);
+        CREATE TABLE keyless (id bigint, v text);
+        CREATE TABLE archive.keyless (archived_id bigint PRIMARY KEY, id bigint);
+        CREATE TABLE archive.far (a bigint PRIMARY KEY); CREATE TABLE other.far (b bigint);""")
+    tables = [{"name": "users"}, {"name": "old_users", "table": "archive.users"},
+              {"name": "keyless"}]
+    source = config(postgres_server, database, tables)
+    found = JdbcSource(source)
+    assert found.stream("users").primary_key == ("id",)
+    assert found.stream("old_users").primary_key == ("archived_id",)
+    assert found.stream("keyless").primary_key == ()
+    # Read through the search path (public has no `far`): which one is read is not ours to
+    # guess, so the name is refused.
+    on_path = {**source, "url": source["url"] + "?currentSchema=public,archive,other",
+               "tables": [{"name": "far"}]}
+    with pytest.raises(ConfigError, match=r"several schemas \(archive, other\)"):
+        JdbcSource(on_path).stream("far")
