@@ -147,6 +147,8 @@ class RunLineage:
         return events
 
     def _facts(self, run_id: str, plan: RunPlan, attempt: int, resumed: bool) -> RunFacts:
+        from headwater.expectations._quarantine import quarantine_stream
+        from headwater.expectations._stream import configured_expectations
         from headwater.observability.lineage._events import RunFacts
 
         connection, source, destination = self._connection, self._source, self._destination
@@ -154,11 +156,15 @@ class RunLineage:
         streams = [s.stream.name for s in plan.streams]
         where = destination_namespace(destination, streams)
         tables = {name: destination.dataset_name(name, where) for name in streams}
+        quarantines = {name: destination.dataset_name(quarantine_stream(name), where)
+                       for name in streams
+                       if any(e.action == "quarantine"
+                              for e in configured_expectations(connection, name))}
         return RunFacts(run_id=run_id, connection=connection.name, namespace=self.namespace,
                         kind=plan.purpose, attempt=attempt, resumed=resumed,
                         replay_of=plan.replay_of,
                         source_namespace=source_namespace(connection.source.type, source.config),
-                        destination_namespace=where, tables=tables)
+                        destination_namespace=where, tables=tables, quarantines=quarantines)
 
 
 def _file_emitter(config: LineageConfig) -> LineageEmitter:

@@ -9,7 +9,9 @@ One Headwater run is one OpenLineage run of the job ``<namespace>/<connection>``
 * inputs: one dataset per stream, in the source's namespace, named by the stream;
 * outputs: one dataset per stream's table, in the destination's namespace, with
   the ``schema`` facet (the table's columns, Headwater's metadata columns
-  included) and, on ``COMPLETE``, ``outputStatistics`` (rows written, bytes).
+  included) and, on ``COMPLETE``, ``outputStatistics`` (rows written, bytes); and
+  for a stream with a ``quarantine`` expectation, its quarantine table too (its
+  columns and the failed expectations' names), which the run writes as well.
 * ``FAIL`` carries the ``errorMessage`` run facet (masked: no secret reaches it).
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +36,7 @@ from openlineage.client.facet_v2 import (
 
 import headwater
 from headwater.config import mask
+from headwater.expectations._arrow import FAILED_COLUMN
 from headwater.table_schema import META_FIELDS, column_type_label
 
 if TYPE_CHECKING:
@@ -92,6 +95,8 @@ class RunFacts:
     destination_namespace: str
     #: Each stream's output dataset name (its table), by stream name.
     tables: Mapping[str, str]
+    #: The quarantine table's dataset name of each stream that quarantines rows.
+    quarantines: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,8 @@ def run_event(facts: RunFacts, state: RunState, streams: Sequence[StreamPlan], *
     outputs = [_output(facts, plan, figures.get(plan.stream.name)
                        if state is RunState.COMPLETE else None)
                for plan in streams]
+    outputs += [_quarantine_output(facts, plan) for plan in streams
+                if plan.stream.name in facts.quarantines]
     return RunEvent(eventType=state, eventTime=(now or datetime.now(UTC)).isoformat(),
                     run=Run(runId=run_uuid(facts.run_id), facets=run_facets), job=job,
                     inputs=inputs, outputs=outputs, producer=PRODUCER)
@@ -146,6 +153,17 @@ def _output(facts: RunFacts, plan: StreamPlan, outcome: StreamOutcome | None) ->
                          name=facts.tables.get(name, name),
                          facets={"schema": _schema(plan, metadata=True)},
                          outputFacets=output_facets)
+
+
+def _quarantine_output(facts: RunFacts, plan: StreamPlan) -> OutputDataset:
+    """The stream's quarantine table: no figures (a row failing two expectations is
+    counted by each, so their counts do not add up to its rows)."""
+    schema = _schema(plan, metadata=True)
+    failed = schema_dataset.SchemaDatasetFacetFields(name=FAILED_COLUMN, type="array<string>")
+    return OutputDataset(namespace=facts.destination_namespace,
+                         name=facts.quarantines[plan.stream.name],
+                         facets={"schema": schema_dataset.SchemaDatasetFacet(
+                             fields=[*(schema.fields or []), failed], producer=PRODUCER)})
 
 
 def _schema(plan: StreamPlan, *, metadata: bool) -> schema_dataset.SchemaDatasetFacet:

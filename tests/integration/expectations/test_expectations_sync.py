@@ -5,6 +5,7 @@ quarantine table), a checkpoint retried or replayed quarantines nothing twice, a
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -37,12 +38,14 @@ CHECKS = [
 
 
 def _connection(tmp_path: Path, checks: list[dict[str, str]] = CHECKS, *,
-                mode: tuple[str, str] = ("incremental", "append"), **source: Any) -> Path:
+                mode: tuple[str, str] = ("incremental", "append"),
+                lineage: dict[str, str] | None = None, **source: Any) -> Path:
     return connection_file(
         tmp_path, name="dq", source={**SOURCE, **source},
         streams=[{"name": "users", "sync_mode": mode[0], "destination_sync_mode": mode[1],
                   "expectations": checks}],
-        checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2})
+        checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 2},
+        lineage=lineage)
 
 
 def _truth(generation: int = 0) -> pa.Table:
@@ -77,8 +80,9 @@ def test_every_action_in_one_sync(spark: Any, tmp_path: Path) -> None:
     assert all(expected[name] for name in ("not_senior", "adult_enough", "not_de"))
 
     # An overwrite of two checkpoints: staged, then published (the staging route).
-    result = sync_in_process(tmp_path, _connection(tmp_path,
-                                                   mode=("full_refresh", "overwrite")))
+    events = tmp_path / "lineage.jsonl"
+    result = sync_in_process(tmp_path, _connection(tmp_path, mode=("full_refresh", "overwrite"),
+                                                   lineage={"file": str(events)}))
 
     assert result.exit_code == 0, result.describe()
     assert result.document is not None
@@ -99,6 +103,13 @@ def test_every_action_in_one_sync(spark: Any, tmp_path: Path) -> None:
                      for name in names)
     assert failed["not_de"] == expected["not_de"]
     assert failed["adult_enough"] == pc.sum(pc.and_(quarantined, pc.less(age, 25))).as_py()
+    # Lineage names both tables the run wrote, the quarantine table with its extra column.
+    complete = [json.loads(line) for line in events.read_text().splitlines()][-1]
+    assert complete["eventType"] == "COMPLETE"
+    outputs = {Path(o["name"]).name: o for o in complete["outputs"]}
+    assert sorted(outputs) == ["users", "users_quarantine"]
+    assert [f["name"] for f in outputs["users_quarantine"]["facets"]["schema"]["fields"]][-1] \
+        == "_hw_failed_expectations"
     # The run the metadata store keeps, and what `runs show` prints of it.
     stored = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(result.document["run_id"])
     assert stored is not None
