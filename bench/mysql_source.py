@@ -16,16 +16,22 @@ tests' server and its binary log are left alone (the rows are loaded with
 * **Headwater**: ``SyncEngine.run()`` of a ``mysql`` source, full_refresh + overwrite,
   the same number of partitions (cut at the key's quantiles), one checkpoint.
 
-Then the same Headwater sync of a table of ``--small-rows`` rows (the first rows of
-the big one), same partition count: the peak memory of the Python workers (the
-executors' side, where the source reads) at both sizes says whether a partition
-streams (flat) or is held whole (grows 5x).  Memory is sampled from /proc every 0.2 s
+Both syncs and the dump run ``--rounds`` times, the JDBC read and the sync in
+alternating order (the machine is shared: a drift of its load falls on both), and the
+medians are compared.
+
+Memory: the peak of the Python workers (the executors' side, where the source reads and
+the task writes) of Headwater syncs of a table of ``--small-rows`` rows (the first rows
+of the big one) and of the big one, with the same partition count (partitions grow 5x)
+and with the source's default ``rows_per_partition`` (500,000: more partitions of one
+size), small first (Spark reuses its Python workers, and a worker that read a big
+partition stays resident).  Memory is sampled from /proc every 0.2 s
 (``_peak_memory.py``): the largest single Python worker, all workers at once, and the
-whole process tree (driver, JVM, workers).  Last, the source's ``read()`` alone of
-every partition in this process (connectorx into Arrow, no Spark): where the time goes.
+whole process tree (driver, JVM, workers).  Last, the source's ``read()`` alone of every
+partition in this process (connectorx into Arrow, no Spark): where the time goes.
 
 Run: ``.venv/bin/python bench/mysql_source.py [--rows 5000000] [--small-rows 1000000]
-[--partitions 8]``
+[--partitions 8] [--rounds 2]``
 """
 
 from __future__ import annotations
@@ -36,13 +42,23 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pymysql
 import yaml
-from _common import REPO, dir_size, header, load_line, scratch_dir, table, timed_headwater_sync
+from _common import (
+    REPO,
+    dir_size,
+    header,
+    load_line,
+    median,
+    scratch_dir,
+    table,
+    timed_headwater_sync,
+)
 from _peak_memory import PeakMemory
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -149,13 +165,14 @@ def spark_jdbc(spark: Any, server: Server, name: str, partitions: int, target: P
     return time.perf_counter() - began
 
 
-def headwater_sync(server: Server, name: str, rows: int, partitions: int,
-                   scratch: Path) -> float:
+def headwater_sync(server: Server, name: str, rows: int, partitions: int, scratch: Path,
+                   rows_per_partition: int | None = None) -> float:
     """Seconds of one Headwater sync of the table into ``scratch/lake``."""
     document = {
         "name": f"bench_mysql_{rows}",
         "source": {"type": "mysql", "config": {
-            **server.source_config(partitions, rows), "tables": [name]}},
+            **server.source_config(partitions, rows), "tables": [name],
+            **({"rows_per_partition": rows_per_partition} if rows_per_partition else {})}},
         "destination": {"type": "delta", "config": {"path": str(scratch / "lake")}},
         "streams": [{"name": name, "sync_mode": "full_refresh",
                      "destination_sync_mode": "overwrite"}],
@@ -202,6 +219,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--small-rows", type=int, default=1_000_000)
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--server-dir", default="/tmp/headwater-mariadb-bench")
     args = parser.parse_args()
     header("MariaDB table -> Delta: Headwater's mysql source vs Spark JDBC vs mariadb-dump",
@@ -227,46 +245,67 @@ def run(server: Server, args: argparse.Namespace) -> None:
         master="local[*]", app_name="bench-mysql",
         conf={"spark.jars.packages": f"{DELTA_PACKAGE},{MARIADB_JDBC}"}))
     results: list[list[str]] = []
+    memory_rows: list[list[str]] = []
+    times: dict[str, list[float]] = {"dump": [], "jdbc": [], "headwater": []}
 
-    def row(path: str, rows: int, seconds: float, memory: PeakMemory | None,
-            workers: bool = True) -> None:
-        """One line of the table; Spark's JDBC read runs no Python worker (the idle ones
-        an earlier sync left are not its memory)."""
+    def row(path: str, rows: int, seconds: float, memory: PeakMemory | None = None) -> None:
         results.append([path, f"{rows:,}", f"{seconds:.1f}", f"{rows / seconds:,.0f}",
-                        gib(memory.worker_peak) if memory and workers else "-",
-                        gib(memory.workers_peak) if memory and workers else "-",
                         gib(memory.peak) if memory else "-"])
 
+    def sync(name: str, rows: int, partitions: int, per_partition: int, folder: str) -> float:
+        """A Headwater sync measured: its seconds, and a line of the memory table."""
+        seconds, memory = measured(lambda: headwater_sync(
+            server, name, rows, partitions, scratch / folder, per_partition))
+        memory_rows.append([f"{rows:,}", f"{partitions} x {-(-rows // partitions):,}",
+                            gib(memory.worker_peak), gib(memory.workers_peak),
+                            gib(memory.peak)])
+        return float(seconds)
+
     with scratch_dir("hw-bench-mysql-") as scratch:
-        dump_s = dump(server, big)
-        row("mariadb-dump -> /dev/null", args.rows, dump_s, None)
         # Warm-ups, so neither side pays for the JVM's first JDBC read or first sync.
         spark_jdbc(spark, server, small, args.partitions, scratch / "warm-jdbc")
         headwater_sync(server, small, args.small_rows, args.partitions, scratch / "warm")
-        jdbc_s, memory = measured(lambda: spark_jdbc(spark, server, big, args.partitions,
-                                                     scratch / "jdbc"))
-        row("Spark JDBC -> Delta", args.rows, jdbc_s, memory, workers=False)
-        hw_s, hw_memory = measured(lambda: headwater_sync(
-            server, big, args.rows, args.partitions, scratch / "hw-big"))
-        row("Headwater -> Delta", args.rows, hw_s, hw_memory)
-        small_s, small_memory = measured(lambda: headwater_sync(
-            server, small, args.small_rows, args.partitions, scratch / "hw-small"))
-        row("Headwater -> Delta", args.small_rows, small_s, small_memory)
-        landed = spark.read.format("delta").load(str(scratch / "jdbc")).count()
+        # Memory first on the small table (Spark reuses its Python workers: a worker that
+        # read a big partition would still be resident during a later small sync).
+        default = 500_000  # the mysql source's rows_per_partition
+        sync(small, args.small_rows, args.partitions, -(-args.small_rows // args.partitions),
+             "hw-small")
+        sync(small, args.small_rows, -(-args.small_rows // default), default,
+             "hw-small-default")
+        for round_ in range(args.rounds):
+            times["dump"].append(dump(server, big))
+            row("mariadb-dump -> /dev/null", args.rows, times["dump"][-1])
+            # Alternate which side goes first, so a drift of the machine's load is shared.
+            for side in (("jdbc", "headwater") if round_ % 2 == 0 else ("headwater", "jdbc")):
+                if side == "jdbc":
+                    seconds, memory = measured(partial(
+                        spark_jdbc, spark, server, big, args.partitions,
+                        scratch / f"jdbc-{round_}"))
+                    row("Spark JDBC -> Delta", args.rows, seconds, memory)
+                else:
+                    seconds = sync(big, args.rows, args.partitions,
+                                   -(-args.rows // args.partitions), f"hw-big-{round_}")
+                    row("Headwater -> Delta", args.rows, seconds)
+                times[side].append(seconds)
+        sync(big, args.rows, -(-args.rows // default), default, "hw-big-default")
+        landed = spark.read.format("delta").load(str(scratch / "jdbc-0")).count()
         assert landed == args.rows, f"Spark JDBC landed {landed} rows, expected {args.rows}"
-        sizes = dir_size(scratch / "jdbc"), dir_size(scratch / "hw-big" / "lake" / big)
+        sizes = dir_size(scratch / "jdbc-0"), dir_size(scratch / "hw-big-0" / "lake" / big)
     spark.stop()
     read_s, read_memory = measured(lambda: read_only(server, big, args.rows, args.partitions))
-    results.append(["source read() only, this process", f"{args.rows:,}", f"{read_s:.1f}",
-                    f"{args.rows / read_s:,.0f}", "-", "-", gib(read_memory.peak)])
+    row("source read() only, this process, no Spark", args.rows, read_s, read_memory)
 
-    print(table(["path", "rows", "seconds", "rows/s", "largest Python worker GiB",
-                 "all Python workers GiB", "process tree GiB"], results))
-    print(f"Headwater / Spark JDBC (rows/s): {jdbc_s / hw_s:.2f}")
+    print(table(["path", "rows", "seconds", "rows/s", "process tree GiB"], results))
+    print()
+    print(table(["Headwater sync of rows", "partitions x rows", "largest Python worker GiB",
+                 "all Python workers GiB", "process tree GiB"], memory_rows))
+    hw_s, jdbc_s, dump_s = (median(times[k]) for k in ("headwater", "jdbc", "dump"))
+    print(f"medians of {args.rounds}: Headwater {hw_s:.1f} s, Spark JDBC {jdbc_s:.1f} s, "
+          f"mariadb-dump {dump_s:.1f} s")
+    print(f"Headwater / Spark JDBC (rows/s): {jdbc_s / hw_s:.2f} (each round: "
+          + ", ".join(f"{j / h:.2f}" for j, h in zip(times["jdbc"], times["headwater"],
+                                                     strict=True)) + ")")
     print(f"Headwater / mariadb-dump (rows/s): {dump_s / hw_s:.2f}")
-    print(f"Python workers' peak, {args.rows:,} / {args.small_rows:,} rows: largest one "
-          f"{hw_memory.worker_peak / max(small_memory.worker_peak, 1):.2f}x, all "
-          f"{hw_memory.workers_peak / max(small_memory.workers_peak, 1):.2f}x")
     print(f"Delta bytes: Spark JDBC {sizes[0] / 1e6:.0f} MB, Headwater {sizes[1] / 1e6:.0f} MB")
     print(f"end:     {load_line()}")
 
