@@ -1,19 +1,17 @@
 """A text primary key split into ranges on a real MariaDB, in its collation's order.
 
-The keys mix case, accents and shared prefixes, so Python's order (code points:
-``B`` before ``a``, ``é`` after ``z``) and a byte-wise comparison both disagree with
-``utf8mb4_unicode_ci`` and ``latin1_swedish_ci`` (where ``ä`` and ``ö`` follow
-``z``): cut or compared by either, a range would miss rows or read some twice.
+The keys (``_text_keys.py``) mix case, accents and shared prefixes, whose order under
+``utf8mb4_unicode_ci`` and ``latin1_swedish_ci`` is neither Python's nor the bytes'.
 Each table is planned and every partition read through the source itself (the
-executors' code, no Spark); one table is also synced into Delta by the engine.
+executors' code, no Spark).  The engine's full refresh of such a table is
+``test_mysql_source.test_full_refresh_cuts_skewed_keys_at_quantiles``'s, in the same
+sync as its integer keys (one sync's cost).
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -21,29 +19,10 @@ import pytest
 
 from headwater.connectors.mysql import MySQLSource
 from tests._mariadb import MariaDBServer
-from tests.integration.connectors.mysql.test_mysql_source import (
-    execute,
-    landed,
-    sync,
-    write_connection,
-)
+from tests.integration.connectors.mysql._text_keys import create_keyed_table, text_keys
+from tests.integration.connectors.mysql.test_mysql_source import execute
 
-pytestmark = pytest.mark.spark
-
-#: Bases distinct once lower-cased and stripped of accents (so the keys are distinct
-#: under every collation below), many sharing prefixes (``ab``, ``ab0``, ``ab0a``...).
-STEMS = ("a", "ab", "ab0", "abc", "b", "c", "e", "ec", "ecz", "o", "oe", "z", "z0")
-TAILS = ("", "0", "1", "a", "ab", "b", "c", "e", "ea", "o", "z", "za", "zz", "0a", "00")
-#: Letters a key may carry in another case or with an accent; no letter here equals
-#: another under these collations (no y/ü, no ß, no æ).
-ACCENTS = {"a": "aAäÄá", "e": "eEéÉè", "o": "oOöÖ", "b": "bB", "c": "cC", "z": "zZ"}
 PARTITIONS = 6
-
-
-def text_keys() -> list[str]:
-    rng = random.Random(40)
-    bases = sorted({stem + tail for stem in STEMS for tail in TAILS})
-    return ["".join(rng.choice(ACCENTS.get(ch, ch)) for ch in base) for base in bases]
 
 
 @pytest.fixture
@@ -52,26 +31,12 @@ def database(mariadb_server: MariaDBServer) -> Iterator[str]:
         yield name
 
 
-def create(server: MariaDBServer, database: str, table: str, collation: str,
-           keys: list[str]) -> None:
-    charset = collation.split("_", 1)[0]
-    connection = server.connect(database)
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute(f"CREATE TABLE {table} (id VARCHAR(20) PRIMARY KEY, n INT) "
-                           f"CHARACTER SET {charset} COLLATE {collation}")
-            cursor.executemany(f"INSERT INTO {table} VALUES (%s, %s)",
-                               [(k, i) for i, k in enumerate(keys)])
-    finally:
-        connection.close()
-
-
 @pytest.mark.parametrize("collation", ["utf8mb4_unicode_ci", "latin1_swedish_ci",
                                        "utf8mb4_bin"])
 def test_a_text_key_splits_in_its_collations_order_and_each_row_is_read_once(
         mariadb_server: MariaDBServer, database: str, collation: str) -> None:
     keys = text_keys()
-    create(mariadb_server, database, "words", collation, keys)
+    create_keyed_table(mariadb_server, database, "words", collation, keys)
     config = mariadb_server.source_config(database, rows_per_partition=-(-len(keys)
                                                                          // PARTITIONS))
     (stream,) = MySQLSource(config).streams()
@@ -91,24 +56,6 @@ def test_a_text_key_splits_in_its_collations_order_and_each_row_is_read_once(
     position = {k: i for i, k in enumerate(in_order)}
     spans = [sorted(position[k] for k in part) for part in read]
     assert [i for span in spans for i in span] == list(range(len(keys)))
-
-
-def test_a_text_key_full_refresh_lands_every_row_once(
-        spark: Any, tmp_path: Path, mariadb_server: MariaDBServer, database: str) -> None:
-    keys = text_keys()
-    create(mariadb_server, database, "words", "utf8mb4_unicode_ci", keys)
-    path = write_connection(tmp_path, mariadb_server, database,
-                            [{"name": "words", "sync_mode": "full_refresh",
-                              "destination_sync_mode": "overwrite"}],
-                            rows_per_partition=-(-len(keys) // PARTITIONS))
-    result = sync(path)
-    assert [s.records_written for s in result.streams] == [len(keys)]
-    assert landed(spark, tmp_path, "words", ["id", "n"]) == Counter(
-        (k, i) for i, k in enumerate(keys))
-    sizes = Counter(p for (p,) in landed(spark, tmp_path, "words", ["_hw_partition_id"])
-                    .elements())
-    assert len(sizes) == PARTITIONS, sizes
-    assert max(sizes.values()) - min(sizes.values()) <= 1, sizes
 
 
 @pytest.mark.parametrize("key", [
