@@ -25,64 +25,20 @@ import argparse
 import os
 import subprocess
 import sys
-import threading
 import time
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 import yaml
 from _common import REPO, dir_size, header, load_line, run_with_postgres, scratch_dir, table
+from _peak_memory import PeakMemory
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 PGJDBC = "org.postgresql:postgresql:42.7.4"
 COLUMNS = "id, amount, placed_at, payload, label, paid"
-
-
-class PeakMemory:
-    """Peak summed RSS of this process and all its descendants, sampled in a thread."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> PeakMemory:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak = max(self.peak, _tree_rss(os.getpid()))
-            time.sleep(0.2)
-
-
-def _tree_rss(root: int) -> int:
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            pages = int((entry / "statm").read_text().split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-        rss[int(entry.name)] = pages * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += rss.get(pid, 0)
-        todo += children.get(pid, [])
-    return total
 
 
 def prepare(url: str, rows: int) -> None:

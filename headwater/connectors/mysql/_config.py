@@ -34,8 +34,8 @@ class MySQLConfig(BaseModel):
         {}, description="Cursor column per stream for incremental reads, e.g. "
         "{orders: updated_at}; the column must be an integer, DATETIME or TIMESTAMP.")
     partition_columns: dict[str, str] = Field(
-        {}, description="Integer column to split a stream's full refresh by (default: its "
-        "single integer primary key column).")
+        {}, description="Integer or text column to split a stream's full refresh by "
+        "(default: its single integer or text primary key column).")
     rows_per_partition: Annotated[int, Field(ge=1)] = Field(
         500_000, description="About how many rows one partition reads.")
     max_partitions: Annotated[int, Field(ge=1)] = Field(

@@ -107,7 +107,8 @@ class MySQLStream(TableStream):
             column = self.table.column(configured)
             if column is None or not column.type.splittable:
                 raise ConfigError(
-                    f"partition_columns.{self._name} = {configured!r} is not an integer column "
+                    f"partition_columns.{self._name} = {configured!r} is not an integer or "
+                    "text column "
                     f"of {self.table.database}.{self.table.name}",
                     field=f"source.config.partition_columns.{self._name}")
             return configured

@@ -15,6 +15,7 @@ from typing import Any
 
 from headwater.connectors._boundary import SEEN_AT, SEEN_KEYS, TOP_AT, TOP_KEYS
 from headwater.connectors.mysql._catalog import TableInfo
+from headwater.connectors.mysql._text_keys import collated_literal
 from headwater.connectors.mysql._types import quote_ident
 
 __all__ = ["key_expression", "literal", "relation", "text_literal", "window_conditions"]
@@ -44,6 +45,11 @@ def literal(value: Any) -> str:
     raise TypeError(f"no literal for {type(value).__name__}")
 
 
+def _bound(value: Any) -> str:
+    """A range's bound: text under the column's collation, else :func:`literal`."""
+    return collated_literal(value) if isinstance(value, str) else literal(value)
+
+
 def key_expression(primary_key: Sequence[str]) -> str:
     """A row's key as text, ``CAST(JSON_ARRAY(k1, k2, ...) AS CHAR)``: the plan lists
     keys and the read compares them through this one expression, on the same server
@@ -56,7 +62,8 @@ def window_conditions(bounds: Mapping[str, Any]) -> list[str]:
     ``None``: open), ``null`` for the rows where it is NULL, and a cursor window's
     boundary keys (:mod:`headwater.connectors._boundary`) with the table's ``key``
     columns.  ``lo``, ``hi``, ``top_at`` and ``seen_at`` are parsed values (int or
-    datetime)."""
+    datetime), or text for ``lo`` and ``hi`` of a text key's range, compared under the
+    column's collation (:mod:`._text_keys`)."""
     column = bounds.get("column")
     if not column:
         return []
@@ -65,9 +72,9 @@ def window_conditions(bounds: Mapping[str, Any]) -> list[str]:
         return [f"{ident} IS NULL"]
     conditions = []
     if bounds.get("lo") is not None:
-        conditions.append(f"{ident} >= {literal(bounds['lo'])}")
+        conditions.append(f"{ident} >= {_bound(bounds['lo'])}")
     if bounds.get("hi") is not None:
-        conditions.append(f"{ident} < {literal(bounds['hi'])}")
+        conditions.append(f"{ident} < {_bound(bounds['hi'])}")
     for at, keys, test in ((TOP_AT, TOP_KEYS, "IN"), (SEEN_AT, SEEN_KEYS, "NOT IN")):
         if bounds.get(keys) is None or at not in bounds:
             continue

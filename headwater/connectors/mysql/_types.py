@@ -75,7 +75,7 @@ class ColumnType:
     mapped: bool = True
     #: ``"integer"`` or ``"datetime"`` when the column can be an incremental cursor.
     cursor_kind: str | None = None
-    #: True when the column can be split into key ranges (an integer).
+    #: True when the column can be split into key ranges (an integer or text).
     splittable: bool = False
     #: The Arrow type the reader casts its column to (``None``: as connectorx gives it).
     arrow: str | None = None
@@ -158,7 +158,8 @@ def _scalar(name: str, full: str, precision: int | None, scale: int | None,
         return ColumnType(full, {"type": "string", "contentMediaType": "application/json"},
                           selection="text")
     if name in _TEXTS:
-        return ColumnType(full, {"type": "string"})
+        # A text key splits too, in its collation's order (``_text_keys.py``).
+        return ColumnType(full, {"type": "string"}, splittable=True)
     if name in _BINARIES:
         return ColumnType(full, {"type": "string", "contentEncoding": "base64"},
                           arrow="binary")

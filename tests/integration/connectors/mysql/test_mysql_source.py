@@ -19,6 +19,7 @@ from headwater.errors import AuthenticationError, ConfigError, ConnectorError
 from headwater.metadata_store import MetadataStore
 from tests._mariadb import MariaDBServer
 from tests.integration._connections import connection_file
+from tests.integration.connectors.mysql._text_keys import create_keyed_table, text_keys
 
 pytestmark = pytest.mark.spark
 
@@ -79,6 +80,10 @@ def test_full_refresh_cuts_skewed_keys_at_quantiles(
             "INSERT INTO items VALUES (18446744073709551615, 'top')",
             "CREATE TABLE log_lines (line TEXT)",
             "INSERT INTO log_lines SELECT CONCAT('line ', seq) FROM seq_1_to_30")
+    # A text key in a case- and accent-insensitive collation (``_text_keys.py``): cut and
+    # compared by the server, about 700 keys in seven partitions of about 100.
+    keys = text_keys()
+    create_keyed_table(mariadb_server, database, "words", "utf8mb4_unicode_ci", keys)
     config = mariadb_server.source_config(database, rows_per_partition=100)
     items = next(s for s in MySQLSource(config).streams() if s.stream_name == "items")
     plan = items.partitions(None)
@@ -94,14 +99,22 @@ def test_full_refresh_cuts_skewed_keys_at_quantiles(
                             [{"name": "items", "sync_mode": "full_refresh",
                               "destination_sync_mode": "overwrite"},
                              {"name": "log_lines", "sync_mode": "full_refresh",
-                              "destination_sync_mode": "append"}],
+                              "destination_sync_mode": "append"},
+                             {"name": "words", "sync_mode": "full_refresh",
+                              "destination_sync_mode": "overwrite"}],
                             rows_per_partition=100)
     result = sync(path)
-    assert {s.name: s.records_written for s in result.streams} == {"items": 1000,
-                                                                     "log_lines": 30}
+    assert {s.name: s.records_written for s in result.streams} == {
+        "items": 1000, "log_lines": 30, "words": len(keys)}
     expected = Counter((D(k), label) for k, label in
                        execute(mariadb_server, database, "SELECT id, label FROM items"))
     assert landed(spark, tmp_path, "items", ["id", "label"]) == expected
+    assert landed(spark, tmp_path, "words", ["id", "n"]) == Counter(
+        (k, i) for i, k in enumerate(keys))  # every row once
+    sizes = Counter(p for (p,) in landed(spark, tmp_path, "words", ["_hw_partition_id"])
+                    .elements())
+    assert len(sizes) == -(-len(keys) // 100), sizes
+    assert max(sizes.values()) - min(sizes.values()) <= 1, sizes
 
 
 # --------------------------------------------------------------------------- types
