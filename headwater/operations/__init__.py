@@ -23,7 +23,11 @@ from headwater.operations._settings import (
     store_url,
 )
 from headwater.operations._sync_runner import run_sync, start_engine, store_last_started
-from headwater.operations._validation import connection_files, validate_file
+from headwater.operations._validation import (
+    connection_files,
+    validate_file,
+    validated_file,
+)
 
 __all__ = [
     "HOME_ENV",
@@ -44,4 +48,5 @@ __all__ = [
     "store_url",
     "stream_rows",
     "validate_file",
+    "validated_file",
 ]
