@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import threading
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -193,9 +194,9 @@ class _Histogram:
     def add(self, seconds: float) -> None:
         self.count += 1
         self.sum_s += seconds
-        for i, bound in enumerate(self.bounds):
-            if seconds <= bound:
-                self.le[i] += 1
+        # Cumulative: every bound from the first one ``seconds`` fits under counts it.
+        for i in range(bisect_left(self.bounds, seconds), len(self.bounds)):
+            self.le[i] += 1
 
     def merged(self, other: _Histogram) -> _Histogram:
         return _Histogram(self.bounds, [a + b for a, b in zip(self.le, other.le, strict=True)],
@@ -222,23 +223,29 @@ class _Share:
     expectations: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
 
     def add_runs(self, rows: Iterable[Any]) -> None:
-        for row in rows:
-            self.counts[row.connection, row.kind, row.status] += 1
-            if row.ended_at is None:
+        """Add runs (rows of :data:`_RUN_COLUMNS`).  Written for the first call of a
+        process, which reads every finished run: plain tuples, no per-row lookups that a
+        loop of 10,000 rows would repeat."""
+        counts, newest, durations = self.counts, self.newest, self.durations
+        for run_id, connection, kind, status, started_at, ended_at, *_ in rows:
+            counts[connection, kind, status] += 1
+            if ended_at is None:
                 continue  # running: no duration, not "last"
-            newest = (row.started_at, row.run_id, row.kind, row.status, row.ended_at)
-            if row.connection not in self.newest or newest[:2] > self.newest[row.connection][:2]:
-                self.newest[row.connection] = newest
-            if row.status not in FINISHED_STATUSES:
+            known = newest.get(connection)
+            if known is None or (started_at, run_id) > known[:2]:
+                newest[connection] = (started_at, run_id, kind, status, ended_at)
+            if status not in FINISHED_STATUSES:
                 # A stopped run is resumed later and finishes with a longer duration:
                 # counted now, it would leave the histogram then (counts going down).
                 continue
-            seconds = (row.ended_at - row.started_at).total_seconds()
-            self.durations.setdefault(
-                row.connection, _Histogram(self.bounds, [0] * len(self.bounds))).add(seconds)
-            if row.status in SUCCEEDED_STATUSES and row.kind == "sync":
-                best = self.last_success.get(row.connection)
-                self.last_success[row.connection] = max(row.ended_at, best or row.ended_at)
+            histogram = durations.get(connection)
+            if histogram is None:
+                histogram = durations[connection] = _Histogram(self.bounds,
+                                                               [0] * len(self.bounds))
+            histogram.add((ended_at - started_at).total_seconds())
+            if status in SUCCEEDED_STATUSES and kind == "sync":
+                best = self.last_success.get(connection)
+                self.last_success[connection] = ended_at if best is None else max(ended_at, best)
 
     def add_sums(self, rows: Iterable[tuple[Any, ...]]) -> None:
         for connection, stream, *figures in rows:
