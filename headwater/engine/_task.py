@@ -162,8 +162,8 @@ def read_partition(stream: Stream, partition: Partition, context: TaskContext,
                 own_state = item
             elif isinstance(item, pa.RecordBatch):
                 if pending:
-                    yield writer.from_records(pending)
-                    pending = []
+                    batch, pending = writer.from_records(pending), []
+                    yield batch
                 if item.num_rows:
                     yield writer.from_batch(item)
             elif isinstance(item, pa.Table):
@@ -172,10 +172,13 @@ def read_partition(stream: Stream, partition: Partition, context: TaskContext,
             else:
                 pending.append(item)
                 if len(pending) >= DICT_BATCH_ROWS:
-                    yield writer.from_records(pending)
-                    pending = []
+                    # ``pending`` emptied as its rows are counted in ``writer``, not after
+                    # Spark took them: ``progress`` counts both, and each row once.
+                    batch, pending = writer.from_records(pending), []
+                    yield batch
         if pending:
-            yield writer.from_records(pending)
+            batch, pending = writer.from_records(pending), []
+            yield batch
         # Only after the read finished: a read that fails releases no state.
         if own_state is not None and context.carries_state:
             yield writer.state_row(own_state)

@@ -113,3 +113,38 @@ def test_a_task_that_cannot_reach_the_driver_reads_on(store: MetadataStore) -> N
     with nowhere.reporting("p", attempt=1) as progress:
         progress.count = lambda: 5
         time.sleep(0.05)
+
+
+def test_what_a_partition_reports_counts_each_record_once() -> None:
+    """The count a task reports is the rows its reader turned into batches plus those it
+    holds: a batch's rows used to stay held until Spark took the batch (and the last
+    batch's for good), so the last report of a partition of 40 records said 80."""
+    import pyarrow as pa
+
+    from headwater.engine._live_progress import ProgressAddress
+    from headwater.engine._task import TaskContext, read_partition
+    from headwater.sdk import Partition, Stream
+
+    class Rows(Stream):
+        name = "rows"
+
+        def json_schema(self) -> dict[str, object]:
+            return {"type": "object", "properties": {"id": {"type": "integer"}}}
+
+        def partitions(self, state: object) -> list[Partition]:
+            return [Partition("rows", "p", {})]
+
+        def read(self, partition: Partition) -> Iterator[object]:
+            yield from ({"id": n} for n in range(25))
+            yield pa.RecordBatch.from_pydict({"id": list(range(10))})
+            yield from ({"id": n} for n in range(5))
+
+    context = TaskContext(run_id="r", checkpoint_index=1,
+                          data_schema=pa.schema([pa.field("id", pa.int64())]))
+    progress = ProgressAddress("127.0.0.1", 9, "t", "rows", 1).reporting("p", attempt=1)
+    reading = read_partition(Rows(), Partition("rows", "p", {}), context, progress=progress)
+    counts = []
+    for batch in reading:
+        counts.append((batch.num_rows, progress.count()))
+    assert counts == [(25, 25), (10, 35), (5, 40)]
+    assert progress.count() == 40
