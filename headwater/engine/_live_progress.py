@@ -38,11 +38,13 @@ rest when the run ends.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -83,9 +85,9 @@ class ProgressAddress:
 
 
 class PartitionProgress:
-    """One partition's count while its task reads it: a thread sends what ``count``
-    says (set by the reader: it costs the read nothing per record) when it changed,
-    every ``interval_s``, and once more when the partition is read."""
+    """One partition's count while its task reads it: the worker's reporter sends what
+    ``count`` says (set by the reader: it costs the read nothing per record) when it
+    changed, every ``interval_s``, and once more when the partition is read."""
 
     def __init__(self, address: ProgressAddress, partition_id: str, attempt: int) -> None:
         self.address = address
@@ -93,41 +95,92 @@ class PartitionProgress:
         self._message = {"t": address.token, "s": address.stream,
                          "c": address.checkpoint_index, "p": partition_id[:512], "a": attempt}
         self._sent = -1
-        self._done = threading.Event()
-        self._socket: socket.socket | None = None
-        self._target: Any = None
-        self._thread = threading.Thread(target=self._report, name="hw-progress", daemon=True)
+        self._due = 0.0  # monotonic time of the next report
 
     def __enter__(self) -> PartitionProgress:
-        with contextlib.suppress(OSError):  # no address, no socket: no live figure, no error
-            family, kind, proto, _, target = socket.getaddrinfo(
-                self.address.host, self.address.port, type=socket.SOCK_DGRAM)[0]
-            self._socket = socket.socket(family, kind, proto)
-            self._target = target
-            self._thread.start()
+        _REPORTER.add(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._done.set()
-        if self._thread.is_alive():
-            self._thread.join()
-        if exc_info[0] is None:
-            self._send()  # the partition's last count: it stays until its checkpoint ends
-        if self._socket is not None:
-            self._socket.close()
+        _REPORTER.remove(self, last=exc_info[0] is None)
 
-    def _report(self) -> None:
-        while not self._done.wait(self.address.interval_s):
-            self._send()
-
-    def _send(self) -> None:
+    def report(self, sock: socket.socket, target: Any, *, now: bool = False) -> None:
+        """Send the count if it changed and its interval has passed (``now``: whatever the
+        interval), to ``target`` (the reporter's call)."""
+        moment = time.monotonic()
+        if moment < self._due and not now:
+            return
+        self._due = moment + self.address.interval_s
         records = self.count()
-        if self._socket is None or records == self._sent:
+        if records == self._sent:
             return
         payload = json.dumps({**self._message, "n": records}).encode()
         with contextlib.suppress(OSError):  # never the task's problem
-            self._socket.sendto(payload, self._target)
+            sock.sendto(payload, target)
             self._sent = records
+
+
+@functools.cache
+def _target(host: str, port: int) -> Any:
+    """The driver's address as ``sendto`` takes it (``None``: it does not resolve)."""
+    try:
+        return socket.getaddrinfo(host, port, type=socket.SOCK_DGRAM)[0][4]
+    except OSError:
+        return None
+
+
+class _Reporter:
+    """One thread and one UDP socket per Python worker process, however many partitions
+    its tasks read one after another: a partition only joins and leaves a set (a task of
+    many small partitions pays no thread or socket each)."""
+
+    #: How often the thread looks at the partitions being read (each has its interval).
+    TICK_S = 0.1
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._active: set[PartitionProgress] = set()
+        self._sockets: dict[int, socket.socket] = {}  # by address family
+        self._thread: threading.Thread | None = None
+
+    def add(self, progress: PartitionProgress) -> None:
+        with self._lock:
+            self._active.add(progress)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="hw-progress",
+                                                daemon=True)
+                self._thread.start()
+
+    def remove(self, progress: PartitionProgress, *, last: bool) -> None:
+        with self._lock:
+            self._active.discard(progress)
+        if last:  # the partition's last count: it stays until its checkpoint ends
+            self._send(progress, force=True)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.TICK_S)
+            with self._lock:
+                active = list(self._active)
+            for progress in active:
+                self._send(progress)
+
+    def _send(self, progress: PartitionProgress, *, force: bool = False) -> None:
+        target = _target(progress.address.host, progress.address.port)
+        if target is None:
+            return  # the driver's name does not resolve here: no live figure, no error
+        family = socket.AF_INET6 if len(target) == 4 else socket.AF_INET
+        with self._lock:
+            sock = self._sockets.get(family)
+            if sock is None:
+                try:
+                    sock = self._sockets[family] = socket.socket(family, socket.SOCK_DGRAM)
+                except OSError:
+                    return
+        progress.report(sock, target, now=force)
+
+
+_REPORTER = _Reporter()
 
 
 class LiveProgress:
