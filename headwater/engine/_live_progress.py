@@ -228,7 +228,7 @@ class LiveProgress:
                        port=int(conf.get(PORT_CONF, "0") or 0),
                        interval_s=float(spark.conf.get(INTERVAL_CONF, None)
                                         or DEFAULT_INTERVAL_S))
-        except (OSError, ValueError) as exc:
+        except Exception as exc:  # a live figure is never worth a run
             log.warning("no live figures within checkpoints: cannot listen for the tasks' "
                         "progress on %s (%s); figures move per committed checkpoint", bind, exc)
             return None
