@@ -21,7 +21,9 @@ a few seconds older, and nothing is retried.  It works wherever Spark does: exec
 already reach the driver at ``spark.driver.host`` (its RPC endpoint and block manager
 are there), on local[*] over loopback and on a cluster over the network; the driver
 listens on ``spark.driver.bindAddress`` (else ``spark.driver.host``) and a free port, or
-``spark.headwater.progress.port`` for a firewall that opens only known ports.  Each
+``spark.headwater.progress.port`` for a firewall that opens only known ports (a run
+listens for itself: with a fixed port, a second run of the same process at the same time,
+the page syncing two connections, cannot bind it and goes without, with a warning).  Each
 datagram carries a token made per run, sent to the tasks with the task itself, so no
 other sender's numbers are taken.  A firewall that drops the datagrams costs only the live
 figure: the checkpoint's own figures still arrive with its commit.  Off under Spark
