@@ -118,3 +118,13 @@ def test_state_import_starts_a_store_only_when_asked(tmp_path: Path) -> None:
                                       str(state), "--create-store", "--json"])
     assert result.exit_code == 0, result.output
     assert MetadataStore(f"sqlite:///{store}").get_state("c", "users") == {"updated_at": 1}
+
+
+def test_serves_catch_up_reads_a_missing_store_as_never_run_and_creates_nothing(
+        tmp_path: Path) -> None:
+    from headwater.config import load_connection
+    from headwater.operations import store_last_started
+
+    store = tmp_path / "not-synced" / "meta.db"
+    assert store_last_started(load_connection(_connection(tmp_path, store))) is None
+    assert not store.exists() and not store.parent.exists()
