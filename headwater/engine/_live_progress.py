@@ -148,6 +148,7 @@ class _Reporter:
     def add(self, progress: PartitionProgress) -> None:
         with self._lock:
             self._active.add(progress)
+            # Not alive: gone idle, or this process was forked from one that had it.
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._run, name="hw-progress",
                                                 daemon=True)
@@ -164,6 +165,9 @@ class _Reporter:
             time.sleep(self.TICK_S)
             with self._lock:
                 active = list(self._active)
+                if not active:  # nothing read now: the next partition starts it again
+                    self._thread = None
+                    return
             for progress in active:
                 self._send(progress)
 
