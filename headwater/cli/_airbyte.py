@@ -104,17 +104,27 @@ def state_import(
     file: Annotated[Path, typer.Argument(help="Airbyte state: STATE messages (a JSON list) "
                                          "or an Airbyte API connection state.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document.")] = False,
+    create_store: Annotated[bool, typer.Option(
+        "--create-store", help="Start the connection's metadata store if it does not exist "
+                               "(a connection moving from Airbyte before its first sync).")
+    ] = False,
 ) -> None:
-    """Import an Airbyte connection's state (STREAM or GLOBAL) into a connection."""
+    """Import an Airbyte connection's state (STREAM or GLOBAL) into a connection.
+
+    Into the store a sync of it has made: a store that does not exist is refused (exit 2,
+    naming its path) unless ``--create-store`` says to start one, so a mistyped path never
+    takes the state while the real store stays as it was."""
     from headwater.cli._common import emit_json, handled, out
     from headwater.config import load_connection
     from headwater.interop import parse_airbyte_state
-    from headwater.operations import open_store, store_url
+    from headwater.operations import open_store, open_store_to_change, store_url
 
     with handled(as_json):
         config = load_connection(connection)
         imported = parse_airbyte_state(_read_json(file, "state"))
-        store = open_store(store_url(config))
+        store = (open_store(store_url(config)) if create_store
+                 else open_store_to_change(store_url(config, create=False), "state import "
+                                           "(--create-store starts one)"))
         # An Airbyte connector gets its GLOBAL state back from each stream's own state.
         stored = imported.per_stream(shared_with_streams=config.source.type == "airbyte")
         for stream, value in stored.items():

@@ -22,7 +22,7 @@ from headwater.cli import _common as opt
 from headwater.cli._common import ConfOpt, MasterOpt, RemoteOpt
 from headwater.config import ConnectionConfig, load_connection, mask
 from headwater.errors import ConfigError
-from headwater.operations import open_store, spark_settings, start_engine, store_url
+from headwater.operations import open_store_to_change, spark_settings, start_engine, store_url
 
 if TYPE_CHECKING:
     from headwater.engine import SyncEngine, SyncResult
@@ -105,9 +105,10 @@ def _replayed_connection(run_id: str, connection: Path | None,
 
     if connection is not None:
         config = load_connection(connection)
-        return config, open_store(store_url(config, explicit=store))
-    url = store_url(explicit=store)
-    run_store = open_store(url)
+        return config, open_store_to_change(store_url(config, explicit=store, create=False),
+                                            "replay")
+    url = store_url(explicit=store, create=False)
+    run_store = open_store_to_change(url, "replay")
     run = run_store.get_run(run_id)
     if run is None:
         raise ConfigError(f"no run {run_id!r} in the metadata store {mask(url)}; pass "
@@ -144,7 +145,8 @@ def backfill(
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        engine = _engine(config, open_store(store_url(config)), master, remote, conf)
+        engine = _engine(config, open_store_to_change(store_url(config, create=False), "backfill"),
+                         master, remote, conf)
         result = _run_stoppable(engine, lambda e: backfill_run(e, stream, start, end))
         _report(result, config, as_json)
 

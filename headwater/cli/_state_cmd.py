@@ -11,7 +11,12 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConnectionArg, JsonOpt, VerboseOpt
 from headwater.config import load_connection, mask_obj
 from headwater.errors import ExitCode
-from headwater.operations import open_store, open_store_to_read, spark_settings, store_url
+from headwater.operations import (
+    open_store_to_change,
+    open_store_to_read,
+    spark_settings,
+    store_url,
+)
 
 
 def state_show(connection: ConnectionArg, as_json: JsonOpt = False) -> None:
@@ -42,7 +47,8 @@ def state_reset(
         if not yes and not as_json and not typer.confirm(
                 f"Reset the state of {which} of {config.name}?"):
             raise typer.Exit(ExitCode.FAILED)
-        reset = open_store(store_url(config)).reset_state(config.name, stream or None)
+        store = open_store_to_change(store_url(config, create=False), "state reset")
+        reset = store.reset_state(config.name, stream or None)
         if as_json:
             cli.emit_json({"connection": config.name, "reset": reset})
         else:
@@ -73,7 +79,7 @@ def state_realign(
     cli.setup_logging(verbose, as_json)
     with cli.handled(as_json):
         config = load_connection(connection)
-        store = open_store(store_url(config))
+        store = open_store_to_change(store_url(config, create=False), "state realign")
         streams = [(s.name, s.destination_sync_mode)
                    for s in resolve_streams(build_source(config), config)]
         destination = build_destination(config.destination.type, config.destination.config)

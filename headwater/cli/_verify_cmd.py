@@ -19,7 +19,7 @@ from headwater.cli import _common as cli
 from headwater.cli._common import ConfOpt, ConnectionArg, JsonOpt, MasterOpt, RemoteOpt, VerboseOpt
 from headwater.config import load_connection
 from headwater.errors import ConfigError
-from headwater.operations import open_store, store_url
+from headwater.operations import open_store_to_change, store_url
 
 if TYPE_CHECKING:
     from headwater.operations._verify import StreamCheck, VerifyReport
@@ -68,7 +68,8 @@ def verify(
                               field="--since")
         choice = WindowChoice(runs=runs, since=_moment(since), start=start, end=end)
         config = load_connection(connection)
-        engine = _engine(config, open_store(store_url(config)), master, remote, conf)
+        store = open_store_to_change(store_url(config, create=False), "verify")
+        engine = _engine(config, store, master, remote, conf)
         spark = get_spark(engine.options.spark)
         report = verify_windows(engine, spark, streams=stream or None, choice=choice)
         if repair and any(s.differing for s in report.streams):

@@ -14,6 +14,7 @@ schema's ``$schema`` (Draft 7 when it names none, as in Airbyte specs).
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -44,6 +45,31 @@ _JSON_TYPE_NAMES: tuple[tuple[type, str], ...] = (
 )
 
 
+#: The specs found to be valid JSON Schemas, as JSON text: checking one against its
+#: meta-schema costs more than validating a config with it, and a process validates the
+#: same few specs again and again (the page reads every file of its folder, a scheduler
+#: each firing's).
+_VALID_SCHEMAS: set[str] = set()
+
+
+def _check_schema(validator_class: Any, schema: Mapping[str, Any], where: str) -> None:
+    """Refuse (ConnectorError) a spec that is not a valid JSON Schema, once per spec."""
+    try:
+        key = json.dumps(schema, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        key = None
+    if key is not None and key in _VALID_SCHEMAS:
+        return
+    try:
+        validator_class.check_schema(dict(schema))
+    except SchemaError as exc:
+        raise ConnectorError(
+            f"the connector's spec is not a valid JSON Schema: {exc.message}", field=where
+        ) from exc
+    if key is not None:
+        _VALID_SCHEMAS.add(key)
+
+
 def validate_config(
     spec: Mapping[str, Any],
     config: Mapping[str, Any],
@@ -69,12 +95,7 @@ def validate_config(
     validator_class = jsonschema.validators.validator_for(
         schema, default=jsonschema.Draft7Validator
     )
-    try:
-        validator_class.check_schema(dict(schema))
-    except SchemaError as exc:
-        raise ConnectorError(
-            f"the connector's spec is not a valid JSON Schema: {exc.message}", field=where
-        ) from exc
+    _check_schema(validator_class, schema, where)
 
     filled = _typed(schema, _with_defaults(schema, config))
     validator = validator_class(schema, format_checker=validator_class.FORMAT_CHECKER)

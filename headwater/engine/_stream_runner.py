@@ -19,6 +19,7 @@ from headwater.destinations._base import CommitMarker, CommitResult, FileWriter,
 from headwater.engine._abort import abort_failed
 from headwater.engine._commit_routes import CommitRows, choose_route
 from headwater.engine._contracts import stream_contract
+from headwater.engine._live_progress import LiveProgress
 from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import slot_shares
@@ -65,10 +66,13 @@ class StreamRunner:
     """Runs one stream's checkpoints in lanes and moves its state."""
 
     def __init__(self, engine: SyncEngine, spark: SparkSession, plan: StreamPlan, run_id: str,
-                 attempt: int, run_plan: RunPlan, halt: threading.Event | None = None) -> None:
+                 attempt: int, run_plan: RunPlan, halt: threading.Event | None = None,
+                 live: LiveProgress | None = None) -> None:
         """``halt``: the run's, shared by its streams; set when a commit's outcome is
-        unknown, it starts no further checkpoint in any of them (as a stop request)."""
+        unknown, it starts no further checkpoint in any of them (as a stop request).
+        ``live``: where the tasks report records read within a checkpoint (None: nowhere)."""
         self.engine = engine
+        self.live = live
         self._halt = halt or threading.Event()
         #: Backfills and replays commit like a sync but leave state alone.
         self.moves_state = run_plan.moves_state
@@ -361,6 +365,7 @@ class StreamRunner:
                     self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
                     status="failed", stats={"attempt": self.attempt, "error": error,
                                             **({OUTCOME_UNKNOWN: True} if unknown else {})})
+                self._checkpoint_ended(checkpoint)
                 log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
                           error)
                 return
@@ -377,6 +382,12 @@ class StreamRunner:
             with self.engine.steps.step("store_writes"):
                 self._committed(checkpoint, result, time.monotonic() - began,
                                 found_committed=found is not None)
+                self._checkpoint_ended(checkpoint)
+
+    def _checkpoint_ended(self, checkpoint: CheckpointPlan) -> None:
+        """Its records read so far are no longer live: committed, or failed."""
+        if self.live is not None:
+            self.live.checkpoint_ended(self.name, checkpoint.index)
 
     def _keeps_state(self, stream: Stream) -> bool:
         """Whether the connector's own state rides with this stream's commits: it matters
@@ -524,7 +535,9 @@ class StreamRunner:
                               checkpoint_index=checkpoint.index,
                               data_schema=self.context_schema,
                               carries_state=carries_state, reports_state=reports_state,
-                              contract=self.row_contract)
+                              contract=self.row_contract,
+                              progress=(self.live.address(self.name, checkpoint.index)
+                                        if self.live is not None else None))
         split = (self.quarantine.split_writer(writer)
                  if self.quarantine is not None and self.checks is not None
                  and self.checks.splits else None)

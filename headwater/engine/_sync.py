@@ -62,6 +62,7 @@ from headwater.config import ConnectionConfig, SparkConfig, redact
 from headwater.destinations import Destination, build_destination
 from headwater.engine._contracts import held_to_contracts
 from headwater.engine._hooks import run_after_sync_hooks
+from headwater.engine._live_progress import live_progress
 from headwater.engine._plan import checkpoint_count, group_checkpoints
 from headwater.engine._plan_reads import spark_plan_context
 from headwater.engine._results import StreamStats, SyncObserver, SyncResult, outcome
@@ -515,16 +516,19 @@ class SyncEngine:
 
     def _run_streams(self, spark: SparkSession, plan: RunPlan, run_id: str,
                      attempt: int) -> list[StreamStats]:
-        halt = threading.Event()  # a commit's outcome is unknown: no stream starts another
-        runners = [StreamRunner(self, spark, stream_plan, run_id, attempt, run_plan=plan,
-                                halt=halt)
-                   for stream_plan in plan.streams]
-        if not runners:
+        if not plan.streams:
             return []
-        with ThreadPoolExecutor(max_workers=len(runners), thread_name_prefix="hw-stream") as pool:
-            futures = [submit_in_run(pool, runner.run) for runner in runners]
-            wait_all(futures)  # a signal's handler (request_stop) must still run meanwhile
-            return [future.result() for future in futures]
+        halt = threading.Event()  # a commit's outcome is unknown: no stream starts another
+        # Records read so far within checkpoints, for the page and /metrics (._live_progress).
+        with live_progress(spark, self.store, run_id) as live:
+            runners = [StreamRunner(self, spark, stream_plan, run_id, attempt, run_plan=plan,
+                                    halt=halt, live=live)
+                       for stream_plan in plan.streams]
+            with ThreadPoolExecutor(max_workers=len(runners),
+                                    thread_name_prefix="hw-stream") as pool:
+                futures = [submit_in_run(pool, runner.run) for runner in runners]
+                wait_all(futures)  # a signal's handler (request_stop) must still run meanwhile
+                return [future.result() for future in futures]
 
 
 __all__ = ["SyncEngine", "SyncOptions"]

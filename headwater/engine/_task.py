@@ -11,6 +11,7 @@ stream object, the partitions and a few plain values.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gc
 import hashlib
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from headwater._events import task_listeners
+from headwater.engine._live_progress import PartitionProgress, ProgressAddress
 from headwater.engine._partition_stats import PartitionFigures, task_attempt
 from headwater.errors import AuthenticationError, ConnectorError, SchemaContractError
 from headwater.schema_contracts import RowContract, Tally
@@ -57,6 +59,8 @@ class TaskContext:
     reports_state: bool = False
     #: The stream's schema contract on rows (``headwater.schema_contracts``); None: none.
     contract: RowContract | None = None
+    #: Where the tasks report records read so far (:mod:`._live_progress`); None: nowhere.
+    progress: ProgressAddress | None = None
 
     @property
     def output_schema(self) -> pa.Schema:
@@ -136,16 +140,20 @@ class _PartitionWriter:
 
 def read_partition(stream: Stream, partition: Partition, context: TaskContext,
                    tally: Tally | None = None, items: Iterator[Any] | None = None,
+                   progress: PartitionProgress | None = None,
                    ) -> Generator[pa.RecordBatch, None, PartitionState | None]:
     """Read one partition and yield output batches (metadata + typed data columns).
 
     Returns the partition's own state (the last one the stream gave, if any)
     once the read finished.  ``tally`` counts the rows the schema contract kept out.
     ``items``: the partition's records read already (Spark's reader,
-    :meth:`Stream.spark_frame`) instead of ``stream.read(partition)``.
+    :meth:`Stream.spark_frame`) instead of ``stream.read(partition)``.  ``progress``
+    reports the records read so far (handed on, and gathered to be) while it reads.
     """
     writer = _PartitionWriter(partition, context, tally)
     pending: list[Mapping[str, Any]] = []
+    if progress is not None:
+        progress.count = lambda: writer.record_number + len(pending)
     own_state: PartitionState | None = None
     try:
         stream.lands_in(context.data_schema)  # a bulk reader types for the table's columns
@@ -154,8 +162,8 @@ def read_partition(stream: Stream, partition: Partition, context: TaskContext,
                 own_state = item
             elif isinstance(item, pa.RecordBatch):
                 if pending:
-                    yield writer.from_records(pending)
-                    pending = []
+                    batch, pending = writer.from_records(pending), []
+                    yield batch
                 if item.num_rows:
                     yield writer.from_batch(item)
             elif isinstance(item, pa.Table):
@@ -164,10 +172,13 @@ def read_partition(stream: Stream, partition: Partition, context: TaskContext,
             else:
                 pending.append(item)
                 if len(pending) >= DICT_BATCH_ROWS:
-                    yield writer.from_records(pending)
-                    pending = []
+                    # ``pending`` emptied as its rows are counted in ``writer``, not after
+                    # Spark took them: ``progress`` counts both, and each row once.
+                    batch, pending = writer.from_records(pending), []
+                    yield batch
         if pending:
-            yield writer.from_records(pending)
+            batch, pending = writer.from_records(pending), []
+            yield batch
         # Only after the read finished: a read that fails releases no state.
         if own_state is not None and context.carries_state:
             yield writer.state_row(own_state)
@@ -243,12 +254,14 @@ def _one_partition(stream: Stream, partition: Partition, context: TaskContext,
     for listener in listeners:
         listener("reading")
     tally = Tally()
-    batches = read_partition(stream, partition, context, tally, items)
-    if stats is None:
-        yield from batches
-    else:
-        yield from _counted(batches, partition.id, stats,
-                            report_state=context.reports_state, tally=tally)
+    with (context.progress.reporting(partition.id, task_attempt())
+          if context.progress is not None else contextlib.nullcontext()) as progress:
+        batches = read_partition(stream, partition, context, tally, items, progress)
+        if stats is None:
+            yield from batches
+        else:
+            yield from _counted(batches, partition.id, stats,
+                                report_state=context.reports_state, tally=tally)
     for listener in listeners:
         listener("partition-read")
 

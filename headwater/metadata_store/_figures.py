@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import json
 import threading
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -127,6 +128,17 @@ class StreamState:
 
 
 @dataclass(frozen=True)
+class RecordsReading:
+    """Records read so far by the partitions of a stream's running checkpoints (not yet
+    committed), over the running runs of a connection, as their tasks last reported."""
+
+    connection: str
+    stream: str
+    records: int
+    partitions: int
+
+
+@dataclass(frozen=True)
 class StoreFigures:
     """Everything :func:`read_figures` computes, from one transaction."""
 
@@ -136,6 +148,7 @@ class StoreFigures:
     stream_totals: list[StreamTotals]
     states: list[StreamState]
     expectation_totals: list[ExpectationTotals] = field(default_factory=list)
+    reading: list[RecordsReading] = field(default_factory=list)
 
 
 def read_figures(conn: Connection, duration_buckets: Sequence[float],
@@ -154,7 +167,8 @@ def read_figures(conn: Connection, duration_buckets: Sequence[float],
     unfinished = conn.execute(_RUN_COLUMNS.where(t.runs.c.finished_seq.is_(None))).all()
     fresh.add_runs(unfinished)
     fresh.add_checkpoints(conn, [row.run_id for row in unfinished])
-    return finished.merged(fresh).figures(current_states(conn))
+    return replace(finished.merged(fresh).figures(current_states(conn)),
+                   reading=records_reading(conn))
 
 
 #: The columns of ``runs`` every figure reads (never the JSON ones).
@@ -162,6 +176,10 @@ _RUN_COLUMNS = sa.select(t.runs.c.run_id, t.runs.c.connection, t.runs.c.kind, t.
                          t.runs.c.started_at, t.runs.c.ended_at, t.runs.c.finished_seq)
 
 _Key = tuple[str, str]
+
+#: Whose checkpoints a sum reads: a few runs by id (the unfinished ones), or every run
+#: whose ``finished_seq`` is in ``(after, upto]`` (those finished since the last call).
+_Runs = list[str] | tuple[int, int]
 
 
 @dataclass
@@ -176,9 +194,9 @@ class _Histogram:
     def add(self, seconds: float) -> None:
         self.count += 1
         self.sum_s += seconds
-        for i, bound in enumerate(self.bounds):
-            if seconds <= bound:
-                self.le[i] += 1
+        # Cumulative: every bound from the first one ``seconds`` fits under counts it.
+        for i in range(bisect_left(self.bounds, seconds), len(self.bounds)):
+            self.le[i] += 1
 
     def merged(self, other: _Histogram) -> _Histogram:
         return _Histogram(self.bounds, [a + b for a, b in zip(self.le, other.le, strict=True)],
@@ -205,23 +223,29 @@ class _Share:
     expectations: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
 
     def add_runs(self, rows: Iterable[Any]) -> None:
-        for row in rows:
-            self.counts[row.connection, row.kind, row.status] += 1
-            if row.ended_at is None:
+        """Add runs (rows of :data:`_RUN_COLUMNS`).  Written for the first call of a
+        process, which reads every finished run: plain tuples, no per-row lookups that a
+        loop of 10,000 rows would repeat."""
+        counts, newest, durations = self.counts, self.newest, self.durations
+        for run_id, connection, kind, status, started_at, ended_at, *_ in rows:
+            counts[connection, kind, status] += 1
+            if ended_at is None:
                 continue  # running: no duration, not "last"
-            newest = (row.started_at, row.run_id, row.kind, row.status, row.ended_at)
-            if row.connection not in self.newest or newest[:2] > self.newest[row.connection][:2]:
-                self.newest[row.connection] = newest
-            if row.status not in FINISHED_STATUSES:
+            known = newest.get(connection)
+            if known is None or (started_at, run_id) > known[:2]:
+                newest[connection] = (started_at, run_id, kind, status, ended_at)
+            if status not in FINISHED_STATUSES:
                 # A stopped run is resumed later and finishes with a longer duration:
                 # counted now, it would leave the histogram then (counts going down).
                 continue
-            seconds = (row.ended_at - row.started_at).total_seconds()
-            self.durations.setdefault(
-                row.connection, _Histogram(self.bounds, [0] * len(self.bounds))).add(seconds)
-            if row.status in SUCCEEDED_STATUSES and row.kind == "sync":
-                best = self.last_success.get(row.connection)
-                self.last_success[row.connection] = max(row.ended_at, best or row.ended_at)
+            histogram = durations.get(connection)
+            if histogram is None:
+                histogram = durations[connection] = _Histogram(self.bounds,
+                                                               [0] * len(self.bounds))
+            histogram.add((ended_at - started_at).total_seconds())
+            if status in SUCCEEDED_STATUSES and kind == "sync":
+                best = self.last_success.get(connection)
+                self.last_success[connection] = ended_at if best is None else max(ended_at, best)
 
     def add_sums(self, rows: Iterable[tuple[Any, ...]]) -> None:
         for connection, stream, *figures in rows:
@@ -229,7 +253,7 @@ class _Share:
             for i, figure in enumerate(figures):
                 total[i] += int(figure)
 
-    def add_checkpoints(self, conn: Connection, run_ids: list[str]) -> None:
+    def add_checkpoints(self, conn: Connection, run_ids: _Runs) -> None:
         """Add the durable checkpoints of ``run_ids``: their figures and expectation counts.
 
         From ``checkpoint_figures`` (schema 4), else (a store an older Headwater wrote,
@@ -345,7 +369,9 @@ class FiguresCache:
             # Built aside: a call that fails half way leaves the cache as it was.
             share = self._share.merged(_Share(bounds))
             share.add_runs(new)
-            share.add_checkpoints(conn, [row.run_id for row in new])
+            # By their numbers, not their ids: one query however many (a first call
+            # reads every finished run; by id, 20 queries of 500 for 10,000 runs).
+            share.add_checkpoints(conn, (after, new[-1].finished_seq))
             self._share, self._seen = share, (new[-1].finished_seq, new[-1].run_id)
         return self._share
 
@@ -361,19 +387,25 @@ def _stat(conn: Connection, key: str) -> ColumnElement[int]:
     return sa.func.coalesce(sa.func.sum(value), 0)
 
 
-def _chunked(conn: Connection, run_ids: list[str], table: sa.Table,
+def _chunked(conn: Connection, run_ids: _Runs, table: sa.Table,
              columns: Sequence[ColumnElement[Any]], *conditions: ColumnElement[bool],
              grouped: bool = False) -> Iterator[tuple[Any, ...]]:
     """``(connection, stream, *columns)`` of the durable checkpoints of ``run_ids`` in
     ``table`` (``checkpoints`` or ``checkpoint_figures``), summed per stream when
-    ``grouped``: a few hundred runs per query, selected by run id, so the database reads
-    only these runs' rows (their primary key starts with it)."""
+    ``grouped``.  Runs named by id: a few hundred per query, so the database reads only
+    these runs' rows (their primary key starts with it); by a ``finished_seq`` range: one
+    query, the runs found on that column's index."""
     r = t.runs
-    for i in range(0, len(run_ids), FiguresCache.CHUNK):
+    if isinstance(run_ids, tuple):
+        after, upto = run_ids
+        selections = [sa.and_(r.c.finished_seq > after, r.c.finished_seq <= upto)]
+    else:
+        selections = [table.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK])
+                      for i in range(0, len(run_ids), FiguresCache.CHUNK)]
+    for selection in selections:
         query = (sa.select(r.c.connection, table.c.stream, *columns)
                  .select_from(table.join(r, table.c.run_id == r.c.run_id))
-                 .where(table.c.status.in_(_DURABLE), *conditions,
-                        table.c.run_id.in_(run_ids[i:i + FiguresCache.CHUNK])))
+                 .where(table.c.status.in_(_DURABLE), *conditions, selection))
         if grouped:
             query = query.group_by(r.c.connection, table.c.stream)
         yield from (tuple(row) for row in conn.execute(query))
@@ -386,7 +418,7 @@ def _has_checkpoint_figures(conn: Connection) -> bool:
     return int(version or 0) >= 4
 
 
-def _sum_figures(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+def _sum_figures(conn: Connection, run_ids: _Runs) -> Iterator[tuple[Any, ...]]:
     """``(connection, stream, checkpoints, *_SUMMED)`` from ``checkpoint_figures``."""
     f = t.checkpoint_figures
     return _chunked(conn, run_ids, f, [sa.func.count(), *(
@@ -394,14 +426,14 @@ def _sum_figures(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any, ..
 
 
 def _figures_expectations(conn: Connection,
-                          run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+                          run_ids: _Runs) -> Iterator[tuple[Any, ...]]:
     """``(connection, stream, expectation counts)`` of each checkpoint that has some, from
     ``checkpoint_figures``."""
     f = t.checkpoint_figures
     return _chunked(conn, run_ids, f, [f.c.expectations], f.c.expectations.is_not(None))
 
 
-def _sum_checkpoints(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+def _sum_checkpoints(conn: Connection, run_ids: _Runs) -> Iterator[tuple[Any, ...]]:
     """``(connection, stream, checkpoints, *_SUMMED)`` from each checkpoint's ``stats`` (a
     store of schema 3 a reader opened: not migrated to ``checkpoint_figures``)."""
     return _chunked(conn, run_ids, t.checkpoints,
@@ -409,7 +441,7 @@ def _sum_checkpoints(conn: Connection, run_ids: list[str]) -> Iterator[tuple[Any
 
 
 def _checkpoint_expectations(conn: Connection,
-                             run_ids: list[str]) -> Iterator[tuple[Any, ...]]:
+                             run_ids: _Runs) -> Iterator[tuple[Any, ...]]:
     """``(connection, stream, expectation counts)`` of each checkpoint that has some, from
     its ``stats`` (schema 3, as :func:`_sum_checkpoints`)."""
     c = t.checkpoints
@@ -419,6 +451,22 @@ def _checkpoint_expectations(conn: Connection,
     else:
         found = sa.cast(c.c.stats, postgresql.JSONB)["expectations"]
     return _chunked(conn, run_ids, c, [found], found.is_not(None))
+
+
+def records_reading(conn: Connection) -> list[RecordsReading]:
+    """The live figures of the running runs, per connection and stream (read afresh on
+    every call: a few rows, replaced every few seconds while a run reads)."""
+    if not t.has_run_progress(conn):
+        return []
+    p, r = t.run_progress, t.runs
+    query = (sa.select(r.c.connection, p.c.stream, sa.func.sum(p.c.records), sa.func.count())
+             .select_from(p.join(r, p.c.run_id == r.c.run_id))
+             # Unfinished (by index: a warm scrape reads no finished run), and running.
+             .where(r.c.finished_seq.is_(None), r.c.status == "running")
+             .group_by(r.c.connection, p.c.stream)
+             .order_by(r.c.connection, p.c.stream))
+    return [RecordsReading(connection, stream, int(records or 0), int(count))
+            for connection, stream, records, count in conn.execute(query)]
 
 
 def current_states(conn: Connection) -> list[StreamState]:

@@ -104,6 +104,18 @@ class RunSummary:
 
 
 @dataclass(frozen=True)
+class LiveFigure:
+    """Records read so far by one partition of a checkpoint that has not ended yet, as its
+    task last reported them (``headwater.engine._live_progress``); gone once it commits."""
+
+    stream: str
+    checkpoint_index: int
+    partition_id: str
+    records: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True)
 class RunLogLine:
     """One log line a run emitted while it ran (its message already masked)."""
 

@@ -259,6 +259,30 @@ run_logs = sa.Table(
     sa.Column("message", sa.Text, nullable=False),
 )
 
+#: Records read so far by the partitions of a running run's checkpoints that have not
+#: ended, as the tasks report them every few seconds (``headwater.engine._live_progress``):
+#: the page and ``/metrics`` read them from here, whichever process runs the sync.  The run
+#: replaces its rows as figures come in, drops a checkpoint's when it commits or fails, and
+#: all of them when it ends.  A table added without a version of its own: a writer's
+#: ``create_all`` adds it to an older store, and readers take a store without it as one
+#: with no live figure (:func:`has_run_progress`).
+run_progress = sa.Table(
+    "run_progress",
+    metadata,
+    sa.Column("run_id", _RUN_ID, sa.ForeignKey("runs.run_id"), primary_key=True),
+    sa.Column("stream", _NAME, primary_key=True),
+    sa.Column("checkpoint_index", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("partition_id", sa.String(512), primary_key=True),
+    sa.Column("records", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", UTCDateTime, nullable=False),
+)
+
+
+def has_run_progress(conn: Connection) -> bool:
+    """Whether the store holds ``run_progress`` (one a writer of this release opened)."""
+    return sa.inspect(conn).has_table(run_progress.name)
+
+
 #: At most one row per connection: the primary key is what makes the lock exclusive.
 locks = sa.Table(
     "locks",

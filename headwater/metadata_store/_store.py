@@ -44,6 +44,7 @@ from headwater.metadata_store._models import (
     AttemptStatus,
     CheckpointRecord,
     CheckpointStatus,
+    LiveFigure,
     LockHolder,
     RunLogLine,
     RunRecord,
@@ -654,6 +655,38 @@ class MetadataStore:
         p = t.partition_states
         self._db.write(lambda conn: conn.execute(sa.delete(p).where(
             p.c.run_id == run_id, p.c.stream == stream, p.c.checkpoint_index == index)))
+
+    # -- live figures of a running run ----------------------------------------
+
+    def set_live_figures(self, run_id: str, figures: Sequence[LiveFigure]) -> None:
+        """Replace the run's live figures with ``figures`` (none: drop them all), in one
+        transaction, so a reader never sees a checkpoint both committed and still read."""
+        p = t.run_progress
+
+        def replace_all(conn: Connection) -> None:
+            conn.execute(sa.delete(p).where(p.c.run_id == run_id))
+            if figures:
+                conn.execute(sa.insert(p), [
+                    {"run_id": run_id, "stream": f.stream, "checkpoint_index": f.checkpoint_index,
+                     "partition_id": f.partition_id[:512], "records": f.records,
+                     "updated_at": f.updated_at} for f in figures])
+
+        self._db.write(replace_all)
+
+    def live_figures(self, run_id: str) -> list[LiveFigure]:
+        """The run's live figures: records read so far by the partitions of its checkpoints
+        being read now (none once they commit, nor in a store without the table)."""
+        p = t.run_progress
+        query = (sa.select(p.c.stream, p.c.checkpoint_index, p.c.partition_id, p.c.records,
+                           p.c.updated_at).where(p.c.run_id == run_id)
+                 .order_by(p.c.stream, p.c.checkpoint_index, p.c.partition_id))
+
+        def read(conn: Connection) -> list[LiveFigure]:
+            if not t.has_run_progress(conn):
+                return []
+            return [record_from_row(LiveFigure, row) for row in conn.execute(query)]
+
+        return self._db.read(read)
 
     # -- log lines of a run --------------------------------------------------
 

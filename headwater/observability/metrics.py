@@ -143,6 +143,7 @@ def store_metrics(figures: StoreFigures, now: float) -> Iterator[Metric]:
 
     yield from _last_run_metrics(figures, now)
     yield from _stream_total_metrics(figures)
+    yield from _reading_metrics(figures)
     yield from _expectation_metrics(figures)
     yield from _freshness_metrics(figures, now)
 
@@ -193,6 +194,24 @@ def _stream_total_metrics(figures: StoreFigures) -> Iterator[Metric]:
         for totals in figures.stream_totals:
             family.add_metric(_labels(totals.connection, totals.stream), getattr(totals, field))
         yield family
+
+
+def _reading_metrics(figures: StoreFigures) -> Iterator[Metric]:
+    """Records read so far by running checkpoints: a run of one long checkpoint moves
+    here while ``headwater_records_written`` waits for its commit."""
+    records = GaugeMetricFamily(
+        "headwater_records_reading",
+        "Records read so far by the partitions of the stream's running checkpoints, not "
+        "committed yet (its tasks report every few seconds; at the commit they move to "
+        "headwater_records_written).", labels=["connection", "stream"])
+    partitions = GaugeMetricFamily(
+        "headwater_partitions_reading",
+        "Partitions of the stream's running checkpoints that have reported records read.",
+        labels=["connection", "stream"])
+    for found in figures.reading:
+        records.add_metric(_labels(found.connection, found.stream), found.records)
+        partitions.add_metric(_labels(found.connection, found.stream), found.partitions)
+    yield from (records, partitions)
 
 
 def _expectation_metrics(figures: StoreFigures) -> Iterator[Metric]:

@@ -16,13 +16,18 @@ from headwater.operations._settings import (
     check_store_url,
     home,
     open_store,
+    open_store_to_change,
     open_store_to_read,
     spark_conf,
     spark_settings,
     store_url,
 )
 from headwater.operations._sync_runner import run_sync, start_engine, store_last_started
-from headwater.operations._validation import connection_files, validate_file
+from headwater.operations._validation import (
+    connection_files,
+    validate_file,
+    validated_file,
+)
 
 __all__ = [
     "HOME_ENV",
@@ -32,6 +37,7 @@ __all__ = [
     "connection_files",
     "home",
     "open_store",
+    "open_store_to_change",
     "open_store_to_read",
     "partition_rows",
     "run_sync",
@@ -42,4 +48,5 @@ __all__ = [
     "store_url",
     "stream_rows",
     "validate_file",
+    "validated_file",
 ]

@@ -18,6 +18,7 @@ from headwater.errors import ConfigError
 
 if TYPE_CHECKING:
     from headwater.engine import SparkSettings
+    from headwater.errors import StoreMissingError
     from headwater.metadata_store import MetadataStore
 
 STORE_ENV = "HEADWATER_METADATA_STORE"
@@ -78,15 +79,39 @@ def open_store_to_read(url: str) -> MetadataStore:
     open it.  A SQLite file that does not exist is refused (StoreMissingError, exit 2,
     naming the path) rather than made empty: an empty store would answer "no runs" for a
     mistyped path or the wrong working directory."""
-    from headwater.errors import StoreMissingError
-
     store = open_store(url, create=False)
     if store.missing:
-        raise StoreMissingError(
-            f"no metadata store at {store.url}: no sync has written it yet, or the path is "
-            f"wrong (it comes from --store, the connection file's metadata_store, "
-            f"${STORE_ENV}, else ${HOME_ENV}/headwater.db, ./.headwater by default)")
+        raise _missing(store, "no sync has written it yet, or the path is wrong")
     return store
+
+
+def open_store_to_change(url: str, command: str) -> MetadataStore:
+    """The store at ``url`` for ``command``, which writes to a store a sync has made but
+    does not start one (``state reset``, ``state import``, ``replay``, ``backfill``...).
+
+    A SQLite file that does not exist is refused (StoreMissingError, exit 2, naming the
+    path), and neither it nor its folder is made: a reset or an import into a new empty
+    store at a mistyped path would report success while the real store stays as it was,
+    and a backfill there would number its commits from 0 again.  An existing store is
+    opened as a sync opens it (migrated to this release's layout if older).  Only
+    ``headwater sync`` (and what runs one: ``serve``, the page) starts a store.
+    """
+    probe = open_store(url, create=False)
+    missing = probe.missing
+    probe.close()
+    if missing:
+        raise _missing(probe, f"{command} changes a store a sync has made and starts none: "
+                              "the path is wrong, or no sync has run yet")
+    return open_store(url)
+
+
+def _missing(store: MetadataStore, why: str) -> StoreMissingError:
+    from headwater.errors import StoreMissingError
+
+    return StoreMissingError(
+        f"no metadata store at {store.url}: {why} (it comes from --store, the connection "
+        f"file's metadata_store, ${STORE_ENV}, else ${HOME_ENV}/headwater.db, ./.headwater "
+        f"by default)")
 
 
 def spark_conf(pairs: list[str] | None) -> dict[str, str]:

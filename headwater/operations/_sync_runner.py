@@ -98,7 +98,12 @@ def run_sync(config: ConnectionConfig, runs: RunsInProgress | None = None, *,
 
 def store_last_started(config: ConnectionConfig) -> datetime | None:
     """When ``config``'s connection last started a run, from its store (the catch-up rule)."""
-    store = open_store(store_url(config))
+    url = store_url(config, create=False)
+    probe = open_store(url, create=False)
+    if probe.missing:  # never synced (or a wrong path): no run, and no store made here
+        return None
+    probe.close()
+    store = open_store(url)
     try:
         return last_run_started(store, config.name)
     finally:

@@ -42,10 +42,16 @@ def connection_files(paths: Iterable[Path]) -> list[Path]:
 
 def validate_file(path: Path) -> list[dict[str, Any]]:
     """Every problem of one connection file: ``{"file", "line", "field", "message"}``."""
+    return validated_file(path)[1]
+
+
+def validated_file(path: Path) -> tuple[ConnectionConfig | None, list[dict[str, Any]]]:
+    """The connection file loaded (``None``: it does not load) and every problem of it:
+    for a reader that keeps the config too (the page), parsed once."""
     try:
         config = load_connection(path)
     except HeadwaterError as exc:
-        return _problems(path, exc)
+        return None, _problems(path, exc)
     problems: list[dict[str, Any]] = []
     for section, refused in refusals(config):
         found = _problems(path, refused)
@@ -58,7 +64,7 @@ def validate_file(path: Path) -> list[dict[str, Any]]:
     said = {(p["field"], p["message"]) for p in problems}
     problems += [p for p in _refused_table_properties(path, config)
                  if (p["field"], p["message"]) not in said]
-    return problems
+    return config, problems
 
 
 def _refused_table_properties(path: Path, config: ConnectionConfig) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.config import ConnectionConfig, mask
 from headwater.errors import ConfigError, ConnectionLockedError, HeadwaterError
-from headwater.operations import open_store, run_sync, start_engine, store_url
+from headwater.operations import open_store_to_change, run_sync, start_engine, store_url
 from headwater.serve import RunsInProgress
 from headwater.ui._folder import ConnectionFile, ConnectionFolder
 
@@ -207,9 +207,11 @@ class Actions:
                                    f"{unfinished.run_id} (a {unfinished.kind}): a {kind} "
                                    "waits until a sync finishes it (Sync now resumes it)")
 
-    def _engine(self, job: Job, config: ConnectionConfig) -> tuple[SyncEngine, MetadataStore]:
+    def _engine(self, job: Job, config: ConnectionConfig,
+                kind: str) -> tuple[SyncEngine, MetadataStore]:
         """An engine as ``headwater replay``/``backfill`` build one, watched by ``job``."""
-        store = open_store(store_url(config, explicit=self.folder.explicit_store))
+        store = open_store_to_change(store_url(config, explicit=self.folder.explicit_store,
+                                               create=False), kind)
         engine = start_engine(config, store, early_reads=False)
         _watch_runs(engine, job)
         return engine, store
@@ -239,7 +241,7 @@ class Actions:
         self._refuse_if_unfinished(connection, "replay")
 
         def work(job: Job) -> None:
-            engine, store = self._engine(job, config)
+            engine, store = self._engine(job, config, "replay")
             try:
                 with self.runs.running(engine):
                     replay(engine, run_id, streams or None)
@@ -274,11 +276,14 @@ class Actions:
 
         self.backfill_plan(name, body)  # refuses what the command would refuse, before 202
         connection, config = self.connection(name)
+        if self.folder.store_for(connection).missing:  # a backfill starts no store
+            raise ActionError(409, f"connection {name} has no metadata store yet: a backfill "
+                                   "reads again what a sync has read (Sync now first)")
         self._refuse_if_unfinished(connection, "backfill")
         stream, start, end = _window(body)
 
         def work(job: Job) -> None:
-            engine, store = self._engine(job, config)
+            engine, store = self._engine(job, config, "backfill")
             try:
                 with self.runs.running(engine):
                     backfill(engine, stream, start, end)

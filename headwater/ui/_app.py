@@ -304,8 +304,9 @@ async def _run(request: web.Request) -> web.Response:
 
     def read() -> dict[str, Any]:
         run, store = actions.find_run(run_id)
+        live = store.live_figures(run_id) if run.status == "running" else []
         return views.run_detail(run, store.list_checkpoints(run_id), commit_id_key(run),
-                                datetime.now(UTC))
+                                datetime.now(UTC), live)
 
     return answer(await _blocking(read))
 

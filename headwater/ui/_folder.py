@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from headwater.config import ConnectionConfig, load_connection
+from headwater.config import ConnectionConfig
 from headwater.metadata_store import MetadataStore
-from headwater.operations import open_store, store_url, validate_file
+from headwater.operations import open_store, store_url, validated_file
 from headwater.serve import scan_folder
 
 
@@ -117,9 +117,8 @@ class ConnectionFolder:
 
 
 def _load(path: Path) -> ConnectionFile:
-    problems = [problem_text(p) for p in validate_file(path)]
-    try:
-        config = load_connection(path)
-    except Exception:
+    config, found = validated_file(path)
+    problems = [problem_text(p) for p in found]
+    if config is None:
         return ConnectionFile(path=path, name=path.stem, config=None, problems=problems)
     return ConnectionFile(path=path, name=config.name, config=config, problems=problems)

@@ -16,7 +16,7 @@ from aiohttp import web
 from headwater._listen import LOOPBACK, http_url
 from headwater.errors import HeadwaterError
 from headwater.ui import DEFAULT_PORT
-from headwater.ui._app import ACTIONS
+from headwater.ui._app import ACTIONS, FOLDER
 
 #: The port ``headwater ui`` listens on unless told otherwise.
 
@@ -40,7 +40,11 @@ class UiServer:
         return http_url(self.host, self.port)
 
     def start(self) -> None:
-        """Listen; returns once the socket is bound (raises if it cannot be)."""
+        """Read the folder, then listen; returns once the socket is bound (raises if it
+        cannot be).  The folder's files first (validated, their connectors' and
+        destinations' modules imported, about a second for a few files): every page and
+        the first ``/metrics`` scrape need them, and need not wait for them."""
+        self.app[FOLDER].connections()
         self._thread.start()
         self._ready.wait()
         if self._failure is not None:

@@ -16,6 +16,7 @@ from typing import Any
 from headwater.metadata_store import (
     DURABLE_CHECKPOINT_STATUSES,
     CheckpointRecord,
+    LiveFigure,
     RunLogLine,
     RunRecord,
     RunSummary,
@@ -243,9 +244,12 @@ def _planned_partitions(plan: Mapping[str, Any]) -> dict[str, dict[int, list[str
 
 
 def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_key: str,
-               now: datetime) -> dict[str, Any]:
+               now: datetime, live: Sequence[LiveFigure] = ()) -> dict[str, Any]:
     """``GET /api/runs/{id}``: the run with per-stream, per-checkpoint and per-partition
-    figures.  A running run's figures come from its committed checkpoints so far."""
+    figures.  A running run's figures come from its committed checkpoints so far, and
+    ``live``: the records its tasks have read so far in the checkpoints not committed yet
+    (``reading`` partitions, ``records_reading``)."""
+    live = live if run.status == "running" else ()  # a killed run's last figures: not live
     planned = _planned(run.plan)
     by_checkpoint = _planned_partitions(run.plan)
     recorded = {row.get("name"): row for row in stream_rows(run)}
@@ -267,6 +271,10 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
         outcomes = stream_outcomes(name, by_checkpoint.get(name, {}), mine, run.status,
                                    row.get("error"))
         errors += outcomes.errors
+        reading = [{"checkpoint_index": f.checkpoint_index, "partition_id": f.partition_id,
+                    "records": f.records, "bytes": None, "duration_s": None,
+                    "status": "reading", "error": None, "updated_at": iso(f.updated_at)}
+                   for f in live if f.stream == name]
         streams.append({
             "name": name,
             "status": row.get("status") or ("running" if run.status == "running" else None),
@@ -275,6 +283,7 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
             "bytes": figures["bytes"],
             "partitions_done": sum(len(c.stats.get("partitions") or []) for c in done),
             "partitions_planned": planned.get(name, 0),
+            "records_reading": sum(f.records for f in live if f.stream == name),
             "error": row.get("error"),
             "warnings": list(row.get("warnings") or ()),
             "checkpoints": [{"index": c.index, "checkpoint_id": c.checkpoint_id,
@@ -290,7 +299,7 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
                   "records": p.get("records_written"), "bytes": p.get("bytes"),
                   "duration_s": p.get("duration_s"), "status": "committed",
                   "error": p.get("error")} for p in partitions if p["stream"] == name]
-                + outcomes.partitions, key=lambda p: p["checkpoint_index"]),
+                + outcomes.partitions + reading, key=lambda p: p["checkpoint_index"]),
         })
     summary = run_summary(run, now)
     if summary["records"] is None or resumed:  # running, resumed: what is committed
@@ -322,6 +331,8 @@ def run_detail(run: RunRecord, checkpoints: Sequence[CheckpointRecord], commit_k
             "partitions_done": sum(s["partitions_done"] for s in streams),
             "partitions_planned": sum(s["partitions_planned"] for s in streams),
             "rows_per_s": summary["rows_per_s"],
+            "records_reading": sum(f.records for f in live),
+            "partitions_reading": len(live),
             "live": run.status == "running",
         },
     }

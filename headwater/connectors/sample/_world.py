@@ -33,7 +33,7 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -72,13 +72,24 @@ _LAST_NAMES = [
     "Perlman", "Goldwasser", "Berners-Lee", "Diffie", "Matsumoto",
 ]  # fmt: skip
 # Names and e-mail local parts come as whole pairs, so one ``take`` builds a column.
-_NAMES = pa.array([f"{first} {last}" for first in _FIRST_NAMES for last in _LAST_NAMES])
-_MAILBOXES = pa.array([f"{first}.{last}".lower() for first in _FIRST_NAMES for last in _LAST_NAMES])
-_AT_DOMAINS = pa.array(["@example.com", "@example.org", "@example.net"])
-_COUNTRIES = pa.array(["US", "GB", "DE", "FR", "JP", "BR", "IN", "CA", "AU", "NG"])
-_TIERS = pa.array(["bronze", "silver", "gold", "platinum"])
-_CURRENCIES = pa.array(["USD", "EUR", "GBP", "CAD", "AUD"])
-_STATUSES = pa.array(["placed", "paid", "shipped", "delivered"])
+_POOLS = {
+    "names": [f"{first} {last}" for first in _FIRST_NAMES for last in _LAST_NAMES],
+    "mailboxes": [f"{first}.{last}".lower() for first in _FIRST_NAMES for last in _LAST_NAMES],
+    "at_domains": ["@example.com", "@example.org", "@example.net"],
+    "countries": ["US", "GB", "DE", "FR", "JP", "BR", "IN", "CA", "AU", "NG"],
+    "tiers": ["bronze", "silver", "gold", "platinum"],
+    "currencies": ["USD", "EUR", "GBP", "CAD", "AUD"],
+    "statuses": ["placed", "paid", "shipped", "delivered"],
+}
+
+
+@cache
+def _pool(name: str) -> pa.Array:
+    """The values a column picks from, as Arrow, made on first use: ``pa.array`` imports
+    pandas (about a second), which importing the source (``validate``, the page's and
+    ``/metrics``' reading of a folder) must not pay; only generating rows does."""
+    return pa.array(_POOLS[name])
+
 
 #: Column kinds: their JSON Schema (declared) and Arrow type (read).
 _KINDS: dict[str, tuple[dict[str, str], pa.DataType]] = {
@@ -326,7 +337,7 @@ class World:
         return pa.RecordBatch.from_arrays(columns, schema=self.arrow_schema(stream))
 
     def _user_columns(self, keys: _Keys) -> list[pa.Array]:
-        person = keys.stable("person") % len(_NAMES)
+        person = keys.stable("person") % len(_POOLS["names"])
         # Plus-addressing makes every version's e-mail differ: ada.lovelace17+3@example.com.
         suffix: pa.Array | str = ""
         if keys.versions.any():
@@ -335,10 +346,10 @@ class World:
                 pa.array(keys.versions > 0), pc.binary_join_element_wise("+", version, ""), ""
             )
         email = pc.binary_join_element_wise(
-            _MAILBOXES.take(person),
+            _pool("mailboxes").take(person),
             pc.cast(pa.array(keys.ids), pa.string()),
             suffix,
-            _pick(_AT_DOMAINS, keys.stable("domain")),
+            _pick(_pool("at_domains"), keys.stable("domain")),
             "",
         )
         # A year older with every version, so an update always shows in the row.
@@ -349,13 +360,13 @@ class World:
             age = pc.if_else(pa.array(bad), "unknown", pc.cast(age, pa.string()))
         columns = [
             pa.array(keys.ids),
-            _NAMES.take(person),
+            _pool("names").take(person),
             email,
-            _pick(_COUNTRIES, keys.stable("country")),
+            _pick(_pool("countries"), keys.stable("country")),
             age,
         ]
         if self.schema_version >= 2:
-            columns.append(_pick(_TIERS, keys.versioned("loyalty_tier")))
+            columns.append(_pick(_pool("tiers"), keys.versioned("loyalty_tier")))
         return columns
 
     def _order_columns(self, keys: _Keys) -> list[pa.Array]:
@@ -364,13 +375,14 @@ class World:
         else:  # no users to belong to
             user_id = pa.nulls(len(keys.ids), pa.int64())
         cents = 100 + keys.versioned("amount") % 99_900
-        status = (keys.stable("status") % len(_STATUSES) + keys.versions) % len(_STATUSES)
+        statuses = len(_POOLS["statuses"])
+        status = (keys.stable("status") % statuses + keys.versions) % statuses
         return [
             pa.array(keys.ids),
             user_id,
             pa.array(cents / 100.0),
-            _pick(_CURRENCIES, keys.stable("currency")),
-            _pick(_STATUSES, status),
+            _pick(_pool("currencies"), keys.stable("currency")),
+            _pick(_pool("statuses"), status),
         ]
 
 

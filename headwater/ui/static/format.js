@@ -87,6 +87,7 @@ const STATUS_WORDS = {
   succeeded: "succeeded", warned: "warned", failed: "failed", running: "running",
   stopped: "stopped",
   pending: "pending", planned: "planned", committed: "committed", released: "released",
+  reading: "reading",
 };
 
 /** A status badge: the word itself is the text, the colour only repeats it. */

@@ -1,7 +1,8 @@
 // #/runs/RUN_ID : one run's figures per stream and per partition, its checkpoints with
 // their commit identifiers, state before and after, the persisted plan, errors with the
 // partition that failed, and its log lines. While the run is `running` the page asks
-// again every second (the server answers from what is committed so far), so records,
+// again every second (the server answers from what is committed so far, and what the
+// tasks have read so far in the checkpoints not committed yet: "reading"), so records,
 // partitions done/planned and rows/s move without a reload; it stops once the run ends.
 import { download, get, seg } from "./api.js";
 import { replayRun, stopRun } from "./actions.js";
@@ -114,6 +115,8 @@ function drawBody(run) {
       "aria-live": "polite" },
     h("div", { class: "figures" },
       figure("Records", count(p.records ?? run.records), "progress-records"),
+      p.live ? figure("Being read", count(p.records_reading ?? 0), "progress-reading",
+        READING) : null,
       figure("Partitions", `${count(p.partitions_done)} / ${count(planned)}`,
         "progress-partitions"),
       figure("Rows/s", rate(p.rows_per_s ?? run.rows_per_s), "progress-rate"),
@@ -199,7 +202,7 @@ function drawBody(run) {
 // and why); an empty table then means the plan gave this stream none.
 function drawStreamDetail(s, status) {
   const partitions = s.partitions || [];
-  const empty = status === "running" ? "No partition finished yet."
+  const empty = status === "running" ? "No partition reported or finished yet."
     : `No partition was planned for this stream (the run ${status}).`;
   return h("details", { class: "stream-detail", "data-key": `stream:${s.name}`,
     "data-testid": "stream-detail" },
@@ -242,7 +245,10 @@ function drawStreamDetail(s, status) {
       + `${count(partitions.length)} partitions are shown.`) : null);
 }
 
-const figure = (label, value, testid) => h("div", { class: "figure" },
+const READING = "Records the tasks have read so far in the checkpoints not committed yet "
+  + "(reported every few seconds; counted in Records once their checkpoint commits)";
+
+const figure = (label, value, testid, title) => h("div", { class: "figure", title },
   h("div", { class: "figure-value", "data-testid": testid }, value),
   h("div", { class: "figure-label" }, label));
 

@@ -43,6 +43,9 @@ from tests.unit.metadata_store.test_metadata_store_figures_incremental import ( 
     test_a_stopped_run_resumed_by_another_process_counts_once_it_finishes,
     test_each_call_equals_the_figures_from_scratch_as_the_history_grows,
 )
+from tests.unit.metadata_store.test_metadata_store_live import (  # noqa: F401
+    test_live_figures_are_replaced_whole_and_count_only_while_their_run_runs,
+)
 from tests.unit.metadata_store.test_metadata_store_lock import (  # noqa: F401
     HOLD_LOCK,
     REPO_ROOT,

@@ -31,7 +31,7 @@ def import_state(tmp_path: Path, source: dict[str, Any], state: list[dict[str, A
         "metadata_store": f"sqlite:///{tmp_path / 'meta.db'}"}))
     (tmp_path / "state.json").write_text(json.dumps(state))
     imported = CliRunner().invoke(app, ["state", "import", str(connection),
-                                        str(tmp_path / "state.json"), "--json"])
+                                        str(tmp_path / "state.json"), "--json", "--create-store"])
     assert imported.exit_code == 0, imported.output
     return (connection, json.loads(imported.stdout)["imported"],
             MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}"))

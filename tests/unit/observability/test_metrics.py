@@ -97,6 +97,7 @@ def test_store_metrics_values_labels_and_types(store: MetadataStore, clock: Cloc
         "headwater_last_successful_sync_age_seconds": "gauge",
         "headwater_checkpoints_committed": "counter", "headwater_records_written": "counter",
         "headwater_records_rejected": "counter", "headwater_written_bytes": "counter",
+        "headwater_records_reading": "gauge", "headwater_partitions_reading": "gauge",
         "headwater_expectation_rows_evaluated": "counter",
         "headwater_expectation_rows_failed": "counter",
         "headwater_stream_cursor_timestamp_seconds": "gauge",

@@ -92,6 +92,16 @@ def test_a_replay_or_backfill_waits_for_a_stopped_run_to_be_finished(folder: Pat
     assert status == 409 and f"stopped run {stopped}" in body["error"]
 
 
+def test_a_backfill_of_a_connection_never_synced_starts_no_store(folder: Path) -> None:
+    """Refused (409) before the job starts: a backfill reads again what a sync read, and a
+    store started by it would number its commits from 0 beside the table's."""
+    status, body = _post(folder, "/api/connections/shop/backfill",
+                         {"stream": "users", "from": "2024-01-01T00:00:00Z",
+                          "to": "2024-01-01T00:01:00Z"})
+    assert status == 409 and "no metadata store yet" in body["error"]
+    assert not (folder.parent / "meta.db").exists()
+
+
 def test_unknown_things_are_404_and_a_malformed_page_anchor_400(folder: Path) -> None:
     """Item 7 of issue 39: a reset of a stream the connection does not have answered 200,
     and ``?before=nope`` an empty page."""

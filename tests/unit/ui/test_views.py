@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from headwater.metadata_store import MetadataStore
+from headwater.metadata_store import LiveFigure, MetadataStore
 from headwater.ui import _views as views
 
 NOW = datetime(2026, 11, 20, 15, 0, tzinfo=UTC)
@@ -67,16 +67,20 @@ def test_a_running_run_shows_what_is_committed_so_far(tmp_path: Path) -> None:
     run = store.get_run(run_id)
     assert run is not None
     now = run.started_at + timedelta(seconds=4)
-    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", now)
+    # Checkpoint 2's one partition is being read: its task has reported 7 records so far.
+    live = [LiveFigure("users", 2, "p3", 7, now)]
+    detail = views.run_detail(run, store.list_checkpoints(run_id), "delta_version", now, live)
     assert detail["status"] == "running" and detail["duration_s"] == 4.0
     assert detail["progress"] == {"records": 10, "partitions_done": 2, "partitions_planned": 3,
-                                  "rows_per_s": 2.5, "live": True}
+                                  "rows_per_s": 2.5, "records_reading": 7,
+                                  "partitions_reading": 1, "live": True}
     [stream] = detail["streams"]
     assert stream["checkpoints"] == [{"index": 1, "checkpoint_id": "a", "status": "committed",
                                       "records": 10, "bytes": 100, "duration_s": 2.0,
                                       "commit": 7, "error": None}]
-    assert [p["partition_id"] for p in stream["partitions"]] == ["p1", "p2"]
-    assert stream["partitions"][0]["records"] == 5
+    assert [(p["partition_id"], p["status"], p["records"]) for p in stream["partitions"]] == [
+        ("p1", "committed", 5), ("p2", "committed", 5), ("p3", "reading", 7)]
+    assert stream["records"] == 10 and stream["records_reading"] == 7
     assert detail["plan"] == PLAN and detail["errors"] == []
 
 

@@ -215,3 +215,17 @@ def test_reading_a_million_rows_is_fast() -> None:
     elapsed = time.perf_counter() - began
     print(f"\nsample world: {rows:,} users rows in {elapsed:.3f} s ({rows / elapsed:,.0f} rows/s)")
     assert rows == 1_000_030
+
+
+def test_importing_the_source_imports_no_pandas() -> None:
+    """Validating a connection file imports its source: the page and ``/metrics`` read a
+    folder of them on their first request.  Building the value pools when the module
+    loaded (``pa.array``) imported pandas, about a second of a first scrape's time."""
+    import subprocess
+    import sys
+
+    found = subprocess.run(
+        [sys.executable, "-c", "import sys, headwater.connectors.sample; "
+                               "print('pandas' in sys.modules)"],
+        capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "False"
