@@ -168,8 +168,9 @@ def main() -> None:
                     rescued = rescued_rows(spark, folder)
                     assert rescued == stream.records_written, (rescued, stream.to_dict())
                 seconds[label].append(elapsed)
-                print(f"  {label} round {round_ + 1}: {elapsed:6.1f} s  ({load_line()})",
-                      flush=True)
+                steps = {k: round(v, 1) for k, v in result.steps_s.items() if v >= 0.1}
+                print(f"  {label} round {round_ + 1}: {elapsed:6.1f} s  ({load_line()}) "
+                      f"steps {steps}", flush=True)
     rows = [(label, ", ".join(f"{s:.1f}" for s in runs), f"{median(runs):.1f}",
              f"{args.rows / median(runs):,.0f}") for label, runs in seconds.items()]
     print()
