@@ -16,6 +16,15 @@ without them, alternately, in one Spark session (issue 38's aim: >= 0.9).
   persisted for the counts, then both tables' rows are written by their file-writing
   tasks (:mod:`headwater.expectations._checks`).
 
+* **rescue** (``--rescue``, two more variants): the source at ``schema_version: 2``
+  (``users`` gain ``loyalty_tier``) into a table a small untimed sync made at version
+  1, so every row carries a column the table does not have: **without** lets the
+  default contract evolve the table (the column is added, its values land typed);
+  **warn+drop+fail + rescue** adds the three in-task expectations and
+  ``schema_contract: {new_columns: rescue}``: the tasks move each row's
+  ``loyalty_tier`` into ``_hw_rescued`` as JSON (checked in the table afterwards).
+  ``--rescue-only`` runs just these two.
+
 The session is warmed up by one small sync of each kind first.  Every run writes a new
 folder; the rows each commits are checked (the table's plus the quarantine table's plus
 the dropped ones make the rows read).  Figures: seconds per run, rows/s and the ratio of
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,22 +58,45 @@ QUARANTINE_IN_TASK = [*IN_TASK[:2], {"name": "not_de", "expr": "country <> 'DE'"
 #: With a quarantine Spark evaluates (a function call): the rows persisted, then written.
 IN_SPARK = [*IN_TASK[:2], {"name": "not_de", "expr": "upper(country) <> 'DE'",
                            "action": "quarantine"}]
-VARIANTS: dict[str, list[dict[str, str]] | None] = {
-    "without": None, "warn+drop+fail (in the tasks)": IN_TASK,
-    "warn+drop+quarantine (in the tasks)": QUARANTINE_IN_TASK,
-    "warn+drop+quarantine (in Spark)": IN_SPARK}
+#: The contract of the rescue variant: new columns kept as JSON in ``_hw_rescued``.
+RESCUE = {"new_columns": "rescue"}
 
 
-def connection(folder: Path, name: str, rows: int, per_partition: int,
-               checks: list[dict[str, str]] | None) -> Path:
+@dataclass(frozen=True)
+class Variant:
+    """One kind of sync: its expectations, its contract, and whether it meets a new column
+    (the source at schema version 2 into a table made at version 1)."""
+
+    checks: list[dict[str, str]] | None = None
+    contract: dict[str, str] | None = None
+    grown: bool = False
+    #: The variant this one's ratio is taken against.
+    base: str = "without"
+
+
+VARIANTS: dict[str, Variant] = {
+    "without": Variant(), "warn+drop+fail (in the tasks)": Variant(IN_TASK),
+    "warn+drop+quarantine (in the tasks)": Variant(QUARANTINE_IN_TASK),
+    "warn+drop+quarantine (in Spark)": Variant(IN_SPARK)}
+RESCUE_VARIANTS: dict[str, Variant] = {
+    "without, a new column (evolve)": Variant(grown=True),
+    "warn+drop+fail + rescue (in the tasks)": Variant(
+        IN_TASK, RESCUE, grown=True, base="without, a new column (evolve)")}
+
+
+def connection(folder: Path, name: str, rows: int, per_partition: int, variant: Variant,
+               schema_version: int = 1) -> Path:
     stream: dict[str, Any] = {"name": "users", "sync_mode": "full_refresh",
                               "destination_sync_mode": "append"}
-    if checks:
-        stream["expectations"] = checks
+    if variant.checks:
+        stream["expectations"] = variant.checks
+    if variant.contract:
+        stream["schema_contract"] = variant.contract
     document = {
         "name": name,
         "source": {"type": "sample", "config": {"users": rows, "orders": 0, "seed": 7,
-                                                "rows_per_partition": per_partition}},
+                                                "rows_per_partition": per_partition,
+                                                "schema_version": schema_version}},
         "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
         "streams": [stream],
         "metadata_store": f"sqlite:///{folder / 'meta.db'}",
@@ -74,6 +107,22 @@ def connection(folder: Path, name: str, rows: int, per_partition: int,
     return path
 
 
+def prepared(folder: Path, name: str, rows: int, per_partition: int,
+             variant: Variant) -> Path:
+    """The connection of one timed sync in ``folder``; a variant meeting a new column first
+    gets its table from a small untimed sync at schema version 1."""
+    if variant.grown:
+        timed_headwater_sync(connection(folder, name, 10_000, 10_000, Variant()))
+    return connection(folder, name, rows, per_partition, variant,
+                      schema_version=2 if variant.grown else 1)
+
+
+def rescued_rows(spark: Any, folder: Path) -> int:
+    """Rows of the table whose ``_hw_rescued`` holds a value (the rescue path ran)."""
+    frame = spark.read.format("delta").load(str(folder / "lake" / "users"))
+    return int(frame.where("_hw_rescued IS NOT NULL").count())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -81,46 +130,56 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--no-spark-variant", dest="spark_variant", action="store_false")
+    parser.add_argument("--rescue", action="store_true",
+                        help="also the two variants meeting a new column (with rescue)")
+    parser.add_argument("--rescue-only", action="store_true", help="only those two")
     args = parser.parse_args()
     header("Expectations: a sync with three against the same sync without",
            [sys.executable.split("/")[-1], *sys.argv])
 
     with scratch_dir("hw-bench-expect-") as scratch:
-        get_spark(SparkSettings(master=args.master, app_name="headwater-bench",
-                                jvm_log_path=scratch / "spark.log"))
+        spark = get_spark(SparkSettings(master=args.master, app_name="headwater-bench",
+                                        jvm_log_path=scratch / "spark.log"))
         print("warm-up (one small sync of each kind)", flush=True)
-        variants = {label: checks for label, checks in VARIANTS.items()
-                    if args.spark_variant or checks is not IN_SPARK}
-        for number, checks in enumerate(variants.values()):
-            timed_headwater_sync(connection(scratch / f"warm-{number}", f"v{number}", 20_000,
-                                            10_000, checks))
+        variants = {} if args.rescue_only else {
+            label: v for label, v in VARIANTS.items()
+            if args.spark_variant or v.checks is not IN_SPARK}
+        if args.rescue or args.rescue_only:
+            variants.update(RESCUE_VARIANTS)
+        for number, variant in enumerate(variants.values()):
+            timed_headwater_sync(prepared(scratch / f"warm-{number}", f"v{number}", 20_000,
+                                          10_000, variant))
         seconds: dict[str, list[float]] = {label: [] for label in variants}
         for round_ in range(args.rounds):
-            for number, (label, checks) in enumerate(variants.items()):
+            for number, (label, variant) in enumerate(variants.items()):
                 folder = scratch / f"{number}-{round_}"
-                path = connection(folder, f"v{number}", args.rows, args.rows_per_partition,
-                                  checks)
+                path = prepared(folder, f"v{number}", args.rows, args.rows_per_partition,
+                                variant)
                 elapsed, result = timed_headwater_sync(path)
                 (stream,) = result.streams
                 assert stream.records_read == args.rows, stream.to_dict()
-                if checks:
+                if variant.checks:
                     dropped = stream.expectations["grown_up"]["failed"]
                     assert dropped > 0 and stream.records_written <= args.rows - dropped, \
                         stream.to_dict()
-                if checks and "not_de" in stream.expectations:
+                if variant.checks and "not_de" in stream.expectations:
                     assert stream.expectations["not_de"]["failed"] > 0, stream.to_dict()
+                if variant.contract:
+                    rescued = rescued_rows(spark, folder)
+                    assert rescued == stream.records_written, (rescued, stream.to_dict())
                 seconds[label].append(elapsed)
-                print(f"  {label} round {round_ + 1}: {elapsed:6.1f} s  ({load_line()})",
-                      flush=True)
+                steps = {k: round(v, 1) for k, v in result.steps_s.items() if v >= 0.1}
+                print(f"  {label} round {round_ + 1}: {elapsed:6.1f} s  ({load_line()}) "
+                      f"steps {steps}", flush=True)
     rows = [(label, ", ".join(f"{s:.1f}" for s in runs), f"{median(runs):.1f}",
              f"{args.rows / median(runs):,.0f}") for label, runs in seconds.items()]
     print()
     print(table(["sync", "seconds per run", "median s", "rows/s"], rows))
-    base = median(seconds["without"])
     for label, runs in seconds.items():
-        if label != "without":
-            print(f"{label} / without (rows/s of the medians): {base / median(runs):.2f}"
-                  "  (aim >= 0.9)")
+        base = variants[label].base
+        if (variants[label].checks or variants[label].contract) and base in seconds:
+            print(f"{label} / {base} (rows/s of the medians): "
+                  f"{median(seconds[base]) / median(runs):.2f}  (aim >= 0.9)")
     print(f"end: {load_line()}")
 
 

@@ -49,22 +49,28 @@ def source(keys: int, generation: int, per_partition: int) -> dict[str, Any]:
             "generation": generation, "days_per_generation": keys // 10 // 86_400 + 1}
 
 
-def connection(folder: Path, keys: int, generation: int, per_partition: int) -> Path:
+def connection(folder: Path, keys: int, generation: int, per_partition: int,
+               properties: dict[str, str]) -> Path:
     path = folder / "history.yaml"
+    stream = {**STREAM, **({"table_properties": properties} if properties else {})}
     path.write_text(yaml.safe_dump({
         "name": "bench-history", "source": {"type": "sample",
                                             "config": source(keys, generation, per_partition)},
         "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
-        "streams": [STREAM], "metadata_store": f"sqlite:///{folder / 'meta.db'}"}))
+        "streams": [stream], "metadata_store": f"sqlite:///{folder / 'meta.db'}"}))
     return path
 
 
-def headwater(folder: Path, keys: int, per_partition: int) -> tuple[float, Any]:
+def headwater(folder: Path, keys: int, per_partition: int,
+              properties: dict[str, str]) -> tuple[float, Any]:
     """Seconds of the second sync, and the state the first left (the window the second read)."""
-    timed_headwater_sync(connection(folder, keys, 0, per_partition))
+    first, result = timed_headwater_sync(connection(folder, keys, 0, per_partition, properties))
+    print(f"Headwater's first sync (into the empty table): {first:.1f} s, by step:",
+          result.to_dict().get("steps_s"), flush=True)
     state = MetadataStore(f"sqlite:///{folder / 'meta.db'}").get_state("bench-history", "users")
     assert state is not None
-    seconds, result = timed_headwater_sync(connection(folder, keys, 1, per_partition))
+    seconds, result = timed_headwater_sync(
+        connection(folder, keys, 1, per_partition, properties))
     assert result.streams[0].records_written == keys // 10, result.to_dict()
     print("Headwater's second sync, seconds by step:", result.to_dict().get("steps_s"),
           flush=True)
@@ -140,16 +146,21 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=200_000)
     parser.add_argument("--rows-per-partition", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--no-deletion-vectors", action="store_true",
+                        help="create Headwater's table without them (its table_properties)")
     args = parser.parse_args()
+    properties = ({"delta.enableDeletionVectors": "false"} if args.no_deletion_vectors
+                  else {})
     header("History mode's second sync vs a plain Spark SCD2 MERGE",
            ["bench/history_vs_plain_merge.py", f"--keys {args.keys}",
-            f"--rows-per-partition {args.rows_per_partition}", f"--rounds {args.rounds}"])
+            f"--rows-per-partition {args.rows_per_partition}", f"--rounds {args.rounds}",
+            *(["--no-deletion-vectors"] if args.no_deletion_vectors else [])])
     spark = get_spark(SparkSettings(master="local[*]"))
     ours, theirs = [], []
     for _ in range(args.rounds):
         with scratch_dir("hw-history-") as folder:
             print(load_line(), flush=True)
-            seconds, state = headwater(folder, args.keys, args.rows_per_partition)
+            seconds, state = headwater(folder, args.keys, args.rows_per_partition, properties)
             ours.append(seconds)
             check(spark.read.format("delta").load(str(folder / "lake" / "users")), args.keys,
                   "_hw_is_current")

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from headwater.destinations._deletes import deleted_column
-from headwater.destinations._merge_rule import earliest_first, latest_first, quote
+from headwater.destinations._merge_rule import earliest_first, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -119,14 +119,17 @@ def changes(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
         events = events.where(newer)
     else:
         events = events.withColumn(_CURRENT_FROM, F.lit(None).cast("timestamp"))
-    if cursor:  # one event per moment of a key: the last of its ties
-        moment = Window.partitionBy(*key_cols, F.col(quote(cursor))).orderBy(
-            *latest_first(partition_order))
-        events = events.withColumn("_hw_tie", F.row_number().over(moment)).where(
-            F.col("_hw_tie") == 1).drop("_hw_tie")
+    # One window over each key's events in the order they happened (the cursor, then
+    # the tie rule): both steps below use it, so Spark shuffles and sorts them once.
     order = Window.partitionBy(*key_cols).orderBy(
         *([F.col(quote(cursor)).asc_nulls_first()] if cursor else []),
         *earliest_first(partition_order))
+    if cursor:  # one event per moment of a key: the last of its ties, which the next
+        # event in this order does not share its cursor with
+        column = F.col(quote(cursor))
+        events = events.withColumn("_hw_tie", F.lead(F.struct(column)).over(order)).where(
+            F.col("_hw_tie").isNull() | ~F.col("_hw_tie").getField(cursor).eqNullSafe(column)
+        ).drop("_hw_tie")
     deleted = F.coalesce(F.col(quote(flag)), F.lit(False)) if flag else F.lit(False)
     events = (events.withColumn(_NEXT, F.lead(F.col(_TIME)).over(order))
               .withColumn(_FIRST, F.row_number().over(order) == 1)

@@ -34,6 +34,7 @@ from headwater.config._problems import kind_of
 from headwater.config._schema_contract import SchemaContract
 from headwater.errors import SchemaContractError
 from headwater.schema_contracts._changes import RESCUED, SchemaChange
+from headwater.schema_contracts._rescue import rescued_column
 from headwater.table_schema import MAX_NOTE_VALUE, NOTES_TYPE, READER_NOTES, Note, note_text
 
 
@@ -130,8 +131,7 @@ class RowContract:
             else:
                 _note_values(notes, name, reason, column, valid)
                 drop.add(name)
-        rescued: list[dict[str, Any]] = [{} for _ in range(rows)] \
-            if self.unknown_fields == "rescue" else []
+        rescued: dict[str, pa.Array] = {}
         for name in extras:
             column = batch.column(name)
             valid = _valid(column)
@@ -141,9 +141,7 @@ class RowContract:
             if self.unknown_fields == "freeze":
                 raise self._frozen(name, column[int(np.argmax(valid))].as_py())
             if self.unknown_fields == "rescue":
-                for row, value in zip(np.flatnonzero(valid), column.filter(pa.array(valid))
-                                      .to_pylist(), strict=True):
-                    rescued[row][name] = value
+                rescued[name] = column
             elif self.unknown_fields == "discard_row":
                 tally.add(self._unknown_reason(name), int((valid & ~out).sum()))
                 out |= valid
@@ -152,8 +150,8 @@ class RowContract:
         kept = [n for n in names if n not in drop and n != READER_NOTES]
         arrays = [batch.column(n) for n in kept]
         fields = [batch.schema.field(n) for n in kept]
-        if rescued:
-            arrays.append(pa.array([_rescued_text(r) for r in rescued], pa.string()))
+        if self.unknown_fields == "rescue" and rows:
+            arrays.append(rescued_column(rescued) if rescued else pa.nulls(rows, pa.string()))
             fields.append(pa.field(RESCUED, pa.string()))
         given = batch.column(READER_NOTES).to_pylist() if READER_NOTES in names else None
         if notes or given is not None:

@@ -481,7 +481,8 @@ class DeltaDestination(Destination):
             with _SESSION_CONF_LOCK:
                 detail = _sql.table_detail(spark, location)
                 if detail is None:
-                    _create_table(spark, location, spark_schema(wanted), layout)
+                    _create_table(spark, location, spark_schema(wanted), layout,
+                                  HISTORY_TABLE_PROPERTIES if history else None)
                     self._clustered[plan.stream.name] = bool(layout.cluster_by)
                     return data_schema
                 existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
@@ -586,11 +587,12 @@ class DeltaDestination(Destination):
                 earlier = self.find_commit(spark, plan, marker)
                 if earlier is not None:
                     return earlier
-            if mode in (DestinationSyncMode.APPEND_DEDUP, DestinationSyncMode.HISTORY):
-                merge = self._merge if mode is DestinationSyncMode.APPEND_DEDUP else self._history
-                merged = merge(spark, plan, rows, marker, location,
-                               [p.id for p in checkpoint.partitions])
+            order = [p.id for p in checkpoint.partitions]
+            if mode is DestinationSyncMode.APPEND_DEDUP:
+                merged = self._merge(spark, plan, rows, marker, location, order)
                 counts: Callable[[], Mapping[str, Any]] = lambda: merged  # noqa: E731
+            elif mode is DestinationSyncMode.HISTORY:
+                counts = self._history(spark, plan, rows, marker, location, order)
             else:
                 write_mode = ("overwrite" if mode is DestinationSyncMode.OVERWRITE and first_of_run
                               else "append")
@@ -827,15 +829,28 @@ class DeltaDestination(Destination):
 
     def _history(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
                  marker: CommitMarker, location: str,
-                 partition_order: Sequence[str]) -> Mapping[str, Any]:
-        """Close and open the checkpoint's versions in one MERGE (``_history_rule.py``)."""
+                 partition_order: Sequence[str]) -> Callable[[], Mapping[str, Any]]:
+        """Close and open the checkpoint's versions in one MERGE (``_history_rule.py``);
+        how to get the checkpoint's counts.
+
+        Into a table with no files (a first sync) the versions are appended instead:
+        nothing is stored, so no fact of a key is read and none of its versions is
+        closed, and an append reads the checkpoint's rows once (no materialising),
+        idempotent by the same ``txn`` pair as every append.
+        """
+        from functools import partial
+
         from pyspark.sql import functions as F
 
         keys = list(plan.stream.primary_key)
+        rule = partial(history_changes, keys=keys, cursor=plan.stream.cursor_field,
+                       partition_order=partition_order, planned_at=plan.planned_at)
+        if _sql.file_count(spark, location) == 0:
+            observed, counts = _observed(rows, marker)
+            _save(rule(observed, None).opened, marker, location, "append")
+            return counts
         staged, counted = _materialised(rows)
-        found = history_changes(staged, spark.read.format("delta").load(location), keys=keys,
-                                cursor=plan.stream.cursor_field,
-                                partition_order=partition_order, planned_at=plan.planned_at)
+        found = rule(staged, spark.read.format("delta").load(location))
         opened = found.opened.withColumn(_ACTION, F.lit("open"))
         closing = found.closed.withColumn(IS_CURRENT, F.lit(False)).withColumn(
             _ACTION, F.lit("close"))
@@ -844,8 +859,16 @@ class DeltaDestination(Destination):
             merge_history(spark, location, source, keys_match=keys_match(keys), action=_ACTION,
                           columns=found.opened.columns, valid_from=VALID_FROM,
                           valid_to=VALID_TO, is_current=IS_CURRENT)
-        return counted
+        return lambda: counted
 
+
+#: Headwater's own properties of a history table it creates (a stream's
+#: ``table_properties`` win).  Deletion vectors: closing a version then marks the
+#: old row deleted and writes the closed copy, instead of rewriting every file
+#: that holds a closed version (with changes spread over the keys: every file).
+#: Spark (delta-spark 4.4) reads and writes them; delta-rs 1.6.6, which Headwater
+#: uses only for a table's log (its history, protocol and schema), reads them too.
+HISTORY_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 
 #: The column of a history MERGE's source saying what a row does: ``open`` or ``close``.
 _ACTION = "_hw_action"
@@ -900,11 +923,26 @@ def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
     holds the txn version, Delta skips the write, no job runs, and the observation
     would wait forever.
     """
+    observed, counts = _observed(rows, marker)
+    _save(observed, marker, location, mode, **options)
+    return counts
+
+
+def _observed(rows: DataFrame,
+              marker: CommitMarker) -> tuple[DataFrame, Callable[[], Mapping[str, Any]]]:
+    """``rows`` observed for their counts (:func:`_counts`) by whichever job reads them,
+    and how to get the counts once it ran (:func:`_write` says when that is)."""
     from pyspark.sql import Observation
 
     observation = Observation(f"hw_{marker.stream}_{marker.checkpoint_index}_{id(rows)}")
+    return rows.observe(observation, *_counts()), lambda: observation.get
+
+
+def _save(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
+          **options: str) -> None:
+    """Write ``rows`` to the table in one commit with ``marker``'s ``txn`` pair and tag."""
     writer = (
-        rows.observe(observation, *_counts()).write.format("delta").mode(mode)
+        rows.write.format("delta").mode(mode)
         .option("txnAppId", marker.app_id)
         .option("txnVersion", marker.version)
         .option("userMetadata", marker.tag)
@@ -912,7 +950,6 @@ def _write(rows: DataFrame, marker: CommitMarker, location: str, mode: str,
     for key, value in options.items():
         writer = writer.option(key, value)
     writer.save(location)
-    return lambda: observation.get
 
 
 def _counts() -> list[Column]:

@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 
 def _create_table(spark: SparkSession, location: str, schema: StructType,
-                  layout: TableLayout) -> None:
+                  layout: TableLayout, defaults: Mapping[str, str] | None = None) -> None:
     """Create the stream's table through Spark: empty, with ``schema``, laid out as ``layout``.
 
     Without a layout, an empty append (the table's first commit, as a first
@@ -32,15 +32,20 @@ def _create_table(spark: SparkSession, location: str, schema: StructType,
     says why).  Either way the table lists its statistics columns, as Delta
     requires: a clustered table's list names its clustering columns, a
     partitioned table's leaves its partition columns out (their values are in
-    the log, not in the files).
+    the log, not in the files).  ``defaults`` are Headwater's own properties for
+    this kind of table (a history table's deletion vectors); the layout's
+    properties win over them, so a stream can turn one off.
     """
     if layout.is_default:
-        spark.createDataFrame([], schema).write.format("delta").mode("append").option(
-            STATS_PROPERTY, stats_columns(schema)).save(location)
+        writer = spark.createDataFrame([], schema).write.format("delta").mode("append").option(
+            STATS_PROPERTY, stats_columns(schema))
+        for key, value in (defaults or {}).items():  # ``delta.*``: the new table's properties
+            writer = writer.option(key, value)
+        writer.save(location)
         return
+    wanted = {**(defaults or {}), **layout.properties}
     listed = stats_columns([f for f in schema if f.name not in layout.partition_by])
-    properties = {STATS_PROPERTY: with_columns(listed, layout.cluster_by),
-                  **layout.properties}
+    properties = {STATS_PROPERTY: with_columns(listed, layout.cluster_by), **wanted}
     _sql.create_table(spark, location, spark.createDataFrame([], schema),
                       partition_by=layout.partition_by, cluster_by=layout.cluster_by,
                       properties=properties)

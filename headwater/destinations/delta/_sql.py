@@ -81,6 +81,12 @@ def table_detail(spark: SparkSession, location: str) -> TableDetail | None:
                        clustering_columns=tuple(row["clusteringColumns"] or ()))
 
 
+def file_count(spark: SparkSession, location: str) -> int:
+    """How many data files the latest version of the Delta table at ``location`` holds."""
+    row = spark.sql(f"DESCRIBE DETAIL {table_ref(location)}").select("numFiles").first()
+    return int(row[0] or 0) if row is not None else 0
+
+
 def create_table(spark: SparkSession, location: str, empty: DataFrame, *,
                  partition_by: Sequence[str] = (), cluster_by: Sequence[str] = (),
                  properties: Mapping[str, str] | None = None) -> None:

@@ -147,6 +147,23 @@ def test_history_and_deletes_over_three_syncs(
         assert rows(soft) == {(i, v, False) for i, v in LIVE} | {(2, None, True), (7, None, True)}
 
         assert_replayed_checkpoint_changes_nothing(spark, made, read, tmp_path, runs[1])
+        if section["type"] == "delta":
+            assert_delta_commits(spark, made.table_location(HISTORY))
+
+
+def assert_delta_commits(spark: Any, location: str) -> None:
+    """The Delta history table was created with deletion vectors on; the first sync,
+    into a table with no files, appended its versions (no MERGE, nothing to close), and
+    the later syncs' MERGEs closed versions with deletion vectors, not rewritten files."""
+    detail = spark.sql(f"DESCRIBE DETAIL delta.`{location}`").first()
+    assert detail["properties"].get("delta.enableDeletionVectors") == "true", detail
+    commits = spark.sql(f"DESCRIBE HISTORY delta.`{location}`").orderBy("version").collect()
+    operations = [c["operation"] for c in commits]
+    assert operations[:3] == ["WRITE", "WRITE", "MERGE"], operations  # create, first, second
+    assert commits[1]["operationParameters"]["mode"] == "Append", commits[1]
+    merged = commits[2]["operationMetrics"]
+    assert int(merged["numTargetDeletionVectorsAdded"]) > 0, merged
+    assert int(merged["numTargetRowsCopied"]) == 0, merged
 
 
 def rows(table: pa.Table) -> set[tuple[Any, ...]]:
