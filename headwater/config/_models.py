@@ -125,6 +125,8 @@ class StreamConfig(BaseModel):
     #: What an ``append_dedup`` stream's CDC deletes (rows whose ``_hw_deleted`` or
     #: ``_pg_deleted`` is true) do to its key's row: ``soft`` keeps it, flagged (the
     #: default); ``hard`` deletes it in the checkpoint's commit (``docs/history.md``).
+    #: A destination that can do one only says which (Kafka: ``hard``, a tombstone), and
+    #: the other is refused when the sync starts.
     deletes: Literal["soft", "hard"] | None = None
 
     @model_validator(mode="before")
