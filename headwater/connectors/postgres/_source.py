@@ -29,6 +29,7 @@ import psycopg
 from psycopg import sql
 
 from headwater.connectors._config_model import model_spec, parse_model
+from headwater.connectors._stream_keys import refuse_unknown_streams
 from headwater.connectors._table_stream import TableStream, converter_for, table_json_schema
 from headwater.connectors.postgres import _cdc
 from headwater.connectors.postgres._boundary import (
@@ -270,8 +271,12 @@ class PostgresSource(Source):
     def streams(self) -> list[Stream]:
         tables = self.tables()
         qualified = len(self._settings.schemas) > 1
-        return [PostgresStream(self._settings, t, f"{t.schema}.{t.name}" if qualified else t.name)
-                for t in tables]
+        names = [(t, f"{t.schema}.{t.name}" if qualified else t.name) for t in tables]
+        settings = self._settings
+        refuse_unknown_streams({"cursor_fields": settings.cursor_fields,
+                                "partition_columns": settings.partition_columns},
+                               (name for _, name in names))
+        return [PostgresStream(settings, table, name) for table, name in names]
 
     def check(self) -> None:
         """Connect, then say plainly what the role cannot do (read tables, replicate)."""
