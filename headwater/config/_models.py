@@ -338,7 +338,8 @@ class HookConfig(BaseModel):
     ``when`` says after which runs: ``success`` (default), ``failure`` or ``always``;
     or on which change of the connection's health (``headwater serve`` watches it):
     ``late`` (its schedule fired and no run started) or ``stale`` (a stream's data is
-    older than ``stale_after_s``), once per change, not after runs.
+    older than ``stale_after_s``), once per change, not after runs; those two need the
+    connection's ``schedule`` (serve watches the connections it schedules only).
     In the file a plain string is short for ``{command: <string>}``.
     """
 
@@ -454,6 +455,23 @@ class ConnectionConfig(BaseModel):
             return []
         if isinstance(value, list):
             return [{"command": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("after_sync")
+    @classmethod
+    def _health_hooks_can_fire(cls, value: list[HookConfig],
+                               info: ValidationInfo) -> list[HookConfig]:
+        # ``headwater serve`` judges late and stale for the connections it schedules only:
+        # without a schedule these hooks would be accepted and never run.
+        if info.data.get("schedule") is not None or "schedule" not in info.data:
+            return value  # scheduled, or a schedule that is wrong (reported on its own)
+        for position, hook in enumerate(value):
+            if hook.when in ("late", "stale"):
+                raise ValueError(
+                    f"[{position}].when: {hook.when} needs a schedule: headwater serve watches "
+                    "the connections it runs on a schedule for lateness and staleness, so "
+                    "without one this hook would never run; add schedule, or use when: "
+                    "success, failure or always")
         return value
 
     @field_validator("spark", "checkpoint", "retry", mode="before")

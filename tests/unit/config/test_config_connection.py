@@ -350,3 +350,15 @@ def test_connection_built_in_code_has_no_path_or_lines() -> None:
     assert connection.path is None
     assert connection.field_lines == {}
     assert connection.destination.type == "delta"
+
+
+@pytest.mark.parametrize("when", ["late", "stale"])
+def test_a_health_hook_without_a_schedule_is_refused(tmp_path: Path, when: str) -> None:
+    # serve watches scheduled connections only: the hook was accepted and never ran.
+    hooks = f"after_sync:\n  - echo done\n  - {{command: notify, when: {when}}}\n"
+    path = write(tmp_path, f"source: {{type: sample}}\nstale_after_s: 60\n{hooks}")
+    problem = problems_of(path)["after_sync"]
+    assert problem.startswith(f"[1].when: {when} needs a schedule"), problem
+    scheduled = write(tmp_path, f"source: {{type: sample}}\nschedule: '0 * * * *'\n{hooks}",
+                      name="scheduled.yaml")
+    assert [h.when for h in load_connection(scheduled, env={}).after_sync] == ["success", when]
