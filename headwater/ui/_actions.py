@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.config import ConnectionConfig, mask
 from headwater.errors import ConfigError, ConnectionLockedError, HeadwaterError
-from headwater.operations import open_store, run_sync, start_engine, store_url
+from headwater.operations import (
+    open_store,
+    run_sync,
+    shared_session_settings,
+    start_engine,
+    store_url,
+)
 from headwater.serve import RunsInProgress
 from headwater.ui._folder import ConnectionFile, ConnectionFolder
 
@@ -210,7 +216,8 @@ class Actions:
     def _engine(self, job: Job, config: ConnectionConfig) -> tuple[SyncEngine, MetadataStore]:
         """An engine as ``headwater replay``/``backfill`` build one, watched by ``job``."""
         store = open_store(store_url(config, explicit=self.folder.explicit_store))
-        engine = start_engine(config, store, early_reads=False)
+        engine = start_engine(config, store, early_reads=False,
+                              spark=shared_session_settings(config))
         _watch_runs(engine, job)
         return engine, store
 
