@@ -352,7 +352,8 @@ class HookConfig(BaseModel):
 
 class RetryConfig(BaseModel):
     """How ``headwater serve`` retries a failed scheduled run: at most ``max_retries``
-    times, waiting ``backoff_s`` and doubling the wait each time up to ``max_backoff_s``."""
+    times, waiting ``backoff_s`` and doubling the wait each time up to ``max_backoff_s``.
+    Given in a file without a ``schedule`` it is refused: nothing would retry."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -455,6 +456,17 @@ class ConnectionConfig(BaseModel):
             return []
         if isinstance(value, list):
             return [{"command": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("retry")
+    @classmethod
+    def _retries_need_a_schedule(cls, value: RetryConfig, info: ValidationInfo) -> RetryConfig:
+        # Only when the file gives it (a default is not validated): serve retries the runs
+        # it schedules, and runs nothing else, so without a schedule it would never act.
+        if "schedule" in info.data and info.data["schedule"] is None:
+            raise ValueError("is headwater serve's retrying of a failed scheduled run, and "
+                             "this connection has no schedule, so it would never act; add "
+                             "schedule, or remove retry")
         return value
 
     @field_validator("after_sync")

@@ -362,3 +362,14 @@ def test_a_health_hook_without_a_schedule_is_refused(tmp_path: Path, when: str) 
     scheduled = write(tmp_path, f"source: {{type: sample}}\nschedule: '0 * * * *'\n{hooks}",
                       name="scheduled.yaml")
     assert [h.when for h in load_connection(scheduled, env={}).after_sync] == ["success", when]
+
+
+def test_retry_without_a_schedule_is_refused(tmp_path: Path) -> None:
+    # serve retries the runs it schedules only: the section was accepted and never acted.
+    path = write(tmp_path, "source: {type: sample}\nretry: {max_retries: 5}\n")
+    assert problems_of(path)["retry"].startswith("is headwater serve's retrying")
+    scheduled = write(tmp_path, "source: {type: sample}\nschedule: '0 * * * *'\n"
+                      "retry: {max_retries: 5}\n", name="scheduled.yaml")
+    assert load_connection(scheduled, env={}).retry.max_retries == 5
+    assert load_connection(write(tmp_path, "source: {type: sample}\n", name="bare.yaml"),
+                           env={}).retry.max_retries == 3  # the default needs nothing
