@@ -48,11 +48,31 @@ def test_a_setting_for_a_stream_the_source_lacks_is_refused(
     assert "it has: " in info.value.message
 
 
+@pytest.mark.parametrize(("settings", "field", "problem"), [
+    ({"cursor_fields": {"users": "updated_at"}, "partition_columns": {"users": "n"}},
+     "partition_columns.users", "read in windows of its cursor (cursor_fields.users)"),
+    ({"replication_method": "cdc", "cursor_fields": {"users": "updated_at"}},
+     "cursor_fields.users", "read by change data capture"),
+])
+def test_a_setting_the_stream_s_reads_would_not_use_is_refused(
+        postgres_server: PostgresServer, database: str, settings: dict[str, Any], field: str,
+        problem: str) -> None:
+    source = PostgresSource(postgres_server.source_config(database, **settings))
+    with pytest.raises(ConfigError) as info:
+        source.streams()
+    assert info.value.context["field"] == f"source.config.{field}"
+    assert problem in info.value.message
+
+
 def test_a_setting_for_a_stream_of_the_source_is_taken(
         postgres_server: PostgresServer, database: str) -> None:
     source = PostgresSource(postgres_server.source_config(
         database, schemas=["public", "sales"], cursor_fields={"public.users": "updated_at"},
-        partition_columns={"public.users": "n"}))
+        partition_columns={"sales.orders": "id"}))
     streams = {s.stream_name: s for s in source.streams()}
     assert set(streams) == {"public.users", "sales.orders"}
     assert streams["public.users"].cursor_field == "updated_at"
+    # Change data capture with a split column for its snapshot: taken.
+    cdc = PostgresSource(postgres_server.source_config(
+        database, replication_method="cdc", partition_columns={"users": "n"}))
+    assert [s.stream_name for s in cdc.streams()] == ["users"]
