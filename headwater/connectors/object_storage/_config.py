@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, WithJsonSchema, model_validator
 
 __all__ = [
     "AvroFormat",
@@ -50,6 +50,16 @@ class CsvFormat(_Model):
         False,
         description="Quoted values may hold line breaks. Such objects are never split by "
                     "byte range (a split could start inside a value).")
+
+    @model_validator(mode="after")
+    def _names_without_a_header(self) -> CsvFormat:
+        # The reader takes column_names only for objects without a header: with one, the
+        # header names the columns, and column_names would be accepted and ignored.
+        if self.column_names is not None and self.header:
+            raise ValueError("column_names names the columns of objects without a header, "
+                             "and header is true (the header names them); set header: false, "
+                             "or remove column_names")
+        return self
 
 
 class JsonlFormat(_Model):
