@@ -315,6 +315,13 @@ class SparkConfig(BaseModel):
                 "master and remote are mutually exclusive: set master to run Spark here or on "
                 "a cluster, or remote to use a Spark Connect server"
             )
+        elsewhere = self.remote or (self.master and not self.master.startswith("local"))
+        if elsewhere and "early_reads_jvm_nice" in self.model_fields_set:
+            # The URL is not quoted: a Spark Connect URL may carry a token.
+            raise ValueError(
+                "early_reads_jvm_nice lowers the priority of a JVM started on this machine for "
+                f"a local master, and {'remote' if self.remote else 'master'} runs Spark "
+                "elsewhere, so it would never act; remove it")
         return self
 
 

@@ -373,3 +373,18 @@ def test_retry_without_a_schedule_is_refused(tmp_path: Path) -> None:
     assert load_connection(scheduled, env={}).retry.max_retries == 5
     assert load_connection(write(tmp_path, "source: {type: sample}\n", name="bare.yaml"),
                            env={}).retry.max_retries == 3  # the default needs nothing
+
+
+@pytest.mark.parametrize("where", ["master: 'spark://cluster:7077'", "remote: 'sc://h:15002'"])
+def test_a_jvm_priority_for_a_spark_elsewhere_is_refused(tmp_path: Path, where: str) -> None:
+    # Only a local master's JVM is started here (and lowered): it was accepted and ignored.
+    spark = f"spark: {{{where}, early_reads_jvm_nice: 9}}\n"
+    path = write(tmp_path, f"source: {{type: sample}}\n{spark}")
+    problem = problems_of(path)["spark"]
+    assert "runs Spark elsewhere, so it would never act" in problem
+    assert "cluster" not in problem and "h:15002" not in problem  # no URL quoted
+    local = write(tmp_path, "source: {type: sample}\n"
+                  "spark: {master: 'local[2]', early_reads_jvm_nice: 9}\n", name="local.yaml")
+    assert load_connection(local, env={}).spark.early_reads_jvm_nice == 9
+    assert load_connection(write(tmp_path, f"source: {{type: sample}}\nspark: {{{where}}}\n",
+                                 name="default.yaml"), env={}).spark.early_reads_jvm_nice == 5
