@@ -202,7 +202,8 @@ def deletes_kind_problem(destination_type: str, deletes: str | None) -> str | No
 
 def default_deletes(destination_type: str, mode: DestinationSyncMode) -> str:
     """What an ``append_dedup`` stream that says nothing of ``deletes`` gets on
-    ``destination_type``: its first declared kind (``soft`` but on Kafka)."""
+    ``destination_type``: its first declared kind (``soft``, but ``hard`` where a delete is
+    a tombstone)."""
     from headwater.destinations import get_destination_class
 
     if mode is not DestinationSyncMode.APPEND_DEDUP:
