@@ -125,6 +125,8 @@ class StreamConfig(BaseModel):
     #: What an ``append_dedup`` stream's CDC deletes (rows whose ``_hw_deleted`` or
     #: ``_pg_deleted`` is true) do to its key's row: ``soft`` keeps it, flagged (the
     #: default); ``hard`` deletes it in the checkpoint's commit (``docs/history.md``).
+    #: A destination that can do one only says which (Kafka: ``hard``, a tombstone), and
+    #: the other is refused when the sync starts.
     deletes: Literal["soft", "hard"] | None = None
 
     @model_validator(mode="before")
@@ -313,6 +315,13 @@ class SparkConfig(BaseModel):
                 "master and remote are mutually exclusive: set master to run Spark here or on "
                 "a cluster, or remote to use a Spark Connect server"
             )
+        elsewhere = self.remote or (self.master and not self.master.startswith("local"))
+        if elsewhere and "early_reads_jvm_nice" in self.model_fields_set:
+            # The URL is not quoted: a Spark Connect URL may carry a token.
+            raise ValueError(
+                "early_reads_jvm_nice lowers the priority of a JVM started on this machine for "
+                f"a local master, and {'remote' if self.remote else 'master'} runs Spark "
+                "elsewhere, so it would never act; remove it")
         return self
 
 
@@ -336,7 +345,8 @@ class HookConfig(BaseModel):
     ``when`` says after which runs: ``success`` (default), ``failure`` or ``always``;
     or on which change of the connection's health (``headwater serve`` watches it):
     ``late`` (its schedule fired and no run started) or ``stale`` (a stream's data is
-    older than ``stale_after_s``), once per change, not after runs.
+    older than ``stale_after_s``), once per change, not after runs; those two need the
+    connection's ``schedule`` (serve watches the connections it schedules only).
     In the file a plain string is short for ``{command: <string>}``.
     """
 
@@ -349,7 +359,8 @@ class HookConfig(BaseModel):
 
 class RetryConfig(BaseModel):
     """How ``headwater serve`` retries a failed scheduled run: at most ``max_retries``
-    times, waiting ``backoff_s`` and doubling the wait each time up to ``max_backoff_s``."""
+    times, waiting ``backoff_s`` and doubling the wait each time up to ``max_backoff_s``.
+    Given in a file without a ``schedule`` it is refused: nothing would retry."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -452,6 +463,34 @@ class ConnectionConfig(BaseModel):
             return []
         if isinstance(value, list):
             return [{"command": item} if isinstance(item, str) else item for item in value]
+        return value
+
+    @field_validator("retry")
+    @classmethod
+    def _retries_need_a_schedule(cls, value: RetryConfig, info: ValidationInfo) -> RetryConfig:
+        # Only when the file gives it (a default is not validated): serve retries the runs
+        # it schedules, and runs nothing else, so without a schedule it would never act.
+        if "schedule" in info.data and info.data["schedule"] is None:
+            raise ValueError("is headwater serve's retrying of a failed scheduled run, and "
+                             "this connection has no schedule, so it would never act; add "
+                             "schedule, or remove retry")
+        return value
+
+    @field_validator("after_sync")
+    @classmethod
+    def _health_hooks_can_fire(cls, value: list[HookConfig],
+                               info: ValidationInfo) -> list[HookConfig]:
+        # ``headwater serve`` judges late and stale for the connections it schedules only:
+        # without a schedule these hooks would be accepted and never run.
+        if info.data.get("schedule") is not None or "schedule" not in info.data:
+            return value  # scheduled, or a schedule that is wrong (reported on its own)
+        for position, hook in enumerate(value):
+            if hook.when in ("late", "stale"):
+                raise ValueError(
+                    f"[{position}].when: {hook.when} needs a schedule: headwater serve watches "
+                    "the connections it runs on a schedule for lateness and staleness, so "
+                    "without one this hook would never run; add schedule, or use when: "
+                    "success, failure or always")
         return value
 
     @field_validator("spark", "checkpoint", "retry", mode="before")

@@ -234,6 +234,17 @@ class DestinationCapabilities:
     partition_transforms: bool = False
     #: Whether ``cluster_by`` can be honoured (a destination that cannot refuses it).
     clusters_tables: bool = True
+    #: Whether ``partition_by`` can be honoured: a destination whose tables have no
+    #: partitions by column (a PostgreSQL table, a Kafka topic, a flat folder) has it
+    #: refused before the sync rather than ignored.
+    partitions_tables: bool = True
+    #: Whether a stream's ``table_properties`` can be kept on its table (False: refused
+    #: by :meth:`Destination.table_property_refusal`, rather than set nowhere).
+    keeps_table_properties: bool = True
+    #: What an ``append_dedup`` stream's ``deletes`` may be here; the first is what a
+    #: stream that says nothing gets (a Kafka topic deletes a key only by a tombstone,
+    #: which compaction removes the key with: ``("hard",)``).
+    deletes: tuple[str, ...] = ("soft", "hard")
     #: The name under which a checkpoint's commit identifier (``CommitResult.version``)
     #: is recorded in the run's history and shown by the CLI.
     commit_id: str = "commit_version"
@@ -301,8 +312,13 @@ class Destination(ABC):
         would be set on the table while the files say otherwise, and would tell
         every later writer to do what this one does not: refused before anything
         runs (``headwater validate``, and every sync's start), naming the
-        property.  The default refuses nothing.
+        property.  The default refuses every property where the capabilities say the
+        table keeps none (``keeps_table_properties``), else nothing.
         """
+        if properties and not cls.capabilities.keeps_table_properties:
+            return (f"table_properties: the {cls.type_name} destination's tables keep no "
+                    f"properties, so {', '.join(sorted(properties))} would be set nowhere; "
+                    "remove table_properties from the stream")
         return None
 
     def use_connection(self, name: str,

@@ -9,7 +9,9 @@ the difference.  Rules it follows:
   :class:`~headwater.destinations.SparkRequirements`); settings that name none
   get what every built-in destination needs.
 * An active session (spark-submit, a notebook, the test suite) is used as it is;
-  it must already have the destination's extensions, and we say so if it does not.
+  it must already have the destination's extensions, and we say so if it does not;
+  the connection's ``spark.master`` and ``spark.conf`` it does not hold are refused
+  (``serve``, the page) or warned of (:mod:`~headwater.engine._session_fit`).
 * Spark Connect sessions are configured on the server; we only connect.
 * Otherwise we start one: the jars come from Maven Central through
   ``spark.jars.packages`` (Ivy), or from a folder ``scripts/setup`` filled with
@@ -71,6 +73,10 @@ class SparkSettings:
     #: this machine runs: the engine sets it when reads started before Spark
     #: (:mod:`~headwater.engine._jvm_priority`); 0 keeps the same priority.
     jvm_nice: int = 0
+    #: Where a session already runs and lacks ``master`` or a ``conf`` setting
+    #: (:mod:`~headwater.engine._session_fit`): refuse the sync (True: ``serve``'s and
+    #: the page's, whose one session serves every connection), or warn (False).
+    refuse_unapplied: bool = False
 
     def needs(self) -> SparkRequirements:
         """The destination's needs plus the S3 connector's (:mod:`~headwater.engine._s3a`):
@@ -433,6 +439,31 @@ def default_parallelism(spark: SparkSession) -> int:
         return int(spark.conf.get("spark.default.parallelism", "4") or 4)
 
 
+#: The warnings :func:`_say_unapplied` gave: each once per process (a sync asks twice).
+_WARNED: set[str] = set()
+
+
+def _say_unapplied(active: SparkSession, settings: SparkSettings) -> None:
+    """Refuse (``settings.refuse_unapplied``) or warn of the settings the running
+    session does not hold: they would not act (:mod:`~headwater.engine._session_fit`).
+    Names the settings, never their values (a key may be a secret)."""
+    from headwater.engine._session_fit import unapplied_settings
+
+    unapplied = unapplied_settings(active, settings.master, settings.conf)
+    if not unapplied:
+        return
+    what = (f"{settings.app_name}: the Spark session this process already runs (one "
+            "serves every sync of a process: serve's, the web page's, a notebook's) does "
+            f"not have {', '.join(unapplied)} as the settings say")
+    if settings.refuse_unapplied:
+        raise ConfigError(f"{what}, so they would not act; give every connection this "
+                          "process syncs the same spark settings, or sync this one with "
+                          "headwater sync (a process of its own)", field=unapplied[0])
+    if what not in _WARNED:
+        _WARNED.add(what)
+        log.warning("%s; they are not applied", what)
+
+
 def get_spark(settings: SparkSettings) -> SparkSession:
     """Return the session a sync runs on (see the module docstring for the rules)."""
     from pyspark.sql import SparkSession
@@ -459,6 +490,7 @@ def get_spark(settings: SparkSettings) -> SparkSession:
                 f"destination needs; start it with {_how_to_start(needs)}",
                 field="spark",
             )
+        _say_unapplied(active, settings)
         return active
 
     under_spark_submit = "PYSPARK_GATEWAY_PORT" in os.environ

@@ -117,27 +117,23 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
         if problem is not None:
             raise ConfigError(f"stream {configured.name!r}: {problem}",
                               field=f"{where}.json_columns")
-        problem = history_kind_problem(connection.destination.type,
-                                       configured.destination_sync_mode)
-        if problem is not None:
+        refused = destination_problem(connection.destination.type, configured)
+        if refused is not None:
+            setting, problem = refused
             raise ConfigError(f"stream {configured.name!r}: {problem}",
-                              field=f"{where}.destination_sync_mode")
+                              field=f"{where}.{setting}")
         for setting in ("partition_by", "cluster_by"):
             entries = getattr(configured, setting)
-            problem = (layout_kind_problem(connection.destination.type, setting, entries)
-                       or (layout_columns_problem(stream.json_schema(), setting, entries)
-                           if entries and schemas else None))
+            problem = (layout_columns_problem(stream.json_schema(), setting, entries)
+                       if entries and schemas else None)
             if problem is not None:
                 raise ConfigError(f"stream {configured.name!r}: {problem}",
                                   field=f"{where}.{setting}")
-        problem = _expectations_problem(connection, configured, stream, schemas)
-        if problem is not None:
-            raise ConfigError(problem, field=f"{where}.expectations")
-        refused = table_properties_refusal(connection.destination.type,
-                                           configured.table_properties)
-        if refused is not None:
-            raise ConfigError(f"stream {configured.name!r}: {refused}",
-                              field=f"{where}.table_properties")
+        if configured.expectations and schemas:
+            columns = [*(stream.json_schema().get("properties") or {}), *META_NAMES]
+            problem = unknown_columns_problem(configured.name, configured.expectations, columns)
+            if problem is not None:
+                raise ConfigError(problem, field=f"{where}.expectations")
         resolved.append(ConfiguredStream(
             name=configured.name, sync_mode=configured.sync_mode,
             destination_sync_mode=configured.destination_sync_mode,
@@ -146,23 +142,76 @@ def resolve_streams(source: Source, connection: ConnectionConfig, *,
             table_layout=TableLayout(partition_by=tuple(configured.partition_by),
                                      cluster_by=tuple(configured.cluster_by),
                                      properties=dict(configured.table_properties)),
-            deletes=configured.deletes or "soft"))
+            deletes=configured.deletes or default_deletes(connection.destination.type,
+                                                          configured.destination_sync_mode)))
     return resolved
 
 
-def _expectations_problem(connection: ConnectionConfig, configured: StreamConfig,
-                          stream: Stream, schemas: bool) -> str | None:
-    """Why the stream's expectations cannot run here: a quarantine the destination
-    cannot keep, or (``schemas``) an expression naming a column the stream lacks."""
-    expectations = configured.expectations
-    if any(e.action == "quarantine" for e in expectations):
-        refused = quarantine_refusal(connection.destination.type)
-        if refused is not None:
-            return f"stream {configured.name!r}: {refused}"
-    if not expectations or not schemas:
+def destination_problem(destination_type: str,
+                        configured: StreamConfig) -> tuple[str, str] | None:
+    """The first setting of ``configured`` the ``destination_type`` destination cannot
+    honour, and why: ``(setting, why)``, or None.
+
+    From the destination's declared capabilities alone (no source, no schema), so
+    ``sync``, ``plan``, ``check`` and ``validate`` refuse the same settings, whether or
+    not the source's streams can be known offline.  A setting a destination would
+    otherwise ignore (``table_properties`` on a PostgreSQL table, ``partition_by`` on a
+    topic, ``deletes: soft`` where a delete is a tombstone) is refused here, naming it.
+    A destination built in code (a test's) has no class to ask: its ``prepare`` decides.
+    """
+    from headwater.destinations import get_destination_class
+
+    try:
+        get_destination_class(destination_type)
+    except ConfigError:
         return None
-    columns = [*(stream.json_schema().get("properties") or {}), *META_NAMES]
-    return unknown_columns_problem(configured.name, expectations, columns)
+    problem = history_kind_problem(destination_type, configured.destination_sync_mode)
+    if problem is not None:
+        return "destination_sync_mode", problem
+    for setting in ("partition_by", "cluster_by"):
+        problem = layout_kind_problem(destination_type, setting, getattr(configured, setting))
+        if problem is not None:
+            return setting, problem
+    problem = deletes_kind_problem(destination_type, configured.deletes)
+    if problem is not None:
+        return "deletes", problem
+    if any(e.action == "quarantine" for e in configured.expectations):
+        problem = quarantine_refusal(destination_type)
+        if problem is not None:
+            return "expectations", problem
+    problem = table_properties_refusal(destination_type, configured.table_properties)
+    if problem is not None:
+        return "table_properties", problem
+    return None
+
+
+def deletes_kind_problem(destination_type: str, deletes: str | None) -> str | None:
+    """Why ``destination_type`` cannot do what a stream's ``deletes`` asks (None: it can,
+    or the stream leaves it to the destination's default)."""
+    from headwater.destinations import get_destination_class
+
+    if deletes is None:
+        return None
+    kinds = get_destination_class(destination_type).capabilities.deletes
+    if deletes in kinds:
+        return None
+    return (f"deletes: {deletes}: the {destination_type} destination takes deletes: "
+            f"{' or '.join(kinds)} only, and does that when deletes is left out; leave it "
+            "out, or use a destination that keeps a deleted row flagged (deletes: soft)")
+
+
+def default_deletes(destination_type: str, mode: DestinationSyncMode) -> str:
+    """What an ``append_dedup`` stream that says nothing of ``deletes`` gets on
+    ``destination_type``: its first declared kind (``soft``, but ``hard`` where a delete is
+    a tombstone)."""
+    from headwater.destinations import get_destination_class
+
+    if mode is not DestinationSyncMode.APPEND_DEDUP:
+        return "soft"
+    try:
+        return get_destination_class(destination_type).capabilities.deletes[0]
+    except ConfigError:
+        return "soft"
 
 
 #: The destination sync modes that keep rows by primary key (and so need one).
@@ -255,7 +304,14 @@ def layout_kind_problem(destination_type: str, setting: str,
     if not entries:
         return None
     capabilities = get_destination_class(destination_type).capabilities
+    if setting == "partition_by" and not capabilities.partitions_tables:
+        return (f"partition_by: the {destination_type} destination's tables have no "
+                "partitions by column, so the layout would be ignored; remove partition_by "
+                "from the stream")
     if setting == "cluster_by" and not capabilities.clusters_tables:
+        if not capabilities.partitions_tables:
+            return (f"cluster_by: the {destination_type} destination does not cluster "
+                    "tables; remove cluster_by from the stream")
         return (f"cluster_by: the {destination_type} destination does not cluster tables; "
                 "use partition_by, e.g. [days(updated_at)] or [bucket(16, id)]")
     if setting == "partition_by" and not capabilities.partition_transforms:

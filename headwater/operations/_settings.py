@@ -139,3 +139,12 @@ def spark_settings(config: ConnectionConfig, master: str | None = None,
         app_name=f"headwater-{config.name}",
         jvm_log_path=home() / "logs" / "spark.log",
     )
+
+
+def shared_session_settings(config: ConnectionConfig) -> SparkSettings:
+    """The Spark settings of a sync run in a process whose one session serves every
+    connection (``serve``, the web page): the connection file's, and a session that does
+    not hold them refuses the sync rather than run it with another connection's."""
+    from dataclasses import replace
+
+    return replace(spark_settings(config), refuse_unapplied=True)

@@ -19,7 +19,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from headwater.config import ConnectionConfig
-from headwater.operations._settings import open_store, spark_settings, store_url
+from headwater.operations._settings import (
+    open_store,
+    shared_session_settings,
+    spark_settings,
+    store_url,
+)
 from headwater.serve import RunOutcome, RunsInProgress, last_run_started
 
 if TYPE_CHECKING:
@@ -77,7 +82,7 @@ def run_sync(config: ConnectionConfig, runs: RunsInProgress | None = None, *,
                                            f"({runs.stop_reason})")
     store = open_store(store_url(config))
     try:
-        engine = start_engine(config, store)
+        engine = start_engine(config, store, spark=shared_session_settings(config))
         if on_engine is not None:
             on_engine(engine)
         with runs.running(engine) if runs is not None else nullcontext():

@@ -60,27 +60,31 @@ def validated_file(path: Path) -> tuple[ConnectionConfig | None, list[dict[str, 
                 problem["line"] = config.field_line(problem["field"] or f"{section}.type")
         problems += found
     # A source whose streams are known only when it connects (``offline_catalog = "spec"``)
-    # has no streams resolved above: its table properties are checked here, once.
+    # has no streams resolved above: what the destination refuses of them is checked
+    # here, once.
     said = {(p["field"], p["message"]) for p in problems}
-    problems += [p for p in _refused_table_properties(path, config)
+    problems += [p for p in _refused_by_destination(path, config)
                  if (p["field"], p["message"]) not in said]
     return config, problems
 
 
-def _refused_table_properties(path: Path, config: ConnectionConfig) -> list[dict[str, Any]]:
-    """A problem for each stream whose ``table_properties`` the destination cannot honour."""
-    from headwater.destinations import table_properties_refusal
+def _refused_by_destination(path: Path, config: ConnectionConfig) -> list[dict[str, Any]]:
+    """A problem for each stream with a setting the destination cannot honour
+    (:func:`~headwater.engine.connection.destination_problem`: its layout, deletes,
+    quarantine or ``table_properties``), found without the source."""
+    from headwater.engine.connection import destination_problem
 
     problems: list[dict[str, Any]] = []
     for position, stream in enumerate(config.streams or []):
-        field = f"streams[{position}].table_properties"
         try:
-            refused = table_properties_refusal(config.destination.type, stream.table_properties)
-        except HeadwaterError:  # an unknown destination type: reported above
+            refused = destination_problem(config.destination.type, stream)
+        except HeadwaterError:  # a destination type that does not load: reported above
             return problems
         if refused is not None:
+            setting, why = refused
+            field = f"streams[{position}].{setting}"
             problems.append({"file": str(path), "line": config.field_line(field),
-                             "field": field, "message": mask(f"stream {stream.name!r}: {refused}")})
+                             "field": field, "message": mask(f"stream {stream.name!r}: {why}")})
     return problems
 
 

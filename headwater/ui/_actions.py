@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from headwater.config import ConnectionConfig, mask
 from headwater.errors import ConfigError, ConnectionLockedError, HeadwaterError
-from headwater.operations import open_store_to_change, run_sync, start_engine, store_url
+from headwater.operations import (
+    open_store_to_change,
+    run_sync,
+    shared_session_settings,
+    start_engine,
+    store_url,
+)
 from headwater.serve import RunsInProgress
 from headwater.ui._folder import ConnectionFile, ConnectionFolder
 
@@ -212,7 +218,8 @@ class Actions:
         """An engine as ``headwater replay``/``backfill`` build one, watched by ``job``."""
         store = open_store_to_change(store_url(config, explicit=self.folder.explicit_store,
                                                create=False), kind)
-        engine = start_engine(config, store, early_reads=False)
+        engine = start_engine(config, store, early_reads=False,
+                              spark=shared_session_settings(config))
         _watch_runs(engine, job)
         return engine, store
 

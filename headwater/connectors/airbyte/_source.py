@@ -53,7 +53,7 @@ from headwater.connectors.airbyte._process import (
     run_connector,
 )
 from headwater.connectors.airbyte._records import RecordDecoder
-from headwater.errors import AuthenticationError, ConnectorError
+from headwater.errors import AuthenticationError, ConfigError, ConnectorError
 from headwater.protocol import (
     AirbyteCatalog,
     AirbyteMessage,
@@ -228,6 +228,11 @@ class AirbyteSource(Source):
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)
         command: list[str] = list(config.get("command") or [])
+        if command and config.get("entrypoint"):
+            raise ConfigError("entrypoint names the console script of an installed package, "
+                              "and this source runs its command instead, so it would be "
+                              "ignored; remove entrypoint, or give package and version",
+                              field="source.config.entrypoint")
         self.env = ConnectorEnv(
             package=config.get("package"), version=config.get("version"),
             command_line=tuple(command),
@@ -268,7 +273,8 @@ class AirbyteSource(Source):
                             "description": "Instead of a package: the connector's command."},
                 "entrypoint": {"type": "string",
                                "description": "Console script of the package "
-                                              "(default: the package name without airbyte-)."},
+                                              "(default: the package name without airbyte-); "
+                                              "refused beside command."},
                 "envs_dir": {"type": "string", "description": "Where connector venvs are kept "
                              "(default: $HEADWATER_CONNECTOR_ENVS or ~/.cache/headwater)."},
                 "config": {"type": "object", "description": "The connector's own config."},

@@ -49,6 +49,10 @@ class TableSettings(BaseModel):
     def _table_or_query(self) -> TableSettings:
         if self.table is not None and self.query is not None:
             raise ValueError(f"stream {self.name}: give table or query, not both")
+        if self.cursor_field is not None and self.partition_column is not None:
+            raise ValueError(f"stream {self.name}: partition_column: the stream is read in "
+                             "windows of its cursor_field, so the column would split nothing; "
+                             "remove one of them")
         return self
 
 

@@ -107,6 +107,22 @@ class KafkaConfig(BaseModel):
                 raise ValueError(f"consumer setting {name!r} is not allowed: {hint}")
         return self
 
+    def unused_schema(self) -> tuple[str, str] | None:
+        """The first entry of ``schema`` no stream would read, as (field, why), or None:
+        with ``value_format: raw`` a value is not parsed into fields, and a topic that is
+        not a stream (not in ``topics``, or not matched by ``topic_pattern``) has none."""
+        if self.json_schema and self.value_format == "raw":
+            return ("schema", "with value_format: raw each value lands whole in the column "
+                    "'value', so no field is typed by it; remove schema, or use json")
+        for topic in self.json_schema:
+            if self.topics is not None and topic not in self.topics:
+                return (f"schema.{topic}", f"topic {topic!r} is not one of topics "
+                        f"({', '.join(self.topics)}), so no stream reads it")
+            if self.topic_pattern is not None and not re.fullmatch(self.topic_pattern, topic):
+                return (f"schema.{topic}", f"topic {topic!r} does not match topic_pattern "
+                        f"{self.topic_pattern!r}, so no stream reads it")
+        return None
+
     def client_settings(self) -> dict[str, Any]:
         """What every client (consumer, admin) gets: the brokers and the passed-through
         settings (credentials included: never log this)."""

@@ -188,6 +188,10 @@ class KafkaSource(Source):
                         for e in exc.errors(include_input=False)]
             raise SpecValidationError("the kafka source config does not match its spec",
                                       problems) from exc
+        unused = self._settings.unused_schema()
+        if unused is not None:
+            field, why = unused
+            raise ConfigError(f"{field}: {why}", field=f"source.config.{field}")
         self._streams: list[Stream] | None = None
 
     @classmethod

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, WithJsonSchema
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, WithJsonSchema, model_validator
 
 __all__ = [
     "AvroFormat",
@@ -50,6 +50,16 @@ class CsvFormat(_Model):
         False,
         description="Quoted values may hold line breaks. Such objects are never split by "
                     "byte range (a split could start inside a value).")
+
+    @model_validator(mode="after")
+    def _names_without_a_header(self) -> CsvFormat:
+        # The reader takes column_names only for objects without a header: with one, the
+        # header names the columns, and column_names would be accepted and ignored.
+        if self.column_names is not None and self.header:
+            raise ValueError("column_names names the columns of objects without a header, "
+                             "and header is true (the header names them); set header: false, "
+                             "or remove column_names")
+        return self
 
 
 class JsonlFormat(_Model):
@@ -181,6 +191,21 @@ class ObjectStorageConfig(_Model):
         None, description="Azure storage connection string (it also names the endpoint: "
                           "BlobEndpoint=... for Azurite or a private endpoint).")
 
+    @property
+    def store(self) -> str | None:
+        """The kind of store the url is in (``s3``, ``gs``, ``az``), None for a local
+        folder or another fsspec protocol (whose options nothing here sets)."""
+        protocol = self.url.split("://", 1)[0] if "://" in self.url else "file"
+        return _STORES.get(protocol)
+
+    def settings_of_other_stores(self) -> list[str]:
+        """The store settings given that the url's store does not take, in spec order:
+        :meth:`storage_options` would leave them out, silently."""
+        taken = _STORE_SETTINGS.get(self.store or "", ())
+        return [name for name in type(self).model_fields
+                if any(name in names for names in _STORE_SETTINGS.values())
+                and name not in taken and _given(getattr(self, name))]
+
     def storage_options(self) -> dict[str, Any]:
         """fsspec options for the url's protocol (only what was configured)."""
         def plain(value: SecretStr | None) -> str | None:
@@ -208,3 +233,22 @@ class ObjectStorageConfig(_Model):
                      "connection_string": plain(self.azure_connection_string)}
             options.update({k: v for k, v in pairs.items() if v is not None})
         return options
+
+
+#: The store of each url protocol :meth:`ObjectStorageConfig.storage_options` sets options of.
+_STORES = {"s3": "s3", "s3a": "s3", "gs": "gs", "gcs": "gs", "az": "az", "abfs": "az",
+           "abfss": "az"}
+#: The config fields each store takes (S3's endpoint and region serve its SQS queue too).
+_STORE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "s3": ("endpoint_url", "region", "aws_access_key_id", "aws_secret_access_key",
+           "aws_session_token"),
+    "gs": ("endpoint_url", "gcs_token"),
+    "az": ("azure_account_name", "azure_account_key", "azure_connection_string"),
+}
+
+
+def _given(value: Any) -> bool:
+    """Whether a setting holds something (an empty ``${VAR:-}`` is nothing)."""
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    return value is not None and value != ""

@@ -323,6 +323,14 @@ class ObjectStorageSource(Source):
             raise ConfigError("notification discovery reads S3 event notifications: the "
                               f"source url must be s3://, got {self._settings.url!r}",
                               field="source.config.streams.discovery")
+        other = self._settings.settings_of_other_stores()
+        if other:
+            where = {"s3": "on S3", "gs": "on GCS", "az": "on Azure"}.get(
+                self._settings.store or "", "not on S3, GCS or Azure")
+            raise ConfigError(
+                f"{other[0]}: the url {self._settings.url!r} is {where}, whose reads do not "
+                "take it, so it would be ignored; remove it, or point url at the store it is "
+                "for", field=f"source.config.{other[0]}")
         # One stream object per stream for the source's life, so the schema a plan
         # sampled is the one its tasks read with.
         self._streams = [ObjectStream(self._settings, c) for c in self._settings.streams]

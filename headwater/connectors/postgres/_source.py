@@ -29,6 +29,7 @@ import psycopg
 from psycopg import sql
 
 from headwater.connectors._config_model import model_spec, parse_model
+from headwater.connectors._stream_keys import refuse_unknown_streams
 from headwater.connectors._table_stream import TableStream, converter_for, table_json_schema
 from headwater.connectors.postgres import _cdc
 from headwater.connectors.postgres._boundary import (
@@ -78,6 +79,7 @@ class PostgresStream(TableStream):
                 f"column of {table.schema}.{table.name}; candidates: "
                 f"{', '.join(table.cursor_candidates) or 'none'}",
                 field=f"source.config.cursor_fields.{stream_name}")
+        _refuse_unused_stream_settings(settings, stream_name, cdc=self._cdc)
         self._cursor_column = column
         # The SDK declares these as class attributes; a table's are known per instance.
         self.primary_key = tuple(table.primary_key)  # type: ignore[misc]
@@ -242,6 +244,23 @@ class PostgresStream(TableStream):
             _cdc.advance_slot(self._settings, self.table, state)
 
 
+def _refuse_unused_stream_settings(settings: PostgresConfig, name: str, *, cdc: bool) -> None:
+    """Refuse a per-stream setting the stream's reads would not use, naming it: a cursor
+    column under change data capture (whose cursor is the log position), a split column
+    beside a cursor column (the stream is read in windows of its cursor)."""
+    if cdc and name in settings.cursor_fields:
+        raise ConfigError(
+            f"cursor_fields.{name}: the stream is read by change data capture "
+            "(replication_method: cdc, and its table has a primary key), whose cursor is the "
+            "log position, so the column would be ignored; remove it",
+            field=f"source.config.cursor_fields.{name}")
+    if not cdc and name in settings.cursor_fields and name in settings.partition_columns:
+        raise ConfigError(
+            f"partition_columns.{name}: the stream is read in windows of its cursor "
+            f"(cursor_fields.{name}), so the column would split nothing; remove one of them",
+            field=f"source.config.partition_columns.{name}")
+
+
 class PostgresSource(Source):
     """Tables and views of one PostgreSQL database (see the module docs)."""
 
@@ -270,8 +289,12 @@ class PostgresSource(Source):
     def streams(self) -> list[Stream]:
         tables = self.tables()
         qualified = len(self._settings.schemas) > 1
-        return [PostgresStream(self._settings, t, f"{t.schema}.{t.name}" if qualified else t.name)
-                for t in tables]
+        names = [(t, f"{t.schema}.{t.name}" if qualified else t.name) for t in tables]
+        settings = self._settings
+        refuse_unknown_streams({"cursor_fields": settings.cursor_fields,
+                                "partition_columns": settings.partition_columns},
+                               (name for _, name in names))
+        return [PostgresStream(settings, table, name) for table, name in names]
 
     def check(self) -> None:
         """Connect, then say plainly what the role cannot do (read tables, replicate)."""

@@ -68,6 +68,25 @@ _PAGINATORS: dict[str, type[Paginator]] = {
 }
 
 
+#: A stream's settings of its date windows: what a stream without ``cursor_field`` has none of.
+WINDOW_SETTINGS = ("start_date", "end_date", "window_size_seconds", "windows_per_partition",
+                   "cursor_format")
+
+
+def _refuse_windows_without_a_cursor(raw: Mapping[str, Any], where: str) -> None:
+    """A window setting on a stream with no ``cursor_field`` is refused, naming it: its
+    calls are not cut into date windows, so the setting would be accepted and ignored."""
+    if raw.get("cursor_field"):
+        return
+    given = [key for key in WINDOW_SETTINGS if raw.get(key) is not None]
+    if given:
+        raise ConfigError(
+            f"stream {raw['name']!r} has no cursor_field, so its calls are not cut into date "
+            f"windows and {given[0]} would be ignored; set cursor_field (the records' time "
+            f"the windows cut), or remove {given[0]}", stream=str(raw["name"]),
+            field=f"{where}.{given[0]}")
+
+
 def _paginator(config: Mapping[str, Any] | None) -> Paginator:
     options = dict(config or {"type": "none"})
     return _PAGINATORS[options.pop("type")](**options)
@@ -113,6 +132,8 @@ class RestSource(Source):
                                   "is not a stream of this source", stream=name,
                                   field="parent.stream")
         self._check_no_cycles()
+        for position, raw in enumerate(config["streams"]):
+            _refuse_windows_without_a_cursor(raw, f"source.config.streams[{position}]")
         #: The driver's early calls, once :meth:`prepare` started them.
         self._early: EarlyReads | None = None
 

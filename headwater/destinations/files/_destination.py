@@ -87,6 +87,8 @@ class FilesDestination(Destination):
         task_written_files=True,
         stages_overwrites=True,
         clusters_tables=False,
+        partitions_tables=False,
+        keeps_table_properties=False,
         commit_id="manifest",
     )
 

@@ -64,6 +64,10 @@ class KafkaDestination(Destination):
         # checkpoints must land in their order.
         max_concurrent_commits={"append_dedup": 1},
         clusters_tables=False,
+        partitions_tables=False,
+        keeps_table_properties=False,
+        # A deleted key's record is a tombstone (compaction removes the key): never soft.
+        deletes=("hard",),
         commit_id="marker_offset",
     )
 

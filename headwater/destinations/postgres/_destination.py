@@ -93,6 +93,8 @@ class PostgresDestination(Destination):
         stages_overwrites=True,
         replaces_run_rows=True,
         clusters_tables=False,
+        partitions_tables=False,
+        keeps_table_properties=False,
         commit_id="postgres_txid",
     )
 

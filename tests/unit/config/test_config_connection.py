@@ -350,3 +350,41 @@ def test_connection_built_in_code_has_no_path_or_lines() -> None:
     assert connection.path is None
     assert connection.field_lines == {}
     assert connection.destination.type == "delta"
+
+
+@pytest.mark.parametrize("when", ["late", "stale"])
+def test_a_health_hook_without_a_schedule_is_refused(tmp_path: Path, when: str) -> None:
+    # serve watches scheduled connections only: the hook was accepted and never ran.
+    hooks = f"after_sync:\n  - echo done\n  - {{command: notify, when: {when}}}\n"
+    path = write(tmp_path, f"source: {{type: sample}}\nstale_after_s: 60\n{hooks}")
+    problem = problems_of(path)["after_sync"]
+    assert problem.startswith(f"[1].when: {when} needs a schedule"), problem
+    scheduled = write(tmp_path, f"source: {{type: sample}}\nschedule: '0 * * * *'\n{hooks}",
+                      name="scheduled.yaml")
+    assert [h.when for h in load_connection(scheduled, env={}).after_sync] == ["success", when]
+
+
+def test_retry_without_a_schedule_is_refused(tmp_path: Path) -> None:
+    # serve retries the runs it schedules only: the section was accepted and never acted.
+    path = write(tmp_path, "source: {type: sample}\nretry: {max_retries: 5}\n")
+    assert problems_of(path)["retry"].startswith("is headwater serve's retrying")
+    scheduled = write(tmp_path, "source: {type: sample}\nschedule: '0 * * * *'\n"
+                      "retry: {max_retries: 5}\n", name="scheduled.yaml")
+    assert load_connection(scheduled, env={}).retry.max_retries == 5
+    assert load_connection(write(tmp_path, "source: {type: sample}\n", name="bare.yaml"),
+                           env={}).retry.max_retries == 3  # the default needs nothing
+
+
+@pytest.mark.parametrize("where", ["master: 'spark://cluster:7077'", "remote: 'sc://h:15002'"])
+def test_a_jvm_priority_for_a_spark_elsewhere_is_refused(tmp_path: Path, where: str) -> None:
+    # Only a local master's JVM is started here (and lowered): it was accepted and ignored.
+    spark = f"spark: {{{where}, early_reads_jvm_nice: 9}}\n"
+    path = write(tmp_path, f"source: {{type: sample}}\n{spark}")
+    problem = problems_of(path)["spark"]
+    assert "runs Spark elsewhere, so it would never act" in problem
+    assert "cluster" not in problem and "h:15002" not in problem  # no URL quoted
+    local = write(tmp_path, "source: {type: sample}\n"
+                  "spark: {master: 'local[2]', early_reads_jvm_nice: 9}\n", name="local.yaml")
+    assert load_connection(local, env={}).spark.early_reads_jvm_nice == 9
+    assert load_connection(write(tmp_path, f"source: {{type: sample}}\nspark: {{{where}}}\n",
+                                 name="default.yaml"), env={}).spark.early_reads_jvm_nice == 5

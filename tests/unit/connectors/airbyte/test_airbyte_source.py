@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -52,6 +53,17 @@ def _read_in_order(source: AirbyteSource, state: dict | None = None,
 
 def test_registered_as_a_built_in() -> None:
     assert get_source_class("airbyte") is AirbyteSource
+
+
+def test_an_entrypoint_beside_a_command_is_refused(tmp_path: Path) -> None:
+    # The command runs as given: the entrypoint was accepted and ignored.
+    ran = tmp_path / "ran"
+    config = {"command": ["touch", str(ran)], "entrypoint": "source-faker", "config": {}}
+    with pytest.raises(ConfigError) as caught:
+        AirbyteSource(config)
+    assert caught.value.context["field"] == "source.config.entrypoint"
+    assert "runs its command instead, so it would be ignored" in caught.value.message
+    assert not ran.exists()  # refused before the connector is asked anything
 
 
 def test_discover_gives_streams_with_keys_cursor_and_one_partition() -> None:

@@ -105,3 +105,15 @@ def test_config_names_the_driver_and_keeps_the_password_secret() -> None:
             JdbcSource({**config, "driver": wrong})
     with pytest.raises(SpecValidationError):
         JdbcSource({**config, "tables": [{"name": "t", "table": "t", "query": "SELECT 1"}]})
+
+
+def test_a_split_column_beside_a_cursor_is_refused() -> None:
+    # Read in windows of its cursor, the stream was never split on it: it was ignored.
+    tables = [{"name": "orders", "cursor_field": "updated_at", "partition_column": "id"}]
+    with pytest.raises(SpecValidationError) as caught:
+        JdbcSource({"url": PG, "driver": "org.postgresql:postgresql:42.7.4", "tables": tables})
+    [(field, problem)] = caught.value.problems
+    assert field == "source.config.tables.0"
+    assert "partition_column: the stream is read in windows of its cursor_field" in problem
+    TableSettings(name="orders", partition_column="id")  # a full refresh split on it: taken
+

@@ -18,7 +18,13 @@ from headwater.connectors.kafka import KafkaSource
 from headwater.connectors.kafka._cluster import explain
 from headwater.connectors.kafka._config import KafkaConfig
 from headwater.connectors.kafka._decode import to_record
-from headwater.errors import AuthenticationError, ConnectorError, ExitCode, SpecValidationError
+from headwater.errors import (
+    AuthenticationError,
+    ConfigError,
+    ConnectorError,
+    ExitCode,
+    SpecValidationError,
+)
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "kafka-source.yaml"
 BASE = {"bootstrap_servers": "127.0.0.1:9092"}
@@ -43,6 +49,28 @@ def test_config_errors_name_the_problem(config: dict[str, Any], problem: str) ->
     with pytest.raises(SpecValidationError) as excinfo:
         KafkaSource({**BASE, **config})
     assert problem in str(excinfo.value)
+
+
+@pytest.mark.parametrize(("config", "field", "problem"), [
+    ({"topics": ["orders"], "value_format": "raw", "schema": {"orders": {"n": {}}}},
+     "schema", "with value_format: raw each value lands whole in the column 'value'"),
+    ({"topics": ["orders"], "schema": {"order": {"n": {}}}},
+     "schema.order", "topic 'order' is not one of topics (orders)"),
+    ({"topic_pattern": r"shop\..*", "schema": {"orders": {"n": {}}}},
+     "schema.orders", "topic 'orders' does not match topic_pattern"),
+])
+def test_a_declared_schema_no_stream_reads_is_refused(config: dict[str, Any], field: str,
+                                                      problem: str) -> None:
+    # It was accepted and never used: the stream's fields stayed the sampled ones.
+    with pytest.raises(ConfigError) as info:
+        KafkaSource({**BASE, **config})
+    assert info.value.context["field"] == f"source.config.{field}"
+    assert problem in info.value.message
+
+
+def test_a_declared_schema_of_a_stream_is_taken() -> None:
+    KafkaSource({**BASE, "topics": ["orders"], "schema": {"orders": {"n": {}}}})
+    KafkaSource({**BASE, "topic_pattern": r"shop\..*", "schema": {"shop.orders": {"n": {}}}})
 
 
 def test_credentials_among_the_consumer_settings_are_secrets() -> None:

@@ -57,6 +57,17 @@ def test_csv_options_delimiter_quote_no_header_and_encoding(tmp_path: Path) -> N
         {"id": 1, "label": "a;b", "amount": 2.5}, {"id": 2, "label": "é", "amount": 3.0}]
 
 
+def test_csv_column_names_with_a_header_are_refused(tmp_path: Path) -> None:
+    # The reader takes column_names only without a header: they were accepted, then ignored.
+    from headwater.errors import SpecValidationError
+
+    with pytest.raises(SpecValidationError) as caught:
+        source(str(tmp_path), format={"type": "csv", "column_names": ["id", "label"]})
+    [(field, problem)] = caught.value.problems
+    assert field == "source.config.streams.0.format.csv"
+    assert "column_names names the columns of objects without a header" in problem
+
+
 def test_schema_override_wins_over_inference(tmp_path: Path) -> None:
     write(tmp_path, "x.jsonl", encode(ROWS, "jsonl"))
     stream = source(str(tmp_path), schema={"id": {"type": "string"},

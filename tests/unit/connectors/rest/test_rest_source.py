@@ -76,6 +76,25 @@ def test_parents_must_exist_and_not_form_cycles() -> None:
         source(config)
 
 
+@pytest.mark.parametrize("setting", ["start_date", "end_date", "window_size_seconds",
+                                     "windows_per_partition", "cursor_format"])
+def test_a_window_setting_without_a_cursor_field_is_refused(setting: str) -> None:
+    # Without a cursor the calls are not cut into windows: the setting was ignored.
+    config = example("github.yaml")
+    stream = config["streams"][0]
+    window = {"start_date": "2024-01-01T00:00:00Z", "end_date": "2024-02-01T00:00:00Z",
+              "window_size_seconds": 3600, "windows_per_partition": 2, "cursor_format": "epoch"}
+    for key in ("cursor_field", *window):
+        stream.pop(key, None)
+    source(config)  # a full refresh stream, nothing of windows: taken
+    stream[setting] = window[setting]
+    with pytest.raises(ConfigError) as caught:
+        source(config)
+    assert caught.value.context["field"] == f"source.config.streams[0].{setting}"
+    assert f"has no cursor_field, so its calls are not cut into date windows and {setting} " \
+        "would be ignored" in caught.value.message
+
+
 def test_incremental_windows_cover_the_gaps_and_carry_the_task_count() -> None:
     config = example("surveys.yaml")
     config["streams"][0].update(end_date="2024-01-15T00:00:00Z")
