@@ -9,7 +9,7 @@ import { renderConnection } from "./view-connection.js";
 import { renderRun } from "./view-run.js";
 
 const ROUTES = [
-  [/^#?\/?$/, renderConnections],
+  [/^#?\/?(?:\?.*)?$/, renderConnections],  // #/?q=...: the list's search (view-connections.js)
   [/^#\/connections\/([^/]+)$/, renderConnection],
   [/^#\/runs\/([^/]+)$/, renderRun],
 ];

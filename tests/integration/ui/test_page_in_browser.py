@@ -12,7 +12,8 @@ Replay and its result followed live on the replay's page, the backfill's plan an
 the backfill run from the form to its end, a reset confirmed by typing the stream's
 name, Stop pressed while the next sync runs (it ends ``stopped`` live) and Sync now
 resuming it to ``succeeded``, a failed sync's error, "Older runs" paging back through a
-history longer than a page, a late connection marked late, ``/metrics`` beside the invalid
+history longer than a page, a late connection marked late, the list searched, filtered
+and ordered (kept across a reload), ``/metrics`` beside the invalid
 file, an unknown run and connection (one error page), the same pages on a phone-sized
 screen, and a run of ``headwater sync`` (in this process, as the CLI runs it) whose page shows
 its per-checkpoint log lines. A sync is held
@@ -471,6 +472,25 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     assert row.locator("[data-col=bytes]").inner_text().endswith(("B", "KB", "MB"))
     assert row.locator("[data-col=rows_per_s]").inner_text() != "—"
     walk.shot("14-connections-after")
+    # Narrowed and ordered as a person on call does: the latest run first, the late ones, a
+    # name; the choice is in the address, so a reload (or a link) keeps it.
+    links = page.get_by_test_id("connections-table-row").get_by_test_id("connection-link")
+    page.get_by_test_id("connections-sort").select_option("recent")
+    expect(links).to_have_text(["shop", "nightly", "stuck"])
+    page.get_by_test_id("connections-status").select_option("late")
+    expect(links).to_have_text(["nightly"])
+    expect(page.get_by_test_id("connections-shown")).to_have_text("1 of 3 shown")
+    page.get_by_test_id("connections-status").select_option("all")
+    page.get_by_test_id("connections-search").fill("ST")
+    expect(links).to_have_text(["stuck"])
+    walk.shot("14b-connections-searched")
+    page.reload()
+    expect(links).to_have_text(["stuck"])
+    expect(page.get_by_test_id("connections-search")).to_have_value("ST")
+    page.get_by_test_id("connections-search").fill("")
+    expect(links).to_have_text(["shop", "nightly", "stuck"])
+    page.get_by_test_id("connections-sort").select_option("name")
+    expect(links).to_have_text(["nightly", "shop", "stuck"])
     page.get_by_test_id("connection-link").filter(has_text="stuck").click()
     page.get_by_test_id("sync-now").click()
     failed = page.get_by_test_id("runs-table-row").first
