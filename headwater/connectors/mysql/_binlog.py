@@ -81,6 +81,10 @@ CDC_COLUMNS: dict[str, dict[str, Any]] = {
     DELETED_COLUMN: {"type": "boolean", "description": "true: the row was deleted"},
 }
 
+#: Seconds a read waits for the server's next event before it fails (the log holds
+#: every event up to ``changes_upto`` when the read starts, so only a stuck server waits).
+READ_TIMEOUT_S = 300
+
 _POSITION = re.compile(r"(?P<file>[^;]*\.(?P<number>\d+)):(?P<offset>\d+)"
                        r"(?:;(?P<gtid>[0-9,-]*))?")
 
@@ -259,44 +263,45 @@ def read_changes(settings: MySQLConfig, table: TableInfo, params: Mapping[str, A
 
     start = Position.parse(str(params["changes_from"]))
     upto = Position.parse(str(params["changes_upto"]))
+    if start >= upto:
+        return  # nothing was written since
     login = {"host": settings.host, "port": settings.port, "user": settings.username,
-             "password": settings.password.get_secret_value() if settings.password else ""}
+             "password": settings.password.get_secret_value() if settings.password else "",
+             "read_timeout": READ_TIMEOUT_S}
     mariadb = bool(params.get("mariadb"))
+    # Blocking, and every event handed back (none filtered), so the loop sees the end
+    # position pass ``upto`` and stops there itself: MariaDB 10.11 resets a non-blocking
+    # dump part way through a long log (seen here after 1,632 events of 23,694).
     reader = _one_dump_reader()(
         connection_settings=login, server_id=(1 << 31) + secrets.randbelow(1 << 30),
-        log_file=start.file, log_pos=start.offset, resume_stream=True, blocking=False,
-        auto_position=(start.gtid or "") if mariadb else None,
-        is_mariadb=mariadb, only_schemas=[table.database],
-        only_tables=[table.name], enable_logging=False,
-        only_events=[GtidEvent, MariadbGtidEvent, QueryEvent, XidEvent, WriteRowsEvent,
-                     UpdateRowsEvent, DeleteRowsEvent])
+        log_file=start.file, log_pos=start.offset, resume_stream=True, blocking=True,
+        auto_position=(start.gtid or "") if mariadb else None, is_mariadb=mariadb,
+        only_schemas=[table.database], only_tables=[table.name], enable_logging=False,
+        filter_non_implemented_events=False)
     changes = _Changes(table)
     try:
         for event in reader:
             wrapper = event.packet
-            if not wrapper.log_pos:
-                continue  # an artificial event of the dump's start
-            at = Position.of(str(reader.log_file), wrapper.log_pos - wrapper.event_size)
-            if isinstance(event, GtidEvent | MariadbGtidEvent):
-                changes.begin(at, str(event.gtid))
-            elif isinstance(event, QueryEvent):
-                query = event.query.strip().upper() if isinstance(event.query, str) else ""
-                if query == "BEGIN" and changes.start is None:
-                    changes.begin(at, None)
-                elif query in ("COMMIT", "ROLLBACK"):
+            if wrapper.log_pos:  # else an artificial event of the dump's start
+                at = Position.of(str(reader.log_file), wrapper.log_pos - wrapper.event_size)
+                if isinstance(event, GtidEvent | MariadbGtidEvent):
+                    changes.begin(at, str(event.gtid))
+                elif isinstance(event, QueryEvent):
+                    query = event.query.strip().upper() if isinstance(event.query, str) else ""
+                    if query == "BEGIN" and changes.start is None:
+                        changes.begin(at, None)
+                    elif query in ("COMMIT", "ROLLBACK"):
+                        changes.end()
+                elif isinstance(event, XidEvent):
                     changes.end()
-            elif isinstance(event, XidEvent):
-                changes.end()
-            else:
-                if changes.start is None:
-                    changes.begin(at, None)
-                assert changes.start is not None
-                if changes.start >= upto:
-                    break
-                if changes.start >= start:
-                    yield from changes.rows(event, isinstance(event, UpdateRowsEvent),
-                                            isinstance(event, DeleteRowsEvent))
-            if changes.start is not None and changes.start >= upto:
+                elif isinstance(event, WriteRowsEvent | UpdateRowsEvent | DeleteRowsEvent):
+                    if changes.start is None:
+                        changes.begin(at, None)
+                    assert changes.start is not None
+                    if start <= changes.start < upto:
+                        yield from changes.rows(event, isinstance(event, UpdateRowsEvent),
+                                                isinstance(event, DeleteRowsEvent))
+            if Position.of(str(reader.log_file), reader.log_pos) >= upto:
                 break
     finally:
         reader.close()
