@@ -3,10 +3,10 @@ real Delta tables (``append_dedup`` on ``_mysql_pos``, deletes as flagged tombst
 
 After every sync the table's current rows (``_hw_deleted`` false) must equal the source's
 rows, every key once.  The cases: inserts, updates, key changes and deletes between syncs
-(and every type through the binary log); a writer thread changing the table while the
-first sync snapshots it (the handover); a first load killed between a checkpoint's commit
-and its state, and a change sync killed there too (in-process faults, as
-``test_mysql_crash.py``), each resumed.
+(and every type, zero dates included, through the binary log); a writer thread changing
+the table while the first sync snapshots it (the handover); a first load killed between a
+checkpoint's commit and its state, and a change sync killed there too (in-process faults,
+as ``test_mysql_crash.py``), each resumed.
 """
 
 from __future__ import annotations
@@ -122,11 +122,13 @@ def test_inserts_updates_key_changes_and_deletes_land_as_the_source(
         spark: Any, tmp_path: Path, mariadb_server: MariaDBServer, database: str) -> None:
     execute(mariadb_server, database,
             "CREATE TABLE orders (id INT PRIMARY KEY, label VARCHAR(20), amount DECIMAL(12, 2))",
-            "INSERT INTO orders SELECT seq, 'first', seq / 4 FROM seq_1_to_40", TYPES_DDL)
-    path = cdc_connection(tmp_path, mariadb_server, database, ["orders", "every_type"])
+            "INSERT INTO orders SELECT seq, 'first', seq / 4 FROM seq_1_to_40", TYPES_DDL,
+            "CREATE TABLE dated (id INT PRIMARY KEY, d DATE, dt DATETIME(6), ts TIMESTAMP NULL)")
+    path = cdc_connection(tmp_path, mariadb_server, database,
+                          ["orders", "every_type", "dated"])
     first = sync(path)
-    assert {s.name: s.records_written for s in first.streams} == {"orders": 40,
-                                                                    "every_type": 0}
+    assert {s.name: s.records_written for s in first.streams} == {
+        "orders": 40, "every_type": 0, "dated": 0}
     columns = ["id", "label", "amount"]
     assert_equals_source(table_rows(spark, tmp_path, "orders"), mariadb_server, database,
                          "orders", columns)
@@ -136,11 +138,14 @@ def test_inserts_updates_key_changes_and_deletes_land_as_the_source(
             "UPDATE orders SET label = 'updated' WHERE id IN (3, 4, 41)",
             "UPDATE orders SET id = id + 1000 WHERE id IN (1, 2)",  # key changes
             "DELETE FROM orders WHERE id IN (5, 42)",
-            "SET SESSION sql_mode = ''", TYPES_ROWS)
-    second = sync(path)
+            "SET SESSION sql_mode = ''", TYPES_ROWS,
+            "INSERT INTO dated VALUES (1, '0000-00-00', '2024-02-00 01:00:00', "
+            "'0000-00-00 00:00:00'), (2, '2024-00-15', '0001-01-01 00:00:00', NULL)")
+    # warned: every row of dated has a note (rejected), as a snapshot's would
+    second = sync(path, "warned")
     # 2 inserts, 3 updates, 2 key changes (tombstone + row each), 2 deletes, 3 typed rows
-    assert {s.name: s.records_written for s in second.streams} == {"orders": 11,
-                                                                     "every_type": 3}
+    assert {s.name: s.records_written for s in second.streams} == {
+        "orders": 11, "every_type": 3, "dated": 2}
     rows = table_rows(spark, tmp_path, "orders")
     assert_equals_source(rows, mariadb_server, database, "orders", columns)
     tombstones = {r["id"] for r in rows if r["_hw_deleted"]}
@@ -150,34 +155,23 @@ def test_inserts_updates_key_changes_and_deletes_land_as_the_source(
         for column, value in expected.items():
             assert typed[key][column] == value, (key, column, typed[key][column])
     assert all(typed[2][c] is None for c in EXPECTED_TYPES[1])
+    # Zero and partial dates: the snapshot reader's notes (test_mysql_source.py), value
+    # for value.
+    dated = {r["id"]: r for r in table_rows(spark, tmp_path, "dated")}
+    assert (dated[1]["d"], dated[1]["dt"], dated[1]["ts"]) == (None, None, None)
+    assert sorted((n["field"], n["value"]) for n in dated[1]["_hw_notes"]) == [
+        ("d", "0000-00-00"), ("dt", "2024-02-00 01:00:00.000000"),
+        ("ts", "0000-00-00 00:00:00")]
+    assert [(n["field"], n["value"]) for n in dated[2]["_hw_notes"]] == [("d", "2024-00-15")]
 
     # The state moved: a sync reads only what changed since, a key may come back.
     execute(mariadb_server, database, "INSERT INTO orders VALUES (5, 'back', 0)",
             "DELETE FROM orders WHERE id = 1001")
     third = sync(path)
-    assert {s.name: s.records_written for s in third.streams} == {"orders": 2,
-                                                                    "every_type": 0}
+    assert {s.name: s.records_written for s in third.streams} == {
+        "orders": 2, "every_type": 0, "dated": 0}
     assert_equals_source(table_rows(spark, tmp_path, "orders"), mariadb_server, database,
                          "orders", columns)
-
-
-def test_zero_dates_in_the_binary_log_land_as_the_snapshot_lands_them(
-        spark: Any, tmp_path: Path, mariadb_server: MariaDBServer, database: str) -> None:
-    execute(mariadb_server, database,
-            "CREATE TABLE dated (id INT PRIMARY KEY, d DATE, dt DATETIME(6), ts TIMESTAMP NULL)")
-    path = cdc_connection(tmp_path, mariadb_server, database, ["dated"])
-    sync(path)
-    execute(mariadb_server, database, "SET SESSION sql_mode = ''",
-            "INSERT INTO dated VALUES (1, '0000-00-00', '2024-02-00 01:00:00', "
-            "'0000-00-00 00:00:00'), (2, '2024-00-15', '0001-01-01 00:00:00', NULL)")
-    sync(path, "warned")  # every row read has a note: rejected, as a snapshot's would be
-    rows = {r["id"]: r for r in table_rows(spark, tmp_path, "dated")}
-    # The snapshot reader's notes (test_mysql_source.py), value for value.
-    assert (rows[1]["d"], rows[1]["dt"], rows[1]["ts"]) == (None, None, None)
-    assert sorted((n["field"], n["value"]) for n in rows[1]["_hw_notes"]) == [
-        ("d", "0000-00-00"), ("dt", "2024-02-00 01:00:00.000000"),
-        ("ts", "0000-00-00 00:00:00")]
-    assert [(n["field"], n["value"]) for n in rows[2]["_hw_notes"]] == [("d", "2024-00-15")]
 
 
 # --------------------------------------------------------------------------- handover
