@@ -174,6 +174,29 @@ def test_inserts_updates_key_changes_and_deletes_land_as_the_source(
                          "orders", columns)
 
 
+def test_an_unfinished_snapshot_is_planned_again_from_its_own_position(
+        mariadb_server: MariaDBServer, database: str) -> None:
+    """A new run from a snapshot's progress reads the ranges again from the snapshot's
+    ``P0``, not a new position: the rows already landed carry ``P0 - 1``, and a delete
+    made since must still be read as a change."""
+    execute(mariadb_server, database, "CREATE TABLE t (id INT PRIMARY KEY)",
+            "INSERT INTO t SELECT seq FROM seq_1_to_30")
+    config = mariadb_server.source_config(database, replication_method="cdc",
+                                          rows_per_partition=10)
+    (stream,) = MySQLSource(config).streams()
+    first = stream.partitions(None)
+    position = first[0].params["snapshot_binlog"]
+    execute(mariadb_server, database, "DELETE FROM t WHERE id = 1")
+    progress = {"snapshot": {"binlog": position, "plan": first[0].params["snapshot_plan"],
+                             "done": [first[0].id]}}
+    again = stream.partitions(progress)
+    assert {p.params["snapshot_binlog"] for p in again} == {position}
+    assert stream.partitions(None)[0].params["snapshot_binlog"] != position
+    # ... and the delete is a change from that position on.
+    (changes,) = stream.partitions({"binlog": position})
+    assert [(r["id"], r["_hw_deleted"]) for r in stream.read(changes)] == [(1, True)]  # type: ignore[index]
+
+
 # --------------------------------------------------------------------------- handover
 
 
