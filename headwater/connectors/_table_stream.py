@@ -67,8 +67,13 @@ class TableStream(Stream):
         return self._name
 
     def json_schema(self) -> dict[str, Any]:
-        return table_json_schema({c.name: dict(c.type.schema) for c in self.table.columns},
-                                 self.table.cursor_candidates, self.table.unmapped)
+        properties = {c.name: dict(c.type.schema) for c in self.table.columns}
+        properties.update(self.change_columns())
+        return table_json_schema(properties, self.table.cursor_candidates, self.table.unmapped)
+
+    def change_columns(self) -> Mapping[str, dict[str, Any]]:
+        """The columns change data capture adds after the table's (none unless it reads so)."""
+        return {}
 
     def cursor_start(self) -> Any:
         if isinstance(self.state_converter, IntegerStateConverter):

@@ -17,7 +17,8 @@ class MySQLConfig(BaseModel):
         extra="forbid", frozen=True, title="MySQL / MariaDB source",
         json_schema_extra={"description": "Tables and views of one MySQL 8 or MariaDB 10.6+ "
                            "database, read in parallel key ranges cut at the primary key's "
-                           "quantiles, or incrementally on a cursor column."})
+                           "quantiles, incrementally on a cursor column, or by change data "
+                           "capture from the binary log."})
 
     host: str = Field("127.0.0.1", description="Server host name or address.")
     port: Annotated[int, Field(ge=1, le=65535)] = 3306
@@ -44,9 +45,11 @@ class MySQLConfig(BaseModel):
         10_000, description="Most primary keys an incremental stream keeps in its state for "
         "the rows at the top cursor value, so the next sync reads only the rows new at that "
         "value (exactly once under append).")
-    replication_method: Literal["standard"] = Field(
-        "standard", description="standard: full refresh or a cursor column (change data "
-        "capture from the binary log is not implemented yet).")
+    replication_method: Literal["standard", "cdc"] = Field(
+        "standard", description="standard: full refresh or a cursor column; cdc: change data "
+        "capture from the binary log (binlog_format=ROW, binlog_row_image=FULL, REPLICATION "
+        "SLAVE and REPLICATION CLIENT), every table with a primary key: a snapshot in key "
+        "ranges, then the changes.")
 
     def url(self) -> str:
         """A ``mysql://`` URL for connectorx (user and password percent-encoded, never logged)."""

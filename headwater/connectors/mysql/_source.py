@@ -17,7 +17,9 @@ Example connection snippet (a table read incrementally on a DATETIME cursor)::
 Full refresh splits a table at its primary key's quantiles (:mod:`._partitioning`);
 incremental reads use the postgres source's half-open windows and tie rule
 (:mod:`headwater.connectors._cursor_windows`); executors read with connectorx
-(:mod:`._reader`).
+(:mod:`._reader`).  With ``replication_method: cdc`` every table with a primary key
+is read by change data capture from the binary log instead (:mod:`._binlog`): a
+snapshot in the same key ranges, then the changes.
 """
 
 from __future__ import annotations
@@ -33,16 +35,18 @@ from headwater.connectors._boundary import (
     TOP_KEYS,
     BoundaryCursor,
 )
+from headwater.connectors._cdc_state import SNAPSHOT, snapshot_plan
 from headwater.connectors._config_model import model_spec, parse_model
 from headwater.connectors._cursor_windows import cursor_windows
 from headwater.connectors._table_stream import TableStream, converter_for
+from headwater.connectors.mysql import _binlog
 from headwater.connectors.mysql._catalog import TableInfo, discover_tables
 from headwater.connectors.mysql._config import MySQLConfig
 from headwater.connectors.mysql._errors import connect, explain
 from headwater.connectors.mysql._partitioning import CursorQueries, key_ranges
 from headwater.connectors.mysql._reader import partition_query, read_arrow
 from headwater.errors import ConfigError, ConnectorError, HeadwaterError
-from headwater.sdk import Partition, RecordOrBatch, Source, Stream
+from headwater.sdk import Cursor, Partition, RecordOrBatch, Source, Stream
 
 __all__ = ["MySQLSource", "MySQLStream"]
 
@@ -56,6 +60,7 @@ class MySQLStream(TableStream):
         self._settings = settings
         self.table = table
         self._name = table.name
+        self._cdc = settings.replication_method == "cdc" and bool(table.primary_key)
         cursor = settings.cursor_fields.get(table.name)
         column = table.column(cursor) if cursor else None
         if cursor and (column is None or column.type.cursor_kind is None):
@@ -68,9 +73,17 @@ class MySQLStream(TableStream):
         # The SDK declares these as class attributes; a table's are known per instance.
         self.primary_key = tuple(table.primary_key)  # type: ignore[misc]
         self.namespace = table.database  # type: ignore[misc]
-        self.cursor_field = cursor  # type: ignore[misc]
+        self.cursor_field = _binlog.CURSOR_COLUMN if self._cdc else cursor  # type: ignore[misc]
         self.state_converter = converter_for(  # type: ignore[misc]
             column.type.cursor_kind if column is not None else None)
+
+    def change_columns(self) -> Mapping[str, dict[str, Any]]:
+        return _binlog.CDC_COLUMNS if self._cdc else {}
+
+    def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
+        if incremental and self._cdc:
+            return _binlog.BinlogCursor(state)
+        return super().cursor(state, incremental)
 
     # ------------------------------------------------------------------ planning
 
@@ -78,6 +91,12 @@ class MySQLStream(TableStream):
         settings = self._settings
         conn = connect(settings)
         try:
+            if self._cdc:
+                _binlog.BinlogCursor(state)  # validates its shape
+                if _binlog.BinlogCursor.reads_changes(state):
+                    assert state is not None
+                    return [_binlog.plan_changes(conn, self._name, state)]
+                return self._plan_snapshot(conn, state)
             if self._cursor_column is None:
                 ranges = key_ranges(conn, self.table, self._split_column(),
                                     settings.rows_per_partition, settings.max_partitions)
@@ -101,6 +120,29 @@ class MySQLStream(TableStream):
             plan.append(self.null_cursor_partition())
         return plan
 
+    def _plan_snapshot(self, conn: Any, state: Mapping[str, Any] | None) -> list[Partition]:
+        """The key ranges of the first snapshot, the binary log's position taken before
+        them (see :mod:`._binlog`: the handover).
+
+        A snapshot a failed run left unfinished (the state holds its progress) is read
+        again from the position it started at, never a new one: its committed rows
+        carry that position, and the changes since (a delete of one of them, say) are
+        read from there on.
+        """
+        settings = self._settings
+        unfinished = (state or {}).get(SNAPSHOT)
+        position = (str(_binlog.require_kept(conn, unfinished[_binlog.BinlogCursor.KEY],
+                                             self._name))
+                    if isinstance(unfinished, Mapping) else
+                    str(_binlog.snapshot_position(conn)))
+        ranges = key_ranges(conn, self.table, self._split_column(), settings.rows_per_partition,
+                            settings.max_partitions)
+        key = _binlog.BinlogCursor.snapshot_param()
+        plan = [self._partition({**params, key: position, "of": len(ranges)})
+                for params in ranges]
+        name = snapshot_plan([p.id for p in plan])
+        return [Partition(p.stream, p.id, {**p.params, "snapshot_plan": name}) for p in plan]
+
     def _split_column(self) -> str | None:
         configured = self._settings.partition_columns.get(self._name)
         if configured:
@@ -122,9 +164,15 @@ class MySQLStream(TableStream):
 
     def read(self, partition: Partition) -> Iterator[RecordOrBatch]:
         settings = self._settings
+        params = partition.params
         try:
-            query = partition_query(self.table, self._bounds(partition.params))
-            yield from read_arrow(settings.url(), query, self.table.columns)
+            if "changes_upto" in params:
+                yield from _binlog.read_changes(settings, self.table, params)
+                return
+            query = partition_query(self.table, self._bounds(params))
+            snapshot = params.get(_binlog.BinlogCursor.snapshot_param())
+            for batch in read_arrow(settings.url(), query, self.table.columns):
+                yield batch if snapshot is None else _binlog.snapshot_columns(batch, snapshot)
         except ConnectorError:
             raise
         except Exception as exc:
@@ -186,12 +234,19 @@ class MySQLSource(Source):
         conn = connect(settings)
         try:
             problems = _readable_problems(conn, settings)
+            replication = _binlog.check_replication(conn, settings) \
+                if settings.replication_method == "cdc" else []
         finally:
             conn.close()
+        where = (f"MySQL at {settings.host}:{settings.port} (database {settings.database!r}, "
+                 f"user {settings.username!r})")
         if problems:
-            raise ConnectorError("MySQL at {}:{} (database {!r}, user {!r}): {}".format(
-                settings.host, settings.port, settings.database, settings.username,
-                "; ".join(problems)))
+            raise ConnectorError(f"{where}: {'; '.join(problems + replication)}")
+        if replication:
+            # The server's settings or the user's grants, not a failure of the read: the
+            # exit code of a config problem (2), as a setting to change before a sync.
+            raise ConfigError(f"{where}: {'; '.join(replication)}",
+                              field="source.config.replication_method")
 
 
 def _readable_problems(conn: Any, settings: MySQLConfig) -> list[str]:

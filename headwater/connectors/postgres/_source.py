@@ -30,7 +30,7 @@ from psycopg import sql
 
 from headwater.connectors._config_model import model_spec, parse_model
 from headwater.connectors._stream_keys import refuse_unknown_streams
-from headwater.connectors._table_stream import TableStream, converter_for, table_json_schema
+from headwater.connectors._table_stream import TableStream, converter_for
 from headwater.connectors.postgres import _cdc
 from headwater.connectors.postgres._boundary import (
     SEEN_AT,
@@ -88,11 +88,8 @@ class PostgresStream(TableStream):
         self.state_converter = converter_for(  # type: ignore[misc]
             column.type.cursor_kind if column is not None else None)
 
-    def json_schema(self) -> dict[str, Any]:
-        properties = {c.name: dict(c.type.schema) for c in self.table.columns}
-        if self._cdc:
-            properties.update(_cdc.CDC_COLUMNS)
-        return table_json_schema(properties, self.table.cursor_candidates, self.table.unmapped)
+    def change_columns(self) -> Mapping[str, dict[str, Any]]:
+        return _cdc.CDC_COLUMNS if self._cdc else {}
 
     def cursor(self, state: Mapping[str, Any] | None, incremental: bool) -> Cursor:
         if incremental and self._cdc:

@@ -1,4 +1,4 @@
-"""The mysql source's reader gives the rows an independent reference client gives, for any rows.
+"""The mysql source's readers give the rows an independent reference client gives, for any rows.
 
 Differential, against a real MariaDB: generated rows of every mapped type and its
 edges (DECIMAL(65, 30) and (38, 10), BIGINT UNSIGNED to 2^64 - 1, TINYINT(1), DATETIME(6)
@@ -13,7 +13,11 @@ inserted with PyMySQL and read two ways:
   value turned into what the table must hold (:func:`expected`) and into the
   table's Arrow type with ``pa.array``.
 
-Every row must have the same values, floats by their bits, and no row a note.
+Change data capture is held to the same reference: generated rows inserted into a new
+table are read from the binary log, as its row events are decoded
+(:mod:`headwater.connectors.mysql._binlog_values`) and typed as the engine types a
+stream's records.  Every row must have the same values, floats by their bits, and no
+row a note.
 FLOAT values are generated with six significant digits: the server's text of a
 FLOAT (the reference's only view of it) has six, so the reference can know the
 stored single-precision value exactly only for those.
@@ -36,7 +40,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from headwater.connectors.mysql import MySQLSource
-from headwater.table_schema import arrow_schema_for, conform_batch
+from headwater.connectors.mysql._binlog import end_of_log
+from headwater.table_schema import arrow_schema_for, batch_from_records, conform_batch
 from tests._mariadb import MariaDBServer
 
 D = decimal.Decimal
@@ -133,6 +138,15 @@ def _comparable(value: Any) -> Any:
     return value
 
 
+def assert_same(got: list[dict[str, Any]], want: list[dict[str, Any]], count: int) -> None:
+    """Both readers' rows, value by value (floats by their bits)."""
+    assert len(got) == count
+    for mine, theirs in zip(got, want, strict=True):
+        differ = {k: (v, theirs[k]) for k, v in mine.items()
+                  if _comparable(v) != _comparable(theirs[k])}
+        assert not differ, differ
+
+
 def reader_rows(server: MariaDBServer, database: str, table: str
                 ) -> tuple[list[dict[str, Any]], pa.Schema]:
     """The reader's rows over several partitions, typed as the engine types them."""
@@ -197,10 +211,53 @@ def test_the_reader_reads_what_pymysql_reads(mariadb_server: MariaDBServer, data
     try:
         got, schema = reader_rows(mariadb_server, database, table)
         want = reference_rows(mariadb_server, database, table, schema)
-        assert len(got) == len(rows)
-        for mine, theirs in zip(got, want, strict=True):
-            differ = {k: (v, theirs[k]) for k, v in mine.items()
-                      if _comparable(v) != _comparable(theirs[k])}
-            assert not differ, differ
+        assert_same(got, want, len(rows))
+    finally:
+        mariadb_server.execute(f"DROP TABLE `{database}`.`{table}`")
+
+
+# --------------------------------------------------------------------------- the binary log
+
+
+def binlog_rows(server: MariaDBServer, database: str, table: str, position: str,
+                schema: pa.Schema) -> list[dict[str, Any]]:
+    """The rows change data capture decodes from the binary log since ``position``,
+    typed as the engine types a stream's records (:func:`batch_from_records`)."""
+    source = MySQLSource(server.source_config(database, tables=[table],
+                                              replication_method="cdc"))
+    (stream,) = source.streams()
+    (partition,) = stream.partitions({"binlog": position})
+    records = [dict(r) for r in stream.read(partition)]  # type: ignore[arg-type]
+    assert all(r.pop("_hw_deleted") is False and r.pop("_mysql_pos") and r.pop("_mysql_gtid")
+               for r in records)
+    columns, notes = batch_from_records(records, schema)
+    assert not notes.any(), notes.to_lists()
+    return sorted(pa.Table.from_arrays(columns, schema=schema).to_pylist(),
+                  key=lambda r: r["_row"])
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+          HealthCheck.function_scoped_fixture, HealthCheck.data_too_large])
+@example(rows=[{name: None for name in VALUES}])
+@given(rows=ROWS)
+def test_the_binlog_decoder_reads_what_pymysql_reads(mariadb_server: MariaDBServer,
+                                                     database: str,
+                                                     rows: list[dict[str, Any]]) -> None:
+    """The rows inserted, as the binary log's row events carry them, decoded by change
+    data capture (``_binlog_values``), against PyMySQL reading the table."""
+    table = f"b_{uuid.uuid4().hex[:10]}"
+    connection = mariadb_server.connect(database)
+    try:
+        position = str(end_of_log(connection))
+    finally:
+        connection.close()
+    _insert(mariadb_server, database, table, rows)
+    try:
+        source = MySQLSource(mariadb_server.source_config(database, tables=[table]))
+        (stream,) = source.streams()
+        schema = arrow_schema_for(stream.json_schema())
+        got = binlog_rows(mariadb_server, database, table, position, schema)
+        want = reference_rows(mariadb_server, database, table, schema)
+        assert_same(got, want, len(rows))
     finally:
         mariadb_server.execute(f"DROP TABLE `{database}`.`{table}`")
