@@ -1,5 +1,6 @@
 """Per-stream settings of a database source's config (``cursor_fields``,
-``partition_columns``), keyed by stream name: a key that names no stream is refused.
+``partition_columns``), keyed by stream name: a key that names no stream is refused, and
+so is a setting the stream's reads would not use.
 
 Why: such a key is a typo or a table the role cannot see (``users`` for
 ``public.users`` once two schemas are read), and ignored it silently turns an
@@ -28,4 +29,23 @@ def refuse_unknown_streams(settings: Mapping[str, Mapping[str, str]],
                     field=f"source.config.{setting}.{name}")
 
 
-__all__ = ["refuse_unknown_streams"]
+def refuse_unused_stream_settings(cursor_fields: Mapping[str, str],
+                                  partition_columns: Mapping[str, str], name: str, *,
+                                  cdc: bool) -> None:
+    """Refuse a per-stream setting the stream's reads would not use, naming it: a cursor
+    column under change data capture (whose cursor is the log position), a split column
+    beside a cursor column (the stream is read in windows of its cursor)."""
+    if cdc and name in cursor_fields:
+        raise ConfigError(
+            f"cursor_fields.{name}: the stream is read by change data capture "
+            "(replication_method: cdc, and its table has a primary key), whose cursor is the "
+            "log position, so the column would be ignored; remove it",
+            field=f"source.config.cursor_fields.{name}")
+    if not cdc and name in cursor_fields and name in partition_columns:
+        raise ConfigError(
+            f"partition_columns.{name}: the stream is read in windows of its cursor "
+            f"(cursor_fields.{name}), so the column would split nothing; remove one of them",
+            field=f"source.config.partition_columns.{name}")
+
+
+__all__ = ["refuse_unknown_streams", "refuse_unused_stream_settings"]

@@ -38,6 +38,10 @@ from headwater.connectors._boundary import (
 from headwater.connectors._cdc_state import SNAPSHOT, snapshot_plan
 from headwater.connectors._config_model import model_spec, parse_model
 from headwater.connectors._cursor_windows import cursor_windows
+from headwater.connectors._stream_keys import (
+    refuse_unknown_streams,
+    refuse_unused_stream_settings,
+)
 from headwater.connectors._table_stream import TableStream, converter_for
 from headwater.connectors.mysql import _binlog
 from headwater.connectors.mysql._catalog import TableInfo, discover_tables
@@ -69,6 +73,8 @@ class MySQLStream(TableStream):
                 f"TIMESTAMP column of {table.database}.{table.name}; candidates: "
                 f"{', '.join(table.cursor_candidates) or 'none'}",
                 field=f"source.config.cursor_fields.{table.name}")
+        refuse_unused_stream_settings(settings.cursor_fields, settings.partition_columns,
+                                      table.name, cdc=self._cdc)
         self._cursor_column = column
         # The SDK declares these as class attributes; a table's are known per instance.
         self.primary_key = tuple(table.primary_key)  # type: ignore[misc]
@@ -226,7 +232,12 @@ class MySQLSource(Source):
         return self._tables
 
     def streams(self) -> list[Stream]:
-        return [MySQLStream(self._settings, t) for t in self.tables()]
+        tables = self.tables()
+        settings = self._settings
+        refuse_unknown_streams({"cursor_fields": settings.cursor_fields,
+                                "partition_columns": settings.partition_columns},
+                               (t.name for t in tables))
+        return [MySQLStream(settings, t) for t in tables]
 
     def check(self) -> None:
         """Connect, then say plainly what the user cannot do (see the tables it names)."""

@@ -29,7 +29,10 @@ import psycopg
 from psycopg import sql
 
 from headwater.connectors._config_model import model_spec, parse_model
-from headwater.connectors._stream_keys import refuse_unknown_streams
+from headwater.connectors._stream_keys import (
+    refuse_unknown_streams,
+    refuse_unused_stream_settings,
+)
 from headwater.connectors._table_stream import TableStream, converter_for
 from headwater.connectors.postgres import _cdc
 from headwater.connectors.postgres._boundary import (
@@ -79,7 +82,8 @@ class PostgresStream(TableStream):
                 f"column of {table.schema}.{table.name}; candidates: "
                 f"{', '.join(table.cursor_candidates) or 'none'}",
                 field=f"source.config.cursor_fields.{stream_name}")
-        _refuse_unused_stream_settings(settings, stream_name, cdc=self._cdc)
+        refuse_unused_stream_settings(settings.cursor_fields, settings.partition_columns,
+                                      stream_name, cdc=self._cdc)
         self._cursor_column = column
         # The SDK declares these as class attributes; a table's are known per instance.
         self.primary_key = tuple(table.primary_key)  # type: ignore[misc]
@@ -239,23 +243,6 @@ class PostgresStream(TableStream):
         """Change data capture: the slot moves to the LSN the committed state holds."""
         if self._cdc and reads_changes(state):
             _cdc.advance_slot(self._settings, self.table, state)
-
-
-def _refuse_unused_stream_settings(settings: PostgresConfig, name: str, *, cdc: bool) -> None:
-    """Refuse a per-stream setting the stream's reads would not use, naming it: a cursor
-    column under change data capture (whose cursor is the log position), a split column
-    beside a cursor column (the stream is read in windows of its cursor)."""
-    if cdc and name in settings.cursor_fields:
-        raise ConfigError(
-            f"cursor_fields.{name}: the stream is read by change data capture "
-            "(replication_method: cdc, and its table has a primary key), whose cursor is the "
-            "log position, so the column would be ignored; remove it",
-            field=f"source.config.cursor_fields.{name}")
-    if not cdc and name in settings.cursor_fields and name in settings.partition_columns:
-        raise ConfigError(
-            f"partition_columns.{name}: the stream is read in windows of its cursor "
-            f"(cursor_fields.{name}), so the column would split nothing; remove one of them",
-            field=f"source.config.partition_columns.{name}")
 
 
 class PostgresSource(Source):
