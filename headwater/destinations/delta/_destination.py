@@ -587,12 +587,13 @@ class DeltaDestination(Destination):
                 earlier = self.find_commit(spark, plan, marker)
                 if earlier is not None:
                     return earlier
-            order = [p.id for p in checkpoint.partitions]
             if mode is DestinationSyncMode.APPEND_DEDUP:
-                merged = self._merge(spark, plan, rows, marker, location, order)
+                merged = self._merge(spark, plan, rows, marker, location,
+                                     [p.id for p in checkpoint.partitions])
                 counts: Callable[[], Mapping[str, Any]] = lambda: merged  # noqa: E731
             elif mode is DestinationSyncMode.HISTORY:
-                counts = self._history(spark, plan, rows, marker, location, order)
+                counts = self._history(spark, plan, rows, marker, location,
+                                       [p.id for p in checkpoint.partitions])
             else:
                 write_mode = ("overwrite" if mode is DestinationSyncMode.OVERWRITE and first_of_run
                               else "append")

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from headwater.config import load_connection
 from headwater.connectors.sample import SampleSource
+from headwater.metadata_store import MetadataStore
 from tests.integration._cli import CliResult
 from tests.integration._connections import connection_file, sync
 from tests.integration._in_process import run_in_process
@@ -77,6 +79,12 @@ def test_rows_deleted_by_hand_are_found_and_repaired(spark: Any, tmp_path: Path,
     assert again.exit_code == 0 and _doc(again)["status"] == "equal"
 
 
+def _a_store_without_runs(path: Path) -> None:
+    """The connection's metadata store, made as a sync makes it, with no run of it: verify
+    changes (or, with ``--repair``, writes) a store a sync has made and starts none."""
+    MetadataStore(load_connection(path).metadata_store or "").close()
+
+
 def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path) -> None:
     """No server and no run are needed: the REST source has no count_window."""
     path = connection_file(
@@ -86,6 +94,7 @@ def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path)
              "schema": {"type": "object", "properties": {"id": {"type": "integer"}}}}]},
         streams=[{"name": "things", "sync_mode": "full_refresh",
                   "destination_sync_mode": "overwrite"}])
+    _a_store_without_runs(path)
     shown = run_in_process(tmp_path, "verify", str(path))
     assert shown.exit_code == 4, shown.stdout + shown.stderr
     assert "things: cannot verify: rest cannot count a window" in shown.stderr
@@ -98,6 +107,7 @@ def test_a_source_that_cannot_count_a_window_says_so(spark: Any, tmp_path: Path)
 def test_a_table_spark_cannot_read_is_said_per_stream(spark: Any, tmp_path: Path) -> None:
     """Never synced: the window is given, its table does not exist yet."""
     path = _connection(tmp_path, "append_dedup")
+    _a_store_without_runs(path)
     shown = run_in_process(tmp_path, "verify", str(path), "--from", "2024-01-01",
                            "--to", "2024-01-02", "--json")
     assert shown.exit_code == 4, shown.stdout + shown.stderr
