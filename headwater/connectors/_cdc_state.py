@@ -24,6 +24,7 @@ Partitions say what they are by their params: a snapshot's carry ``snapshot_<KEY
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -46,16 +47,17 @@ class PositionCursor(Cursor):
     """The state of a change data capture stream (the module docs give its shapes).
 
     A subclass names its position's key (:attr:`KEY`), its written form
-    (:attr:`FORM`, for messages) and which values are positions
-    (:meth:`is_position`).
+    (:attr:`FORM`, for messages) and the text of a position (:attr:`PATTERN`,
+    matched whole).
     """
 
     KEY: ClassVar[str]
     FORM: ClassVar[str]
+    PATTERN: ClassVar[re.Pattern[str]]
 
     @classmethod
     def is_position(cls, value: Any) -> bool:
-        raise NotImplementedError
+        return isinstance(value, str) and cls.PATTERN.fullmatch(value) is not None
 
     @classmethod
     def valid(cls, state: Mapping[str, Any]) -> bool:

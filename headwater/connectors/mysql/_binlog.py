@@ -130,10 +130,7 @@ class BinlogCursor(PositionCursor):
 
     KEY = "binlog"
     FORM = "FILE:OFFSET"
-
-    @classmethod
-    def is_position(cls, value: Any) -> bool:
-        return isinstance(value, str) and _POSITION.fullmatch(value) is not None
+    PATTERN = _POSITION
 
 
 # --------------------------------------------------------------------------- server

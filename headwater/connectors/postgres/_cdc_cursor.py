@@ -24,10 +24,7 @@ class LsnCursor(PositionCursor):
 
     KEY = "lsn"
     FORM = "X/Y"
-
-    @classmethod
-    def is_position(cls, value: Any) -> bool:
-        return isinstance(value, str) and _LSN.fullmatch(value) is not None
+    PATTERN = _LSN
 
 
 def reads_changes(state: Mapping[str, Any] | None) -> TypeGuard[Mapping[str, Any]]:
