@@ -65,10 +65,20 @@ def test_elsewhere_they_are_warned_of_once(spark: Any, caplog: pytest.LogCapture
     name = f"headwater-warned-{uuid.uuid4().hex[:8]}"
     settings = SparkSettings(app_name=name, conf={"spark.sql.shuffle.partitions":
                                                   _other_shuffle(spark)})
-    with caplog.at_level(logging.WARNING, logger="headwater.engine._spark"):
-        assert get_spark(settings) is spark
-        assert get_spark(settings) is spark  # a sync asks twice: one warning
-    warned = [r.getMessage() for r in caplog.records if name in r.getMessage()]
+    # A handler on the logger itself: an earlier in-process command may have stopped
+    # ``headwater`` loggers propagating to the root, where caplog listens.
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = seen.append  # type: ignore[method-assign]
+    logger = logging.getLogger("headwater.engine._spark")
+    logger.addHandler(handler)
+    try:
+        with caplog.at_level(logging.WARNING, logger="headwater.engine._spark"):
+            assert get_spark(settings) is spark
+            assert get_spark(settings) is spark  # a sync asks twice: one warning
+    finally:
+        logger.removeHandler(handler)
+    warned = [r.getMessage() for r in seen if name in r.getMessage()]
     assert len(warned) == 1
     assert "does not have spark.conf.spark.sql.shuffle.partitions" in warned[0]
     assert warned[0].endswith("they are not applied")
