@@ -68,6 +68,8 @@ HISTORY_NAMES = [f.name for f in HISTORY_FIELDS]
 #: Columns of the key's stored facts (:func:`stored_facts`) and of its events.
 _LAST_CURSOR, _CURRENT_FROM, _LAST_TIME = "_hw_last_cursor", "_hw_current_from", "_hw_last_time"
 _TIME, _NEXT, _FIRST, _DELETED = "_hw_event_time", "_hw_next_time", "_hw_first", "_hw_deletes"
+#: A closing row's copy of the version it closes: the table's columns, as stored.
+WAS = "_hw_was"
 
 
 def is_time(type_name: str) -> bool:
@@ -91,6 +93,80 @@ def changes(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
             cursor: str | None, partition_order: Sequence[str], planned_at: str) -> Changes:
     """The versions ``batch`` (one checkpoint's rows) opens and the ones it closes in
     ``table`` (the history table's rows, or None while it has none), by the rule above."""
+    from pyspark.sql import functions as F
+
+    events = _events(batch, table, keys=keys, cursor=cursor, partition_order=partition_order,
+                     planned_at=planned_at)
+    opened = events.where(~F.col(_DELETED)).select(*_opened_columns(batch.columns))
+    closed = events.where(_closes()).select(*_closed_columns(keys))
+    return Changes(opened=opened, closed=closed)
+
+
+def merge_rows(batch: DataFrame, table: DataFrame, *, keys: Sequence[str], cursor: str | None,
+               partition_order: Sequence[str], planned_at: str, action: str) -> DataFrame:
+    """:func:`changes`' two sides as the rows of one frame, each with ``action``:
+    ``open`` (a version to add: the batch's columns and the validity) or ``close``
+    (the keys, ``_hw_valid_from`` of the current version to close, its
+    ``_hw_valid_to``, and in ``_hw_was`` that version's stored columns; the batch's
+    other columns null).
+
+    Why not ``opened`` and ``closed`` unioned: both come from the same events, and a
+    union plans (and runs) the events, the table's read and its facts once per side;
+    here each event yields its rows in one pass (``explode`` of the two actions).
+    Why the closed version's columns: a MERGE that sets every column of the row it
+    updates from its source reads only the join's columns of the table's other rows;
+    one that keeps a column reads every row of every touched file whole and shuffles
+    it (the whole table, when changes are spread over the keys).
+    """
+    from pyspark.sql import functions as F
+
+    events = _events(batch, table, keys=keys, cursor=cursor, partition_order=partition_order,
+                     planned_at=planned_at, carried=table.columns)
+    kind = F.col(action)
+    is_close = kind == F.lit("close")
+    key_set = set(keys)
+    columns = [F.col(quote(c)) if c in key_set else
+               F.when(~is_close, F.col(quote(c))).alias(c) for c in batch.columns]
+    return (events.withColumn(action, F.explode(F.array(F.lit("open"), F.lit("close"))))
+            .where(F.when(is_close, _closes()).otherwise(~F.col(_DELETED)))
+            .select(*columns,
+                    F.when(is_close, F.col(_CURRENT_FROM)).otherwise(F.col(_TIME))
+                    .alias(VALID_FROM),
+                    F.when(is_close, F.col(_TIME)).otherwise(F.col(_NEXT)).alias(VALID_TO),
+                    (~is_close & F.col(_NEXT).isNull()).alias(IS_CURRENT),
+                    F.when(is_close, F.col(WAS)).alias(WAS),
+                    kind))
+
+
+def _opened_columns(columns: Sequence[str]) -> list[Column]:
+    """An opened version's columns: the batch's, then its validity."""
+    from pyspark.sql import functions as F
+
+    return [*[F.col(quote(c)) for c in columns], F.col(_TIME).alias(VALID_FROM),
+            F.col(_NEXT).alias(VALID_TO), F.col(_NEXT).isNull().alias(IS_CURRENT)]
+
+
+def _closed_columns(keys: Sequence[str]) -> list[Column]:
+    """A closing row's columns: the keys, the current version's start, its end."""
+    from pyspark.sql import functions as F
+
+    return [*[F.col(quote(k)) for k in keys], F.col(_CURRENT_FROM).alias(VALID_FROM),
+            F.col(_TIME).alias(VALID_TO)]
+
+
+def _closes() -> Column:
+    """The event closes the key's current version: its first, and one is current."""
+    from pyspark.sql import functions as F
+
+    return F.col(_FIRST) & F.col(_CURRENT_FROM).isNotNull()
+
+
+def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
+            cursor: str | None, partition_order: Sequence[str], planned_at: str,
+            carried: Sequence[str] = ()) -> DataFrame:
+    """``batch``'s events that stand (rules 1 and 2), each with its time, the key's next
+    time, whether it is the key's first, whether it deletes, and the key's current
+    version's start (and, given ``carried``, its columns of those names in ``_hw_was``)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -103,9 +179,12 @@ def changes(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
         _TIME, F.coalesce(F.col(quote(cursor)).cast("timestamp"), clock)
         if timed and cursor else clock)
     if table is not None:
-        facts = stored_facts(table, batch.select(*key_cols).distinct(), keys, cursor)
+        # The batch's keys as they are: a semi-join needs no distinct keys, and making
+        # them distinct is a shuffle of its own.
+        facts = stored_facts(table, batch.select(*key_cols), keys, cursor, carried)
         renamed = facts.select(*[F.col(quote(k)).alias(f"_hw_key_{i}") for i, k in enumerate(keys)],
-                               _LAST_CURSOR, _CURRENT_FROM, _LAST_TIME)
+                               _LAST_CURSOR, _CURRENT_FROM, _LAST_TIME,
+                               *([WAS] if carried else []))
         events = events.join(renamed, _matching(keys), "left").drop(
             *[f"_hw_key_{i}" for i in range(len(keys))])
         newer = F.lit(True)
@@ -131,35 +210,33 @@ def changes(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
             F.col("_hw_tie").isNull() | ~F.col("_hw_tie").getField(cursor).eqNullSafe(column)
         ).drop("_hw_tie")
     deleted = F.coalesce(F.col(quote(flag)), F.lit(False)) if flag else F.lit(False)
-    events = (events.withColumn(_NEXT, F.lead(F.col(_TIME)).over(order))
-              .withColumn(_FIRST, F.row_number().over(order) == 1)
-              .withColumn(_DELETED, deleted))
-    opened = events.where(~F.col(_DELETED)).select(
-        *[F.col(quote(c)) for c in batch.columns],
-        F.col(_TIME).alias(VALID_FROM), F.col(_NEXT).alias(VALID_TO),
-        F.col(_NEXT).isNull().alias(IS_CURRENT))
-    closed = events.where(F.col(_FIRST) & F.col(_CURRENT_FROM).isNotNull()).select(
-        *key_cols, F.col(_CURRENT_FROM).alias(VALID_FROM), F.col(_TIME).alias(VALID_TO))
-    return Changes(opened=opened, closed=closed)
+    return (events.withColumn(_NEXT, F.lead(F.col(_TIME)).over(order))
+            .withColumn(_FIRST, F.row_number().over(order) == 1)
+            .withColumn(_DELETED, deleted))
 
 
 def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
-                 cursor: str | None) -> DataFrame:
+                 cursor: str | None, carried: Sequence[str] = ()) -> DataFrame:
     """Per key of ``batch_keys`` that ``table`` holds: its largest stored cursor, the
     ``_hw_valid_from`` of its current version (null: none is current) and its last
-    moment (the latest ``_hw_valid_from`` or ``_hw_valid_to``: a delete's time too)."""
+    moment (the latest ``_hw_valid_from`` or ``_hw_valid_to``: a delete's time too);
+    given ``carried``, the current version's columns of those names in ``_hw_was``."""
     from pyspark.sql import functions as F
 
-    wanted = [*keys, *([cursor] if cursor else []), VALID_FROM, VALID_TO, IS_CURRENT]
+    wanted = list(dict.fromkeys([*keys, *([cursor] if cursor else []), VALID_FROM, VALID_TO,
+                                 IS_CURRENT, *carried]))
     rows = table.select(*[F.col(quote(c)) for c in wanted])
     renamed = batch_keys.select(*[F.col(quote(k)).alias(f"_hw_key_{i}")
                                   for i, k in enumerate(keys)])
     touched = rows.join(renamed, _matching(keys), "left_semi")
     last = F.greatest(F.col(VALID_FROM), F.coalesce(F.col(VALID_TO), F.col(VALID_FROM)))
+    # One version of a key is current at most, so the first non-null is it.
+    was = ([F.first(F.when(F.col(IS_CURRENT), F.struct(*[F.col(quote(c)) for c in carried])),
+                    ignorenulls=True).alias(WAS)] if carried else [])
     return touched.groupBy(*[F.col(quote(k)) for k in keys]).agg(
         (F.max(F.col(quote(cursor))) if cursor else F.lit(None)).alias(_LAST_CURSOR),
         F.max(F.when(F.col(IS_CURRENT), F.col(VALID_FROM))).alias(_CURRENT_FROM),
-        F.max(last).alias(_LAST_TIME))
+        F.max(last).alias(_LAST_TIME), *was)
 
 
 def _matching(keys: Sequence[str]) -> Column:
@@ -173,4 +250,4 @@ def _matching(keys: Sequence[str]) -> Column:
 
 
 __all__ = ["HISTORY_FIELDS", "HISTORY_NAMES", "IS_CURRENT", "VALID_FROM", "VALID_TO",
-           "Changes", "changes", "is_time", "stored_facts"]
+           "WAS", "Changes", "changes", "is_time", "merge_rows", "stored_facts"]

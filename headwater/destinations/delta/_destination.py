@@ -84,9 +84,11 @@ from headwater.destinations._history_rule import (
     IS_CURRENT,
     VALID_FROM,
     VALID_TO,
+    WAS,
 )
 from headwater.destinations._history_rule import changes as history_changes
-from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
+from headwater.destinations._history_rule import merge_rows as history_merge_rows
+from headwater.destinations._merge_rule import keys_match, latest_rows, quote, update_when
 from headwater.destinations._table_files._parquet import ParquetFiles
 from headwater.destinations._table_files._store import (
     TableFolder,
@@ -156,6 +158,7 @@ from headwater.table_schema import (
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from headwater.plan import CheckpointPlan, StreamPlan
 
@@ -171,6 +174,7 @@ _SESSION_CONF_LOCK = threading.Lock()
 _TXN_APP_CONF = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION_CONF = "spark.databricks.delta.write.txnVersion"
 _USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
+_MATERIALIZE_SOURCE_CONF = "spark.databricks.delta.merge.materializeSource"
 
 
 class DeltaDestination(Destination):
@@ -839,27 +843,34 @@ class DeltaDestination(Destination):
         closed, and an append reads the checkpoint's rows once (no materialising),
         idempotent by the same ``txn`` pair as every append.
         """
-        from functools import partial
-
         from pyspark.sql import functions as F
 
         keys = list(plan.stream.primary_key)
-        rule = partial(history_changes, keys=keys, cursor=plan.stream.cursor_field,
-                       partition_order=partition_order, planned_at=plan.planned_at)
+        cursor, planned_at = plan.stream.cursor_field, plan.planned_at
         if _sql.file_count(spark, location) == 0:
             observed, counts = _observed(rows, marker)
-            _save(rule(observed, None).opened, marker, location, "append")
+            _save(history_changes(observed, None, keys=keys, cursor=cursor,
+                                  partition_order=partition_order,
+                                  planned_at=planned_at).opened, marker, location, "append")
             return counts
         staged, counted = _materialised(rows)
-        found = rule(staged, spark.read.format("delta").load(location))
-        opened = found.opened.withColumn(_ACTION, F.lit("open"))
-        closing = found.closed.withColumn(IS_CURRENT, F.lit(False)).withColumn(
-            _ACTION, F.lit("close"))
-        source = opened.unionByName(closing, allowMissingColumns=True)
-        with _txn_confs(spark, marker):
+        # The MERGE's source computed once, before the MERGE: Delta plans a source that
+        # is not a table scan again in each of its phases, and re-optimises the rule's
+        # joins and windows after each stage of each (most of the MERGE's time went there).
+        # Spread by key first: a checkpoint's rows are often one partition, and the rule's
+        # windows and the MERGE's writing of its versions would each run in one task.
+        table = spark.read.format("delta").load(location)
+        source = history_merge_rows(
+            staged.repartition(*[F.col(quote(k)) for k in keys]), table, keys=keys,
+            cursor=cursor, partition_order=partition_order, planned_at=planned_at,
+            action=_ACTION).localCheckpoint(eager=True)
+        # Delta's own copy of the source is not needed: it is already materialised.
+        with _txn_confs(spark, marker, {_MATERIALIZE_SOURCE_CONF: "none"}):
             merge_history(spark, location, source, keys_match=keys_match(keys), action=_ACTION,
-                          columns=found.opened.columns, valid_from=VALID_FROM,
-                          valid_to=VALID_TO, is_current=IS_CURRENT)
+                          columns=[c for c in staged.columns if c not in (_ACTION, WAS)]
+                          + [VALID_FROM, VALID_TO, IS_CURRENT],
+                          valid_from=VALID_FROM, valid_to=VALID_TO, is_current=IS_CURRENT,
+                          was=WAS, copied=_copied(table.schema))
         return lambda: counted
 
 
@@ -875,6 +886,15 @@ HISTORY_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 _ACTION = "_hw_action"
 
 
+def _copied(schema: StructType) -> list[str]:
+    """The columns a history MERGE sets back to the closed version's stored values:
+    all but the two it changes, and those Delta computes itself (an identity column
+    may not be updated; a generated one is left to its expression)."""
+    computed = ("delta.identity.start", "delta.generationExpression")
+    return [f.name for f in schema.fields if f.name not in (VALID_TO, IS_CURRENT)
+            and not any(key in f.metadata for key in computed)]
+
+
 def _materialised(rows: DataFrame) -> tuple[DataFrame, Mapping[str, Any]]:
     """``rows`` read once (a MERGE may scan its source twice, and a connector read twice
     is both slow and possibly different), and their counts.
@@ -888,13 +908,18 @@ def _materialised(rows: DataFrame) -> tuple[DataFrame, Mapping[str, Any]]:
 
 
 @contextmanager
-def _txn_confs(spark: SparkSession, marker: CommitMarker) -> Iterator[None]:
+def _txn_confs(spark: SparkSession, marker: CommitMarker,
+               others: Mapping[str, str] | None = None) -> Iterator[None]:
     """The MERGE inside runs with ``marker``'s idempotency pair and tag (session confs,
-    under the lock that keeps them from another commit), unset afterwards."""
+    under the lock that keeps them from another commit), unset afterwards; and with
+    ``others``, whose earlier values come back afterwards."""
     with _SESSION_CONF_LOCK:
+        before = {name: spark.conf.get(name, None) for name in others or {}}
         spark.conf.set(_TXN_APP_CONF, marker.app_id)
         spark.conf.set(_TXN_VERSION_CONF, str(marker.version))
         spark.conf.set(_USER_METADATA_CONF, marker.tag)
+        for name, value in (others or {}).items():
+            spark.conf.set(name, value)
         try:
             yield
         finally:
@@ -903,6 +928,11 @@ def _txn_confs(spark: SparkSession, marker: CommitMarker) -> Iterator[None]:
             spark.conf.unset(_TXN_APP_CONF)
             spark.conf.unset(_TXN_VERSION_CONF)
             spark.conf.unset(_USER_METADATA_CONF)
+            for name, earlier in before.items():
+                if earlier is None:
+                    spark.conf.unset(name)
+                else:
+                    spark.conf.set(name, earlier)
 
 
 def _written_files(files: DataFrame, location: str,

@@ -156,23 +156,28 @@ def merge(spark: SparkSession, location: str, source: DataFrame, *, on: str,
 
 def merge_history(spark: SparkSession, location: str, source: DataFrame, *, keys_match: str,
                   action: str, columns: Sequence[str], valid_from: str, valid_to: str,
-                  is_current: str) -> None:
+                  is_current: str, was: str, copied: Sequence[str]) -> None:
     """One ``MERGE INTO`` that closes versions and opens others (``_history_rule.py``).
 
     ``source``'s rows whose ``action`` column is ``close`` name a current version
-    by its keys and ``valid_from`` and give its ``valid_to``; those whose action
-    is ``open`` are new versions, inserted with ``columns``.  One commit, so a
-    reader never sees a key with two current versions, or none between two.
+    by its keys and ``valid_from``, give its ``valid_to``, and in the struct ``was``
+    its stored columns, of which ``copied`` are set back as they were: a column the
+    update sets from the source is one the MERGE need not read from every row of
+    the table.  Those whose action is ``open`` are new versions, inserted with
+    ``columns``.  One commit, so a reader never sees a key with two current
+    versions, or none between two.
     """
     names = ", ".join(quote(c) for c in columns)
     values = ", ".join(f"s.{quote(c)}" for c in columns)
     f, to, cur = quote(valid_from), quote(valid_to), quote(is_current)
+    sets = ", ".join([*(f"t.{quote(c)} = s.{quote(was)}.{quote(c)}" for c in copied),
+                      f"t.{to} = s.{to}", f"t.{cur} = false"])
     with _source_view(spark, source) as view:
         spark.sql(
             f"MERGE INTO {table_ref(location)} AS t USING {quote(view)} AS s "
             f"ON s.{quote(action)} = 'close' AND {keys_match} AND t.{cur} "
             f"AND t.{f} <=> s.{f} "
-            f"WHEN MATCHED THEN UPDATE SET t.{to} = s.{to}, t.{cur} = false "
+            f"WHEN MATCHED THEN UPDATE SET {sets} "
             f"WHEN NOT MATCHED AND s.{quote(action)} = 'open' THEN INSERT ({names}) "
             f"VALUES ({values})"
         )

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from headwater.destinations._history_rule import changes
+from headwater.destinations._history_rule import changes, merge_rows
 
 pytestmark = pytest.mark.spark
 
@@ -48,3 +48,16 @@ def test_ties_null_cursors_validity_and_stored_versions(spark: Any) -> None:
     assert by_version[(2, "x")] == (datetime(2026, 2, 1), T[3], False)  # null: the run's time
     assert by_version[(3, "new")] == (T[5], None, True)  # "old" is older than the stored one
     assert sorted(tuple(r) for r in found.closed.collect()) == [(3, T[4], T[5])]
+
+    # The Delta MERGE's one frame holds the same two sides, and a closing row carries
+    # the version it closes as stored (the MERGE sets it back from there).
+    rows = merge_rows(spark.createDataFrame(EVENTS, COLUMNS), stored, keys=["id"],
+                      cursor="updated_at", partition_order=["p2", "p1"], planned_at=PLANNED,
+                      action="_hw_action").collect()
+    assert sorted((r.id, r.v, r._hw_valid_from, r._hw_valid_to, r._hw_is_current)
+                  for r in rows if r._hw_action == "open") == opened
+    assert all(r._hw_was is None for r in rows if r._hw_action == "open")
+    assert [(r.id, r.v, r._hw_valid_from, r._hw_valid_to, r._hw_is_current, r._hw_was.asDict())
+            for r in rows if r._hw_action == "close"] == [
+        (3, None, T[4], T[5], False, {"id": 3, "updated_at": T[4], "_hw_valid_from": T[4],
+                                      "_hw_valid_to": None, "_hw_is_current": True})]
