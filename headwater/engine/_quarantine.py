@@ -27,7 +27,8 @@ Exactly once, like the stream's table:
   the next run reads its windows again under its own id.  So, as the stream's lanes
   end, the quarantine table's rows of those checkpoints (this run's id, their
   ``_hw_checkpoint``) are deleted (:meth:`Destination.delete_checkpoints`) and the
-  files their tasks wrote are dropped (``abort``), best effort, as any abort.
+  files their tasks wrote are dropped (``abort``), best effort, as any abort; what a
+  failed delete leaves, ``headwater state realign`` deletes (``_realign_quarantine``).
 * **A replay** replaces the replayed run's quarantined rows (``replace_run``, the
   route of a replay), even when it quarantines none.
 
