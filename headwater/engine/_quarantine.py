@@ -129,7 +129,8 @@ class QuarantineTable:
                                                 [checkpoint.index for checkpoint, _ in failed])
         except Exception as exc:
             log.warning("stream %s: the quarantined rows of failed checkpoints %s could not "
-                        "be removed (%s: %s); the next run may quarantine them again",
+                        "be removed (%s: %s); the next run may quarantine them again "
+                        "(`headwater state realign` deletes them where the destination can)",
                         self.plan.stream.name, [c.index for c, _ in failed],
                         type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
 

@@ -19,9 +19,9 @@ as with the stream's table, or a realigned store still goes wrong:
   its quarantine commit has its quarantined rows deleted as its lanes end, best effort
   (the warning "could not be removed"): the rows left behind belong to no committed
   checkpoint, and the next run quarantined them again.  Such rows (of a finished run
-  the store knows, whose checkpoint it does not record as committed) are deleted on
-  every realign that changes the store.  A run still unfinished keeps its rows: its
-  resume finds its quarantine commits by their markers.
+  the store knows, whose checkpoint it does not record as committed) are deleted,
+  with or without the flag (realign asks first, as for any change).  A run still
+  unfinished keeps its rows: its resume finds its quarantine commits by their markers.
 """
 
 from __future__ import annotations
