@@ -164,15 +164,29 @@ def current(manifests: Sequence[Manifest]) -> list[Manifest]:
     return list(manifests[start:])
 
 
+def reads_as(older: Manifest, newer: Manifest) -> bool:
+    """Whether ``older``'s files read right as ``newer``'s: the same format and compression,
+    and each of ``older``'s columns in ``newer`` with its type.  ``newer`` may have more
+    (a column the stream gained), which Parquet and JSON Lines files without it read as
+    null; CSV needs the same columns."""
+    if (older.format, older.compression) != (newer.format, newer.compression):
+        return False
+    if older.format == "csv":
+        return older.schema.equals(newer.schema)
+    return all(newer.schema.get_field_index(f.name) >= 0
+               and newer.schema.field(f.name).type.equals(f.type) for f in older.schema)
+
+
 def without_checkpoints(manifests: Sequence[Manifest], run_id: str,
                         checkpoints: set[int]) -> tuple[Manifest, int] | None:
     """A manifest replacing the table (``manifests``, the whole log in order) with its
     files but those the commits of ``run_id``'s ``checkpoints`` listed, and the rows it
     leaves out; None when no such commit is in the table.
 
-    Files are read with their manifest's schema and format, so the kept ones must share
-    one (a table whose columns or format changed since cannot lose files this way without
-    rewriting them: refused with a ValueError)."""
+    Files are read with their manifest's schema and format, so each kept one must read
+    right with the newest kept manifest's (:func:`reads_as`); else (a column's type or the
+    format changed since) they cannot be left out without rewriting the others: refused
+    with a ValueError."""
     shown = current(manifests)
 
     def dropped(manifest: Manifest) -> bool:
@@ -184,8 +198,7 @@ def without_checkpoints(manifests: Sequence[Manifest], run_id: str,
         return None
     kept = [m for m in shown if not dropped(m)]
     model = kept[-1] if kept else shown[-1]
-    if any((m.format, m.compression) != (model.format, model.compression)
-           or not m.schema.equals(model.schema) for m in kept):
+    if not all(reads_as(m, model) for m in kept):
         raise ValueError("the table's files have more than one schema or format, so files "
                          "cannot be left out without rewriting the others")
     # Keyed by the log it was computed from: valid only as the entry right after it.
@@ -257,5 +270,5 @@ class Log:
 
 
 __all__ = ["MANIFESTS", "STAGING", "ListedFile", "Log", "Manifest", "current",
-           "decode_schema", "encode_schema", "manifest_name", "sequence_of", "staged_name",
-           "without_checkpoints"]
+           "decode_schema", "encode_schema", "manifest_name", "reads_as", "sequence_of",
+           "staged_name", "without_checkpoints"]

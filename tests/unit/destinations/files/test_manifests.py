@@ -135,11 +135,20 @@ def test_a_failed_checkpoints_commit_is_left_out_by_a_replacing_manifest(
     assert _ids(tmp_path) == [1, 2, 3]
     assert without_checkpoints(log.manifests(), "run-2", {3}) is None  # done already
 
+    # A column the stream gained later: the older files read with it as null.
     wider = pa.schema([("id", pa.int64()), ("name", pa.string())])
     log.append(replace(_commit(table, 4, [7], run_id="run-3"), schema=wider))
     log.append(_commit(table, 5, [8], run_id="run-3"))
+    found = without_checkpoints(log.manifests(), "run-3", {5})
+    assert found is not None and found[0].schema.equals(wider)
+    log.append(found[0])
+    assert _ids(tmp_path) == [1, 2, 3, 7]
+    assert read_table(str(tmp_path), "orders").column("name").null_count == 4
+    # The newest kept manifest lacks a column older ones have: they would not read right.
+    log.append(_commit(table, 6, [9], run_id="run-4"))
+    log.append(_commit(table, 7, [10], run_id="run-4"))
     with pytest.raises(ValueError, match="more than one schema"):
-        without_checkpoints(log.manifests(), "run-3", {5})
+        without_checkpoints(log.manifests(), "run-4", {7})
 
 
 def test_nothing_committed_reads_as_an_empty_table(tmp_path: Path) -> None:
