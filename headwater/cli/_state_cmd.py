@@ -75,7 +75,7 @@ def state_realign(
     next sync); --drop-unknown-runs deletes those rows from append tables.
 
     A stream's quarantine table counts as its table: the counters move past its
-    versions too, --drop-unknown-runs deletes its unknown runs' rows (but under
+    versions too, --drop-unknown-runs deletes its unknown runs' rows (except under
     overwrite), and the rows it holds of a finished run's checkpoints that never
     committed (a later run quarantined them again) are deleted.
     """
