@@ -60,7 +60,9 @@ def state_realign(
     drop_unknown_runs: Annotated[bool, typer.Option(
         "--drop-unknown-runs",
         help="Also delete, from append tables, the rows of runs the store does not know "
-             "(the next sync writes them again, once).")] = False,
+             "(the next sync writes them again, once), and those runs' rows from the "
+             "quarantine tables of every stream but overwrite ones (the next sync "
+             "quarantines them again).")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     as_json: JsonOpt = False,
     verbose: VerboseOpt = 0,
@@ -71,6 +73,11 @@ def state_realign(
     "the metadata store is behind the table".  Lists, per stream, the runs whose
     rows are in the table but not in the store (their data is read again by the
     next sync); --drop-unknown-runs deletes those rows from append tables.
+
+    A stream's quarantine table counts as its table: the counters move past its
+    versions too, --drop-unknown-runs deletes its unknown runs' rows (except under
+    overwrite), and the rows it holds of a finished run's checkpoints that never
+    committed (a later run quarantined them again) are deleted.
     """
     from headwater.destinations import build_destination
     from headwater.engine import build_source, get_spark, resolve_streams
@@ -86,8 +93,7 @@ def state_realign(
         with store.lock(config.name):
             spark = get_spark(spark_settings(config))
             found = realign(spark, config, store, destination, streams, apply=False)
-            changes = any(f.behind or (drop_unknown_runs and f.unknown_runs and f.mode == "append")
-                          for f in found)
+            changes = any(f.changes(drop_unknown_runs) for f in found)
             if changes and not yes and not as_json:
                 _print_realignment(found)
                 if not typer.confirm(f"Realign the metadata store of {config.name}?"):
@@ -117,6 +123,15 @@ def _print_realignment(found: list[Any]) -> None:
             cli.out.print(f"  run unknown to the store: {run_id} ({rows} rows)", highlight=False)
         if item.deleted_rows is not None:
             cli.out.print(f"  deleted {item.deleted_rows} rows of those runs", highlight=False)
+        quarantine = item.quarantine
+        if quarantine is not None:
+            lanes = ", ".join(f"{app_id.rsplit('/', 1)[-1]}: {version}"
+                              for app_id, version in sorted(quarantine.lanes.items())) or "none"
+            cli.out.print(f"  quarantine table {quarantine.table}: txn versions by lane: "
+                          f"{lanes}", highlight=False)
+            if quarantine.deleted_rows is not None:
+                cli.out.print(f"  deleted {quarantine.deleted_rows} rows of the quarantine "
+                              "table", highlight=False)
         for note in item.notes:
             cli.out.print(f"  - {note}", highlight=False)
 

@@ -27,7 +27,8 @@ Exactly once, like the stream's table:
   the next run reads its windows again under its own id.  So, as the stream's lanes
   end, the quarantine table's rows of those checkpoints (this run's id, their
   ``_hw_checkpoint``) are deleted (:meth:`Destination.delete_checkpoints`) and the
-  files their tasks wrote are dropped (``abort``), best effort, as any abort.
+  files their tasks wrote are dropped (``abort``), best effort, as any abort; what a
+  failed delete leaves, ``headwater state realign`` deletes (``_realign_quarantine``).
 * **A replay** replaces the replayed run's quarantined rows (``replace_run``, the
   route of a replay), even when it quarantines none.
 
@@ -128,7 +129,8 @@ class QuarantineTable:
                                                 [checkpoint.index for checkpoint, _ in failed])
         except Exception as exc:
             log.warning("stream %s: the quarantined rows of failed checkpoints %s could not "
-                        "be removed (%s: %s); the next run may quarantine them again",
+                        "be removed (%s: %s); the next run may quarantine them again "
+                        "(`headwater state realign` deletes them where the destination can)",
                         self.plan.stream.name, [c.index for c, _ in failed],
                         type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
 

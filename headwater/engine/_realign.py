@@ -15,6 +15,11 @@ The next sync reads their source data again; under ``append`` that would put
 their rows in the table twice, so those rows can be deleted first, on request
 (``drop_unknown_runs``), never silently.  ``append_dedup`` merges them again by
 key and ``overwrite`` replaces the table: nothing to delete there.
+
+A stream's quarantine table is held to the same: its lanes' versions count, its
+unknown runs' rows go with the flag, and rows of checkpoints that never committed
+go always (:mod:`._realign_quarantine` says why).  State then describes exactly what
+both tables hold.
 """
 
 from __future__ import annotations
@@ -23,6 +28,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from headwater.engine._realign_quarantine import (
+    QuarantineRealignment,
+    drops_unknown_runs,
+    fix_quarantine,
+    inspect_quarantine,
+)
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
@@ -56,13 +67,32 @@ class StreamRealignment:
     unknown_runs: dict[str, int] = field(default_factory=dict)
     #: Rows deleted (``drop_unknown_runs`` on an ``append`` stream), else None.
     deleted_rows: int | None = None
+    #: The stream's quarantine table, when it has one.
+    quarantine: QuarantineRealignment | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
+    def top(self) -> int | None:
+        """The highest version any lane holds, in the table or its quarantine table."""
+        tops = [max(self.lanes.values(), default=None),
+                None if self.quarantine is None else self.quarantine.top]
+        return max((t for t in tops if t is not None), default=None)
+
+    @property
     def behind(self) -> bool:
-        """Whether the store's counter hands out a version the table holds."""
-        top = max(self.lanes.values(), default=None)
+        """Whether the store's counter hands out a version the table (or its quarantine
+        table) holds."""
+        top = self.top
         return top is not None and (self.next_index_before or 0) <= top
+
+    def changes(self, drop_unknown_runs: bool) -> bool:
+        """Whether realigning with ``apply`` changes the store or a table."""
+        quarantine = self.quarantine
+        return self.behind or (drop_unknown_runs and bool(self.unknown_runs)
+                               and self.mode == DestinationSyncMode.APPEND) or (
+            quarantine is not None and (bool(quarantine.uncommitted) or (
+                drop_unknown_runs and bool(quarantine.unknown_runs)
+                and drops_unknown_runs(self.mode))))
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "behind": self.behind}
@@ -81,14 +111,15 @@ def realign(spark: SparkSession, connection: ConnectionConfig, store: MetadataSt
         item = StreamRealignment(stream=stream, mode=mode,
                                  table=destination.table_location(stream),
                                  table_name=destination.table_name(stream))
-        item.lanes = destination.lane_versions(
-            spark, stream, lane_app_id_prefix(store.store_id, connection.name, stream))
+        prefix = lane_app_id_prefix(store.store_id, connection.name, stream)
+        item.lanes = destination.lane_versions(spark, stream, prefix)
+        item.quarantine = inspect_quarantine(spark, store, destination, stream, prefix)
         item.next_index_before = store.checkpoint_counter(connection.name, stream)
         item.next_index_after = item.next_index_before
         item.unknown_runs = {run_id: rows for run_id, rows in
                              sorted(destination.run_row_counts(spark, stream).items())
                              if store.get_run(run_id) is None}
-        top = max(item.lanes.values(), default=None)
+        top = item.top
         if item.behind and top is not None:
             if apply:
                 item.next_index_after = store.realign_checkpoint_indices(
@@ -104,8 +135,34 @@ def realign(spark: SparkSession, connection: ConnectionConfig, store: MetadataSt
             if apply and drop_unknown_runs and mode == DestinationSyncMode.APPEND:
                 item.deleted_rows = destination.delete_runs(spark, stream,
                                                             list(item.unknown_runs))
+        if item.quarantine is not None:
+            item.notes.extend(_quarantine_notes(item.quarantine, mode, drop_unknown_runs))
+            if apply:
+                fix_quarantine(spark, destination, stream, mode, item.quarantine,
+                               drop_unknown_runs=drop_unknown_runs)
         found.append(item)
     return found
+
+
+def _quarantine_notes(found: QuarantineRealignment, mode: str, drop: bool) -> list[str]:
+    notes = []
+    if found.unknown_runs:
+        rows = sum(found.unknown_runs.values())
+        head = (f"{rows} rows in the quarantine table {found.table} were quarantined by "
+                f"{len(found.unknown_runs)} run(s) the store does not know")
+        if not drops_unknown_runs(mode):
+            notes.append(head + "; overwrite quarantines every row it reads again, each run's "
+                                "told apart by _hw_run_id, so they stay")
+        elif drop:
+            notes.append(head + "; they are deleted, so the next sync quarantines them once")
+        else:
+            notes.append(head + "; the next sync quarantines them again, so they would be "
+                                "there twice: run again with --drop-unknown-runs to delete them")
+    for run_id, indices in found.uncommitted.items():
+        notes.append(f"the quarantine table holds rows of checkpoints {indices} of run {run_id}, "
+                     "which never committed (a later run quarantined them again): they are "
+                     "deleted")
+    return notes
 
 
 def _unknown_runs_note(item: StreamRealignment, drop: bool) -> str:

@@ -396,6 +396,31 @@ class FilesDestination(Destination):
             log.info("removed %s file(s) a failed checkpoint of run %s wrote into %s",
                      len(removed), marker.run_id, folder.uri)
 
+    def delete_checkpoints(self, spark: SparkSession, stream: str, run_id: str,
+                           checkpoints: Sequence[int]) -> int:
+        """One manifest that replaces the table with its files but those the commits of
+        ``run_id``'s ``checkpoints`` added (``_manifests.without_checkpoints``): the files
+        are never rewritten, readers see the rows go at once, and the log keeps the
+        manifests that listed them.  Created under the number after the log it was
+        computed from, or computed again: a commit landing meanwhile is never dropped.
+        The removed files stay on disk (the log's older manifests name them)."""
+        journal = self.log(stream, spark)
+        for _ in range(_manifests.MAX_TRIES):
+            taken = journal.sequences()
+            replacing = _manifests.without_checkpoints(
+                [journal.get(n) for n in taken], run_id, set(checkpoints))
+            if replacing is None:
+                return 0
+            manifest, deleted = replacing
+            sequence = (taken[-1] + 1) if taken else 0
+            if create_text(self.folder(stream, spark), _manifests.manifest_name(sequence),
+                           replace(manifest, sequence=sequence).to_json()):
+                log.info("removed the rows of checkpoints %s of run %s from %s (manifest %s)",
+                         sorted(checkpoints), run_id, self.table_location(stream), sequence)
+                return deleted
+        raise DestinationError(f"no free manifest number to remove checkpoints of run {run_id} "
+                               f"from {self.table_location(stream)}", stream=stream)
+
     def lane_versions(self, spark: SparkSession, stream: str,
                       app_id_prefix: str) -> dict[str, int]:
         versions: dict[str, int] = {}

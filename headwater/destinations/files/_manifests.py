@@ -164,6 +164,54 @@ def current(manifests: Sequence[Manifest]) -> list[Manifest]:
     return list(manifests[start:])
 
 
+def reads_as(older: Manifest, newer: Manifest) -> bool:
+    """Whether ``older``'s files read right as ``newer``'s: the same format and compression,
+    and each of ``older``'s columns in ``newer`` with its type.  ``newer`` may have more
+    (a column the stream gained), which Parquet and JSON Lines files without it read as
+    null; CSV needs the same columns."""
+    if (older.format, older.compression) != (newer.format, newer.compression):
+        return False
+    if older.format == "csv":
+        return older.schema.equals(newer.schema)
+    return all(newer.schema.get_field_index(f.name) >= 0
+               and newer.schema.field(f.name).type.equals(f.type) for f in older.schema)
+
+
+def without_checkpoints(manifests: Sequence[Manifest], run_id: str,
+                        checkpoints: set[int]) -> tuple[Manifest, int] | None:
+    """A manifest replacing the table (``manifests``, the whole log in order) with its
+    files but those the commits of ``run_id``'s ``checkpoints`` listed, and the rows it
+    leaves out; None when no such commit is in the table.
+
+    Files are read with their manifest's schema and format, so each kept one must read
+    right with the newest kept manifest's (:func:`reads_as`); else (a column's type or the
+    format changed since) they cannot be left out without rewriting the others: refused
+    with a ValueError."""
+    shown = current(manifests)
+
+    def dropped(manifest: Manifest) -> bool:
+        marker = manifest.marker
+        return marker.get("run_id") == run_id and marker.get("checkpoint") in checkpoints
+
+    gone = [m for m in shown if dropped(m)]
+    if not gone:
+        return None
+    kept = [m for m in shown if not dropped(m)]
+    model = kept[-1] if kept else shown[-1]
+    if not all(reads_as(m, model) for m in kept):
+        raise ValueError("the table's files have more than one schema or format, so files "
+                         "cannot be left out without rewriting the others")
+    # Keyed by the log it was computed from: valid only as the entry right after it.
+    marker = {"app_id": f"remove/{run_id}", "version": len(manifests), "run_id": run_id,
+              "stream": model.marker.get("stream"), "removed_checkpoints": sorted(checkpoints)}
+    manifest = Manifest(files=tuple(f for m in kept for f in m.files), marker=marker,
+                        tag=json.dumps({"headwater": marker}, sort_keys=True),
+                        format=model.format, compression=model.compression,
+                        schema=model.schema, replace=True,
+                        rejected=sum(m.rejected for m in kept))
+    return manifest, sum(m.rows for m in gone)
+
+
 class Log:
     """A stream's log of manifests, read through ``read`` and ``names`` (the folder's
     files), appended through ``create`` (a create that refuses a taken name).
@@ -222,4 +270,5 @@ class Log:
 
 
 __all__ = ["MANIFESTS", "STAGING", "ListedFile", "Log", "Manifest", "current",
-           "decode_schema", "encode_schema", "manifest_name", "sequence_of", "staged_name"]
+           "decode_schema", "encode_schema", "manifest_name", "reads_as", "sequence_of",
+           "staged_name", "without_checkpoints"]

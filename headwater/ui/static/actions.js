@@ -21,13 +21,15 @@ async function busy(button, work) {
 
 export async function syncNow(name, button) {
   const answer = await busy(button, () => post(`/api/connections/${seg(name)}/sync`));
-  if (answer) notify(`Sync of ${name} started.`);
+  if (answer) notify(`Sync of ${name} started.`, "info", name);
   return answer;
 }
 
 export async function stopRun(runId, button) {
   const answer = await busy(button, () => post(`/api/runs/${seg(runId)}/stop`));
-  if (answer) notify("Stopping: the commits in flight finish first, then the run ends.");
+  if (answer) {
+    notify("Stopping: the commits in flight finish first, then the run ends.", "info", runId);
+  }
   return answer;
 }
 
@@ -38,7 +40,7 @@ export async function replayRun(run, button) {
     return post(`/api/runs/${seg(run.run_id)}/replay`);
   });
   if (!answer) return;
-  notify(`Replay of ${run.run_id} started.`);
+  notify(`Replay of ${run.run_id} started.`, "info", answer.run_id ?? null);
   await openRun(answer, run.connection, "replay", known);
 }
 
@@ -127,7 +129,7 @@ export function backfillDialog(connection) {
     });
     if (!answer) return;
     dialog.close();
-    notify(`Backfill of ${body.stream} started.`);
+    notify(`Backfill of ${body.stream} started.`, "info", answer.run_id ?? null);
     await openRun(answer, connection.name, "backfill", known);
   });
 }

@@ -3,7 +3,7 @@
 import { onTokenNeeded, takeTokenFromUrl } from "./api.js";
 import { h, fill } from "./dom.js";
 import { keepTimesFresh } from "./format.js";
-import { notify } from "./notices.js";
+import { leaving, notify } from "./notices.js";
 import { renderConnections } from "./view-connections.js";
 import { renderConnection } from "./view-connection.js";
 import { renderRun } from "./view-run.js";
@@ -71,6 +71,8 @@ async function route() {
   for (const [pattern, render] of ROUTES) {
     const match = pattern.exec(hash);
     if (!match) continue;
+    // The run or connection the view shows: messages about anything else are left behind.
+    leaving(match.slice(1).map(decodeURIComponent));
     try {
       await render(ctx, ...match.slice(1).map(decodeURIComponent));
     } catch (error) {

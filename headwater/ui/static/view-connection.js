@@ -6,7 +6,7 @@ import { backfillDialog, resetDialog, syncNow } from "./actions.js";
 import { bars } from "./charts.js";
 import { baseName, fact, fill, h, table } from "./dom.js";
 import { badge, bytes, count, duration, freshness, rate, when } from "./format.js";
-import { notify } from "./notices.js";
+import { notify, settle } from "./notices.js";
 
 /** Runs per answer: the newest page, then each "Older runs" page. */
 const PAGE = 50;
@@ -38,15 +38,19 @@ export async function renderConnection(ctx, name) {
     const running = Boolean(connection.busy)
       || (connection.runs || []).some((r) => r.status === "running");
     if (running) state.expecting = 0;
+    for (const r of connection.runs || []) if (r.status !== "running") settle(r.run_id);
+    if (!running && Date.now() >= state.expecting) settle(name);  // "Sync of ... started."
     draw();
     return running || Date.now() < state.expecting ? 1000 : 5000;
   };
 
   const actions = {
     sync: async (button) => {
+      state.expecting = Date.now() + 60000;  // poll fast until the new run shows up
       if (await syncNow(name, button)) {
-        state.expecting = Date.now() + 60000;  // poll fast until the new run shows up
         await refresh();
+      } else {
+        state.expecting = 0;
       }
     },
     backfill: () => backfillDialog(state.connection),

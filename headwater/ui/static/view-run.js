@@ -8,7 +8,7 @@ import { download, get, seg } from "./api.js";
 import { replayRun, stopRun } from "./actions.js";
 import { fact, fill, h, table } from "./dom.js";
 import { badge, bytes, count, duration, milliseconds, rate, when } from "./format.js";
-import { notify } from "./notices.js";
+import { notify, settle } from "./notices.js";
 
 const MAX_PARTITION_ROWS = 500;
 // What the engine records (headwater/engine/_partition_stats.py, the destinations' commit
@@ -74,6 +74,7 @@ export async function renderRun(ctx, runId) {
   await ctx.poll(async () => {
     const run = await get(path);
     if (ctx.stopped) return null;
+    if (run.status !== "running") settle(run.run_id);  // "Stopping: ..." has said its part
     const open = new Set([...body.querySelectorAll("details[open][data-key]")]
       .map((d) => d.dataset.key));
     fill(crumbs, h("a", { href: "#/" }, "Connections"), " / ",

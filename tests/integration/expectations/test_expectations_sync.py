@@ -6,6 +6,7 @@ quarantine table), a checkpoint retried or replayed quarantines nothing twice, a
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -175,6 +176,60 @@ def test_a_checkpoint_read_again_quarantines_nothing_twice(spark: Any, tmp_path:
     read = min((r for r in runs if r.status == "succeeded"), key=lambda r: r.started_at)
     assert replay(engine(path), read.run_id).status == "succeeded"
     assert _keys(_table(spark, tmp_path, "users_quarantine")) == _keys(_quarantine_truth(truth))
+
+
+def test_realign_holds_the_quarantine_table_to_the_store(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run failed after a quarantine commit whose rows could not be deleted (run 1);
+    the store is backed up; a run is killed after a quarantine commit (run 2); the
+    backup is restored, so run 2 is unknown and its quarantine commit holds a version
+    the store hands out again.  ``state realign --drop-unknown-runs`` moves the counter
+    past the quarantine table's versions and deletes both runs' quarantined rows, so
+    the next sync commits, and quarantines each row once."""
+    from headwater.destinations.delta import DeltaDestination
+
+    path = _connection(tmp_path)
+    store_file = tmp_path / "meta.db"
+    with monkeypatch.context() as patched:
+        def refuse(*_: object) -> int:
+            raise RuntimeError("delete refused")
+
+        patched.setattr(DeltaDestination, "delete_checkpoints", refuse)
+        assert sync_in_process(tmp_path, path, env={FAULT: "raise-after-quarantine:1"}
+                               ).exit_code == 1
+    backup = tmp_path / "backup.db"
+    with sqlite3.connect(store_file) as live, sqlite3.connect(backup) as copy:
+        live.backup(copy)
+    assert sync_in_process(tmp_path, path, env={FAULT: "after-quarantine:1"}).exit_code != 0
+    with sqlite3.connect(backup) as old, sqlite3.connect(store_file) as live:
+        old.backup(live)
+    truth = _truth()
+    quarantine = _keys(_quarantine_truth(truth))
+    held = _keys(_table(spark, tmp_path, "users_quarantine"))
+    assert max(held.values()) == 2 and set(held) <= set(quarantine)  # both runs' rows
+
+    realigned = run_in_process(tmp_path, "state", "realign", str(path), "--drop-unknown-runs",
+                               "--yes", "--json")
+    assert realigned.exit_code == 0, realigned.describe()
+    left = _keys(_table(spark, tmp_path, "users_quarantine"))
+
+    resumed = sync_in_process(tmp_path, path)
+    assert resumed.exit_code == 0, resumed.describe()
+    assert _keys(_table(spark, tmp_path, "users_quarantine")) == quarantine
+    kept = pc.and_(pc.greater_equal(truth.column("age"), 25),
+                   pc.invert(pc.equal(truth.column("country"), "DE")))
+    assert _keys(_table(spark, tmp_path)) == _keys(_where(truth, kept))
+
+    # What realign said it found and did.
+    assert realigned.document is not None
+    (stream,) = realigned.document["streams"]
+    found = stream["quarantine"]
+    # Run 2's quarantine commit holds a version above every one the table holds.
+    assert max(found["lanes"].values()) > max(stream["lanes"].values(), default=0), stream
+    assert stream["behind"] and stream["next_index_after"] > max(found["lanes"].values())
+    assert len(found["unknown_runs"]) == 1 and len(found["uncommitted"]) == 1, found
+    assert found["deleted_rows"] == held.total() - left.total() > 0, found
+    assert not left or max(left.values()) == 1
 
 
 def test_fail_commits_nothing_and_moves_no_state(spark: Any, tmp_path: Path) -> None:

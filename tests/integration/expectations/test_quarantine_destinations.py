@@ -94,9 +94,10 @@ def _names(value: Any) -> list[str]:
     ("delta", "after-quarantine:1"), ("iceberg", "after-quarantine:1"),
     ("postgres", "after-quarantine:1"), ("files", "after-quarantine:1"),
     # Failed there instead: the run is not resumed, its quarantined rows are deleted, and
-    # the next run quarantines them again (Delta's delete: test_expectations_sync; files
-    # cannot delete rows, docs/expectations.md).
-    ("iceberg", "raise-after-quarantine:1"), ("postgres", "raise-after-quarantine:1")])
+    # the next run quarantines them again (Delta's delete: test_expectations_sync; files:
+    # a manifest that replaces the table without their files).
+    ("iceberg", "raise-after-quarantine:1"), ("postgres", "raise-after-quarantine:1"),
+    ("files", "raise-after-quarantine:1")])
 def test_quarantine_killed_between_the_commits_lands_each_row_once(
         spark: Any, tmp_path: Path, kind: str, fault: str,
         request: pytest.FixtureRequest) -> None:

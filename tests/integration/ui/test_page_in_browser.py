@@ -427,11 +427,18 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(first.get_by_test_id("run-status")).to_have_text("running", timeout=SLOW_MS)
     first.get_by_test_id("run-link").click()
     expect(page.get_by_test_id("progress-partitions")).to_have_text("1 / 3", timeout=SLOW_MS)
+    # What the connection's view said (the reset, the sync started) stayed there.
+    expect(page.get_by_test_id("notice-info")).to_have_count(0)
     stopped_id = page.get_by_test_id("run-id").inner_text()
     page.get_by_test_id("stop").click()
-    expect(page.get_by_test_id("notice-info").filter(has_text="Stopping")).to_be_visible()
+    stopping = page.get_by_test_id("notice-info").filter(has_text="Stopping")
+    expect(stopping).to_be_visible()
+    expect(stopping).to_have_attribute("data-about", stopped_id)  # about this run
     gate.open()
     expect(page.get_by_test_id("run-status")).to_have_text("stopped", timeout=SLOW_MS)
+    # Said and done: it goes as the page sees its run end (not on a timer, which let it
+    # stay after the run, across views).
+    expect(stopping).to_have_count(0, timeout=500)
     expect(page.get_by_test_id("stop")).to_have_count(0)
     expect(page.get_by_test_id("replay")).to_have_count(0)  # refused until it is finished
     expect(page.get_by_test_id("progress-partitions")).to_have_text("1 / 3")
@@ -450,6 +457,9 @@ def test_a_person_syncs_watches_and_replays_in_the_page(
     expect(stopped_row.get_by_test_id("run-status")).to_have_text("succeeded", timeout=SLOW_MS)
     expect(page.get_by_test_id("runs-table-row")).to_have_count(5, timeout=SLOW_MS)
     expect(page.get_by_test_id("sync-now")).to_be_enabled(timeout=SLOW_MS)
+    # "Sync of shop started." went as the connection went idle.
+    expect(page.get_by_test_id("notice-info").filter(has_text="Sync of shop started")
+           ).to_have_count(0, timeout=500)
     expect(page.get_by_test_id("stream-state")).to_contain_text("up to 2024-01-01 00:05")
     stopped_row.get_by_test_id("run-link").click()
     expect(page.get_by_test_id("run-id")).to_have_text(stopped_id)

@@ -6,6 +6,7 @@ folder, and the table is read back by ``read_table`` (pyarrow alone)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -21,6 +22,7 @@ from headwater.destinations.files._manifests import (
     Manifest,
     current,
     manifest_name,
+    without_checkpoints,
 )
 
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -113,6 +115,40 @@ def test_after_an_overwrite_the_table_is_its_files_and_what_came_after(tmp_path:
     # A file no manifest names (a killed task's) is never read.
     pq.write_table(pa.table({"id": [99]}, schema=SCHEMA), table / "part-stray.parquet")
     assert _ids(tmp_path) == [10, 11, 12]
+
+
+def test_a_failed_checkpoints_commit_is_left_out_by_a_replacing_manifest(
+        tmp_path: Path) -> None:
+    """Another run's commit of the same index stays; one of another schema is refused."""
+    table = tmp_path / "orders"
+    table.mkdir()
+    log = _log(table)
+    log.append(_commit(table, 1, [1, 2]))
+    log.append(_commit(table, 2, [3], run_id="run-2"))
+    log.append(_commit(table, 3, [4, 5, 6], run_id="run-2"))
+    assert without_checkpoints(log.manifests(), "run-2", {4}) is None
+    found = without_checkpoints(log.manifests(), "run-2", {1, 3})
+    assert found is not None
+    manifest, deleted = found
+    assert deleted == 3  # run-2's checkpoint 3; checkpoint 1 is run-1's
+    log.append(manifest)
+    assert _ids(tmp_path) == [1, 2, 3]
+    assert without_checkpoints(log.manifests(), "run-2", {3}) is None  # done already
+
+    # A column the stream gained later: the older files read with it as null.
+    wider = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    log.append(replace(_commit(table, 4, [7], run_id="run-3"), schema=wider))
+    log.append(_commit(table, 5, [8], run_id="run-3"))
+    found = without_checkpoints(log.manifests(), "run-3", {5})
+    assert found is not None and found[0].schema.equals(wider)
+    log.append(found[0])
+    assert _ids(tmp_path) == [1, 2, 3, 7]
+    assert read_table(str(tmp_path), "orders").column("name").null_count == 4
+    # The newest kept manifest lacks a column older ones have: they would not read right.
+    log.append(_commit(table, 6, [9], run_id="run-4"))
+    log.append(_commit(table, 7, [10], run_id="run-4"))
+    with pytest.raises(ValueError, match="more than one schema"):
+        without_checkpoints(log.manifests(), "run-4", {7})
 
 
 def test_nothing_committed_reads_as_an_empty_table(tmp_path: Path) -> None:

@@ -1,0 +1,115 @@
+"""What ``headwater state realign`` finds in a stream's quarantine table, and fixes.
+
+The quarantine table (``<stream>_quarantine``, :mod:`headwater.engine._quarantine`) is
+committed per checkpoint before the checkpoint's own commit, under the checkpoint's
+marker with ``_quarantine`` added to its app id.  So the store must be in step with it
+as with the stream's table, or a realigned store still goes wrong:
+
+* **Its lanes' versions.**  A checkpoint whose quarantine commit landed and whose own
+  did not (a sync killed between the two, in a run the restored store does not know)
+  holds a version the stream's table does not: a counter moved only past the stream's
+  table hands that version out again, and the next sync stops with "the metadata store
+  is behind the table" on the quarantine commit.  The counter moves past both.
+* **Runs the store does not know.**  Their quarantined rows were read from data the
+  next sync reads again (the store's state does not cover it), so it would quarantine
+  them again: ``--drop-unknown-runs`` deletes them too, whatever the stream's mode but
+  ``overwrite`` (each full refresh quarantines every row it reads again, told apart by
+  ``_hw_run_id``: an earlier run's rows are no duplicates).
+* **Checkpoints that never committed.**  A finished run's checkpoint that failed after
+  its quarantine commit has its quarantined rows deleted as its lanes end, best effort
+  (the warning "could not be removed"): the rows left behind belong to no committed
+  checkpoint, and the next run quarantined them again.  Such rows (of a finished run
+  the store knows, whose checkpoint it does not record as committed) are deleted,
+  with or without the flag (realign asks first, as for any change).  A run still
+  unfinished keeps its rows: its resume finds its quarantine commits by their markers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from headwater.expectations import quarantine_refusal, quarantine_stream
+from headwater.metadata_store._models import FINISHED_STATUSES
+from headwater.sync_modes import DestinationSyncMode
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from headwater.destinations import Destination
+    from headwater.metadata_store import MetadataStore
+
+_RUN, _CHECKPOINT = "_hw_run_id", "_hw_checkpoint"
+
+
+@dataclass
+class QuarantineRealignment:
+    """One stream's quarantine table: what realigning found there, and did."""
+
+    table: str
+    #: Each lane's app id (``..._quarantine``) in the quarantine table, latest version.
+    lanes: dict[str, int] = field(default_factory=dict)
+    #: Runs the store does not know whose rows are in the quarantine table: run -> rows.
+    unknown_runs: dict[str, int] = field(default_factory=dict)
+    #: Checkpoints of finished runs, not committed, whose rows are there: run -> indices.
+    uncommitted: dict[str, list[int]] = field(default_factory=dict)
+    #: Rows deleted (unknown runs' with the flag, uncommitted checkpoints'), else None.
+    deleted_rows: int | None = None
+
+    @property
+    def top(self) -> int | None:
+        return max(self.lanes.values(), default=None)
+
+
+def inspect_quarantine(spark: SparkSession, store: MetadataStore, destination: Destination,
+                       stream: str, app_id_prefix: str) -> QuarantineRealignment | None:
+    """The quarantine table of ``stream`` as realign sees it; None when it has none."""
+    name = quarantine_stream(stream)
+    if quarantine_refusal(destination.type_name) is not None \
+            or destination.table_columns(name, spark) is None:
+        return None
+    found = QuarantineRealignment(table=destination.table_location(name),
+                                  lanes=destination.lane_versions(spark, name, app_id_prefix))
+    held: dict[str, dict[int, int]] = {}
+    for row in (destination.read_table(spark, name, [_RUN, _CHECKPOINT])
+                .groupBy(_RUN, _CHECKPOINT).count().collect()):
+        held.setdefault(row[_RUN], {})[int(row[_CHECKPOINT])] = int(row["count"])
+    for run_id, checkpoints in sorted(held.items()):
+        run = store.get_run(run_id)
+        if run is None:
+            found.unknown_runs[run_id] = sum(checkpoints.values())
+        elif run.status in FINISHED_STATUSES:
+            committed = _committed(store, run_id, stream)
+            never = sorted(set(checkpoints) - committed)
+            if never:
+                found.uncommitted[run_id] = never
+    return found
+
+
+def drops_unknown_runs(mode: str) -> bool:
+    """Whether the next sync would quarantine an unknown run's rows again (not overwrite)."""
+    return mode != DestinationSyncMode.OVERWRITE
+
+
+def fix_quarantine(spark: SparkSession, destination: Destination, stream: str, mode: str,
+                   found: QuarantineRealignment, *, drop_unknown_runs: bool) -> None:
+    """Delete the rows of ``found``'s uncommitted checkpoints, and with
+    ``drop_unknown_runs`` (not under ``overwrite``) its unknown runs' rows."""
+    name = quarantine_stream(stream)
+    unknown = drop_unknown_runs and found.unknown_runs and drops_unknown_runs(mode)
+    if not unknown and not found.uncommitted:
+        return
+    deleted = destination.delete_runs(spark, name, list(found.unknown_runs)) if unknown else 0
+    for run_id, indices in found.uncommitted.items():
+        deleted += destination.delete_checkpoints(spark, name, run_id, indices)
+    found.deleted_rows = deleted
+
+
+def _committed(store: MetadataStore, run_id: str, stream: str) -> set[int]:
+    """The checkpoints of ``stream`` the store records ``run_id`` as having committed."""
+    return {c.index for c in store.list_checkpoints(run_id)
+            if c.stream == stream and c.status in ("committed", "released")}
+
+
+__all__ = ["QuarantineRealignment", "drops_unknown_runs", "fix_quarantine",
+           "inspect_quarantine"]
