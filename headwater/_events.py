@@ -3,7 +3,9 @@
 The engine and the destinations announce moments (``spark-ready``,
 ``after-plan``; per checkpoint ``after-quarantine`` when its expectations
 quarantined rows (before its commit), ``after-commit``, a destination's
-``commit-landed`` right after its commit is durable, ``after-release``; per
+``commit-landed`` right after its commit is durable, ``after-release``; a
+Delta history checkpoint's ``history-closing-read`` once the versions it
+closes are read (before its MERGE); per
 stream ``after-publish`` for a staged overwrite, ``after-state`` once its
 state is saved, ``stream-done``; ``run-recorded`` once the metadata store holds
 the run's end, ``summary-printed`` once the CLI has printed it; and

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from headwater._events import commit_landed
+from headwater._events import commit_landed, emit
 from headwater.destinations._base import (
     CommitMarker,
     CommitResult,
@@ -859,11 +859,27 @@ class DeltaDestination(Destination):
         # joins and windows after each stage of each (most of the MERGE's time went there).
         # Spread by key first: a checkpoint's rows are often one partition, and the rule's
         # windows and the MERGE's writing of its versions would each run in one task.
-        table = spark.read.format("delta").load(location)
-        source = history_merge_rows(
-            staged.repartition(*[F.col(quote(k)) for k in keys]), table, keys=keys,
-            cursor=cursor, partition_order=partition_order, planned_at=planned_at,
-            action=_ACTION).localCheckpoint(eager=True)
+        spread = staged.repartition(*[F.col(quote(k)) for k in keys])
+        # A closing row carries the stored copy of the version it closes, which the MERGE
+        # sets back: so the copy must be the table's as the MERGE finds it.  The table is
+        # read at one version and the MERGE runs only if no commit came after it (an
+        # UPDATE by another writer, say one blanking a column, would be undone): else
+        # the source is computed again.  What remains is the moment between that check
+        # and the MERGE's own snapshot; a commit after that one is Delta's conflict.
+        for _ in range(_PINNED_TRIES):
+            version = _sql.latest_version(spark, location)
+            table = spark.read.format("delta").option("versionAsOf", version).load(location)
+            source = history_merge_rows(
+                spread, table, keys=keys, cursor=cursor, partition_order=partition_order,
+                planned_at=planned_at, action=_ACTION).localCheckpoint(eager=True)
+            emit("history-closing-read")
+            if _sql.latest_version(spark, location) == version:
+                break
+        else:
+            raise DestinationError(
+                f"the history table {location} took a commit of another writer each of "
+                f"{_PINNED_TRIES} times its versions to close were read: stop the other "
+                "writer while the stream syncs", stream=plan.stream.name)
         # Delta's own copy of the source is not needed: it is already materialised.
         with _txn_confs(spark, marker, {_MATERIALIZE_SOURCE_CONF: "none"}):
             merge_history(spark, location, source, keys_match=keys_match(keys), action=_ACTION,
@@ -884,6 +900,8 @@ HISTORY_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 
 #: The column of a history MERGE's source saying what a row does: ``open`` or ``close``.
 _ACTION = "_hw_action"
+#: How often a history checkpoint reads its table again when a commit came meanwhile.
+_PINNED_TRIES = 3
 
 
 def _copied(schema: StructType) -> list[str]:

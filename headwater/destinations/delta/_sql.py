@@ -133,6 +133,14 @@ def history(spark: SparkSession, location: str, latest: int | None = None) -> Da
     return spark.sql(f"DESCRIBE HISTORY {table_ref(location)}{limit}")
 
 
+def latest_version(spark: SparkSession, location: str) -> int:
+    """The table's latest commit version."""
+    row = history(spark, location, 1).select("version").first()
+    if row is None:
+        raise ValueError(f"the Delta table at {location} has no commit")
+    return int(row[0])
+
+
 def merge(spark: SparkSession, location: str, source: DataFrame, *, on: str,
           update_when: str, deleted: str | None = None) -> None:
     """``MERGE INTO`` the table at ``location`` from ``source`` (aliases ``t`` and ``s``).
