@@ -29,6 +29,9 @@ Exactly once, like the stream's table:
   ``_hw_checkpoint``) are deleted (:meth:`Destination.delete_checkpoints`) and the
   files their tasks wrote are dropped (``abort``), best effort, as any abort; what a
   failed delete leaves, ``headwater state realign`` deletes (``_realign_quarantine``).
+  A checkpoint whose own commit raised is looked up by its marker first
+  (``StreamRunner._landed_despite``): one that landed is committed, not failed, and
+  keeps its quarantined rows.
 * **A replay** replaces the replayed run's quarantined rows (``replace_run``, the
   route of a replay), even when it quarantines none.
 

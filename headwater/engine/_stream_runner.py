@@ -42,6 +42,8 @@ from headwater.errors import (
     AuthenticationError,
     CommitOutcomeUnknown,
     CommitOutcomeUnknownError,
+    ConfigError,
+    ExpectationFailed,
     RefusedCommitOutcomeUnknown,
     SchemaContractError,
     StoreBehindTableError,
@@ -344,7 +346,13 @@ class StreamRunner:
                     found = self._earlier_commit(stream, checkpoint, marker)
                     result = (found if found is not None
                               else self._commit(stream, checkpoint, marker))
-            except Exception as exc:
+            except Exception as raised:
+                landed, exc = self._landed_despite(stream, checkpoint, marker, raised)
+                if landed is not None:
+                    with self.engine.steps.step("store_writes"):
+                        self._committed(checkpoint, landed, time.monotonic() - began)
+                        self._checkpoint_ended(checkpoint)
+                    continue
                 self._note_refused(exc)
                 unknown = self._outcome_unknown(exc)
                 if not unknown:
@@ -408,12 +416,50 @@ class StreamRunner:
         if self.attempt == 1:
             return None
         try:
-            earlier = self.route.find(self.spark, self.plan, marker)
+            return self._found_commit(stream, checkpoint, marker)
         except (StoreBehindTableError, CommitOutcomeUnknown):
             raise
         except Exception as exc:
             # An earlier attempt may have committed it: no answer is no "not there".
             raise _lookup_failed(exc, marker) from exc
+
+    def _landed_despite(self, stream: Stream, checkpoint: CheckpointPlan, marker: CommitMarker,
+                        exc: Exception) -> tuple[CommitResult | None, Exception]:
+        """Whether the checkpoint's commit landed although its commit raised ``exc``: the
+        commit found by its marker (then it counts as committed), or None and the error
+        the checkpoint failed with (``exc``, or that the lookup raised too: the outcome
+        is unknown).
+
+        Why the engine looks, though a destination looks its own commit up when it
+        raises: an error can come after the destination's answer (the answer lost on
+        its way back, anything the engine does after it), and a checkpoint called
+        failed has its quarantined rows deleted and its files dropped, and its windows
+        read again by the next run, while its rows are in the table.  Not for an
+        error that says nothing was done (the outcome is already unknown, the store
+        behind the table, the credentials, the config, a schema contract or an
+        expectation refused it).
+        """
+        if _unknown_in(exc) is not None or isinstance(headwater_error_from(exc), _REFUSALS):
+            return None, exc
+        try:
+            found = self._found_commit(stream, checkpoint, marker)
+        except StoreBehindTableError as behind:
+            return None, behind
+        except Exception as lookup:
+            return None, _lookup_failed(lookup, marker, after=exc)
+        if found is None:
+            return None, exc
+        log.warning("stream %s checkpoint %s: its commit raised (%s), and its marker is in "
+                    "the table%s, so it counts as committed", self.name, checkpoint.index,
+                    describe_error(exc), f" at {self.commit_id} {found.version}"
+                    if found.version is not None else "")
+        return replace(found, already_committed=False,
+                       writer_reason="the commit landed, then raised; found by its marker"), exc
+
+    def _found_commit(self, stream: Stream, checkpoint: CheckpointPlan,
+                      marker: CommitMarker) -> CommitResult | None:
+        """The checkpoint's commit (or staging), found by its marker; None when absent."""
+        earlier = self.route.find(self.spark, self.plan, marker)
         if earlier is None:
             return None
         earlier = self._with_recorded_counts(checkpoint, earlier)
@@ -669,6 +715,11 @@ def _nullable(schema: pa.Schema) -> pa.Schema:
 OUTCOME_UNKNOWN = "outcome_unknown"
 
 
+#: Errors saying the checkpoint's commit was refused or never attempted (nothing landed).
+_REFUSALS = (StoreBehindTableError, AuthenticationError, SchemaContractError, ExpectationFailed,
+             ConfigError)
+
+
 def _unknown_in(exc: BaseException) -> CommitOutcomeUnknown | None:
     """The :class:`CommitOutcomeUnknown` ``exc`` is or was raised from, if any."""
     chain: list[BaseException] = []
@@ -681,17 +732,25 @@ def _unknown_in(exc: BaseException) -> CommitOutcomeUnknown | None:
     return None
 
 
-def _lookup_failed(exc: BaseException, marker: CommitMarker) -> CommitOutcomeUnknown:
-    """A resumed attempt's lookup of an earlier attempt's commit raised ``exc``."""
-    what = (f"looking up whether an earlier attempt committed checkpoint "
-            f"{marker.checkpoint_index}")
+def _lookup_failed(exc: BaseException, marker: CommitMarker, *,
+                   after: BaseException | None = None) -> CommitOutcomeUnknown:
+    """The lookup of the checkpoint's commit by its marker raised ``exc``: a resumed
+    attempt's, of an earlier attempt's commit; or, ``after``, of the commit that raised
+    ``after``."""
+    if after is None:
+        what = (f"looking up whether an earlier attempt committed checkpoint "
+                f"{marker.checkpoint_index}")
+        error, lookup = describe_error(exc), None
+    else:
+        what = f"the commit of checkpoint {marker.checkpoint_index}"
+        error, lookup = describe_error(after), describe_error(exc)
     found = headwater_error_from(exc)
-    error = describe_error(exc)
     if isinstance(found, AuthenticationError):
         context = {k: v for k, v in found.context.items() if k not in ("stream", "checkpoint")}
-        return RefusedCommitOutcomeUnknown(what, error=error, lookup=None, stream=marker.stream,
+        return RefusedCommitOutcomeUnknown(what, error=error, lookup=lookup,
+                                           stream=marker.stream,
                                            checkpoint=marker.checkpoint_index, **context)
-    return CommitOutcomeUnknownError(what, error=error, lookup=None, stream=marker.stream,
+    return CommitOutcomeUnknownError(what, error=error, lookup=lookup, stream=marker.stream,
                                      checkpoint=marker.checkpoint_index)
 
 

@@ -167,19 +167,25 @@ class StreamExpectations:
 
     def commit(self, rows: DataFrame, commit: Callable[[DataFrame], T],
                quarantine: Callable[[DataFrame], object] | None, *,
-               always_quarantine: bool = False) -> tuple[T, CheckpointCounts]:
+               always_quarantine: bool = False,
+               counted: Callable[[CheckpointCounts], None] | None = None,
+               ) -> tuple[T, CheckpointCounts]:
         """Check a checkpoint's ``rows``, quarantine, then ``commit`` what is kept.
 
         Returns what ``commit`` returned and the checkpoint's counts; raises
         :class:`ExpectationFailed` (nothing committed) when a ``fail`` expectation
-        fails.  The rows are persisted for the steps after the first (released at
-        the end, whatever happens).
+        fails.  ``counted`` gets the counts before anything is committed: a commit
+        that raises may have landed nonetheless (the engine looks it up), and then
+        its counts are the checkpoint's.  The rows are persisted for the steps after
+        the first (released at the end, whatever happens).
         """
         from pyspark import StorageLevel
 
         flagged = self.flag(rows).persist(StorageLevel.MEMORY_AND_DISK)
         try:
             counts = self.count(flagged)
+            if counted is not None:
+                counted(counts)
             for name in self.names("fail"):
                 if counts.failed.get(name):
                     raise self._failure(flagged, name, counts.failed[name])

@@ -139,15 +139,22 @@ class StreamChecks:
                 if quarantine is not None and (any_held or always_quarantine):
                     quarantine(held)
                     emit("after-quarantine")
-            result = commit(rows)
-            with self._lock:
-                counts = self._accumulators.pop(checkpoint.index, None)
-            if counts is not None and not result.already_committed:
-                self._keep(checkpoint, self._task_counts(counts.value))
+            try:
+                result = commit(rows)
+            except Exception:
+                # It may have landed nonetheless: the engine looks it up, and counts
+                # the checkpoint with these figures if so (else nothing asks for them).
+                self._keep_task_counts(checkpoint)
+                raise
+            if result.already_committed:
+                with self._lock:
+                    self._accumulators.pop(checkpoint.index, None)
+            else:
+                self._keep_task_counts(checkpoint)
             return result
-        result, found = self.checks.commit(rows, commit, quarantine,
-                                           always_quarantine=always_quarantine)
-        self._keep(checkpoint, found)
+        result, _ = self.checks.commit(rows, commit, quarantine,
+                                       always_quarantine=always_quarantine,
+                                       counted=lambda found: self._keep(checkpoint, found))
         return result
 
     def written_by(self, rows: DataFrame, writer: FileWriter | None,
@@ -170,6 +177,13 @@ class StreamChecks:
     def _keep(self, checkpoint: CheckpointPlan, counts: CheckpointCounts) -> None:
         with self._lock:
             self._counts[checkpoint.index] = counts
+
+    def _keep_task_counts(self, checkpoint: CheckpointPlan) -> None:
+        """Keep the figures the checkpoint's tasks counted, for its record (``stats_of``)."""
+        with self._lock:
+            counts = self._accumulators.pop(checkpoint.index, None)
+        if counts is not None:
+            self._keep(checkpoint, self._task_counts(counts.value))
 
     def _task_counts(self, figures: Mapping[str, list[int]]) -> CheckpointCounts:
         names = [e.name for e in self.checks.expectations]

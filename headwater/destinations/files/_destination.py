@@ -256,23 +256,32 @@ class FilesDestination(Destination):
                                   replace=plan.stream.destination_sync_mode
                                   is DestinationSyncMode.OVERWRITE)
         what = f"commit of checkpoint {marker.checkpoint_index} to {self.table_location(stream)}"
-        logged, created = self._append(spark, stream, manifest, marker, what)
+        logged, created = self._append(spark, stream, manifest, marker, what,
+                                       landed=commit_landed)
         if not created:  # an earlier attempt's commit: these files stay out of the table
             _refuse_other_run(logged, marker, self.table_location(stream))
             self._remove(spark, stream, _unlisted(written, logged))
             return _result(logged, already=True)
-        commit_landed()
         return _result(logged, already=False)
 
     def _append(self, spark: SparkSession, stream: str, manifest: _manifests.Manifest,
-                marker: CommitMarker | PublishMarker,
-                what: str) -> tuple[_manifests.Manifest, bool]:
-        """Log ``manifest``; a put that raised is looked up (it may have landed): if the
-        lookup raises too, the outcome is unknown, and the run stays resumable."""
+                marker: CommitMarker | PublishMarker, what: str, *,
+                landed: Callable[[], None] | None = None) -> tuple[_manifests.Manifest, bool]:
+        """Log ``manifest``, then call ``landed`` (what follows a new manifest).
+
+        Anything raised on the way (the put, its answer lost after it landed, the
+        work after it) is looked up in the log by the marker, as the Delta
+        destination looks up its history: found, the commit counts as made; not
+        found, it failed; a lookup that raises too leaves the outcome unknown, and
+        the run stays resumable.  Calling it failed while its manifest is in the log
+        would have the next run write the checkpoint again (every row twice)."""
         checkpoint = marker.checkpoint_index if isinstance(marker, CommitMarker) else None
         journal = self.log(stream, spark)
         try:
-            return journal.append(manifest)
+            logged, created = journal.append(manifest)
+            if created and landed is not None:
+                landed()
+            return logged, created
         except Exception as exc:
             try:
                 found = journal.find(marker.app_id, marker.version)

@@ -101,6 +101,101 @@ def _names(value: Any) -> list[str]:
 def test_quarantine_killed_between_the_commits_lands_each_row_once(
         spark: Any, tmp_path: Path, kind: str, fault: str,
         request: pytest.FixtureRequest) -> None:
+    with _destination(kind, tmp_path, spark, request) as (destination, read):
+        path = _connection(tmp_path, destination)
+        # Killed (or failed) after the first checkpoint's quarantine commit, before its own.
+        first = sync_in_process(tmp_path, path, env={FAULT: fault})
+        assert first.exit_code != 0, first.describe()
+
+        # Resumes the run (reads that checkpoint again), or reads its windows in a new run.
+        assert sync_in_process(tmp_path, path).exit_code == 0
+        _assert_each_row_once(tmp_path, read)
+
+
+def test_a_checkpoint_whose_commit_landed_then_raised_keeps_its_quarantined_rows(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:
+    """The first checkpoint's own commit lands, then raises (its answer lost after the
+    destination gave it).  The engine looks its marker up before calling it failed: it
+    counts as committed, its quarantined rows stay, the state moves past it, and the next
+    sync reads nothing again (were it failed, its quarantined rows would be deleted and
+    the next run would append its rows a second time)."""
+    lost = _lose_the_first_answer(monkeypatch)
+    with _destination("files", tmp_path, spark, request) as (destination, read):
+        path = _connection(tmp_path, destination)
+        first = sync_in_process(tmp_path, path)
+        assert lost, "no commit raised"
+        _assert_each_row_once(tmp_path, read)
+        assert first.exit_code == 0, first.describe()
+        assert "so it counts as committed" in first.stderr, first.describe()
+        again = sync_in_process(tmp_path, path)
+        assert again.exit_code == 0 and again.document is not None, again.describe()
+        assert again.document["streams"][0]["records_written"] == 0, again.describe()
+        _assert_each_row_once(tmp_path, read)
+
+
+def test_a_checkpoint_whose_commit_could_not_be_looked_up_keeps_its_rows_for_the_resume(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:
+    """As above, and the engine's lookup raises too: whether it landed is unknown, so its
+    quarantined rows stay and the run stays resumable; the resumed run finds the commit."""
+    from headwater.destinations.files._destination import FilesDestination
+
+    lost = _lose_the_first_answer(monkeypatch)
+
+    def unreachable(*_: Any) -> None:
+        raise OSError("the store did not answer (injected)")
+
+    monkeypatch.setattr(FilesDestination, "find_commit", unreachable)
+    with _destination("files", tmp_path, spark, request) as (destination, read):
+        path = _connection(tmp_path, destination)
+        first = sync_in_process(tmp_path, path)
+        assert first.exit_code == 1 and first.document is not None, first.describe()
+        assert first.document["status"] == "stopped", first.describe()
+        assert "could not check whether checkpoint" in first.stdout, first.describe()
+        checkpoints = set(read("users_quarantine").column("_hw_checkpoint").to_pylist())
+        assert checkpoints == set(lost), checkpoints  # kept: it may have landed
+        monkeypatch.undo()
+        resumed = sync_in_process(tmp_path, path)
+        assert resumed.exit_code == 0 and resumed.document is not None, resumed.describe()
+        assert resumed.document["runs"][0]["resumed"], resumed.describe()
+        _assert_each_row_once(tmp_path, read, figures=False)
+
+
+def _lose_the_first_answer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The first commit of the ``users`` stream's files lands, then raises; the index of
+    that checkpoint goes in the list returned."""
+    from headwater.destinations.files._destination import FilesDestination
+
+    real = FilesDestination.commit_files
+    lost: list[int] = []
+
+    def answer_lost(self: FilesDestination, *args: Any) -> Any:
+        result = real(self, *args)
+        plan, checkpoint = args[1], args[2]
+        if plan.stream.name == "users" and not lost:
+            lost.append(checkpoint.index)
+            raise ConnectionResetError("the commit's answer was lost (injected)")
+        return result
+
+    monkeypatch.setattr(FilesDestination, "commit_files", answer_lost)
+    return lost
+
+
+def _connection(tmp_path: Path, destination: dict[str, Any]) -> Path:
+    """Two checkpoints of 300 users, one lane, the stream's :data:`CHECKS`."""
+    return connection_file(
+        tmp_path, name="dq", source=SOURCE,
+        streams=[{"name": "users", "sync_mode": "incremental",
+                  "destination_sync_mode": "append", "expectations": CHECKS}],
+        checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 1},
+        destination=destination)
+
+
+def _assert_each_row_once(tmp_path: Path, read: Reader, *, figures: bool = True) -> None:
+    """Both tables hold exactly the source's rows (none twice), with the counts in the
+    stored run (its one run, succeeded); without ``figures``, not the expectations' counts
+    (a checkpoint whose outcome was unknown left none in the store)."""
     truth = SampleSource(SOURCE).expected_rows("users")
     age, country = truth.column("age"), truth.column("country")
     quarantined = pc.equal(country, "DE")
@@ -110,36 +205,22 @@ def test_quarantine_killed_between_the_commits_lands_each_row_once(
               "not_de": pc.sum(quarantined).as_py()}
     assert all(failed.values())
 
-    with _destination(kind, tmp_path, spark, request) as (destination, read):
-        path = connection_file(
-            tmp_path, name="dq", source=SOURCE,
-            streams=[{"name": "users", "sync_mode": "incremental",
-                      "destination_sync_mode": "append", "expectations": CHECKS}],
-            checkpoint={"partitions_per_checkpoint": 2, "concurrent_checkpoints": 1},
-            destination=destination)
-        # Killed (or failed) after the first checkpoint's quarantine commit, before its own.
-        first = sync_in_process(tmp_path, path, env={FAULT: fault})
-        assert first.exit_code != 0, first.describe()
-
-        # Resumes the run (reads that checkpoint again), or reads its windows in a new run.
-        assert sync_in_process(tmp_path, path).exit_code == 0
-
-        table = read("users")
-        assert _keys(table) == _keys(truth.filter(kept))
-        assert "_hw_failed_expectations" not in table.column_names
-        quarantine = read("users_quarantine")
-        assert _keys(quarantine) == _keys(truth.filter(quarantined))
-        (run_id,) = set(quarantine.column("_hw_run_id").to_pylist())
-        run = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(run_id)
-        assert run is not None and run.status == "succeeded"
-        (stream,) = run.stats["streams"]
-        assert stream["expectations"] == {
-            c["name"]: {"action": c["action"], "evaluated": USERS, "failed": failed[c["name"]]}
-            for c in CHECKS}
-        assert stream["records_written"] == pc.sum(kept).as_py()
-        names = Counter(name for value in quarantine.column("_hw_failed_expectations")
-                        .to_pylist() for name in _names(value))
-        assert names == {"not_de": failed["not_de"], **{
-            n: pc.sum(pc.and_(quarantined, fails)).as_py() for n, fails in (
-                ("adult_enough", pc.less(age, 25)), ("not_senior", pc.greater_equal(age, 80)))
-            if pc.sum(pc.and_(quarantined, fails)).as_py()}}
+    table = read("users")
+    assert _keys(table) == _keys(truth.filter(kept))
+    assert "_hw_failed_expectations" not in table.column_names
+    quarantine = read("users_quarantine")
+    assert _keys(quarantine) == _keys(truth.filter(quarantined))
+    (run_id,) = set(quarantine.column("_hw_run_id").to_pylist())
+    run = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(run_id)
+    assert run is not None and run.status == "succeeded"
+    (stream,) = run.stats["streams"]
+    assert not figures or stream["expectations"] == {
+        c["name"]: {"action": c["action"], "evaluated": USERS, "failed": failed[c["name"]]}
+        for c in CHECKS}
+    assert stream["records_written"] == pc.sum(kept).as_py()
+    names = Counter(name for value in quarantine.column("_hw_failed_expectations")
+                    .to_pylist() for name in _names(value))
+    assert names == {"not_de": failed["not_de"], **{
+        n: pc.sum(pc.and_(quarantined, fails)).as_py() for n, fails in (
+            ("adult_enough", pc.less(age, 25)), ("not_senior", pc.greater_equal(age, 80)))
+        if pc.sum(pc.and_(quarantined, fails)).as_py()}}

@@ -96,3 +96,16 @@ def test_a_resumed_attempt_s_lookup_that_raises_is_unknown_of_the_same_kind() ->
     other = _lookup_failed(OSError("unreachable"), marker)
     assert isinstance(other, CommitOutcomeUnknown) and other.exit_code == ExitCode.FAILED
     assert "could not check whether checkpoint 3 of stream users landed" in str(other)
+
+
+def test_a_lookup_after_a_commit_raised_names_both_errors() -> None:
+    """The engine's lookup of a commit that raised (``StreamRunner._landed_despite``)."""
+    marker = CommitMarker(app_id="a", version=3, run_id="r", stream="users",
+                          checkpoint_index=3, attempt=1)
+    unknown = _lookup_failed(OSError("unreachable"), marker,
+                             after=ConnectionResetError("answer lost"))
+    assert isinstance(unknown, CommitOutcomeUnknownError)
+    assert str(unknown).startswith(
+        "the commit of checkpoint 3 failed (ConnectionResetError: answer lost) and looking it "
+        "up in the table failed too (OSError: unreachable): could not check whether "
+        "checkpoint 3 of stream users landed"), str(unknown)

@@ -20,6 +20,8 @@ import pyarrow as pa
 import pytest
 
 from headwater.connectors.sample import SampleSource
+from headwater.metadata_store import MetadataStore
+from tests.integration._cli import FAULT, CliResult
 from tests.integration._connections import connection_file
 from tests.integration._in_process import run_in_process
 from tests.integration._s3 import S3Server
@@ -43,14 +45,14 @@ def _rows(table: pa.Table, columns: list[str]) -> Counter[tuple[Any, ...]]:
 
 def _sync(tmp_path: Path, destination: dict[str, Any], source: dict[str, Any],
           streams: list[dict[str, Any]], source_type: str = "sample",
-          **extra: Any) -> dict[str, Any]:
+          env: dict[str, str] | None = None, **extra: Any) -> CliResult:
     path = connection_file(tmp_path, name="files", source=source, streams=streams,
                            source_type=source_type, checkpoint={"partitions_per_checkpoint": 1},
                            destination=destination, **extra)
-    result = run_in_process(tmp_path, "sync", str(path), "--json")
+    result = run_in_process(tmp_path, "sync", str(path), "--json", env=env)
     assert result.exit_code == 0, result.describe()
     assert result.document is not None
-    return result.document
+    return result
 
 
 @pytest.mark.parametrize(("fmt", "compression"),
@@ -95,6 +97,25 @@ SCHEMA = {
                 "properties": {"city": {"type": "string"}, "zip": {"type": "string"}}},
     "extra": {"type": ["object", "null"]},
 }
+
+
+def test_a_commit_that_raised_after_its_manifest_landed_counts_as_committed(
+        spark: Any, tmp_path: Path) -> None:
+    """The second checkpoint's manifest lands, then its commit raises (as when a store's
+    answer is lost): the destination looks its marker up in the log, finds the manifest
+    and reports the commit made, so the checkpoint is released once and its rows are in
+    the table once (called failed, the next run would have appended them again)."""
+    destination = {"type": "files", "config": {"path": "exports", "format": "parquet"}}
+    done = _sync(tmp_path, destination, SOURCE, STREAMS[:1],
+                 env={FAULT: "raise-commit-landed:2"})
+    assert done.document is not None and done.document["status"] == "succeeded"
+    assert "raised after its manifest 1 landed, so it counts as committed" in done.stderr, \
+        done.describe()
+    users = read_stream(str(tmp_path / "exports" / "users"))
+    assert _rows(users, COLUMNS) == _rows(SampleSource(SOURCE).expected_rows("users"), COLUMNS)
+    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
+    statuses = [c.status for c in store.list_checkpoints(done.document["run_id"])]
+    assert statuses == ["released"] * 3, statuses
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "csv"])
@@ -150,8 +171,9 @@ def test_a_bucket_takes_the_files_and_manifests(spark: Any, tmp_path: Path,
         checked.use_spark_conf({f"spark.hadoop.{k}": v
                                 for k, v in hadoop_settings(s3_server, bucket).items()})
         checked.check()  # reachable, and the store refuses a second conditional put
-        document = _sync(tmp_path, {"type": "files", "config": config}, SOURCE, STREAMS[:1])
-    assert document["streams"][0]["records_written"] == 300
+        document = _sync(tmp_path, {"type": "files", "config": config}, SOURCE,
+                         STREAMS[:1]).document
+    assert document is not None and document["streams"][0]["records_written"] == 300
     store, exports = s3_table(s3_server, bucket, "exports").filesystem()
     table = read_table(exports, "users", filesystem=store)
     expected = SampleSource(SOURCE).expected_rows("users")

@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -266,9 +267,11 @@ class _TaskRows:
         return [Row(**asdict(w)) for w in self.written]
 
 
-@pytest.mark.parametrize("answer_lost", [False, True])
-def test_a_commit_keeps_its_files_unless_an_earlier_attempt_listed_others(
-        tmp_path: Path, answer_lost: bool) -> None:
+def _committer(tmp_path: Path, put: Callable[[Callable[[], bool]], bool],
+               ) -> tuple[Path, Callable[[str], Any]]:
+    """The ``orders`` table's folder, and a commit of checkpoint 1 of one new file (named
+    as given) through a log whose manifest puts go through ``put`` (it gets the real
+    create, to call or not)."""
     from headwater.destinations import CommitMarker
     from headwater.destinations._table_files._create import create_text
     from headwater.destinations._table_files._parquet import WrittenFile
@@ -281,9 +284,7 @@ def test_a_commit_keeps_its_files_unless_an_earlier_attempt_listed_others(
     folder = TableFolder(str(table))
 
     def create(relative: str, text: str) -> bool:
-        # With answer_lost, the put lands and its answer is lost: the retry is refused.
-        landed = create_text(folder, relative, text)
-        return landed and not answer_lost
+        return put(lambda: create_text(folder, relative, text))
 
     def names() -> list[str]:
         return [name for name, _, _ in folder.list_files("_manifests")]
@@ -298,9 +299,65 @@ def test_a_commit_keeps_its_files_unless_an_earlier_attempt_listed_others(
         return destination.commit_files(None, PLAN, checkpoint,  # type: ignore[arg-type]
                                         _TaskRows(written), marker)  # type: ignore[arg-type]
 
+    return table, attempt
+
+
+@pytest.mark.parametrize("answer_lost", [False, True])
+def test_a_commit_keeps_its_files_unless_an_earlier_attempt_listed_others(
+        tmp_path: Path, answer_lost: bool) -> None:
+    def put(create: Callable[[], bool]) -> bool:
+        # With answer_lost, the put lands and its answer is lost: the retry is refused.
+        return create() and not answer_lost
+
+    table, attempt = _committer(tmp_path, put)
     first = attempt("part-first.jsonl")
     assert first.already_committed is answer_lost
     assert (table / "part-first.jsonl").exists()  # listed: it stays, answer lost or not
     again = attempt("part-again.jsonl")  # a retried checkpoint: its new file goes
     assert again.already_committed and not (table / "part-again.jsonl").exists()
     assert [p.name for p in (table / "_manifests").iterdir()] == ["00000000000000000000.json"]
+
+
+@pytest.mark.parametrize("where", ["the put", "after the put"])
+def test_a_commit_that_raises_after_its_manifest_landed_counts_as_committed(
+        tmp_path: Path, where: str) -> None:
+    """An error after the manifest landed (the put's answer lost; what follows the put,
+    here the ``commit-landed`` moment): the log is looked up, the manifest is there, so
+    the commit is made.  Failed, the engine would drop its files and read it again."""
+    from headwater import _events
+
+    def put(create: Callable[[], bool]) -> bool:
+        landed = create()
+        if where == "the put":
+            raise ConnectionResetError("the put's answer was lost (injected)")
+        return landed
+
+    def lost(moment: str) -> None:
+        if moment == "commit-landed" and where == "after the put":
+            raise ConnectionResetError("lost after the manifest landed (injected)")
+
+    table, attempt = _committer(tmp_path, put)
+    _events.listen(lost)
+    try:
+        result = attempt("part-first.jsonl")
+    finally:
+        _events.forget(lost)
+    assert (result.rows, result.version, result.already_committed) == (1, 0, False)
+    assert [p.name for p in (table / "_manifests").iterdir()] == ["00000000000000000000.json"]
+
+
+@pytest.mark.parametrize("lookup_fails", [False, True])
+def test_a_commit_whose_put_raised_before_landing_failed_or_is_unknown(
+        tmp_path: Path, lookup_fails: bool) -> None:
+    """No manifest landed: the commit failed; a lookup that raises too leaves it unknown."""
+    from headwater.errors import CommitOutcomeUnknownError
+
+    def put(create: Callable[[], bool]) -> bool:
+        raise ConnectionResetError("the store went away (injected)")
+
+    table, attempt = _committer(tmp_path, put)
+    if lookup_fails:
+        (table / "_manifests").write_text("a file where the log's folder belongs")
+    expected = CommitOutcomeUnknownError if lookup_fails else DestinationError
+    with pytest.raises(expected, match="checkpoint 1"):
+        attempt("part-first.jsonl")
