@@ -62,7 +62,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -163,6 +163,8 @@ if TYPE_CHECKING:
     from headwater.plan import CheckpointPlan, StreamPlan
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 
 #: MERGE takes its idempotency keys and commit tag from *session* confs, which
@@ -445,6 +447,10 @@ class DeltaDestination(Destination):
                 except Exception as exc:  # a log delta-rs cannot read is Spark's to write
                     self._choices[plan.stream.name] = _unreadable(exc)
                     folder = None
+            # Spark writes it: its log read by delta-rs where delta-rs reaches it.
+            absent = False
+            if choice.folder is None:
+                absent, state = _logged_state(spark, location)
             if folder is not None and state is None and variants:
                 # Only Spark's writer writes VARIANT: it creates the table (below).
                 self._choices[plan.stream.name] = _Choice(None, task_path_reason(variants))
@@ -483,13 +489,20 @@ class DeltaDestination(Destination):
             # Spark commits these without txn options of their own: a MERGE's session
             # confs, set meanwhile by another stream, would ride along (see the lock).
             with _SESSION_CONF_LOCK:
-                detail = _sql.table_detail(spark, location)
+                # From the log where delta-rs read it (no Spark job), else from Spark.
+                logged = None if state is None else _delta_rs.table_detail(state)
+                detail = logged or (None if absent else _sql.table_detail(spark, location))
                 if detail is None:
                     _create_table(spark, location, spark_schema(wanted), layout,
                                   HISTORY_TABLE_PROPERTIES if history else None)
                     self._clustered[plan.stream.name] = bool(layout.cluster_by)
                     return data_schema
-                existing = {f.name: f for f in spark.read.format("delta").load(location).schema}
+                if logged is not None and state is not None:
+                    # The log's columns: Spark's reader gives the same names and types.
+                    existing = {f.name: f for f in StructType.fromJson(state.schema_json)}
+                else:
+                    existing = {f.name: f
+                                for f in spark.read.format("delta").load(location).schema}
                 if state is None:  # not read by delta-rs above
                     refuse_misfits(existing.values(), data_schema, location, plan.stream.name)
                 _report_layout(plan, location, detail)
@@ -497,10 +510,10 @@ class DeltaDestination(Destination):
                 properties = dict(detail.properties)
                 # The log's schema, where delta-rs read it: Spark's drops the generation
                 # expressions and identity settings that say which columns Delta fills.
-                logged = (StructType.fromJson(state.schema_json).fields if state is not None
+                fields = (StructType.fromJson(state.schema_json).fields if state is not None
                           else existing.values())
                 self._unwritten[plan.stream.name] = [
-                    name for name in unwritten_columns(_not_filled_by_delta(logged), data_schema)
+                    name for name in unwritten_columns(_not_filled_by_delta(fields), data_schema)
                     if not (history and name in HISTORY_NAMES)]
                 existing = _add_columns(spark, location, spark_schema(wanted), existing,
                                         properties, layout)
@@ -847,7 +860,7 @@ class DeltaDestination(Destination):
 
         keys = list(plan.stream.primary_key)
         cursor, planned_at = plan.stream.cursor_field, plan.planned_at
-        if _sql.file_count(spark, location) == 0:
+        if _file_count(spark, location) == 0:
             observed, counts = _observed(rows, marker)
             _save(history_changes(observed, None, keys=keys, cursor=cursor,
                                   partition_order=partition_order,
@@ -867,13 +880,13 @@ class DeltaDestination(Destination):
         # the source is computed again.  What remains is the moment between that check
         # and the MERGE's own snapshot; a commit after that one is Delta's conflict.
         for _ in range(_PINNED_TRIES):
-            version = _sql.latest_version(spark, location)
+            version = _latest_version(spark, location)
             table = spark.read.format("delta").option("versionAsOf", version).load(location)
             source = history_merge_rows(
                 spread, table, keys=keys, cursor=cursor, partition_order=partition_order,
                 planned_at=planned_at, action=_ACTION).localCheckpoint(eager=True)
             emit("history-closing-read")
-            if _sql.latest_version(spark, location) == version:
+            if _latest_version(spark, location) == version:
                 break
         else:
             raise DestinationError(
@@ -888,6 +901,46 @@ class DeltaDestination(Destination):
                           valid_from=VALID_FROM, valid_to=VALID_TO, is_current=IS_CURRENT,
                           was=WAS, copied=_copied(table.schema))
         return lambda: counted
+
+
+def _logged_state(spark: SparkSession,
+                  location: str) -> tuple[bool, _delta_rs.TableState | None]:
+    """Whether delta-rs found no table at ``location``, and the table as delta-rs reads it.
+
+    ``(False, None)`` where delta-rs does not reach it or cannot read the log: Spark
+    then answers everything, as it did before delta-rs was asked.
+    """
+    read, state = _from_log(spark, location, _delta_rs.table_state)
+    return read and state is None, state
+
+
+def _file_count(spark: SparkSession, location: str) -> int:
+    """How many data files the table at ``location`` holds: from its log by delta-rs where
+    it reaches and reads it (milliseconds), else by Spark's ``DESCRIBE DETAIL`` (a job)."""
+    read, count = _from_log(spark, location, _delta_rs.file_count)
+    return count if read and count is not None else _sql.file_count(spark, location)
+
+
+def _latest_version(spark: SparkSession, location: str) -> int:
+    """The table's latest commit version: from its log by delta-rs where it reaches it,
+    else by Spark's ``DESCRIBE HISTORY`` (a job); a history checkpoint asks twice."""
+    read, version = _from_log(spark, location, _delta_rs.latest_version)
+    return version if read and version is not None else _sql.latest_version(spark, location)
+
+
+def _from_log(spark: SparkSession, location: str,
+              read: Callable[[TableFolder], _T]) -> tuple[bool, _T | None]:
+    """``(True, read(folder))`` where this process reaches the table's folder as Spark's
+    driver does (``_reach.py``) and delta-rs reads its log; ``(False, None)`` otherwise."""
+    folder = _driver_folder(spark, location)
+    if folder is None:
+        return False, None
+    try:
+        return True, read(folder)
+    except Exception:  # a log delta-rs cannot read: Spark's to read
+        log.debug("delta-rs cannot read the log at %s; Spark reads it", location,
+                  exc_info=True)
+        return False, None
 
 
 #: Headwater's own properties of a history table it creates (a stream's

@@ -124,10 +124,12 @@ def test_children_start_while_the_parent_is_read_and_rows_equal_the_old_path(
 def test_a_substream_killed_after_a_commit_resumes_with_each_row_once(
         spark: Any, tmp_path: Path, api: ApiServer) -> None:
     # `append`: a checkpoint committed twice would show as its rows twice.  One
-    # parent window a partition, 3 a checkpoint: 7 checkpoints in 2 lanes.
+    # parent window a partition, 3 a checkpoint: 7 checkpoints in 2 lanes.  The kill is
+    # simulated in this process (``_in_process``): what is proved is the substream's plan
+    # resumed, and what a real SIGKILL leaves behind is ``test_crash_resume``'s.
     path = connection(tmp_path, api, "surveys.yaml", end=END_2, store=False)
     child = responses_only(path, "append", per_checkpoint=3)
-    killed = cli_sync(tmp_path, path, env={"HEADWATER_FAULT": "after-commit:3"})
+    killed = sync_in_process(tmp_path, path, env={"HEADWATER_FAULT": "after-commit:3"})
     assert killed.exit_code == -signal.SIGKILL, killed.describe()
     run = store(tmp_path).find_unfinished_run(load_connection(path).name)
     assert run is not None
