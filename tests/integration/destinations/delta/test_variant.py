@@ -41,7 +41,7 @@ def _connection(tmp_path: Path, *, mode: str = "append", json_columns: list[str]
                 writer: str | None = None, checkpoint: dict[str, Any] | None = None) -> Path:
     stream: dict[str, Any] = {"name": "events", "sync_mode": "incremental",
                               "destination_sync_mode": mode}
-    if mode == "append_dedup":
+    if mode in ("append_dedup", "history"):
         stream["primary_key"] = ["id"]
     if json_columns is not None:
         stream["json_columns"] = json_columns
@@ -113,6 +113,27 @@ def test_append_dedup_merges_rows_with_variant_columns(spark: Any, tmp_path: Pat
         "to_json(extra) AS extra").collect()}
     assert got[2] == {"id": 2, "zeta": 99, "new": "yes", "extra": "[1,2]"}
     assert got[1]["zeta"] == 1 and got[4]["extra"] is None
+
+
+def test_history_closes_versions_with_variant_columns_as_stored(spark: Any,
+                                                                  tmp_path: Path) -> None:
+    """A closed version is set back from the stored copy its MERGE's source carries (a
+    struct of the table's columns): VARIANT values survive that copy unchanged."""
+    _write(tmp_path / "in", "a.jsonl", LINES)
+    path = _connection(tmp_path, mode="history")
+    _sync(path)
+    _write(tmp_path / "in", "b.jsonl", [
+        '{"id": 2, "updated": 2, "attrs": {"zeta": 99, "new": "yes"}, "extra": [1, 2]}',
+        '{"id": 4, "updated": 2, "attrs": {}, "extra": null}'])
+    _sync(path)
+    rows = {(r.id, r._hw_is_current): (r.attrs, r.extra) for r in _table(spark, tmp_path)
+            .selectExpr("id", "_hw_is_current", "to_json(attrs) AS attrs",
+                        "to_json(extra) AS extra").collect()}
+    assert rows == {
+        (1, True): ('{"alpha":{"deep":[1,"two"]},"zeta":1.5}', '"text"'),
+        (2, False): ('{"alpha":null,"zeta":-3}', "7"),
+        (2, True): ('{"new":"yes","zeta":99}', "[1,2]"),
+        (3, True): (None, '{"k":true}'), (4, True): ("{}", None)}
 
 
 def test_overwrite_of_several_checkpoints_stages_and_publishes_variants(
