@@ -98,14 +98,19 @@ def test_open_values_land_as_variant_and_answer_path_queries(spark: Any, tmp_pat
     assert any("VARIANT" in reason for reason in reasons), reasons
 
 
-def test_append_dedup_merges_rows_with_variant_columns(spark: Any, tmp_path: Path) -> None:
+def _sync_twice(tmp_path: Path, mode: str) -> None:
+    """``LINES``, then a change of key 2 and a new key 4, each synced in ``mode``."""
     _write(tmp_path / "in", "a.jsonl", LINES)
-    path = _connection(tmp_path, mode="append_dedup")
+    path = _connection(tmp_path, mode=mode)
     _sync(path)
     _write(tmp_path / "in", "b.jsonl", [
         '{"id": 2, "updated": 2, "attrs": {"zeta": 99, "new": "yes"}, "extra": [1, 2]}',
         '{"id": 4, "updated": 2, "attrs": {}, "extra": null}'])
     _sync(path)
+
+
+def test_append_dedup_merges_rows_with_variant_columns(spark: Any, tmp_path: Path) -> None:
+    _sync_twice(tmp_path, "append_dedup")
     table = _table(spark, tmp_path)
     assert table.count() == 4
     got = {r["id"]: r.asDict() for r in table.selectExpr(
@@ -119,13 +124,7 @@ def test_history_closes_versions_with_variant_columns_as_stored(spark: Any,
                                                                   tmp_path: Path) -> None:
     """A closed version is set back from the stored copy its MERGE's source carries (a
     struct of the table's columns): VARIANT values survive that copy unchanged."""
-    _write(tmp_path / "in", "a.jsonl", LINES)
-    path = _connection(tmp_path, mode="history")
-    _sync(path)
-    _write(tmp_path / "in", "b.jsonl", [
-        '{"id": 2, "updated": 2, "attrs": {"zeta": 99, "new": "yes"}, "extra": [1, 2]}',
-        '{"id": 4, "updated": 2, "attrs": {}, "extra": null}'])
-    _sync(path)
+    _sync_twice(tmp_path, "history")
     rows = {(r.id, r._hw_is_current): (r.attrs, r.extra) for r in _table(spark, tmp_path)
             .selectExpr("id", "_hw_is_current", "to_json(attrs) AS attrs",
                         "to_json(extra) AS extra").collect()}
