@@ -413,22 +413,26 @@ class FilesDestination(Destination):
         manifests that listed them.  Created under the number after the log it was
         computed from, or computed again: a commit landing meanwhile is never dropped.
         The removed files stay on disk (the log's older manifests name them)."""
-        journal = self.log(stream, spark)
-        for _ in range(_manifests.MAX_TRIES):
-            taken = journal.sequences()
-            replacing = _manifests.without_checkpoints(
-                [journal.get(n) for n in taken], run_id, set(checkpoints))
-            if replacing is None:
-                return 0
-            manifest, deleted = replacing
-            sequence = (taken[-1] + 1) if taken else 0
-            if create_text(self.folder(stream, spark), _manifests.manifest_name(sequence),
-                           replace(manifest, sequence=sequence).to_json()):
-                log.info("removed the rows of checkpoints %s of run %s from %s (manifest %s)",
-                         sorted(checkpoints), run_id, self.table_location(stream), sequence)
-                return deleted
-        raise DestinationError(f"no free manifest number to remove checkpoints of run {run_id} "
-                               f"from {self.table_location(stream)}", stream=stream)
+        deleted: list[int] = []
+
+        def replacing(log: list[_manifests.Manifest]) -> _manifests.Manifest | None:
+            found = _manifests.without_checkpoints(log, run_id, set(checkpoints))
+            if found is None:
+                return None
+            deleted[:] = [found[1]]
+            return found[0]
+
+        try:
+            logged = self.log(stream, spark).append_from(replacing)
+        except RuntimeError as exc:
+            raise DestinationError(f"no free manifest number to remove checkpoints of run "
+                                   f"{run_id} from {self.table_location(stream)}",
+                                   stream=stream) from exc
+        if logged is None:
+            return 0
+        log.info("removed the rows of checkpoints %s of run %s from %s (manifest %s)",
+                 sorted(checkpoints), run_id, self.table_location(stream), logged.sequence)
+        return deleted[0]
 
     def lane_versions(self, spark: SparkSession, stream: str,
                       app_id_prefix: str) -> dict[str, int]:

@@ -254,18 +254,35 @@ class Log:
         ``(the logged manifest, True)`` when this call logged it, ``(the earlier one,
         False)`` when the log held the marker already."""
         app_id, version = manifest.marker["app_id"], manifest.marker["version"]
+        earlier: list[Manifest] = []
+
+        def unless_logged(log: list[Manifest]) -> Manifest | None:
+            for logged in reversed(log):
+                if logged.is_of(app_id, version):
+                    earlier.append(logged)
+                    return None
+            return manifest
+
+        numbered = self.append_from(unless_logged)
+        return (earlier[-1], False) if numbered is None else (numbered, True)
+
+    def append_from(self, compute: Callable[[list[Manifest]], Manifest | None]
+                    ) -> Manifest | None:
+        """Add the manifest ``compute`` makes of the log as it stands (every manifest, in
+        order) under the next free number, and return it; None when ``compute`` gives
+        none.  When the number was taken meanwhile (another lane, another writer, or
+        this put's own first try whose answer was lost), the log is read and the
+        manifest computed again: one computed from an older log is never added."""
         for _ in range(MAX_TRIES):
             taken = self.sequences()
-            for sequence in reversed(taken):
-                if self.get(sequence).is_of(app_id, version):
-                    return self.get(sequence), False
+            manifest = compute([self.get(n) for n in taken])
+            if manifest is None:
+                return None
             sequence = (taken[-1] + 1) if taken else 0
             numbered = replace(manifest, sequence=sequence)
             if self._create(manifest_name(sequence), numbered.to_json()):
                 self._cache[sequence] = numbered
-                return numbered, True
-            # The number was taken meanwhile (another lane, another writer, or this
-            # put's own first try whose answer was lost): the loop looks again.
+                return numbered
         raise RuntimeError(f"no free manifest number after {MAX_TRIES} tries")
 
 
