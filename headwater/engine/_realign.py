@@ -90,9 +90,7 @@ class StreamRealignment:
         quarantine = self.quarantine
         return self.behind or (drop_unknown_runs and bool(self.unknown_runs)
                                and self.mode == DestinationSyncMode.APPEND) or (
-            quarantine is not None and (bool(quarantine.uncommitted) or (
-                drop_unknown_runs and bool(quarantine.unknown_runs)
-                and drops_unknown_runs(self.mode))))
+            quarantine is not None and quarantine.changes(self.mode, drop_unknown_runs))
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "behind": self.behind}

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from headwater.expectations import quarantine_refusal, quarantine_stream
-from headwater.metadata_store._models import FINISHED_STATUSES
+from headwater.metadata_store._models import DURABLE_CHECKPOINT_STATUSES, FINISHED_STATUSES
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
@@ -59,6 +59,15 @@ class QuarantineRealignment:
     @property
     def top(self) -> int | None:
         return max(self.lanes.values(), default=None)
+
+    def drops_unknown(self, mode: str, drop_unknown_runs: bool) -> bool:
+        """Whether realigning deletes the unknown runs' rows (asked, there are some, and
+        ``mode`` would quarantine them again)."""
+        return drop_unknown_runs and bool(self.unknown_runs) and drops_unknown_runs(mode)
+
+    def changes(self, mode: str, drop_unknown_runs: bool) -> bool:
+        """Whether realigning deletes rows of the quarantine table."""
+        return bool(self.uncommitted) or self.drops_unknown(mode, drop_unknown_runs)
 
 
 def inspect_quarantine(spark: SparkSession, store: MetadataStore, destination: Destination,
@@ -96,9 +105,9 @@ def fix_quarantine(spark: SparkSession, destination: Destination, stream: str, m
     """Delete the rows of ``found``'s uncommitted checkpoints, and with
     ``drop_unknown_runs`` (not under ``overwrite``) its unknown runs' rows."""
     name = quarantine_stream(stream)
-    unknown = drop_unknown_runs and found.unknown_runs and drops_unknown_runs(mode)
-    if not unknown and not found.uncommitted:
+    if not found.changes(mode, drop_unknown_runs):
         return
+    unknown = found.drops_unknown(mode, drop_unknown_runs)
     deleted = destination.delete_runs(spark, name, list(found.unknown_runs)) if unknown else 0
     for run_id, indices in found.uncommitted.items():
         deleted += destination.delete_checkpoints(spark, name, run_id, indices)
@@ -108,7 +117,7 @@ def fix_quarantine(spark: SparkSession, destination: Destination, stream: str, m
 def _committed(store: MetadataStore, run_id: str, stream: str) -> set[int]:
     """The checkpoints of ``stream`` the store records ``run_id`` as having committed."""
     return {c.index for c in store.list_checkpoints(run_id)
-            if c.stream == stream and c.status in ("committed", "released")}
+            if c.stream == stream and c.status in DURABLE_CHECKPOINT_STATUSES}
 
 
 __all__ = ["QuarantineRealignment", "drops_unknown_runs", "fix_quarantine",
