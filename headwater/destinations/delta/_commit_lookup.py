@@ -30,6 +30,7 @@ from headwater.destinations._base import (
 from headwater.destinations._error_line import error_line
 from headwater.destinations.delta import _delta_rs
 from headwater.destinations.delta._errors import _failed
+from headwater.destinations.delta._history_commit import ENGINE_INFO
 from headwater.destinations.delta._reach import _driver_folder
 from headwater.destinations.delta._sql import history
 from headwater.errors import CommitOutcomeUnknownError, StoreBehindTableError
@@ -45,6 +46,10 @@ WRITER_TASKS = "tasks+delta-rs"
 
 #: ``CommitResult.writer`` of a commit Spark's Delta writer made (write, MERGE, replay).
 WRITER_SPARK = "spark"
+
+#: ``CommitResult.writer`` of a history commit of Headwater's own (``_history_commit.py``):
+#: files the tasks wrote, closed versions marked by deletion vectors.
+WRITER_HISTORY = "tasks+deletion-vectors"
 
 
 #: Commits a just-made commit is looked for among: lanes commit side by side.
@@ -102,6 +107,7 @@ def _after_error(spark: SparkSession, location: str, marker: CommitMarker,
     :class:`~headwater.errors.CommitOutcomeUnknownError`, and the engine keeps
     the run resumable so that the next sync looks again.
     """
+
     try:
         found = _tagged_commit(spark, location, marker, within_latest=_RECENT_COMMITS)
     except Exception as lookup:
@@ -312,11 +318,14 @@ def _tagged_commits(spark: SparkSession, location: str, within_latest: int | Non
 
 
 def _writer_of(engine_info: str) -> str | None:
-    """The writer named by a commit's ``engineInfo`` (delta-rs or Spark), None if neither."""
+    """The writer named by a commit's ``engineInfo`` (delta-rs, Spark or Headwater's history
+    commit), None if none of them."""
     if engine_info.startswith("delta-rs"):
         return WRITER_TASKS
     if engine_info.startswith("Apache-Spark"):
         return WRITER_SPARK
+    if engine_info.startswith(ENGINE_INFO):
+        return WRITER_HISTORY
     return None
 
 

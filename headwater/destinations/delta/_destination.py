@@ -106,8 +106,17 @@ from headwater.destinations.delta import (
     _writability,
 )
 from headwater.destinations.delta._catalog import IDENTIFIER_PATTERN, PREFIX_PATTERN
-from headwater.destinations.delta._commit_lookup import WRITER_SPARK, WRITER_TASKS
+from headwater.destinations.delta._commit_lookup import (
+    WRITER_HISTORY,
+    WRITER_SPARK,
+    WRITER_TASKS,
+)
 from headwater.destinations.delta._errors import _failed
+from headwater.destinations.delta._history_commit import (
+    commit_versions,
+    history_refusal,
+    with_places,
+)
 from headwater.destinations.delta._layout import (
     _create_table,
     _properties_to_set,
@@ -609,8 +618,10 @@ class DeltaDestination(Destination):
                                      [p.id for p in checkpoint.partitions])
                 counts: Callable[[], Mapping[str, Any]] = lambda: merged  # noqa: E731
             elif mode is DestinationSyncMode.HISTORY:
-                counts = self._history(spark, plan, rows, marker, location,
-                                       [p.id for p in checkpoint.partitions])
+                counts, own = self._history(spark, plan, rows, marker, location,
+                                            [p.id for p in checkpoint.partitions])
+                if own is not None:
+                    return own
             else:
                 write_mode = ("overwrite" if mode is DestinationSyncMode.OVERWRITE and first_of_run
                               else "append")
@@ -846,10 +857,11 @@ class DeltaDestination(Destination):
         return counted
 
     def _history(self, spark: SparkSession, plan: StreamPlan, rows: DataFrame,
-                 marker: CommitMarker, location: str,
-                 partition_order: Sequence[str]) -> Callable[[], Mapping[str, Any]]:
-        """Close and open the checkpoint's versions in one MERGE (``_history_rule.py``);
-        how to get the checkpoint's counts.
+                 marker: CommitMarker, location: str, partition_order: Sequence[str],
+                 ) -> tuple[Callable[[], Mapping[str, Any]], CommitResult | None]:
+        """Close and open the checkpoint's versions in one commit (``_history_rule.py``):
+        how to get the checkpoint's counts, and the result when Headwater's own commit
+        made it (``_history_commit.py``; else Spark's MERGE did, or an append).
 
         Into a table with no files (a first sync) the versions are appended instead:
         nothing is stored, so no fact of a key is read and none of its versions is
@@ -865,14 +877,25 @@ class DeltaDestination(Destination):
             _save(history_changes(observed, None, keys=keys, cursor=cursor,
                                   partition_order=partition_order,
                                   planned_at=planned_at).opened, marker, location, "append")
-            return counts
+            return counts, None
         staged, counted = _materialised(rows)
-        # The MERGE's source computed once, before the MERGE: Delta plans a source that
+        # The source computed once, before the commit: Delta plans a MERGE's source that
         # is not a table scan again in each of its phases, and re-optimises the rule's
         # joins and windows after each stage of each (most of the MERGE's time went there).
         # Spread by key first: a checkpoint's rows are often one partition, and the rule's
-        # windows and the MERGE's writing of its versions would each run in one task.
+        # windows and the writing of its versions would each run in one task.
         spread = staged.repartition(*[F.col(quote(k)) for k in keys])
+
+        def rule(table: DataFrame) -> DataFrame:
+            """The MERGE's (or the own commit's) rows of the checkpoint against ``table``."""
+            return history_merge_rows(spread, table, keys=keys, cursor=cursor,
+                                      partition_order=partition_order, planned_at=planned_at,
+                                      action=_ACTION)
+
+        own = self._own_history_folder(spark, plan, location)
+        if own is not None:
+            return (lambda: counted), self._history_commit(spark, plan, own, rule, marker,
+                                                           location, counted)
         # A closing row carries the stored copy of the version it closes, which the MERGE
         # sets back: so the copy must be the table's as the MERGE finds it.  The table is
         # read at one version and the MERGE runs only if no commit came after it (an
@@ -882,17 +905,12 @@ class DeltaDestination(Destination):
         for _ in range(_PINNED_TRIES):
             version = _latest_version(spark, location)
             table = spark.read.format("delta").option("versionAsOf", version).load(location)
-            source = history_merge_rows(
-                spread, table, keys=keys, cursor=cursor, partition_order=partition_order,
-                planned_at=planned_at, action=_ACTION).localCheckpoint(eager=True)
+            source = rule(table).localCheckpoint(eager=True)
             emit("history-closing-read")
             if _latest_version(spark, location) == version:
                 break
         else:
-            raise DestinationError(
-                f"the history table {location} took a commit of another writer each of "
-                f"{_PINNED_TRIES} times its versions to close were read: stop the other "
-                "writer while the stream syncs", stream=plan.stream.name)
+            raise _other_writer(location, plan.stream.name)
         # Delta's own copy of the source is not needed: it is already materialised.
         with _txn_confs(spark, marker, {_MATERIALIZE_SOURCE_CONF: "none"}):
             merge_history(spark, location, source, keys_match=keys_match(keys), action=_ACTION,
@@ -900,7 +918,72 @@ class DeltaDestination(Destination):
                           + [VALID_FROM, VALID_TO, IS_CURRENT],
                           valid_from=VALID_FROM, valid_to=VALID_TO, is_current=IS_CURRENT,
                           was=WAS, copied=_copied(table.schema))
-        return lambda: counted
+        return (lambda: counted), None
+
+    def _own_history_folder(self, spark: SparkSession, plan: StreamPlan,
+                            location: str) -> tuple[TableFolder, _delta_rs.TableState] | None:
+        """The table's folder and state when a history checkpoint commits to it itself
+        (``_history_commit.history_refusal``), else None (Spark's MERGE; the reason logged)."""
+        choice = _writability.reachable_folder(spark, location, self.config)
+        folder = choice.folder
+        state = None
+        if folder is not None:
+            try:
+                state = _delta_rs.table_state(folder)
+            except Exception as exc:
+                choice = _unreadable(exc)
+        refusal = choice.reason if folder is None or state is None else \
+            history_refusal(state.protocol)
+        if folder is None or state is None or refusal is not None:
+            log.info("history checkpoints of %s commit through Spark's MERGE: %s",
+                     plan.stream.name, refusal or "no table")
+            return None
+        return folder, state
+
+    def _history_commit(self, spark: SparkSession, plan: StreamPlan,
+                        own: tuple[TableFolder, _delta_rs.TableState],
+                        rule: Callable[[DataFrame], DataFrame], marker: CommitMarker, location: str,
+                        counted: Mapping[str, Any]) -> CommitResult:
+        """The checkpoint's versions in Headwater's own commit (``_history_commit.py``):
+        the table read at its latest version, the commit that version's successor, and
+        read again when another writer took it first."""
+        folder, state = own
+        rows, rejected = int(counted["rows"]), int(counted["rejected"])
+        files = ParquetFiles(folder=folder.uri, store=folder.store,
+                             stats_columns=listed_columns(state.properties.get(STATS_PROPERTY))
+                             or list(STATS_META_COLUMNS), name_tag=run_file_tag(marker.run_id))
+        interval = int(state.properties.get(_delta_rs.CHECKPOINT_INTERVAL_PROPERTY)
+                       or _DELTA_CHECKPOINT_INTERVAL)
+        for _ in range(_PINNED_TRIES):
+            version = _delta_rs.latest_version(folder)
+            if version is None:
+                raise DestinationError(f"the history table {location} is gone",
+                                       stream=plan.stream.name)
+            table = with_places(spark.read.format("delta").option("versionAsOf", version)
+                                .load(location))
+            source = rule(table).localCheckpoint(eager=True)
+            emit("history-closing-read")
+            schema = spark.read.format("delta").option("versionAsOf", version) \
+                .load(location).schema
+            done = commit_versions(
+                folder, source, table_schema=schema, read_version=version,
+                app_id=marker.app_id, txn_version=marker.version,
+                tag=lambda size: marker.tag_with_counts(rows, rejected, size),
+                files=files, action=_ACTION, checkpoint_interval=interval)
+            if done is None:
+                continue
+            if not done.made:
+                found = _commit_lookup._tagged_commit(spark, location, marker)
+                if found is None:
+                    return _commit_lookup._skipped(spark, location, marker, done.held)
+                return _commit_lookup._landed(found, already_committed=True)
+            commit_landed()
+            return CommitResult(rows=rows, rejected=rejected, bytes=done.bytes,
+                                version=done.version, writer=WRITER_HISTORY,
+                                writer_reason="history: closed versions marked by deletion "
+                                              "vectors, new ones in the tasks' files, "
+                                              "one commit of Headwater's own")
+        raise _other_writer(location, plan.stream.name)
 
 
 def _logged_state(spark: SparkSession,
@@ -955,6 +1038,16 @@ HISTORY_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 _ACTION = "_hw_action"
 #: How often a history checkpoint reads its table again when a commit came meanwhile.
 _PINNED_TRIES = 3
+#: Delta's checkpoint interval for a table whose properties name none.
+_DELTA_CHECKPOINT_INTERVAL = 10
+
+
+def _other_writer(location: str, stream: str) -> DestinationError:
+    """A history checkpoint's table took another writer's commit each time it was read."""
+    return DestinationError(
+        f"the history table {location} took a commit of another writer each of "
+        f"{_PINNED_TRIES} times its versions to close were read: stop the other "
+        "writer while the stream syncs", stream=stream)
 
 
 def _copied(schema: StructType) -> list[str]:

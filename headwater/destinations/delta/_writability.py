@@ -177,6 +177,15 @@ def files_folder(spark: SparkSession, plan: StreamPlan, location: str,
     if plan.stream.destination_sync_mode in (DestinationSyncMode.APPEND_DEDUP,
                                              DestinationSyncMode.HISTORY):
         return _Choice(None, f"{plan.stream.destination_sync_mode} commits through MERGE")
+    return reachable_folder(spark, location, config)
+
+
+def reachable_folder(spark: SparkSession, location: str, config: Mapping[str, Any]) -> _Choice:
+    """The folder this process writes files into and commits to, as Spark's driver reaches
+    the table at ``location`` (``folder`` None: only Spark reaches it, for the reason given);
+    what any commit of Headwater's own asks, whatever the sync mode."""
+    if config.get("writer", "auto") != "auto":
+        return _Choice(None, "writer: spark in the destination's config")
     if local_folder(location) is None and not on_object_store(location):
         return _Choice(None, "object store path other than S3 and Azure (abfss://, "
                              "wasbs://): the task path writes local folders and those "
