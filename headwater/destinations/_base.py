@@ -163,8 +163,9 @@ class CommitResult:
     partition_states: Mapping[str, Any] = field(default_factory=dict)
     #: Which writer committed it, a stable name per destination (Delta: ``"tasks+delta-rs"``
     #: for files the tasks wrote, added through delta-rs; ``"tasks+deletion-vectors"`` for a
-    #: history commit of Headwater's own; ``"spark"`` for Spark's Delta writer); None when the destination does not say.  Recorded in the checkpoint's
-    #: stats as ``writer`` and shown by ``headwater runs show``.
+    #: history commit of Headwater's own; ``"spark"`` for Spark's Delta writer); None when
+    #: the destination does not say.  Recorded in the checkpoint's stats as ``writer`` and
+    #: shown by ``headwater runs show``.
     writer: str | None = None
     #: Why that writer, in words (``"writer: spark in the destination's config"``,
     #: ``"table uses column mapping (delta.columnMapping.mode=name)"``...); recorded as

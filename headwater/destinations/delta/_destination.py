@@ -281,6 +281,8 @@ class DeltaDestination(Destination):
         #: overwriting it takes care to keep the clustering (``_overwrite_options``).
         #: Each stream's thread reads and writes only its own stream's entry.
         self._clustered: dict[str, bool] = {}
+        #: Why a history stream's checkpoints go through Spark's MERGE, not an own commit.
+        self._history_refusals: dict[str, str] = {}
         #: Per stream, what :meth:`unwritten_columns` says (found by ``_prepare``).
         self._unwritten: dict[str, list[str]] = {}
 
@@ -657,6 +659,9 @@ class DeltaDestination(Destination):
 
     def _spark_reason(self, plan: StreamPlan) -> str:
         """Why Spark's writer, not the tasks, commits this stream's checkpoints."""
+        refusal = self._history_refusals.get(plan.stream.name)
+        if plan.stream.destination_sync_mode is DestinationSyncMode.HISTORY and refusal:
+            return f"history commits through MERGE: {refusal}"
         if plan.stream.destination_sync_mode in (DestinationSyncMode.APPEND_DEDUP,
                                                  DestinationSyncMode.HISTORY):
             return f"{plan.stream.destination_sync_mode} commits through MERGE"
@@ -936,6 +941,7 @@ class DeltaDestination(Destination):
         refusal = choice.reason if folder is None or state is None else \
             history_refusal(state.protocol)
         if folder is None or state is None or refusal is not None:
+            self._history_refusals[plan.stream.name] = refusal or "no table"
             log.info("history checkpoints of %s commit through Spark's MERGE: %s",
                      plan.stream.name, refusal or "no table")
             return None
