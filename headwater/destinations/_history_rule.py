@@ -103,7 +103,8 @@ def changes(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
 
 
 def merge_rows(batch: DataFrame, table: DataFrame, *, keys: Sequence[str], cursor: str | None,
-               partition_order: Sequence[str], planned_at: str, action: str) -> DataFrame:
+               partition_order: Sequence[str], planned_at: str, action: str,
+               broadcast_keys: bool = False) -> DataFrame:
     """:func:`changes`' two sides as the rows of one frame, each with ``action``:
     ``open`` (a version to add: the batch's columns and the validity) or ``close``
     (the keys, ``_hw_valid_from`` of the current version to close, its
@@ -121,7 +122,7 @@ def merge_rows(batch: DataFrame, table: DataFrame, *, keys: Sequence[str], curso
     from pyspark.sql import functions as F
 
     events = _events(batch, table, keys=keys, cursor=cursor, partition_order=partition_order,
-                     planned_at=planned_at, carried=table.columns)
+                     planned_at=planned_at, carried=table.columns, broadcast_keys=broadcast_keys)
     kind = F.col(action)
     is_close = kind == F.lit("close")
     key_set = set(keys)
@@ -163,7 +164,7 @@ def _closes() -> Column:
 
 def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
             cursor: str | None, partition_order: Sequence[str], planned_at: str,
-            carried: Sequence[str] = ()) -> DataFrame:
+            carried: Sequence[str] = (), broadcast_keys: bool = False) -> DataFrame:
     """``batch``'s events that stand (rules 1 and 2), each with its time, the key's next
     time, whether it is the key's first, whether it deletes, and the key's current
     version's start (and, given ``carried``, its columns of those names in ``_hw_was``)."""
@@ -181,7 +182,8 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
     if table is not None:
         # The batch's keys as they are: a semi-join needs no distinct keys, and making
         # them distinct is a shuffle of its own.
-        facts = stored_facts(table, batch.select(*key_cols), keys, cursor, carried)
+        facts = stored_facts(table, batch.select(*key_cols), keys, cursor, carried,
+                             broadcast_keys=broadcast_keys)
         renamed = facts.select(*[F.col(quote(k)).alias(f"_hw_key_{i}") for i, k in enumerate(keys)],
                                _LAST_CURSOR, _CURRENT_FROM, _LAST_TIME,
                                *([WAS] if carried else []))
@@ -216,11 +218,17 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
 
 
 def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
-                 cursor: str | None, carried: Sequence[str] = ()) -> DataFrame:
+                 cursor: str | None, carried: Sequence[str] = (), *,
+                 broadcast_keys: bool = False) -> DataFrame:
     """Per key of ``batch_keys`` that ``table`` holds: its largest stored cursor, the
     ``_hw_valid_from`` of its current version (null: none is current) and its last
     moment (the latest ``_hw_valid_from`` or ``_hw_valid_to``: a delete's time too);
-    given ``carried``, the current version's columns of those names in ``_hw_was``."""
+    given ``carried``, the current version's columns of those names in ``_hw_was``.
+
+    ``broadcast_keys``: the batch's keys are few enough to send to every task, so the
+    table's rows are filtered where they are read instead of shuffled whole (with
+    ``carried``, every column of every stored row) to meet the keys.
+    """
     from pyspark.sql import functions as F
 
     wanted = list(dict.fromkeys([*keys, *([cursor] if cursor else []), VALID_FROM, VALID_TO,
@@ -228,7 +236,8 @@ def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
     rows = table.select(*[F.col(quote(c)) for c in wanted])
     renamed = batch_keys.select(*[F.col(quote(k)).alias(f"_hw_key_{i}")
                                   for i, k in enumerate(keys)])
-    touched = rows.join(renamed, _matching(keys), "left_semi")
+    touched = rows.join(F.broadcast(renamed) if broadcast_keys else renamed, _matching(keys),
+                        "left_semi")
     last = F.greatest(F.col(VALID_FROM), F.coalesce(F.col(VALID_TO), F.col(VALID_FROM)))
     # One version of a key is current at most, so the first non-null is it.
     was = ([F.first(F.when(F.col(IS_CURRENT), F.struct(*[F.col(quote(c)) for c in carried])),

@@ -896,7 +896,8 @@ class DeltaDestination(Destination):
             """The MERGE's (or the own commit's) rows of the checkpoint against ``table``."""
             return history_merge_rows(spread, table, keys=keys, cursor=cursor,
                                       partition_order=partition_order, planned_at=planned_at,
-                                      action=_ACTION)
+                                      action=_ACTION,
+                                      broadcast_keys=int(counted["rows"]) <= _BROADCAST_KEYS)
 
         own = self._own_history_folder(spark, plan, location)
         if own is not None:
@@ -1047,6 +1048,9 @@ HISTORY_TABLE_PROPERTIES = {"delta.enableDeletionVectors": "true"}
 _ACTION = "_hw_action"
 #: How often a history checkpoint reads its table again when a commit came meanwhile.
 _PINNED_TRIES = 3
+#: A history checkpoint of at most this many rows sends its keys to every task reading the
+#: table (``stored_facts``): some tens of MB at most, against a shuffle of the table's rows.
+_BROADCAST_KEYS = 1_000_000
 #: Delta's checkpoint interval for a table whose properties name none.
 _DELTA_CHECKPOINT_INTERVAL = 10
 

@@ -133,7 +133,10 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
     if held is not None and held >= txn_version:
         return HistoryCommit(made=False, held=held)
     schema = to_arrow_schema(table_schema, timezone="UTC")
-    rows = new_rows(source, table_schema, action=action)
+    # As many files as the cores write at once, not one per shuffle partition of the rule's
+    # windows: tiny files are slow to write (each a task of its own) and slower to read.
+    cores = source.sparkSession.sparkContext.defaultParallelism
+    rows = new_rows(source, table_schema, action=action).coalesce(max(1, cores))
     written = [WrittenFile(**row.asDict()) for row in rows.mapInArrow(
         files.around(lambda batches: typed_as(schema, batches)),
         from_arrow_schema(FILE_SCHEMA)).collect()]
