@@ -372,7 +372,7 @@ class StreamRunner:
                 self.store.record_checkpoint(
                     self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
                     status="failed", stats={"attempt": self.attempt, "error": error,
-                                            **({OUTCOME_UNKNOWN: True} if unknown else {})})
+                                            **self._unknown_outcome_stats(checkpoint, unknown)})
                 self._checkpoint_ended(checkpoint)
                 log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
                           error)
@@ -391,6 +391,21 @@ class StreamRunner:
                 self._committed(checkpoint, result, time.monotonic() - began,
                                 found_committed=found is not None)
                 self._checkpoint_ended(checkpoint)
+
+    def _unknown_outcome_stats(self, checkpoint: CheckpointPlan,
+                               unknown: bool) -> dict[str, Any]:
+        """What a failed checkpoint's record keeps besides its error: for a commit whose
+        outcome is unknown, that, and its expectations' counts.
+
+        The counts exist only in this attempt (the checks kept them when the commit
+        raised); the attempt that finds the commit landed reads no rows again, so it
+        has only the record to take them from (``StreamChecks.stats_of``'s
+        ``recorded``), or the run's summary, ``runs show`` and ``/metrics`` would
+        count none for the checkpoint.  A checkpoint that surely did not land has its
+        counts dropped: its rows are read again by the next run.
+        """
+        counts = self.checks.stats_of(checkpoint) if self.checks is not None else {}
+        return {OUTCOME_UNKNOWN: True, **counts} if unknown else {}
 
     def _checkpoint_ended(self, checkpoint: CheckpointPlan) -> None:
         """Its records read so far are no longer live: committed, or failed."""

@@ -8,6 +8,7 @@ rows (none twice), with the counts in the stored run."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -23,7 +24,7 @@ from headwater.connectors.sample import SampleSource
 from headwater.metadata_store import MetadataStore
 from tests.integration._cli import FAULT
 from tests.integration._connections import connection_file
-from tests.integration._in_process import sync_in_process
+from tests.integration._in_process import run_in_process, sync_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -138,7 +139,9 @@ def test_a_checkpoint_whose_commit_could_not_be_looked_up_keeps_its_rows_for_the
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest) -> None:
     """As above, and the engine's lookup raises too: whether it landed is unknown, so its
-    quarantined rows stay and the run stays resumable; the resumed run finds the commit."""
+    quarantined rows stay and the run stays resumable; the resumed run finds the commit,
+    and counts the checkpoint's expectations with the figures the failed attempt kept in
+    its record (the resumed one reads none of its rows)."""
     from headwater.destinations.files._destination import FilesDestination
 
     lost = _lose_the_first_answer(monkeypatch)
@@ -159,7 +162,18 @@ def test_a_checkpoint_whose_commit_could_not_be_looked_up_keeps_its_rows_for_the
         resumed = sync_in_process(tmp_path, path)
         assert resumed.exit_code == 0 and resumed.document is not None, resumed.describe()
         assert resumed.document["runs"][0]["resumed"], resumed.describe()
-        _assert_each_row_once(tmp_path, read, figures=False)
+        stored = _assert_each_row_once(tmp_path, read)
+        assert stored["records_read"] == USERS, stored
+        # The same counts in the resumed run's --json, and in `runs show`.
+        resumed_run = resumed.document["runs"][0]
+        (stream,) = resumed_run["streams"]
+        assert stream["expectations"] == stored["expectations"], stream
+        shown = run_in_process(tmp_path, "runs", "--store", f"sqlite:///{tmp_path / 'meta.db'}",
+                               "show", resumed_run["run_id"])
+        assert shown.exit_code == 0, shown.describe()
+        for name, counts in stored["expectations"].items():
+            assert re.search(rf"{name}\W.*\b{counts['failed']:,}\b", shown.stdout), (
+                name, shown.stdout)
 
 
 def _lose_the_first_answer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -192,10 +206,9 @@ def _connection(tmp_path: Path, destination: dict[str, Any]) -> Path:
         destination=destination)
 
 
-def _assert_each_row_once(tmp_path: Path, read: Reader, *, figures: bool = True) -> None:
+def _assert_each_row_once(tmp_path: Path, read: Reader) -> dict[str, Any]:
     """Both tables hold exactly the source's rows (none twice), with the counts in the
-    stored run (its one run, succeeded); without ``figures``, not the expectations' counts
-    (a checkpoint whose outcome was unknown left none in the store)."""
+    stored run (its one run, succeeded); the stream's figures in the stored run."""
     truth = SampleSource(SOURCE).expected_rows("users")
     age, country = truth.column("age"), truth.column("country")
     quarantined = pc.equal(country, "DE")
@@ -214,7 +227,7 @@ def _assert_each_row_once(tmp_path: Path, read: Reader, *, figures: bool = True)
     run = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(run_id)
     assert run is not None and run.status == "succeeded"
     (stream,) = run.stats["streams"]
-    assert not figures or stream["expectations"] == {
+    assert stream["expectations"] == {
         c["name"]: {"action": c["action"], "evaluated": USERS, "failed": failed[c["name"]]}
         for c in CHECKS}
     assert stream["records_written"] == pc.sum(kept).as_py()
@@ -224,3 +237,4 @@ def _assert_each_row_once(tmp_path: Path, read: Reader, *, figures: bool = True)
         n: pc.sum(pc.and_(quarantined, fails)).as_py() for n, fails in (
             ("adult_enough", pc.less(age, 25)), ("not_senior", pc.greater_equal(age, 80)))
         if pc.sum(pc.and_(quarantined, fails)).as_py()}}
+    return dict(stream)
