@@ -22,6 +22,16 @@ as with the stream's table, or a realigned store still goes wrong:
   the store knows, whose checkpoint it does not record as committed) are deleted,
   with or without the flag (realign asks first, as for any change).  A run still
   unfinished keeps its rows: its resume finds its quarantine commits by their markers.
+* **Checkpoints whose commit landed unrecorded.**  The store's word that a checkpoint
+  did not commit is not enough: its commit may have landed and raised (its answer
+  lost), in a run whose engine did not look it up.  Each such checkpoint's commit is
+  looked up in the stream's table by its marker first, as a resumed attempt looks
+  (:func:`~headwater.engine._markers.data_commit_landed`): found, its quarantined rows
+  are its own and stay (listed under ``landed``); a lookup that raises leaves them too
+  and is reported (``unchecked``, and the command exits 1), never taken for "absent".
+  The store is not told: a finished run's records are final
+  (:meth:`~headwater.metadata_store.MetadataStore.record_checkpoint`), and realign
+  moves counters, not runs.
 """
 
 from __future__ import annotations
@@ -29,6 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from headwater.engine._markers import data_commit_landed
+from headwater.engine._stream_runner import describe_error
 from headwater.expectations import quarantine_refusal, quarantine_stream
 from headwater.metadata_store._models import DURABLE_CHECKPOINT_STATUSES, FINISHED_STATUSES
 from headwater.sync_modes import DestinationSyncMode
@@ -37,7 +49,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from headwater.destinations import Destination
-    from headwater.metadata_store import MetadataStore
+    from headwater.metadata_store import MetadataStore, RunRecord
 
 _RUN, _CHECKPOINT = "_hw_run_id", "_hw_checkpoint"
 
@@ -53,6 +65,11 @@ class QuarantineRealignment:
     unknown_runs: dict[str, int] = field(default_factory=dict)
     #: Checkpoints of finished runs, not committed, whose rows are there: run -> indices.
     uncommitted: dict[str, list[int]] = field(default_factory=dict)
+    #: Such checkpoints whose commit the stream's table holds (rows kept): run -> indices.
+    landed: dict[str, list[int]] = field(default_factory=dict)
+    #: Such checkpoints whose commit could not be looked up (rows kept): run -> the
+    #: error, by index.
+    unchecked: dict[str, dict[int, str]] = field(default_factory=dict)
     #: Rows deleted (unknown runs' with the flag, uncommitted checkpoints'), else None.
     deleted_rows: int | None = None
 
@@ -72,7 +89,11 @@ class QuarantineRealignment:
 
 def inspect_quarantine(spark: SparkSession, store: MetadataStore, destination: Destination,
                        stream: str, app_id_prefix: str) -> QuarantineRealignment | None:
-    """The quarantine table of ``stream`` as realign sees it; None when it has none."""
+    """The quarantine table of ``stream`` as realign sees it; None when it has none.
+
+    A finished run's checkpoint the store does not record as committed is looked up
+    in ``stream``'s table (the module docstring) before its rows count as
+    ``uncommitted``."""
     name = quarantine_stream(stream)
     if quarantine_refusal(destination.type_name) is not None \
             or destination.table_columns(name, spark) is None:
@@ -89,10 +110,22 @@ def inspect_quarantine(spark: SparkSession, store: MetadataStore, destination: D
             found.unknown_runs[run_id] = sum(checkpoints.values())
         elif run.status in FINISHED_STATUSES:
             committed = _committed(store, run_id, stream)
-            never = sorted(set(checkpoints) - committed)
-            if never:
-                found.uncommitted[run_id] = never
+            for index in sorted(set(checkpoints) - committed):
+                _ask_the_table(spark, store, destination, run, stream, index, found)
     return found
+
+
+def _ask_the_table(spark: SparkSession, store: MetadataStore, destination: Destination,
+                   run: RunRecord, stream: str, index: int,
+                   found: QuarantineRealignment) -> None:
+    """File checkpoint ``index`` of ``run`` under ``uncommitted``, ``landed`` or
+    ``unchecked``, as the lookup of its commit in ``stream``'s table answers."""
+    try:
+        landed = data_commit_landed(spark, destination, store.store_id, run, stream, index)
+    except Exception as exc:
+        found.unchecked.setdefault(run.run_id, {})[index] = describe_error(exc)
+        return
+    (found.landed if landed else found.uncommitted).setdefault(run.run_id, []).append(index)
 
 
 def drops_unknown_runs(mode: str) -> bool:

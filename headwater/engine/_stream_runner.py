@@ -20,12 +20,12 @@ from headwater.engine._abort import abort_failed
 from headwater.engine._commit_routes import CommitRows, choose_route
 from headwater.engine._contracts import stream_contract
 from headwater.engine._live_progress import LiveProgress
+from headwater.engine._markers import checkpoint_marker, lane_app_id_prefix
 from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import slot_shares
 from headwater.engine._plan_reads import headwater_error_from
 from headwater.engine._quarantine import QuarantineTable
-from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._results import StreamStats, stream_warnings
 from headwater.engine._run_logs import submit_in_run
 from headwater.engine._spark import default_parallelism
@@ -141,11 +141,8 @@ class StreamRunner:
             self.engine.contract_broken = found
 
     def _marker(self, checkpoint: CheckpointPlan) -> CommitMarker:
-        app_id = (lane_app_id_prefix(self.store.store_id, self.connection, self.name)
-                  + str(checkpoint.lane))
-        return CommitMarker(app_id=app_id, version=checkpoint.index, run_id=self.run_id,
-                            stream=self.name, checkpoint_index=checkpoint.index,
-                            attempt=self.attempt)
+        return checkpoint_marker(self.store.store_id, self.connection, self.name,
+                                 self.run_id, checkpoint, attempt=self.attempt)
 
     def run(self) -> StreamStats:
         started = time.monotonic()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -174,6 +175,60 @@ def test_a_checkpoint_whose_commit_could_not_be_looked_up_keeps_its_rows_for_the
         for name, counts in stored["expectations"].items():
             assert re.search(rf"{name}\W.*\b{counts['failed']:,}\b", shown.stdout), (
                 name, shown.stdout)
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg", "postgres"])
+def test_realign_keeps_the_quarantined_rows_of_checkpoints_whose_commits_landed(
+        spark: Any, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:
+    """A finished run whose two checkpoints the store records as not committed, whose
+    commits the table holds (as an engine that took lost answers for failures left them).
+    ``state realign`` looks each commit up by its marker before it deletes the
+    checkpoint's quarantined rows: the second's is found (``landed``), the first's lookup
+    raises (``unchecked``, with the error; exit 1), and neither's rows are deleted."""
+    from headwater.destinations import get_destination_class
+
+    with _destination(kind, tmp_path, spark, request) as (destination, read):
+        path = _connection(tmp_path, destination)
+        synced = sync_in_process(tmp_path, path)
+        assert synced.exit_code == 0 and synced.document is not None, synced.describe()
+        run_id = synced.document["run_id"]
+        first, second = _forget_the_commits(tmp_path / "meta.db", run_id)
+        quarantine = read("users_quarantine")
+        assert set(quarantine.column("_hw_checkpoint").to_pylist()) == {first, second}
+
+        kind_class = get_destination_class(kind)
+        real = kind_class.find_commit
+
+        def unreachable_for_the_first(self: Any, spark: Any, plan: Any, marker: Any) -> Any:
+            if marker.checkpoint_index == first:
+                raise OSError("the table did not answer (injected)")
+            return real(self, spark, plan, marker)
+
+        monkeypatch.setattr(kind_class, "find_commit", unreachable_for_the_first)
+        realigned = run_in_process(tmp_path, "state", "realign", str(path), "--yes", "--json")
+
+        assert realigned.exit_code == 1, realigned.describe()
+        assert realigned.document is not None, realigned.describe()
+        (stream,) = realigned.document["streams"]
+        found = stream["quarantine"]
+        assert found["landed"] == {run_id: [second]}, found
+        assert list(found["unchecked"]) == [run_id], found
+        assert list(found["unchecked"][run_id]) == [str(first)], found
+        assert "injected" in found["unchecked"][run_id][str(first)], found
+        assert not found["uncommitted"] and found["deleted_rows"] is None, found
+        assert _keys(read("users_quarantine")) == _keys(quarantine)
+
+
+def _forget_the_commits(store: Path, run_id: str) -> list[int]:
+    """Make the store record each of the run's checkpoints as failed, and the run failed
+    (their commits stay in the tables); their indices."""
+    with sqlite3.connect(store) as db:
+        for table in ("checkpoints", "checkpoint_figures"):
+            db.execute(f"UPDATE {table} SET status = 'failed' WHERE run_id = ?", (run_id,))
+        db.execute("UPDATE runs SET status = 'failed' WHERE run_id = ?", (run_id,))
+        return sorted(int(index) for (index,) in db.execute(
+            "SELECT checkpoint_index FROM checkpoints WHERE run_id = ?", (run_id,)))
 
 
 def _lose_the_first_answer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
