@@ -32,6 +32,9 @@ as with the stream's table, or a realigned store still goes wrong:
   The store is not told: a finished run's records are final
   (:meth:`~headwater.metadata_store.MetadataStore.record_checkpoint`), and realign
   moves counters, not runs.
+* **Replays' rows.**  A replay's quarantined rows keep the id of the run it replays,
+  under the replay's own checkpoints: those are asked of the replay (its records, its
+  markers), or every replayed run's quarantined rows would count as never committed.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from headwater.engine._markers import data_commit_landed
 from headwater.engine._stream_runner import describe_error
 from headwater.expectations import quarantine_refusal, quarantine_stream
 from headwater.metadata_store._models import DURABLE_CHECKPOINT_STATUSES, FINISHED_STATUSES
+from headwater.plan import RunPlan
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
@@ -109,10 +113,33 @@ def inspect_quarantine(spark: SparkSession, store: MetadataStore, destination: D
         if run is None:
             found.unknown_runs[run_id] = sum(checkpoints.values())
         elif run.status in FINISHED_STATUSES:
-            committed = _committed(store, run_id, stream)
-            for index in sorted(set(checkpoints) - committed):
-                _ask_the_table(spark, store, destination, run, stream, index, found)
+            left = sorted(set(checkpoints) - _committed(store, run_id, stream))
+            owners = _owners(store, run, stream, left) if left else {}
+            for index in left:
+                owner = owners.get(index, run)
+                if owner.status in FINISHED_STATUSES \
+                        and index not in _committed(store, owner.run_id, stream):
+                    _ask_the_table(spark, store, destination, owner, stream, index, found)
     return found
+
+
+def _owners(store: MetadataStore, run: RunRecord, stream: str,
+            indices: list[int]) -> dict[int, RunRecord]:
+    """Which run made each of ``indices`` of ``run``'s rows: a replay of ``run`` whose plan
+    has that checkpoint (its rows keep the replayed run's id), else ``run`` itself.  An
+    unfinished replay keeps its rows (its resume finds its commits by their markers)."""
+    if set(indices) <= _planned(run, stream):
+        return {}
+    owners: dict[int, RunRecord] = {}
+    for replay in store.replays_of(run.connection, run.run_id):
+        owners.update(dict.fromkeys(_planned(replay, stream) & set(indices), replay))
+    return owners
+
+
+def _planned(run: RunRecord, stream: str) -> set[int]:
+    """The checkpoints of ``stream`` in ``run``'s persisted plan."""
+    streams = RunPlan.from_dict(run.plan).streams if run.plan else ()
+    return {c.index for s in streams if s.stream.name == stream for c in s.checkpoints}
 
 
 def _ask_the_table(spark: SparkSession, store: MetadataStore, destination: Destination,
