@@ -77,7 +77,10 @@ def state_realign(
     A stream's quarantine table counts as its table: the counters move past its
     versions too, --drop-unknown-runs deletes its unknown runs' rows (except under
     overwrite), and the rows it holds of a finished run's checkpoints that never
-    committed (a later run quarantined them again) are deleted.
+    committed (a later run quarantined them again) are deleted.  Each such
+    checkpoint's commit is looked up in the stream's table first: one that landed
+    keeps its rows, and one that cannot be looked up keeps them too and makes the
+    command exit 1.
     """
     from headwater.destinations import build_destination
     from headwater.engine import build_source, get_spark, resolve_streams
@@ -106,6 +109,9 @@ def state_realign(
                         "streams": [f.to_dict() for f in found]})
         else:
             _print_realignment(found)
+        if any(f.unchecked for f in found):
+            # Rows kept because a lookup could not answer: not done (the notes say which).
+            raise typer.Exit(ExitCode.FAILED)
 
 
 def _print_realignment(found: list[Any]) -> None:

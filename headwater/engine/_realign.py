@@ -18,8 +18,9 @@ key and ``overwrite`` replaces the table: nothing to delete there.
 
 A stream's quarantine table is held to the same: its lanes' versions count, its
 unknown runs' rows go with the flag, and rows of checkpoints that never committed
-go always (:mod:`._realign_quarantine` says why).  State then describes exactly what
-both tables hold.
+go always, once the table confirms their commits are not there; a lookup that
+cannot answer keeps them and is reported (:mod:`._realign_quarantine` says why).
+State then describes exactly what both tables hold.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from headwater.engine._markers import lane_app_id_prefix
 from headwater.engine._realign_quarantine import (
     QuarantineRealignment,
     drops_unknown_runs,
@@ -42,11 +44,6 @@ if TYPE_CHECKING:
     from headwater.config import ConnectionConfig
     from headwater.destinations import Destination
     from headwater.metadata_store import MetadataStore
-
-
-def lane_app_id_prefix(store_id: str, connection: str, stream: str) -> str:
-    """The commit markers' ``app_id`` of a stream's lanes, without the lane number."""
-    return f"headwater/{store_id}/{connection}/{stream}/"
 
 
 @dataclass
@@ -91,6 +88,11 @@ class StreamRealignment:
         return self.behind or (drop_unknown_runs and bool(self.unknown_runs)
                                and self.mode == DestinationSyncMode.APPEND) or (
             quarantine is not None and quarantine.changes(self.mode, drop_unknown_runs))
+
+    @property
+    def unchecked(self) -> bool:
+        """Whether a checkpoint's commit could not be looked up (its rows were kept)."""
+        return self.quarantine is not None and bool(self.quarantine.unchecked)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "behind": self.behind}
@@ -160,6 +162,18 @@ def _quarantine_notes(found: QuarantineRealignment, mode: str, drop: bool) -> li
         notes.append(f"the quarantine table holds rows of checkpoints {indices} of run {run_id}, "
                      "which never committed (a later run quarantined them again): they are "
                      "deleted")
+    for run_id, indices in found.landed.items():
+        notes.append(f"the store records checkpoints {indices} of run {run_id} as not "
+                     "committed, but the table holds their commits (found by their markers): "
+                     "their quarantined rows stay. The store keeps that finished run's "
+                     "records as they are, so its state does not cover those checkpoints and "
+                     "the next sync reads their data again (under append, into the table "
+                     "a second time)")
+    for run_id, errors in found.unchecked.items():
+        for index, error in sorted(errors.items()):
+            notes.append(f"whether checkpoint {index} of run {run_id} committed could not be "
+                         f"looked up in the table ({error}): its quarantined rows stay; run "
+                         "realign again when the table answers")
     return notes
 
 
@@ -183,4 +197,4 @@ def _unknown_runs_note(item: StreamRealignment, drop: bool) -> str:
                   "history keeps them)"
 
 
-__all__ = ["StreamRealignment", "lane_app_id_prefix", "realign"]
+__all__ = ["StreamRealignment", "realign"]

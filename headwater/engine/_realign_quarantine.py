@@ -22,6 +22,19 @@ as with the stream's table, or a realigned store still goes wrong:
   the store knows, whose checkpoint it does not record as committed) are deleted,
   with or without the flag (realign asks first, as for any change).  A run still
   unfinished keeps its rows: its resume finds its quarantine commits by their markers.
+* **Checkpoints whose commit landed unrecorded.**  The store's word that a checkpoint
+  did not commit is not enough: its commit may have landed and raised (its answer
+  lost), in a run whose engine did not look it up.  Each such checkpoint's commit is
+  looked up in the stream's table by its marker first, as a resumed attempt looks
+  (:func:`~headwater.engine._markers.data_commit_landed`): found, its quarantined rows
+  are its own and stay (listed under ``landed``); a lookup that raises leaves them too
+  and is reported (``unchecked``, and the command exits 1), never taken for "absent".
+  The store is not told: a finished run's records are final
+  (:meth:`~headwater.metadata_store.MetadataStore.record_checkpoint`), and realign
+  moves counters, not runs.
+* **Replays' rows.**  A replay's quarantined rows keep the id of the run it replays,
+  under the replay's own checkpoints: those are asked of the replay (its records, its
+  markers), or every replayed run's quarantined rows would count as never committed.
 """
 
 from __future__ import annotations
@@ -29,15 +42,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from headwater.engine._markers import data_commit_landed
+from headwater.engine._stream_runner import describe_error
 from headwater.expectations import quarantine_refusal, quarantine_stream
 from headwater.metadata_store._models import DURABLE_CHECKPOINT_STATUSES, FINISHED_STATUSES
+from headwater.plan import RunPlan
 from headwater.sync_modes import DestinationSyncMode
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from headwater.destinations import Destination
-    from headwater.metadata_store import MetadataStore
+    from headwater.metadata_store import MetadataStore, RunRecord
 
 _RUN, _CHECKPOINT = "_hw_run_id", "_hw_checkpoint"
 
@@ -53,6 +69,11 @@ class QuarantineRealignment:
     unknown_runs: dict[str, int] = field(default_factory=dict)
     #: Checkpoints of finished runs, not committed, whose rows are there: run -> indices.
     uncommitted: dict[str, list[int]] = field(default_factory=dict)
+    #: Such checkpoints whose commit the stream's table holds (rows kept): run -> indices.
+    landed: dict[str, list[int]] = field(default_factory=dict)
+    #: Such checkpoints whose commit could not be looked up (rows kept): run -> the
+    #: error, by index.
+    unchecked: dict[str, dict[int, str]] = field(default_factory=dict)
     #: Rows deleted (unknown runs' with the flag, uncommitted checkpoints'), else None.
     deleted_rows: int | None = None
 
@@ -72,7 +93,11 @@ class QuarantineRealignment:
 
 def inspect_quarantine(spark: SparkSession, store: MetadataStore, destination: Destination,
                        stream: str, app_id_prefix: str) -> QuarantineRealignment | None:
-    """The quarantine table of ``stream`` as realign sees it; None when it has none."""
+    """The quarantine table of ``stream`` as realign sees it; None when it has none.
+
+    A finished run's checkpoint the store does not record as committed is looked up
+    in ``stream``'s table (the module docstring) before its rows count as
+    ``uncommitted``."""
     name = quarantine_stream(stream)
     if quarantine_refusal(destination.type_name) is not None \
             or destination.table_columns(name, spark) is None:
@@ -88,11 +113,46 @@ def inspect_quarantine(spark: SparkSession, store: MetadataStore, destination: D
         if run is None:
             found.unknown_runs[run_id] = sum(checkpoints.values())
         elif run.status in FINISHED_STATUSES:
-            committed = _committed(store, run_id, stream)
-            never = sorted(set(checkpoints) - committed)
-            if never:
-                found.uncommitted[run_id] = never
+            left = sorted(set(checkpoints) - _committed(store, run_id, stream))
+            owners = _owners(store, run, stream, left) if left else {}
+            for index in left:
+                owner = owners.get(index, run)
+                if owner.status in FINISHED_STATUSES \
+                        and index not in _committed(store, owner.run_id, stream):
+                    _ask_the_table(spark, store, destination, owner, stream, index, found)
     return found
+
+
+def _owners(store: MetadataStore, run: RunRecord, stream: str,
+            indices: list[int]) -> dict[int, RunRecord]:
+    """Which run made each of ``indices`` of ``run``'s rows: a replay of ``run`` whose plan
+    has that checkpoint (its rows keep the replayed run's id), else ``run`` itself.  An
+    unfinished replay keeps its rows (its resume finds its commits by their markers)."""
+    if set(indices) <= _planned(run, stream):
+        return {}
+    owners: dict[int, RunRecord] = {}
+    for replay in store.replays_of(run.connection, run.run_id):
+        owners.update(dict.fromkeys(_planned(replay, stream) & set(indices), replay))
+    return owners
+
+
+def _planned(run: RunRecord, stream: str) -> set[int]:
+    """The checkpoints of ``stream`` in ``run``'s persisted plan."""
+    streams = RunPlan.from_dict(run.plan).streams if run.plan else ()
+    return {c.index for s in streams if s.stream.name == stream for c in s.checkpoints}
+
+
+def _ask_the_table(spark: SparkSession, store: MetadataStore, destination: Destination,
+                   run: RunRecord, stream: str, index: int,
+                   found: QuarantineRealignment) -> None:
+    """File checkpoint ``index`` of ``run`` under ``uncommitted``, ``landed`` or
+    ``unchecked``, as the lookup of its commit in ``stream``'s table answers."""
+    try:
+        landed = data_commit_landed(spark, destination, store.store_id, run, stream, index)
+    except Exception as exc:
+        found.unchecked.setdefault(run.run_id, {})[index] = describe_error(exc)
+        return
+    (found.landed if landed else found.uncommitted).setdefault(run.run_id, []).append(index)
 
 
 def drops_unknown_runs(mode: str) -> bool:

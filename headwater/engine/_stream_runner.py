@@ -20,12 +20,12 @@ from headwater.engine._abort import abort_failed
 from headwater.engine._commit_routes import CommitRows, choose_route
 from headwater.engine._contracts import stream_contract
 from headwater.engine._live_progress import LiveProgress
+from headwater.engine._markers import checkpoint_marker, lane_app_id_prefix
 from headwater.engine._own_state import split_state_rows
 from headwater.engine._partition_stats import PartitionStatsCollector
 from headwater.engine._plan import slot_shares
 from headwater.engine._plan_reads import headwater_error_from
 from headwater.engine._quarantine import QuarantineTable
-from headwater.engine._realign import lane_app_id_prefix
 from headwater.engine._results import StreamStats, stream_warnings
 from headwater.engine._run_logs import submit_in_run
 from headwater.engine._spark import default_parallelism
@@ -141,11 +141,8 @@ class StreamRunner:
             self.engine.contract_broken = found
 
     def _marker(self, checkpoint: CheckpointPlan) -> CommitMarker:
-        app_id = (lane_app_id_prefix(self.store.store_id, self.connection, self.name)
-                  + str(checkpoint.lane))
-        return CommitMarker(app_id=app_id, version=checkpoint.index, run_id=self.run_id,
-                            stream=self.name, checkpoint_index=checkpoint.index,
-                            attempt=self.attempt)
+        return checkpoint_marker(self.store.store_id, self.connection, self.name,
+                                 self.run_id, checkpoint, attempt=self.attempt)
 
     def run(self) -> StreamStats:
         started = time.monotonic()
@@ -372,7 +369,7 @@ class StreamRunner:
                 self.store.record_checkpoint(
                     self.run_id, self.name, checkpoint.index, checkpoint.checkpoint_id,
                     status="failed", stats={"attempt": self.attempt, "error": error,
-                                            **({OUTCOME_UNKNOWN: True} if unknown else {})})
+                                            **self._unknown_outcome_stats(checkpoint, unknown)})
                 self._checkpoint_ended(checkpoint)
                 log.error("stream %s checkpoint %s failed: %s", self.name, checkpoint.index,
                           error)
@@ -391,6 +388,21 @@ class StreamRunner:
                 self._committed(checkpoint, result, time.monotonic() - began,
                                 found_committed=found is not None)
                 self._checkpoint_ended(checkpoint)
+
+    def _unknown_outcome_stats(self, checkpoint: CheckpointPlan,
+                               unknown: bool) -> dict[str, Any]:
+        """What a failed checkpoint's record keeps besides its error: for a commit whose
+        outcome is unknown, that, and its expectations' counts.
+
+        The counts exist only in this attempt (the checks kept them when the commit
+        raised); the attempt that finds the commit landed reads no rows again, so it
+        has only the record to take them from (``StreamChecks.stats_of``'s
+        ``recorded``), or the run's summary, ``runs show`` and ``/metrics`` would
+        count none for the checkpoint.  A checkpoint that surely did not land has its
+        counts dropped: its rows are read again by the next run.
+        """
+        counts = self.checks.stats_of(checkpoint) if self.checks is not None else {}
+        return {OUTCOME_UNKNOWN: True, **counts} if unknown else {}
 
     def _checkpoint_ended(self, checkpoint: CheckpointPlan) -> None:
         """Its records read so far are no longer live: committed, or failed."""

@@ -324,6 +324,20 @@ class MetadataStore:
         query = query.order_by(t.runs.c.started_at.desc(), t.runs.c.run_id.desc()).limit(limit)
         return self._read_runs(query)
 
+    def replays_of(self, connection: str, run_id: str) -> list[RunRecord]:
+        """The runs of ``connection`` that replayed run ``run_id``, oldest first.
+
+        A replay's rows keep the id of the run it replays (so that replaying is
+        idempotent), under checkpoints of its own: who committed such a row is found
+        among these runs' checkpoints, not the replayed run's.  Replays are few, so
+        their plans are read and matched here rather than by a JSON query per dialect.
+        """
+        r = t.runs
+        query = (sa.select(r).where(r.c.connection == connection, r.c.kind == "replay")
+                 .order_by(r.c.started_at, r.c.run_id))
+        return [run for run in self._read_runs(query)
+                if (run.plan or {}).get("replay_of") == run_id]
+
     def list_run_summaries(self, connection: str, *, limit: int = 50,
                            before: str | None = None) -> list[RunSummary]:
         """The newest ``limit`` runs of ``connection``, newest first, without their plans.

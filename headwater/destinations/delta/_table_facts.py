@@ -8,7 +8,9 @@ them (``_hw_run_id``), so runs the store no longer knows can be listed.
 
 Read through Spark, so object-store tables and Spark Connect work as well: the
 txn actions are in the commit files still in the log and, for commits a log
-clean-up removed, carried forward in the latest checkpoint.
+clean-up removed, carried forward in the latest checkpoint.  Whether there is a
+table at all is asked of its log through delta-rs where the driver reaches the
+folder (:func:`_holds_table`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from headwater.destinations.delta import _delta_rs
+from headwater.destinations.delta._reach import _driver_folder
 from headwater.destinations.delta._sql import is_delta_table, table_ref
 
 if TYPE_CHECKING:
@@ -31,7 +35,7 @@ def lane_versions(spark: SparkSession, location: str, app_id_prefix: str) -> dic
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    if not is_delta_table(spark, location):
+    if not _holds_table(spark, location):
         return {}
     schema = StructType([StructField("txn", StructType([
         StructField("appId", StringType()), StructField("version", LongType())]))])
@@ -52,7 +56,7 @@ def lane_versions(spark: SparkSession, location: str, app_id_prefix: str) -> dic
 
 def run_row_counts(spark: SparkSession, location: str) -> dict[str, int]:
     """How many rows of the table each run wrote (``_hw_run_id``); empty without a table."""
-    if not is_delta_table(spark, location):
+    if not _holds_table(spark, location):
         return {}
     rows = spark.read.format("delta").load(location).groupBy("_hw_run_id").count().collect()
     return {str(row["_hw_run_id"]): int(row["count"]) for row in rows}
@@ -69,10 +73,26 @@ def delete_checkpoints(spark: SparkSession, location: str, run_id: str,
                        checkpoints: Sequence[int]) -> int:
     """Delete the rows ``run_id`` wrote in ``checkpoints`` in one Delta commit (none
     without a table); return how many were deleted."""
-    if not checkpoints or not is_delta_table(spark, location):
+    if not checkpoints or not _holds_table(spark, location):
         return 0
     return _delete(spark, location, f"_hw_run_id = {_literal(run_id)} AND _hw_checkpoint IN "
                                     f"({', '.join(str(int(c)) for c in checkpoints)})")
+
+
+def _holds_table(spark: SparkSession, location: str) -> bool:
+    """Whether ``location`` holds a Delta table.
+
+    Where the driver reaches the folder, delta-rs reads the log (milliseconds, as
+    ``DeltaDestination.find_commit`` does); elsewhere, or when delta-rs cannot load
+    the table, Spark's ``DESCRIBE DETAIL`` answers: a Spark job of about a second,
+    which realign paid before each read of a table's log or rows."""
+    folder = _driver_folder(spark, location)
+    if folder is not None:
+        try:
+            return _delta_rs.latest_version(folder) is not None
+        except Exception:  # a table delta-rs cannot load: Spark's to answer
+            pass
+    return is_delta_table(spark, location)
 
 
 def _delete(spark: SparkSession, location: str, where: str) -> int:

@@ -33,7 +33,7 @@ import pytest
 from headwater.destinations import Destination, build_destination
 from headwater.destinations._base import CommitMarker
 from headwater.destinations._history_rule import HISTORY_NAMES
-from headwater.engine._realign import lane_app_id_prefix
+from headwater.engine._markers import lane_app_id_prefix
 from headwater.metadata_store import MetadataStore
 from headwater.plan import RunPlan
 from headwater.table_schema import META_NAMES

@@ -161,7 +161,7 @@ def test_a_checkpoint_read_again_quarantines_nothing_twice(spark: Any, tmp_path:
                                                            fault: str) -> None:
     """Killed between the quarantine commit and the checkpoint's (the run is resumed and
     reads it again; then replayed), or failed there (a new run reads its windows again):
-    each quarantined row is there once."""
+    each quarantined row is there once, and stays so through ``state realign``."""
     path = _connection(tmp_path)
     first = sync_in_process(tmp_path, path, env={FAULT: fault})
     assert first.exit_code != 0
@@ -175,6 +175,15 @@ def test_a_checkpoint_read_again_quarantines_nothing_twice(spark: Any, tmp_path:
     # The oldest run that succeeded read the checkpoint again (resumed) or the rest.
     read = min((r for r in runs if r.status == "succeeded"), key=lambda r: r.started_at)
     assert replay(engine(path), read.run_id).status == "succeeded"
+    assert _keys(_table(spark, tmp_path, "users_quarantine")) == _keys(_quarantine_truth(truth))
+
+    # The replay's quarantined rows carry the replayed run's id under the replay's own
+    # checkpoints: `state realign` finds them committed (by the replay), and keeps them.
+    realigned = run_in_process(tmp_path, "state", "realign", str(path), "--yes", "--json")
+    assert realigned.exit_code == 0, realigned.describe()
+    assert realigned.document is not None, realigned.describe()
+    found = realigned.document["streams"][0]["quarantine"]
+    assert not found["uncommitted"] and not found["unchecked"], found
     assert _keys(_table(spark, tmp_path, "users_quarantine")) == _keys(_quarantine_truth(truth))
 
 

@@ -8,6 +8,8 @@ rows (none twice), with the counts in the stored run."""
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -23,7 +25,7 @@ from headwater.connectors.sample import SampleSource
 from headwater.metadata_store import MetadataStore
 from tests.integration._cli import FAULT
 from tests.integration._connections import connection_file
-from tests.integration._in_process import sync_in_process
+from tests.integration._in_process import run_in_process, sync_in_process
 
 pytestmark = pytest.mark.spark
 
@@ -138,7 +140,9 @@ def test_a_checkpoint_whose_commit_could_not_be_looked_up_keeps_its_rows_for_the
         spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         request: pytest.FixtureRequest) -> None:
     """As above, and the engine's lookup raises too: whether it landed is unknown, so its
-    quarantined rows stay and the run stays resumable; the resumed run finds the commit."""
+    quarantined rows stay and the run stays resumable; the resumed run finds the commit,
+    and counts the checkpoint's expectations with the figures the failed attempt kept in
+    its record (the resumed one reads none of its rows)."""
     from headwater.destinations.files._destination import FilesDestination
 
     lost = _lose_the_first_answer(monkeypatch)
@@ -159,7 +163,72 @@ def test_a_checkpoint_whose_commit_could_not_be_looked_up_keeps_its_rows_for_the
         resumed = sync_in_process(tmp_path, path)
         assert resumed.exit_code == 0 and resumed.document is not None, resumed.describe()
         assert resumed.document["runs"][0]["resumed"], resumed.describe()
-        _assert_each_row_once(tmp_path, read, figures=False)
+        stored = _assert_each_row_once(tmp_path, read)
+        assert stored["records_read"] == USERS, stored
+        # The same counts in the resumed run's --json, and in `runs show`.
+        resumed_run = resumed.document["runs"][0]
+        (stream,) = resumed_run["streams"]
+        assert stream["expectations"] == stored["expectations"], stream
+        shown = run_in_process(tmp_path, "runs", "--store", f"sqlite:///{tmp_path / 'meta.db'}",
+                               "show", resumed_run["run_id"])
+        assert shown.exit_code == 0, shown.describe()
+        for name, counts in stored["expectations"].items():
+            assert re.search(rf"{name}\W.*\b{counts['failed']:,}\b", shown.stdout), (
+                name, shown.stdout)
+
+
+@pytest.mark.parametrize("kind", ["delta", "iceberg", "postgres"])
+def test_realign_keeps_the_quarantined_rows_of_checkpoints_whose_commits_landed(
+        spark: Any, tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch,
+        request: pytest.FixtureRequest) -> None:
+    """A finished run whose two checkpoints the store records as not committed, whose
+    commits the table holds (as an engine that took lost answers for failures left them).
+    ``state realign`` looks each commit up by its marker before it deletes the
+    checkpoint's quarantined rows: the second's is found (``landed``), the first's lookup
+    raises (``unchecked``, with the error; exit 1), and neither's rows are deleted."""
+    from headwater.destinations import get_destination_class
+
+    with _destination(kind, tmp_path, spark, request) as (destination, read):
+        path = _connection(tmp_path, destination)
+        synced = sync_in_process(tmp_path, path)
+        assert synced.exit_code == 0 and synced.document is not None, synced.describe()
+        run_id = synced.document["run_id"]
+        first, second = _forget_the_commits(tmp_path / "meta.db", run_id)
+        quarantine = read("users_quarantine")
+        assert set(quarantine.column("_hw_checkpoint").to_pylist()) == {first, second}
+
+        kind_class = get_destination_class(kind)
+        real = kind_class.find_commit
+
+        def unreachable_for_the_first(self: Any, spark: Any, plan: Any, marker: Any) -> Any:
+            if marker.checkpoint_index == first:
+                raise OSError("the table did not answer (injected)")
+            return real(self, spark, plan, marker)
+
+        monkeypatch.setattr(kind_class, "find_commit", unreachable_for_the_first)
+        realigned = run_in_process(tmp_path, "state", "realign", str(path), "--yes", "--json")
+
+        assert realigned.exit_code == 1, realigned.describe()
+        assert realigned.document is not None, realigned.describe()
+        (stream,) = realigned.document["streams"]
+        found = stream["quarantine"]
+        assert found["landed"] == {run_id: [second]}, found
+        assert list(found["unchecked"]) == [run_id], found
+        assert list(found["unchecked"][run_id]) == [str(first)], found
+        assert "injected" in found["unchecked"][run_id][str(first)], found
+        assert not found["uncommitted"] and found["deleted_rows"] is None, found
+        assert _keys(read("users_quarantine")) == _keys(quarantine)
+
+
+def _forget_the_commits(store: Path, run_id: str) -> list[int]:
+    """Make the store record each of the run's checkpoints as failed, and the run failed
+    (their commits stay in the tables); their indices."""
+    with sqlite3.connect(store) as db:
+        for table in ("checkpoints", "checkpoint_figures"):
+            db.execute(f"UPDATE {table} SET status = 'failed' WHERE run_id = ?", (run_id,))
+        db.execute("UPDATE runs SET status = 'failed' WHERE run_id = ?", (run_id,))
+        return sorted(int(index) for (index,) in db.execute(
+            "SELECT checkpoint_index FROM checkpoints WHERE run_id = ?", (run_id,)))
 
 
 def _lose_the_first_answer(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -192,10 +261,9 @@ def _connection(tmp_path: Path, destination: dict[str, Any]) -> Path:
         destination=destination)
 
 
-def _assert_each_row_once(tmp_path: Path, read: Reader, *, figures: bool = True) -> None:
+def _assert_each_row_once(tmp_path: Path, read: Reader) -> dict[str, Any]:
     """Both tables hold exactly the source's rows (none twice), with the counts in the
-    stored run (its one run, succeeded); without ``figures``, not the expectations' counts
-    (a checkpoint whose outcome was unknown left none in the store)."""
+    stored run (its one run, succeeded); the stream's figures in the stored run."""
     truth = SampleSource(SOURCE).expected_rows("users")
     age, country = truth.column("age"), truth.column("country")
     quarantined = pc.equal(country, "DE")
@@ -214,7 +282,7 @@ def _assert_each_row_once(tmp_path: Path, read: Reader, *, figures: bool = True)
     run = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}").get_run(run_id)
     assert run is not None and run.status == "succeeded"
     (stream,) = run.stats["streams"]
-    assert not figures or stream["expectations"] == {
+    assert stream["expectations"] == {
         c["name"]: {"action": c["action"], "evaluated": USERS, "failed": failed[c["name"]]}
         for c in CHECKS}
     assert stream["records_written"] == pc.sum(kept).as_py()
@@ -224,3 +292,4 @@ def _assert_each_row_once(tmp_path: Path, read: Reader, *, figures: bool = True)
         n: pc.sum(pc.and_(quarantined, fails)).as_py() for n, fails in (
             ("adult_enough", pc.less(age, 25)), ("not_senior", pc.greater_equal(age, 80)))
         if pc.sum(pc.and_(quarantined, fails)).as_py()}}
+    return dict(stream)
