@@ -107,6 +107,13 @@ def file_count(folder: str | TableFolder) -> int:
     return 0 if table is None else len(table.file_uris())
 
 
+def latest_state(folder: str | TableFolder) -> tuple[int, TableState] | None:
+    """The latest version of the table at ``folder`` and its state at that version, from one
+    load of its log (None when there is no table)."""
+    table = _load(folder)
+    return None if table is None else (table.version(), _state_of(table))
+
+
 def latest_version(folder: str | TableFolder) -> int | None:
     """The latest commit version of the table at ``folder`` (None when there is none)."""
     table = _load(folder)

@@ -928,9 +928,9 @@ class DeltaDestination(Destination):
         return (lambda: counted), None
 
     def _own_history_folder(self, spark: SparkSession, plan: StreamPlan,
-                            location: str) -> tuple[TableFolder, _delta_rs.TableState] | None:
-        """The table's folder and state when a history checkpoint commits to it itself
-        (``_history_commit.history_refusal``), else None (Spark's MERGE; the reason logged)."""
+                            location: str) -> TableFolder | None:
+        """The table's folder when a history checkpoint commits to it itself
+        (``_history_commit.history_refusal``), else None (Spark's MERGE; the reason kept)."""
         choice = _writability.reachable_folder(spark, location, self.config)
         folder = choice.folder
         state = None
@@ -946,27 +946,33 @@ class DeltaDestination(Destination):
             log.info("history checkpoints of %s commit through Spark's MERGE: %s",
                      plan.stream.name, refusal or "no table")
             return None
-        return folder, state
+        return folder
 
-    def _history_commit(self, spark: SparkSession, plan: StreamPlan,
-                        own: tuple[TableFolder, _delta_rs.TableState],
-                        rule: Callable[[DataFrame], DataFrame], marker: CommitMarker, location: str,
-                        counted: Mapping[str, Any]) -> CommitResult:
+    def _history_commit(self, spark: SparkSession, plan: StreamPlan, folder: TableFolder,
+                        rule: Callable[[DataFrame], DataFrame], marker: CommitMarker,
+                        location: str, counted: Mapping[str, Any]) -> CommitResult:
         """The checkpoint's versions in Headwater's own commit (``_history_commit.py``):
         the table read at its latest version, the commit that version's successor, and
         read again when another writer took it first."""
-        folder, state = own
         rows, rejected = int(counted["rows"]), int(counted["rejected"])
-        files = ParquetFiles(folder=folder.uri, store=folder.store,
-                             stats_columns=listed_columns(state.properties.get(STATS_PROPERTY))
-                             or list(STATS_META_COLUMNS), name_tag=run_file_tag(marker.run_id))
-        interval = int(state.properties.get(_delta_rs.CHECKPOINT_INTERVAL_PROPERTY)
-                       or _DELTA_CHECKPOINT_INTERVAL)
         for _ in range(_PINNED_TRIES):
-            version = _delta_rs.latest_version(folder)
-            if version is None:
+            latest = _delta_rs.latest_state(folder)
+            if latest is None:
                 raise DestinationError(f"the history table {location} is gone",
                                        stream=plan.stream.name)
+            version, state = latest
+            refusal = history_refusal(state.protocol)
+            if refusal is not None:  # changed since the checkpoint chose (another writer)
+                raise DestinationError(
+                    f"the history table {location} changed while the checkpoint began: "
+                    f"{refusal}; the next run commits through Spark's MERGE",
+                    stream=plan.stream.name)
+            files = ParquetFiles(
+                folder=folder.uri, store=folder.store,
+                stats_columns=listed_columns(state.properties.get(STATS_PROPERTY))
+                or list(STATS_META_COLUMNS), name_tag=run_file_tag(marker.run_id))
+            interval = int(state.properties.get(_delta_rs.CHECKPOINT_INTERVAL_PROPERTY)
+                           or _DELTA_CHECKPOINT_INTERVAL)
             began = time.perf_counter()
             table = spark.read.format("delta").option("versionAsOf", version).load(location)
             source = rule(with_places(table)).localCheckpoint(eager=True)

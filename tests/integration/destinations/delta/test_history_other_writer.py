@@ -55,7 +55,7 @@ def test_a_commit_between_the_read_and_the_commit_is_not_undone(tmp_path: Path, 
         _events.forget(blank)
     assert blanked
     writers = {c.stats["writer"] for c in MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
-               .list_checkpoints(result.document["run_id"])}
+               .list_checkpoints(result.run_id)}
     assert writers == {WRITER_HISTORY if writer == "auto" else WRITER_SPARK}
     rows = spark.read.format("delta").load(str(table)).collect()
     closed = [r for r in rows if not r._hw_is_current]
