@@ -978,6 +978,8 @@ class DeltaDestination(Destination):
             interval = int(state.properties.get(_delta_rs.CHECKPOINT_INTERVAL_PROPERTY)
                            or _DELTA_CHECKPOINT_INTERVAL)
             began = time.perf_counter()
+            # At ``version`` exactly: the files and rows read are the ones the log replay
+            # (``_live_files``) finds at it (Delta reuses its cached snapshot when current).
             table = spark.read.format("delta").option("versionAsOf", version).load(location)
             source = rule(with_places(table)).localCheckpoint(eager=True)
             emit("history-closing-read")
