@@ -6,7 +6,8 @@ Both sides run in one Spark session, in this process, on the same data (the
 * **Headwater**: a ``history`` stream (cursor ``updated_at``, key ``id``) synced at
   generation 0 (not timed), then at generation 1: the timed ``SyncEngine.run()``
   plans the incremental window, reads the changed rows, and closes and opens their
-  versions in one Delta MERGE per checkpoint, with state, markers and metadata.
+  versions in one commit per checkpoint (Headwater's own, with deletion vectors, on the
+  table it creates; ``--writer spark``: Spark's MERGE), with state, markers and metadata.
 * **plain Spark**: the same initial versions written as a Delta table with
   ``valid_from``/``valid_to``/``is_current`` (not timed), then, timed, the changed
   rows read by the stream's own ``read(partition)`` for the same window
@@ -50,27 +51,29 @@ def source(keys: int, generation: int, per_partition: int) -> dict[str, Any]:
 
 
 def connection(folder: Path, keys: int, generation: int, per_partition: int,
-               properties: dict[str, str]) -> Path:
+               properties: dict[str, str], writer: str) -> Path:
     path = folder / "history.yaml"
     stream = {**STREAM, **({"table_properties": properties} if properties else {})}
     path.write_text(yaml.safe_dump({
         "name": "bench-history", "source": {"type": "sample",
                                             "config": source(keys, generation, per_partition)},
-        "destination": {"type": "delta", "config": {"path": str(folder / "lake")}},
+        "destination": {"type": "delta", "config": {"path": str(folder / "lake"),
+                                                    "writer": writer}},
         "streams": [stream], "metadata_store": f"sqlite:///{folder / 'meta.db'}"}))
     return path
 
 
 def headwater(folder: Path, keys: int, per_partition: int,
-              properties: dict[str, str]) -> tuple[float, Any]:
+              properties: dict[str, str], writer: str) -> tuple[float, Any]:
     """Seconds of the second sync, and the state the first left (the window the second read)."""
-    first, result = timed_headwater_sync(connection(folder, keys, 0, per_partition, properties))
+    first, result = timed_headwater_sync(connection(folder, keys, 0, per_partition, properties,
+                                                    writer))
     print(f"Headwater's first sync (into the empty table): {first:.1f} s, by step:",
           result.to_dict().get("steps_s"), flush=True)
     state = MetadataStore(f"sqlite:///{folder / 'meta.db'}").get_state("bench-history", "users")
     assert state is not None
     seconds, result = timed_headwater_sync(
-        connection(folder, keys, 1, per_partition, properties))
+        connection(folder, keys, 1, per_partition, properties, writer))
     assert result.streams[0].records_written == keys // 10, result.to_dict()
     print("Headwater's second sync, seconds by step:", result.to_dict().get("steps_s"),
           flush=True)
@@ -148,19 +151,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--no-deletion-vectors", action="store_true",
                         help="create Headwater's table without them (its table_properties)")
+    parser.add_argument("--writer", default="auto", choices=["auto", "spark"],
+                        help="the Delta destination's writer (spark: every commit a MERGE)")
     args = parser.parse_args()
     properties = ({"delta.enableDeletionVectors": "false"} if args.no_deletion_vectors
                   else {})
     header("History mode's second sync vs a plain Spark SCD2 MERGE",
            ["bench/history_vs_plain_merge.py", f"--keys {args.keys}",
             f"--rows-per-partition {args.rows_per_partition}", f"--rounds {args.rounds}",
-            *(["--no-deletion-vectors"] if args.no_deletion_vectors else [])])
+            *(["--no-deletion-vectors"] if args.no_deletion_vectors else []),
+            f"--writer {args.writer}"])
     spark = get_spark(SparkSettings(master="local[*]"))
     ours, theirs = [], []
     for _ in range(args.rounds):
         with scratch_dir("hw-history-") as folder:
             print(load_line(), flush=True)
-            seconds, state = headwater(folder, args.keys, args.rows_per_partition, properties)
+            seconds, state = headwater(folder, args.keys, args.rows_per_partition, properties,
+                                       args.writer)
             ours.append(seconds)
             check(spark.read.format("delta").load(str(folder / "lake" / "users")), args.keys,
                   "_hw_is_current")
