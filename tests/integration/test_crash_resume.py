@@ -548,8 +548,8 @@ def one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
 # --------------------------------------------------------------------------- tests
 # A real SIGKILL of a real `headwater sync` on Delta (the side-by-side cases): after a
 # commit, while reading (from outside, at a time), while resuming (the whole process group),
-# and a full refresh's; the rest of
-# the matrix (the other moments, sync modes, Spark's writer) with the kill simulated in the
+# and Iceberg's full refresh's; the rest of the matrix (the other moments, sync modes, Delta's
+# staged full refresh, Spark's writer) with the kill simulated in the
 # test process (the `_in_process` tests below): the same scenarios and assertions, without
 # a JVM start per command.
 
@@ -613,16 +613,19 @@ def test_killed_at_a_moment_after_the_first_commit_in_process(
     killed_at_a_moment_after_the_first_commit(spark, tmp_path, kind)
 
 
-@pytest.mark.parametrize("writer", ["auto", "iceberg"])
+# Iceberg's staging branch killed for real; Delta's staged files (the task path's and Spark's
+# writer's) with the kill simulated: the same moment's real kill on Delta is the commit's above.
+@pytest.mark.parametrize("writer", ["iceberg"])
 def test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
         cases: SideBySide, request: pytest.FixtureRequest, writer: str) -> None:
     cases.check(request.node.nodeid)
 
 
-def test_a_full_refresh_on_sparks_writer_killed_after_its_first_staged_checkpoint_in_process(
-        spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("writer", ["auto", "spark"])
+def test_a_full_refresh_killed_after_its_first_staged_checkpoint_in_process(
+        spark: Any, tmp_path: Path, writer: str) -> None:
     a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows(
-        spark, tmp_path, "spark", in_process=True)
+        spark, tmp_path, writer, in_process=True)
 
 
 def test_killed_twice_then_resumed(cases: SideBySide, request: pytest.FixtureRequest) -> None:
