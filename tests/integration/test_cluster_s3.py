@@ -27,6 +27,7 @@ sync's cost here is three JVMs and Spark's per-job overhead, not rows.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -50,6 +51,7 @@ from tests.integration._cli import (
 from tests.integration._cluster import StandaloneCluster
 from tests.integration._connections import connection_file
 from tests.integration._s3 import SECRET_KEY, S3Server
+from tests.integration._side_by_side import Scenarios, SideBySide, side_by_side
 from tests.integration.test_crash_resume import (
     NAME,
     STREAM,
@@ -92,6 +94,8 @@ class OnCluster(Connection):
     folder: str = ""
     name: str = NAME
     checkpoint: Mapping[str, int] = field(default_factory=lambda: CHECKPOINT)
+    #: ``spark.cores.max``: one lets another application run on the other worker meanwhile.
+    cores: int | None = None
 
     def write(self, generation: int = 0,
               streams: list[Mapping[str, Any]] | None = None) -> Path:
@@ -101,7 +105,8 @@ class OnCluster(Connection):
             streams=streams or [STREAMS[self.mode]], lake=f"s3a://{BUCKET}/{self.folder}",
             store_file=None,
             checkpoint=dict(self.checkpoint), writer=self.writer,
-            spark={"conf": self.s3.spark_conf()})
+            spark={"conf": {**self.s3.spark_conf(), **(
+                {"spark.cores.max": str(self.cores)} if self.cores else {})}})
 
     #: The driver runs on the cluster's side of a CLI process: executors elsewhere get
     #: partitions pickled by a driver that is not the test.
@@ -207,12 +212,16 @@ def test_every_mode_lands_on_s3_from_the_cluster(
     assert cluster.python_tasks_started(f"headwater-{conn.name}") >= partitions
 
 
-def test_killed_after_a_commit_then_resumed_on_s3(
-        spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
-        s3_server: S3Server) -> None:
+# The killed syncs run side by side (``_side_by_side``: the first of their tests runs both),
+# each application on one of the workers (``spark.cores.max``): a cluster sync spends much
+# of its time starting JVMs and waiting on the master, the workers and the 1 s read pauses.
+
+
+def killed_after_a_commit_then_resumed(spark: Any, tmp_path: Path, cluster: StandaloneCluster,
+                                       s3: S3Server) -> None:
     """The third checkpoint's commit is in the table on S3, the store does not know it:
     the resumed run skips it (its tag is in the log), and lands the rest once."""
-    conn = on_cluster(tmp_path, "append", cluster, s3_server)
+    conn = on_cluster(tmp_path, "append", cluster, s3, cores=1)
     run_id = crashed_run(conn, conn.sync(fault="after-commit:3"))
     in_delta = set(tagged_commits(spark, conn.location, run_id, STREAM))
     known = set(landed_checkpoints(conn, run_id))
@@ -220,18 +229,47 @@ def test_killed_after_a_commit_then_resumed_on_s3(
 
     resume(spark, conn, run_id, attempt=2)
     assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
-    assert_ran_on_the_cluster(cluster, NAME)
 
 
-def test_an_overwrite_killed_while_reading_then_resumed_on_s3(
-        spark: Any, lake: str, tmp_path: Path, cluster: StandaloneCluster,
-        s3_server: S3Server) -> None:
+def an_overwrite_killed_while_reading_then_resumed(spark: Any, tmp_path: Path,
+                                                   cluster: StandaloneCluster,
+                                                   s3: S3Server) -> None:
     """Killed from outside at an arbitrary moment after the first commit, the driver's whole
     process group with it; the executors on the workers die with their application."""
-    conn = on_cluster(tmp_path, "overwrite", cluster, s3_server)
+    conn = on_cluster(tmp_path, "overwrite", cluster, s3, cores=1)
     delay_s = random.Random("cluster-s3-overwrite").uniform(0.0, 2.0)
     result = kill_while_reading(conn, conn.start(), after=1, delay_s=delay_s, whole_group=True)
     run_id = crashed_run(conn, result)
 
     resume(spark, conn, run_id, attempt=2)
     assert_writer(tmp_path, run_id, STREAM, WRITER_TASKS, TASKS_ON_S3)
+
+
+SCENARIOS: Scenarios = {
+    "test_killed_after_a_commit_then_resumed_on_s3": killed_after_a_commit_then_resumed,
+    "test_an_overwrite_killed_while_reading_then_resumed_on_s3":
+        an_overwrite_killed_while_reading_then_resumed,
+}
+
+
+@pytest.fixture(scope="module")
+def cases(request: pytest.FixtureRequest, spark: Any, tmp_path_factory: pytest.TempPathFactory,
+          lake: str, cluster: StandaloneCluster, s3_server: S3Server) -> SideBySide:
+    """The module's killed syncs, two at a time, on the run's cluster and S3 server."""
+    bound = {name: functools.partial(scenario, cluster=cluster, s3=s3_server)
+             for name, scenario in SCENARIOS.items()}
+    return side_by_side(request, spark, tmp_path_factory, bound)
+
+
+def test_killed_after_a_commit_then_resumed_on_s3(cases: SideBySide,
+                                                 request: pytest.FixtureRequest,
+                                                 cluster: StandaloneCluster) -> None:
+    cases.check(request.node.nodeid)
+    # Once both cases are done: an application of the other one still starting (the same
+    # connection's name) would have fetched no jar yet.
+    assert_ran_on_the_cluster(cluster, NAME)
+
+
+def test_an_overwrite_killed_while_reading_then_resumed_on_s3(
+        cases: SideBySide, request: pytest.FixtureRequest) -> None:
+    cases.check(request.node.nodeid)

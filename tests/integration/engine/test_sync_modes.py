@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -141,11 +142,41 @@ def test_incremental_dedup_keeps_the_latest_row_per_key(spark: Any, tmp_path: Pa
                     strict=True)) == by_id
 
 
-def test_state_and_run_history_are_recorded(spark: Any, tmp_path: Path) -> None:
-    path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP)
-    result = sync(path)
-    store = MetadataStore(f"sqlite:///{tmp_path / 'meta.db'}")
-    run = store.get_run(result.run_id)
+#: What the first sync of :data:`USERS_INCREMENTAL_DEDUP` carries in its source's config,
+#: and must never show.
+SECRET = "sk-live-7Hq9ZzSECRET"
+
+
+@dataclass(frozen=True)
+class CliSync:
+    """One ``headwater sync --json -v`` of :data:`USERS_INCREMENTAL_DEDUP`, generation 0."""
+
+    folder: Path
+    output: str
+    document: dict[str, Any]
+
+    @property
+    def store(self) -> MetadataStore:
+        return MetadataStore(f"sqlite:///{self.folder / 'meta.db'}")
+
+
+@pytest.fixture(scope="module")
+def first_dedup_sync(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> CliSync:
+    """The first sync of a dedup stream, run once for the tests that only read what it
+    left (its state, run, table, JSON and output): a MERGE per checkpoint is a sync's
+    dearest part, and those tests would each have run the same one."""
+    folder = tmp_path_factory.mktemp("first-dedup-sync")
+    path = write_connection(folder, USERS_INCREMENTAL_DEDUP, api_key=SECRET)
+    result = CliRunner().invoke(app, ["sync", str(path), "--json", "-v"])
+    assert result.exit_code == 0, result.output
+    return CliSync(folder, result.output, json.loads(result.stdout))
+
+
+def test_state_and_run_history_are_recorded(spark: Any, first_dedup_sync: CliSync) -> None:
+    store = first_dedup_sync.store
+    tmp_path = first_dedup_sync.folder
+    run_id = first_dedup_sync.document["run_id"]
+    run = store.get_run(run_id)
     assert run is not None and run.status == "succeeded"
     planned = [p for c in run.plan["streams"][0]["checkpoints"] for p in c["partitions"]]
     assert len(planned) == USERS // 500
@@ -153,10 +184,10 @@ def test_state_and_run_history_are_recorded(spark: Any, tmp_path: Path) -> None:
     assert state is not None
     stream = SampleSource(SOURCE).stream("users")
     assert state["slices"] == [{"start": stream.cursor_start(), "end": stream.now()}]
-    released = store.released_indices(result.run_id, "users")
+    released = store.released_indices(run_id, "users")
     assert len(released) == len(run.plan["streams"][0]["checkpoints"])
     rows = table(spark, tmp_path)
-    assert set(rows.column("_hw_run_id").to_pylist()) == {result.run_id}
+    assert set(rows.column("_hw_run_id").to_pylist()) == {run_id}
     assert len(set(rows.column("_hw_raw_id").to_pylist())) == USERS
 
 
@@ -202,14 +233,11 @@ def test_a_second_sync_of_a_locked_connection_is_refused(spark: Any, tmp_path: P
     assert sync(path).status == "succeeded"
 
 
-def test_cli_json_and_history_never_show_secrets(spark: Any, tmp_path: Path) -> None:
-    secret = "sk-live-7Hq9ZzSECRET"
-    path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP, api_key=secret)
+def test_cli_json_and_history_never_show_secrets(spark: Any, first_dedup_sync: CliSync) -> None:
+    secret, tmp_path = SECRET, first_dedup_sync.folder
     runner = CliRunner()
-    result = runner.invoke(app, ["sync", str(path), "--json", "-v"])
-    assert result.exit_code == 0, result.output
-    assert secret not in result.output
-    document = json.loads(result.stdout)
+    assert secret not in first_dedup_sync.output
+    document = first_dedup_sync.document
     assert document["status"] == "succeeded"
     assert [s["name"] for s in document["streams"]] == ["users"]
     assert {"records_read", "records_written", "records_rejected"} <= set(document["streams"][0])
@@ -221,12 +249,10 @@ def test_cli_json_and_history_never_show_secrets(spark: Any, tmp_path: Path) -> 
     assert json.loads(shown.stdout)["config"]["source"]["config"]["api_key"] == "**********"
 
 
-def test_cli_json_shows_where_a_sync_spent_its_time(spark: Any, tmp_path: Path) -> None:
+def test_cli_json_shows_where_a_sync_spent_its_time(spark: Any,
+                                                    first_dedup_sync: CliSync) -> None:
     """``steps_s``: seconds per step of the fixed cost (Spark, planning, table, store, commits)."""
-    path = write_connection(tmp_path, USERS_INCREMENTAL_DEDUP)
-    result = CliRunner().invoke(app, ["sync", str(path), "--json"])
-    assert result.exit_code == 0, result.output
-    document = json.loads(result.stdout)
+    tmp_path, document = first_dedup_sync.folder, first_dedup_sync.document
     steps = document["steps_s"]
     assert {"cli_setup", "early_reads", "spark_session", "lock", "store_reads", "plan",
             "store_writes", "table_prepare", "checkpoints (Spark job + commit)",

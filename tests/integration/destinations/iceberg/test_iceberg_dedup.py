@@ -53,9 +53,13 @@ DEDUP = [{"name": "users", "sync_mode": "incremental", "destination_sync_mode": 
 SAME_META = ["_hw_raw_id", "_hw_partition_id"]
 
 
-def _connection(folder: Path, config: dict[str, Any] | None, *, per_checkpoint: int = 2,
+def _connection(folder: Path, config: dict[str, Any] | None, *, per_checkpoint: int = 3,
                 partition_by: list[str] | None = None, **source: Any) -> Path:
-    """The connection writing to Iceberg on ``config``, or to Delta when it is None."""
+    """The connection writing to Iceberg on ``config``, or to Delta when it is None.
+
+    By default two checkpoints per sync (six partitions, three each): the second merges
+    into what the first committed, and every checkpoint is a commit of its own (a MERGE on
+    Delta, a rewrite on Iceberg), which is what a sync here costs, not its rows."""
     destination = None if config is None else {"type": "iceberg", "config": config}
     streams = [{**DEDUP[0], "partition_by": partition_by}] if partition_by else DEDUP
     return connection_file(folder, name="dd", source={**SOURCE, **source}, streams=streams,
@@ -122,10 +126,11 @@ def test_dedup_syncs_hold_what_delta_holds(spark: Any, tmp_path: Path) -> None:
     runs: dict[str, list[SyncResult]] = {name: [] for name in tables}
     for generation in range(3):
         sync(_connection(delta, None, generation=generation))
+        in_delta = content(delta_rows(spark, delta))  # read once: a Spark job each time
         for name, (ice, config, partition_by) in tables.items():
             runs[name].append(sync(_connection(ice, config, partition_by=partition_by,
                                                generation=generation)))
-            assert content(iceberg_rows(config)) == content(delta_rows(spark, delta)), name
+            assert content(iceberg_rows(config)) == in_delta, name
     for name, (ice, config, partition_by) in tables.items():
         rows = iceberg_rows(config)
         assert sorted(rows.column("id").to_pylist()) == sorted(
@@ -164,8 +169,9 @@ def test_a_merge_that_landed_before_a_kill_is_found_not_rewritten(
         spark: Any, tmp_path: Path, config: dict[str, Any],
         monkeypatch: pytest.MonkeyPatch) -> None:
     ice = tmp_path / "ice"
-    sync(_connection(ice, config, per_checkpoint=1))
-    path = _connection(ice, config, per_checkpoint=1, generation=1)
+    # Three checkpoints: the first merge lands before the kill, the other two after it.
+    sync(_connection(ice, config, per_checkpoint=2))
+    path = _connection(ice, config, per_checkpoint=2, generation=1)
     with pytest.raises(Killed):
         sync(path, DiesAfterFirstMerge(config))
     landed = len(snapshots(config))
