@@ -17,6 +17,7 @@ vectors' cardinality) and a filtered read.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,11 @@ def source(generation: int) -> dict[str, Any]:
 def test_own_history_commits_leave_the_rows_spark_merge_leaves(tmp_path: Path,
                                                                  spark: Any) -> None:
     own, reference = tmp_path / "own", tmp_path / "reference"
-    for generation in range(GENERATIONS):
+    # The first sync appends into the empty table whoever writes: made once, copied.
+    sync(connection_file(reference, name="h", source=source(0), streams=[STREAM],
+                         writer="spark"))
+    shutil.copytree(reference, own)
+    for generation in range(1, GENERATIONS):
         last = generation == GENERATIONS - 1
         sync(connection_file(own, name="h", source=source(generation), streams=[STREAM],
                              writer="spark" if last else None))
