@@ -249,7 +249,7 @@ def _version_of(folder: str | TableFolder, read_version: int, app_id: str,
     place = TableFolder.of(folder)
     candidate = read_version + 1
     while True:
-        commit = place.read_text(_commit_file(candidate))
+        commit = place.read_text(commit_file(candidate))
         if commit is None:
             return None  # past the newest commit: not found (the log was changed under us)
         for line in commit.splitlines():  # one action per line
@@ -262,7 +262,7 @@ def _version_of(folder: str | TableFolder, read_version: int, app_id: str,
         candidate += 1
 
 
-def _commit_file(version: int) -> str:
+def commit_file(version: int) -> str:
     """The log file of the commit of ``version``, relative to the table's folder
     (Delta names it by the zero-padded version)."""
     return f"_delta_log/{version:020d}.json"
@@ -283,5 +283,5 @@ def history(folder: str | TableFolder, latest: int | None = None,
         if table is None:
             return None
         commits = table.history(latest)
-        if not place.exists(_commit_file(table.version() + 1)):
+        if not place.exists(commit_file(table.version() + 1)):
             return commits

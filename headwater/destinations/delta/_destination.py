@@ -976,7 +976,7 @@ class DeltaDestination(Destination):
                 stats_columns=listed_columns(state.properties.get(STATS_PROPERTY))
                 or list(STATS_META_COLUMNS), name_tag=run_file_tag(marker.run_id))
             interval = int(state.properties.get(_delta_rs.CHECKPOINT_INTERVAL_PROPERTY)
-                           or _DELTA_CHECKPOINT_INTERVAL)
+                           or _delta_rs.CHECKPOINT_INTERVAL)
             began = time.perf_counter()
             # At ``version`` exactly: the files and rows read are the ones the log replay
             # (``_live_files``) finds at it (Delta reuses its cached snapshot when current).
@@ -1063,8 +1063,6 @@ _PINNED_TRIES = 3
 #: A history checkpoint of at most this many rows sends its keys to every task reading the
 #: table (``stored_facts``): some tens of MB at most, against a shuffle of the table's rows.
 _BROADCAST_KEYS = 1_000_000
-#: Delta's checkpoint interval for a table whose properties name none.
-_DELTA_CHECKPOINT_INTERVAL = 10
 
 
 def _other_writer(location: str, stream: str) -> DestinationError:

@@ -43,6 +43,7 @@ from headwater.destinations._table_files._create import create_text
 from headwater.destinations._table_files._parquet import FILE_SCHEMA, ParquetFiles, WrittenFile
 from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.delta import _deletion_vectors
+from headwater.destinations.delta._delta_rs import commit_file
 from headwater.destinations.delta._live_files import LiveFiles, live_files
 from headwater.destinations.delta._table_features import TableProtocol, task_path_refusal
 from headwater.errors import DestinationError
@@ -170,7 +171,7 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
         *touched]
     text = "".join(json.dumps(a, separators=(",", ":")) + "\n" for a in actions)
     version = read_version + 1
-    if not create_text(folder, f"_delta_log/{version:020d}.json", text):
+    if not create_text(folder, commit_file(version), text):
         return None
     if version % checkpoint_interval == 0:
         _checkpoint(folder)

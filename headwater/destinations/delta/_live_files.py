@@ -27,6 +27,7 @@ from urllib.parse import unquote
 
 from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.delta._deletion_vectors import Descriptor
+from headwater.destinations.delta._delta_rs import commit_file
 from headwater.errors import DestinationError
 
 _LOG = "_delta_log"
@@ -76,7 +77,7 @@ def live_files(folder: TableFolder, version: int) -> LiveFiles:
     else:
         first = 0
     for commit in range(first, version + 1):
-        text = folder.read_text(f"{_LOG}/{commit:020d}.json")
+        text = folder.read_text(commit_file(commit))
         if text is None:
             raise DestinationError(f"the Delta log of {folder.uri} has no commit {commit} "
                                    f"(reading up to {version})")
