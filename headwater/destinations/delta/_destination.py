@@ -113,16 +113,14 @@ from headwater.destinations.delta._commit_lookup import (
     WRITER_TASKS,
 )
 from headwater.destinations.delta._errors import _failed
-from headwater.destinations.delta._history_commit import (
-    commit_versions,
-    history_refusal,
-    with_places,
-)
+from headwater.destinations.delta._history_commit import commit_versions, history_refusal
 from headwater.destinations.delta._layout import (
     _create_table,
     _properties_to_set,
     _report_layout,
 )
+from headwater.destinations.delta._live_files import live_files
+from headwater.destinations.delta._live_rows import live_rows, with_places
 from headwater.destinations.delta._reach import _driver_folder
 from headwater.destinations.delta._schema_evolution import (
     _add_columns,
@@ -958,6 +956,8 @@ class DeltaDestination(Destination):
         """The checkpoint's versions in Headwater's own commit (``_history_commit.py``):
         the table read at its latest version, the commit that version's successor, and
         read again when another writer took it first."""
+        from pyspark.sql.types import StructType
+
         rows, rejected = int(counted["rows"]), int(counted["rejected"])
         for _ in range(_PINNED_TRIES):
             latest = _delta_rs.latest_state(folder)
@@ -978,14 +978,18 @@ class DeltaDestination(Destination):
             interval = int(state.properties.get(_delta_rs.CHECKPOINT_INTERVAL_PROPERTY)
                            or _delta_rs.CHECKPOINT_INTERVAL)
             began = time.perf_counter()
-            # At ``version`` exactly: the files and rows read are the ones the log replay
-            # (``_live_files``) finds at it (Delta reuses its cached snapshot when current).
-            table = spark.read.format("delta").option("versionAsOf", version).load(location)
-            source = rule(with_places(table)).localCheckpoint(eager=True)
+            # At ``version`` exactly: the rows read are in the files the commit re-adds.
+            live = live_files(folder, version)
+            schema = StructType.fromJson(state.schema_json)
+            table = live_rows(spark, folder, location, live, schema)
+            if table is None:
+                table = with_places(spark.read.format("delta").option("versionAsOf", version)
+                                    .load(location))
+            source = rule(table).localCheckpoint(eager=True)
             emit("history-closing-read")
             ruled = time.perf_counter()
             done = commit_versions(
-                folder, source, table_schema=table.schema, read_version=version,
+                folder, source, table_schema=schema, live=live,
                 app_id=marker.app_id, txn_version=marker.version,
                 tag=lambda size: marker.tag_with_counts(rows, rejected, size),
                 files=files, action=_ACTION, checkpoint_interval=interval)

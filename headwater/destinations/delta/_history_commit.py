@@ -44,7 +44,8 @@ from headwater.destinations._table_files._parquet import FILE_SCHEMA, ParquetFil
 from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.delta import _deletion_vectors
 from headwater.destinations.delta._delta_rs import commit_file
-from headwater.destinations.delta._live_files import LiveFiles, live_files
+from headwater.destinations.delta._live_files import LiveFiles
+from headwater.destinations.delta._live_rows import FILE_COLUMN, ROW_COLUMN
 from headwater.destinations.delta._table_features import TableProtocol, task_path_refusal
 from headwater.errors import DestinationError
 
@@ -54,8 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Where a closing row's stored version sits: its file (Spark's URI of it) and row.
-FILE_COLUMN, ROW_COLUMN = "_hw_file", "_hw_row"
 #: The start of this commit's ``engineInfo`` (``_commit_lookup._writer_of`` reads it).
 ENGINE_INFO = "Headwater history commit"
 
@@ -72,14 +71,6 @@ def history_refusal(protocol: TableProtocol) -> str | None:
     if enabled != "true":
         return "table has deletion vectors off (delta.enableDeletionVectors)"
     return None
-
-
-def with_places(table: DataFrame) -> DataFrame:
-    """The table's rows with the file and row position each is stored at."""
-    from pyspark.sql import functions as F
-
-    return table.select("*", F.col("_metadata.file_path").alias(FILE_COLUMN),
-                        F.col("_metadata.row_index").alias(ROW_COLUMN))
 
 
 def new_rows(source: DataFrame, table_schema: StructType, *, action: str) -> DataFrame:
@@ -114,11 +105,11 @@ class HistoryCommit:
 
 
 def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: StructType,
-                    read_version: int, app_id: str, txn_version: int,
+                    live: LiveFiles, app_id: str, txn_version: int,
                     tag: Callable[[int], str], files: ParquetFiles, action: str,
                     checkpoint_interval: int) -> HistoryCommit | None:
-    """Write ``source``'s versions (``merge_rows`` of the table read at ``read_version``,
-    with :func:`with_places`) and commit them as version ``read_version + 1``.
+    """Write ``source``'s versions (``merge_rows`` of the table's rows at ``live.version``
+    with their places, ``_live_rows.py``) and commit them as the version after it.
 
     None when another writer took that version first: nothing of this call is in the
     table (its files stay unreferenced), and the caller reads the table again.
@@ -129,7 +120,7 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
 
     from headwater.expectations._split import typed_as
 
-    live = live_files(folder, read_version)
+    read_version = live.version
     held = live.transactions.get(app_id)
     if held is not None and held >= txn_version:
         return HistoryCommit(made=False, held=held)
@@ -251,5 +242,4 @@ def _checkpoint(folder: TableFolder) -> None:
                     folder.uri, exc_info=True)
 
 
-__all__ = ["ENGINE_INFO", "FILE_COLUMN", "ROW_COLUMN", "HistoryCommit", "commit_versions",
-           "history_refusal", "new_rows", "with_places"]
+__all__ = ["ENGINE_INFO", "HistoryCommit", "commit_versions", "history_refusal", "new_rows"]
