@@ -41,9 +41,10 @@ but the last are kept, valid for no instant (``[t, t)``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from functools import reduce
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -53,6 +54,7 @@ from headwater.destinations._merge_rule import earliest_first, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import DataType, StructType
 
 VALID_FROM = "_hw_valid_from"
 VALID_TO = "_hw_valid_to"
@@ -176,6 +178,10 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
     timed = cursor is not None and is_time(batch.schema[cursor].dataType.simpleString())
     flag = deleted_column(batch.columns)
     key_cols = [F.col(quote(k)) for k in keys]
+    group = _stand_ins(batch.schema, keys)
+    if group is not None:  # each key's events in one partition, by the stand-ins
+        batch = batch.withColumns(group).repartition(*[F.col(n) for n in group])
+    by_key = [F.col(n) for n in group] if group is not None else key_cols
     events = batch.withColumn(
         _TIME, F.coalesce(F.col(quote(cursor)).cast("timestamp"), clock)
         if timed and cursor else clock)
@@ -183,12 +189,15 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
         # The batch's keys as they are: a semi-join needs no distinct keys, and making
         # them distinct is a shuffle of its own.
         facts = stored_facts(table, batch.select(*key_cols), keys, cursor, carried,
-                             broadcast_keys=broadcast_keys)
-        renamed = facts.select(*[F.col(quote(k)).alias(f"_hw_key_{i}") for i, k in enumerate(keys)],
-                               _LAST_CURSOR, _CURRENT_FROM, _LAST_TIME,
-                               *([WAS] if carried else []))
-        events = events.join(renamed, _matching(keys), "left").drop(
-            *[f"_hw_key_{i}" for i in range(len(keys))])
+                             broadcast_keys=broadcast_keys, group=group)
+        joined = list(group) if group is not None else list(keys)
+        renamed = facts.select(
+            *[F.col(quote(k)).alias(f"_hw_key_{i}") for i, k in enumerate(joined)],
+            _LAST_CURSOR, _CURRENT_FROM, _LAST_TIME, *([WAS] if carried else []))
+        on = _matching(keys) if group is None else reduce(
+            lambda a, b: a & b, [F.col(n) == F.col(f"_hw_key_{i}") for i, n in enumerate(group)])
+        events = events.join(renamed, on, "left").drop(
+            *[f"_hw_key_{i}" for i in range(len(joined))])
         newer = F.lit(True)
         if cursor:
             newer = F.col(_LAST_CURSOR).isNull() | (F.col(quote(cursor)) > F.col(_LAST_CURSOR))
@@ -202,7 +211,7 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
         events = events.withColumn(_CURRENT_FROM, F.lit(None).cast("timestamp"))
     # One window over each key's events in the order they happened (the cursor, then
     # the tie rule): both steps below use it, so Spark shuffles and sorts them once.
-    order = Window.partitionBy(*key_cols).orderBy(
+    order = Window.partitionBy(*by_key).orderBy(
         *([F.col(quote(cursor)).asc_nulls_first()] if cursor else []),
         *earliest_first(partition_order))
     if cursor:  # one event per moment of a key: the last of its ties, which the next
@@ -219,7 +228,8 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
 
 def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
                  cursor: str | None, carried: Sequence[str] = (), *,
-                 broadcast_keys: bool = False) -> DataFrame:
+                 broadcast_keys: bool = False,
+                 group: Mapping[str, Column] | None = None) -> DataFrame:
     """Per key of ``batch_keys`` that ``table`` holds: its largest stored cursor, the
     ``_hw_valid_from`` of its current version (null: none is current) and its last
     moment (the latest ``_hw_valid_from`` or ``_hw_valid_to``: a delete's time too);
@@ -228,6 +238,8 @@ def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
     ``broadcast_keys``: the batch's keys are few enough to send to every task, so the
     table's rows are filtered where they are read instead of shuffled whole (with
     ``carried``, every column of every stored row) to meet the keys.
+    ``group``: the keys' stand-ins (:func:`_stand_ins`), which the facts are then per
+    (as columns of those names) instead of the keys.
     """
     from pyspark.sql import functions as F
 
@@ -242,16 +254,63 @@ def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
     # One version of a key is current at most, so the first non-null is it.
     was = ([F.first(F.when(F.col(IS_CURRENT), F.struct(*[F.col(quote(c)) for c in carried])),
                     ignorenulls=True).alias(WAS)] if carried else [])
-    return touched.groupBy(*[F.col(quote(k)) for k in keys]).agg(
+    if group is not None:
+        touched = touched.withColumns(dict(group))
+    by = list(group) if group is not None else list(keys)
+    return touched.groupBy(*[F.col(quote(k)) for k in by]).agg(
         (F.max(F.col(quote(cursor))) if cursor else F.lit(None)).alias(_LAST_CURSOR),
         F.max(F.when(F.col(IS_CURRENT), F.col(VALID_FROM))).alias(_CURRENT_FROM),
         F.max(last).alias(_LAST_TIME), *was)
 
 
+def _stand_ins(schema: StructType, keys: Sequence[str]) -> dict[str, Column] | None:
+    """Two never-null columns per key: its value with a null replaced by a constant of its
+    type, and whether it was null; plain equality on them is ``<=>`` on the keys.  None
+    when a key's type has no such constant here (the keys are then matched with ``<=>``).
+
+    Why: Spark rewrites a ``<=>`` join into these very two expressions, but then
+    partitions each side by them, while the windows and the stored facts' aggregate
+    partition by the keys themselves: the events, the facts and the join's output (the
+    closed versions' copies too) were each shuffled once more, about a fifth of a history
+    checkpoint at 1,000,000 keys (``bench/RESULTS.md``).  As columns of their own, the
+    repartition, the aggregate, the join and the windows all partition by the same
+    columns, and each side is shuffled once.
+    """
+    from pyspark.sql import functions as F
+
+    group: dict[str, Column] = {}
+    for i, key in enumerate(keys):
+        constant = _constant_of(schema[key].dataType)
+        if constant is None:
+            return None
+        column = F.col(quote(key))
+        group[f"_hw_group_{i}"] = F.coalesce(column, constant)
+        group[f"_hw_group_{i}_null"] = column.isNull()
+    return group
+
+
+def _constant_of(data_type: DataType) -> Column | None:
+    """A constant of ``data_type``, where it is an atomic type; None otherwise."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if isinstance(data_type, T.StringType):
+        return F.lit("")
+    if isinstance(data_type, T.NumericType):
+        return F.lit(0).cast(data_type)
+    if isinstance(data_type, T.BooleanType):
+        return F.lit(False)
+    if isinstance(data_type, T.DateType):
+        return F.lit(date(1970, 1, 1))
+    if isinstance(data_type, (T.TimestampType, T.TimestampNTZType)):
+        return F.lit(datetime(1970, 1, 1)).cast(data_type)
+    if isinstance(data_type, T.BinaryType):
+        return F.lit(bytearray()).cast("binary")
+    return None
+
+
 def _matching(keys: Sequence[str]) -> Column:
     """The keys equal their ``_hw_key_<i>`` copies, a null key like any other (``<=>``)."""
-    from functools import reduce
-
     from pyspark.sql import functions as F
 
     return reduce(lambda a, b: a & b, [F.col(quote(k)).eqNullSafe(F.col(f"_hw_key_{i}"))

@@ -89,7 +89,7 @@ from headwater.destinations._history_rule import (
 )
 from headwater.destinations._history_rule import changes as history_changes
 from headwater.destinations._history_rule import merge_rows as history_merge_rows
-from headwater.destinations._merge_rule import keys_match, latest_rows, quote, update_when
+from headwater.destinations._merge_rule import keys_match, latest_rows, update_when
 from headwater.destinations._table_files._parquet import ParquetFiles
 from headwater.destinations._table_files._store import (
     TableFolder,
@@ -872,7 +872,6 @@ class DeltaDestination(Destination):
         closed, and an append reads the checkpoint's rows once (no materialising),
         idempotent by the same ``txn`` pair as every append.
         """
-        from pyspark.sql import functions as F
 
         keys = list(plan.stream.primary_key)
         cursor, planned_at = plan.stream.cursor_field, plan.planned_at
@@ -886,13 +885,12 @@ class DeltaDestination(Destination):
         # The source computed once, before the commit: Delta plans a MERGE's source that
         # is not a table scan again in each of its phases, and re-optimises the rule's
         # joins and windows after each stage of each (most of the MERGE's time went there).
-        # Spread by key first: a checkpoint's rows are often one partition, and the rule's
-        # windows and the writing of its versions would each run in one task.
-        spread = staged.repartition(*[F.col(quote(k)) for k in keys])
+        # The rule spreads the checkpoint's rows by key itself (a checkpoint's rows are
+        # often one partition).
 
         def rule(table: DataFrame) -> DataFrame:
             """The MERGE's (or the own commit's) rows of the checkpoint against ``table``."""
-            return history_merge_rows(spread, table, keys=keys, cursor=cursor,
+            return history_merge_rows(staged, table, keys=keys, cursor=cursor,
                                       partition_order=partition_order, planned_at=planned_at,
                                       action=_ACTION,
                                       broadcast_keys=int(counted["rows"]) <= _BROADCAST_KEYS)

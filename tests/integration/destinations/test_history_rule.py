@@ -61,3 +61,26 @@ def test_ties_null_cursors_validity_and_stored_versions(spark: Any) -> None:
             for r in rows if r._hw_action == "close"] == [
         (3, None, T[4], T[5], False, {"id": 3, "updated_at": T[4], "_hw_valid_from": T[4],
                                       "_hw_valid_to": None, "_hw_is_current": True})]
+
+
+def test_null_keys_are_keys_and_meet_no_stand_in(spark: Any) -> None:
+    """A null key part is a key like any other (``<=>``), also where the rule matches keys
+    by their never-null stand-ins (``_stand_ins``: a constant for null, and a null flag):
+    the null key ``(None, None)`` closes its own stored version, and ``(0, "")``, whose
+    stand-in values are the same constants, neither closes it nor is held back by it."""
+    columns = ["id", "region", "v", "updated_at", "_hw_checkpoint", "_hw_partition_id",
+               "_hw_raw_id"]
+    events = [(None, None, "n1", T[1], 1, "p1", "d-1"), (0, "", "z", T[1], 1, "p1", "d-2"),
+              (0, None, "zn", T[2], 1, "p1", "d-3")]
+    stored = spark.createDataFrame(
+        [(None, None, T[0], T[0], None, True), (0, None, T[3], T[3], None, True)],
+        "id long, region string, updated_at timestamp, _hw_valid_from timestamp, "
+        "_hw_valid_to timestamp, _hw_is_current boolean")
+    rows = merge_rows(spark.createDataFrame(events, columns), stored, keys=["id", "region"],
+                      cursor="updated_at", partition_order=["p1"], planned_at=PLANNED,
+                      action="_hw_action").collect()
+    assert sorted(((r.id, r.region, r.v, r._hw_valid_from, r._hw_is_current)
+                   for r in rows if r._hw_action == "open"), key=repr) == sorted([
+        (None, None, "n1", T[1], True), (0, "", "z", T[1], True)], key=repr)
+    assert [(r.id, r.region, r._hw_valid_from, r._hw_valid_to, r._hw_was["updated_at"])
+            for r in rows if r._hw_action == "close"] == [(None, None, T[0], T[1], T[0])]
