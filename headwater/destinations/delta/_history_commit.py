@@ -29,18 +29,26 @@ Spark's MERGE leaves from the same checkpoints.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
 
 from headwater.destinations._history_rule import IS_CURRENT, VALID_TO, WAS
 from headwater.destinations._merge_rule import quote
 from headwater.destinations._table_files._create import create_text
-from headwater.destinations._table_files._parquet import FILE_SCHEMA, ParquetFiles, WrittenFile
+from headwater.destinations._table_files._parquet import (
+    FILE_SCHEMA,
+    ArrowTask,
+    ParquetFiles,
+    WrittenFile,
+)
 from headwater.destinations._table_files._store import TableFolder
 from headwater.destinations.delta import _deletion_vectors
 from headwater.destinations.delta._delta_rs import commit_file
@@ -57,6 +65,13 @@ log = logging.getLogger(__name__)
 
 #: The start of this commit's ``engineInfo`` (``_commit_lookup._writer_of`` reads it).
 ENGINE_INFO = "Headwater history commit"
+#: Where a closed version is stored (its file as Spark names it, its row), beside its copy.
+CLOSED_FILE, CLOSED_ROW = "_hw_closed_file", "_hw_closed_row"
+#: What the writing task gives back: a written file's row (``FILE_SCHEMA``, the closed
+#: columns null) or a stored file's closed rows (the written file's columns null).
+_OUTPUT = pa.schema([*(f.with_nullable(True) for f in FILE_SCHEMA),
+                     pa.field(CLOSED_FILE, pa.string()),
+                     pa.field(CLOSED_ROW, pa.list_(pa.int64()))])
 
 
 def history_refusal(protocol: TableProtocol) -> str | None:
@@ -75,12 +90,15 @@ def history_refusal(protocol: TableProtocol) -> str | None:
 
 def new_rows(source: DataFrame, table_schema: StructType, *, action: str) -> DataFrame:
     """The rows the commit adds, in the table's columns: the opened versions, and a copy
-    of each closed version as stored with its ``_hw_valid_to`` and ``_hw_is_current``."""
+    of each closed version as stored with its ``_hw_valid_to`` and ``_hw_is_current``;
+    and, on a closed version's copy, where the version it copies is stored
+    (:data:`CLOSED_FILE`, :data:`CLOSED_ROW`: null on an opened one)."""
     from pyspark.sql import functions as F
 
     is_close = F.col(action) == F.lit("close")
     present = set(source.columns)
-    columns = []
+    columns = [F.when(is_close, F.col(WAS).getField(FILE_COLUMN)).alias(CLOSED_FILE),
+               F.when(is_close, F.col(WAS).getField(ROW_COLUMN)).alias(CLOSED_ROW)]
     for spec in table_schema.fields:
         name = spec.name
         if name in (VALID_TO, IS_CURRENT):
@@ -115,10 +133,8 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
     table (its files stay unreferenced), and the caller reads the table again.
     ``tag(bytes)`` is the commit's ``userMetadata``.
     """
-    from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-    from headwater.expectations._split import typed_as
 
     read_version = live.version
     held = live.transactions.get(app_id)
@@ -129,16 +145,20 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
     # windows: tiny files are slow to write (each a task of its own) and slower to read.
     cores = source.sparkSession.sparkContext.defaultParallelism
     rows = new_rows(source, table_schema, action=action).coalesce(max(1, cores))
-    written = [WrittenFile(**row.asDict()) for row in rows.mapInArrow(
-        files.around(lambda batches: typed_as(schema, batches)),
-        from_arrow_schema(FILE_SCHEMA)).collect()]
-    closing = (source.where(F.col(action) == F.lit("close"))
-               .groupBy(F.col(WAS).getField(FILE_COLUMN).alias("file"))
-               .agg(F.collect_list(F.col(WAS).getField(ROW_COLUMN)).alias("rows")).collect())
+    written: list[WrittenFile] = []
+    closing: dict[str, list[int]] = {}
+    # One job writes the new rows and gathers the closed versions' places (a second
+    # job reading the rule's rows again only for these cost about a tenth of the write).
+    for row in rows.mapInArrow(_writing_and_placing(files, schema),
+                               from_arrow_schema(_OUTPUT)).collect():
+        if row[CLOSED_FILE] is not None:
+            closing.setdefault(row[CLOSED_FILE], []).extend(row[CLOSED_ROW])
+        else:
+            written.append(WrittenFile(**{f.name: row[f.name] for f in FILE_SCHEMA}))
     now_ms = int(time.time() * 1000)
-    touched = _vectors(folder, live, {row["file"]: row["rows"] for row in closing}, now_ms)
+    touched = _vectors(folder, live, closing, now_ms)
     size = sum(f.size for f in written)
-    closed = sum(len(row["rows"]) for row in closing)
+    closed = sum(len(rows) for rows in closing.values())
     info = {"timestamp": now_ms, "operation": "MERGE",
             "operationParameters": {"predicate": json.dumps(["history: close and open "
                                                              "versions"])},
@@ -167,6 +187,45 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
     if version % checkpoint_interval == 0:
         _checkpoint(folder)
     return HistoryCommit(made=True, version=version, bytes=size)
+
+
+def _writing_and_placing(files: ParquetFiles, schema: pa.Schema) -> ArrowTask:
+    """The ``mapInArrow`` task: the rows go into ``files`` (in ``schema``), a row of
+    :data:`_OUTPUT` comes out per file written, then one per stored file holding versions
+    this task's rows close, with their positions."""
+    import pyarrow.compute as pc
+
+    from headwater.expectations._split import typed_as
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        places: dict[str, list[pa.Array]] = {}
+
+        def gathering() -> Iterator[pa.RecordBatch]:
+            for batch in batches:
+                closed = batch.filter(pc.is_valid(batch.column(CLOSED_FILE)))
+                if closed.num_rows:
+                    table = pa.Table.from_batches([closed]).group_by(CLOSED_FILE).aggregate(
+                        [(CLOSED_ROW, "list")])
+                    lists = table.column(f"{CLOSED_ROW}_list").combine_chunks()
+                    for name, rows in zip(table.column(CLOSED_FILE).to_pylist(), lists,
+                                          strict=True):
+                        places.setdefault(name, []).append(rows.values)
+                yield batch
+
+        for written in files.write(typed_as(schema, gathering())):
+            yield pa.RecordBatch.from_arrays(
+                [*written.columns, pa.nulls(written.num_rows, pa.string()),
+                 pa.nulls(written.num_rows, pa.list_(pa.int64()))], schema=_OUTPUT)
+        if places:
+            per_file = [pa.concat_arrays(parts) for parts in places.values()]
+            offsets = pa.array([0, *itertools.accumulate(len(p) for p in per_file)], pa.int32())
+            yield pa.RecordBatch.from_arrays(
+                [*(pa.nulls(len(places), f.type) for f in FILE_SCHEMA),
+                 pa.array(list(places), pa.string()),
+                 pa.ListArray.from_arrays(offsets, pa.concat_arrays(per_file))],
+                schema=_OUTPUT)
+
+    return run
 
 
 def _vectors(folder: TableFolder, live: LiveFiles, closing: Mapping[str, Sequence[int]],
