@@ -221,9 +221,8 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
             F.col("_hw_tie").isNull() | ~F.col("_hw_tie").getField(cursor).eqNullSafe(column)
         ).drop("_hw_tie")
     deleted = F.coalesce(F.col(quote(flag)), F.lit(False)) if flag else F.lit(False)
-    return (events.withColumn(_NEXT, F.lead(F.col(_TIME)).over(order))
-            .withColumn(_FIRST, F.row_number().over(order) == 1)
-            .withColumn(_DELETED, deleted))
+    return events.withColumns({_NEXT: F.lead(F.col(_TIME)).over(order),
+                               _FIRST: F.row_number().over(order) == 1, _DELETED: deleted})
 
 
 def stored_facts(table: DataFrame, batch_keys: DataFrame, keys: Sequence[str],
