@@ -872,7 +872,6 @@ class DeltaDestination(Destination):
         closed, and an append reads the checkpoint's rows once (no materialising),
         idempotent by the same ``txn`` pair as every append.
         """
-
         keys = list(plan.stream.primary_key)
         cursor, planned_at = plan.stream.cursor_field, plan.planned_at
         if _file_count(spark, location) == 0:

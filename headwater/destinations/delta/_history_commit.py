@@ -135,7 +135,6 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
     """
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-
     read_version = live.version
     held = live.transactions.get(app_id)
     if held is not None and held >= txn_version:
@@ -158,7 +157,7 @@ def commit_versions(folder: TableFolder, source: DataFrame, *, table_schema: Str
     now_ms = int(time.time() * 1000)
     touched = _vectors(folder, live, closing, now_ms)
     size = sum(f.size for f in written)
-    closed = sum(len(rows) for rows in closing.values())
+    closed = sum(len(places) for places in closing.values())
     info = {"timestamp": now_ms, "operation": "MERGE",
             "operationParameters": {"predicate": json.dumps(["history: close and open "
                                                              "versions"])},
