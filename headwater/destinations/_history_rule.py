@@ -178,6 +178,9 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
     timed = cursor is not None and is_time(batch.schema[cursor].dataType.simpleString())
     flag = deleted_column(batch.columns)
     key_cols = [F.col(quote(k)) for k in keys]
+    # The batch's keys as they are: a semi-join needs no distinct keys, and making them
+    # distinct (or spreading them, as the events are below) is a shuffle of its own.
+    batch_keys = batch.select(*key_cols)
     group = _stand_ins(batch.schema, keys)
     if group is not None:  # each key's events in one partition, by the stand-ins
         batch = batch.withColumns(group).repartition(*[F.col(n) for n in group])
@@ -186,9 +189,7 @@ def _events(batch: DataFrame, table: DataFrame | None, *, keys: Sequence[str],
         _TIME, F.coalesce(F.col(quote(cursor)).cast("timestamp"), clock)
         if timed and cursor else clock)
     if table is not None:
-        # The batch's keys as they are: a semi-join needs no distinct keys, and making
-        # them distinct is a shuffle of its own.
-        facts = stored_facts(table, batch.select(*key_cols), keys, cursor, carried,
+        facts = stored_facts(table, batch_keys, keys, cursor, carried,
                              broadcast_keys=broadcast_keys, group=group)
         joined = list(group) if group is not None else list(keys)
         renamed = facts.select(

@@ -982,7 +982,9 @@ class DeltaDestination(Destination):
             if table is None:
                 table = with_places(spark.read.format("delta").option("versionAsOf", version)
                                     .load(location))
-            source = rule(table).localCheckpoint(eager=True)
+            # Not held: the one job that writes the versions computes them (the rows read
+            # are the files of ``version`` whenever that job runs).
+            source = rule(table)
             emit("history-closing-read")
             ruled = time.perf_counter()
             done = commit_versions(
