@@ -25,10 +25,10 @@ and not released (``found_committed``): with the lookup answering nothing,
 these tests fail, on Delta too.
 
 The sync that resumes also syncs what is new, in a run of its own, in the same
-command (issue 20): one test lands new rows between the kill and that sync, and
-runs that sync as a CLI process. Elsewhere the syncs that resume a killed run, and
-the syncs before and after, run the same command in the test process
-(``_in_process``): the kill is what needs a process of its own.
+command (issue 20): one test lands new rows between the kill and that sync. The
+syncs that resume a killed run, and the syncs before and after, run the same command
+in the test process (``_in_process``): the kill is what needs a process of its own
+(a CLI process that resumes, syncs anew and ends: ``test_cluster_s3``'s resumes).
 
 The source is small (8,000 rows in 8 partitions, 4 checkpoints in 2 lanes):
 the cost of a sync here is Spark's per-job overhead, not rows, and the
@@ -519,15 +519,18 @@ def one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
     equal the newer world exactly, whatever the killed attempt had committed.
 
     The kill is simulated in the test process, after a commit the store does not know of
-    (a real SIGKILL while reading is :func:`killed_while_reading`'s); the sync that resumes
-    and continues is a CLI process, and must end once both runs are done.
+    (a real SIGKILL while reading is :func:`killed_while_reading`'s), and the sync that
+    resumes and continues runs the CLI's command in the test process too: what a process of
+    its own adds, that it ends once both runs are done, is proved by every resume of
+    ``test_cluster_s3``'s killed syncs (a CLI process that resumes the killed run, syncs
+    anew and ends) and by ``engine/test_cli_sync_end.py``.
     """
     arrived = 2_000
     conn = Connection(tmp_path, "append",
                       changes={"updates_per_generation": 0, "new_per_generation": arrived})
     run_id = crashed_run(conn, conn.sync(fault="after-commit:2", in_process=True))
 
-    result = conn.sync(generation=1)
+    result = conn.sync(generation=1, in_process=True)
     assert result.exit_code == 0, result.describe()
     resumed, new = sync_runs(result)
     assert (resumed["run_id"], resumed["resumed"], resumed["attempt"], resumed["status"]) == (
@@ -560,8 +563,6 @@ SCENARIOS: Scenarios = {
     "test_a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows":
         a_full_refresh_killed_after_its_first_staged_checkpoint_keeps_the_old_rows,
     "test_killed_twice_then_resumed": killed_twice_then_resumed,
-    "test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since":
-        one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since,
 }
 #: The kinds a real kill covers per moment: ``append`` on Delta.  Iceberg's real kill is the
 #: full refresh's below (``iceberg``); every other destination has one of its own
@@ -633,5 +634,5 @@ def test_killed_twice_then_resumed(cases: SideBySide, request: pytest.FixtureReq
 
 
 def test_one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(
-        cases: SideBySide, request: pytest.FixtureRequest) -> None:
-    cases.check(request.node.nodeid)
+        spark: Any, tmp_path: Path) -> None:
+    one_sync_after_a_kill_finishes_the_run_then_syncs_what_arrived_since(spark, tmp_path)

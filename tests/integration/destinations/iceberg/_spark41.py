@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,21 +45,32 @@ def jdbc_driver(artifact: str) -> str:
     return str(found[-1])
 
 
-def run_spark41(script: str, args: list[str], tmp_path: Path) -> tuple[dict[str, Any], str]:
-    """Run ``spark41/<script>`` in the Spark 4.1 venv; its last stdout line as JSON, and
-    its stderr.  The project's Spark settings are kept out of its environment."""
-    require_spark41()
+def _environment(tmp_path: Path) -> dict[str, str]:
+    """This process's environment without the project's Spark settings, for Spark 4.1."""
     env = {key: value for key, value in os.environ.items()
            if key not in ("SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "PYTHONPATH")}
     env.update({"PYSPARK_PYTHON": str(SPARK41_PYTHON),
                 "PYSPARK_DRIVER_PYTHON": str(SPARK41_PYTHON),
                 "SPARK_LOCAL_DIRS": str(tmp_path / "spark41-local")})
-    done = subprocess.run([str(SPARK41_PYTHON), str(SCRIPTS / script), *args], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr[-4000:]
-    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return env
+
+
+def _answer(returncode: int, stdout: str, stderr: str) -> dict[str, Any]:
+    """The script's last stdout line as JSON, once it succeeded on Spark 4.1."""
+    assert returncode == 0, stderr[-4000:]
+    found: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     assert found["spark"].startswith("4.1."), found["spark"]
-    return found, done.stderr
+    return found
+
+
+def run_spark41(script: str, args: list[str], tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """Run ``spark41/<script>`` in the Spark 4.1 venv; its last stdout line as JSON, and
+    its stderr.  The project's Spark settings are kept out of its environment."""
+    require_spark41()
+    done = subprocess.run([str(SPARK41_PYTHON), str(SCRIPTS / script), *args],
+                          env=_environment(tmp_path), cwd=tmp_path, capture_output=True,
+                          text=True, check=False)
+    return _answer(done.returncode, done.stdout, done.stderr), done.stderr
 
 
 @dataclass(frozen=True)
@@ -72,13 +84,41 @@ class SparkRead:
     jars: tuple[str, ...] = ()
 
 
-def read_with_spark(reads: list[SparkRead], tmp_path: Path) -> list[dict[str, dict[str, Any]]]:
-    """Each read's tables as Spark 4.1's Iceberg catalog reads them, in one Spark process
-    (``read_tables.py``: its docstring says how values are printed); a list in the order of
-    ``reads``, each table name -> its columns and rows."""
-    jars = list(dict.fromkeys(jar for read in reads for jar in read.jars))
-    request = {"jar": str(RUNTIME_JAR), "jars": jars,
-               "reads": [{"catalog": r.catalog, "tables": r.tables, "name": r.name}
-                         for r in reads]}
-    found, _ = run_spark41("read_tables.py", [json.dumps(request)], tmp_path)
-    return [read["tables"] for read in found["reads"]]
+class EarlySparkReader:
+    """A Spark 4.1 process started before the tables it will read exist.
+
+    Why: its JVM and session start cost 10-20 s here, and the test's syncs, which
+    make the tables, take longer than that; started first, the process is ready
+    when they end.  ``read_tables.py`` starts its session with ``jars`` on its
+    class path, then waits for the reads on its standard input (:meth:`read`).
+    """
+
+    def __init__(self, jars: Sequence[str], tmp_path: Path) -> None:
+        require_spark41()
+        request = {"jar": str(RUNTIME_JAR), "jars": list(dict.fromkeys(jars))}
+        self._process = subprocess.Popen(
+            [str(SPARK41_PYTHON), str(SCRIPTS / "read_tables.py"), json.dumps(request)],
+            env=_environment(tmp_path), cwd=tmp_path, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def read(self, reads: list[SparkRead]) -> list[dict[str, dict[str, Any]]]:
+        """Each read's tables as Spark 4.1's Iceberg catalog reads them (``read_tables.py``:
+        its docstring says how values are printed); a list in the order of ``reads``, each
+        table name -> its columns and rows.  Every read's jars must have been given."""
+        line = json.dumps([{"catalog": r.catalog, "tables": r.tables, "name": r.name}
+                           for r in reads])
+        stdout, stderr = self._process.communicate(line + "\n")
+        found = _answer(self._process.returncode, stdout, stderr)
+        return [read["tables"] for read in found["reads"]]
+
+    def close(self) -> None:
+        """Stop the process if :meth:`read` was never reached (a sync failed first)."""
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.communicate()
+
+    def __enter__(self) -> EarlySparkReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

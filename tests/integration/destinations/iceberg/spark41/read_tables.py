@@ -6,10 +6,12 @@ project's venv, where no Iceberg runtime loads.  Usage::
 
     python read_tables.py REQUEST_JSON
 
-REQUEST_JSON: ``{"jar": ..., "jars": [more jars: JDBC drivers], "reads": [{"catalog":
-{"type": "hadoop", "warehouse": "file://..."} or {"type": "rest", "uri": "http://..."} or
-{"type": "jdbc", "uri": "jdbc:sqlite:...", ...}, "name": the catalog's name, "tables":
-["namespace.table", ...]}, ...]}``.  A JDBC catalog's tables are registered under the
+REQUEST_JSON: ``{"jar": ..., "jars": [more jars: JDBC drivers]}``.  The session starts,
+then the reads come as one JSON line on standard input (so the process can start while
+the tables are still being written): ``[{"catalog": {"type": "hadoop", "warehouse":
+"file://..."} or {"type": "rest", "uri": "http://..."} or {"type": "jdbc", "uri":
+"jdbc:sqlite:...", ...}, "name": the catalog's name, "tables": ["namespace.table", ...]},
+...]``.  A JDBC catalog's tables are registered under the
 writer's catalog name (``headwater``), so two JDBC catalogs take the same name: each read
 runs in a session of its own (``newSession``: its own catalogs, one JVM for all, since a
 Spark start costs tens of seconds here).
@@ -70,7 +72,8 @@ def main() -> None:
     request = json.loads(sys.argv[1])
     base = session(",".join([request["jar"], *request.get("jars", [])]), {}, CATALOG)
     found: dict[str, Any] = {"spark": base.version, "reads": []}
-    for read in request["reads"]:
+    base.range(1).collect()  # the first job's start-up too, before the tables are ready
+    for read in json.loads(sys.stdin.readline()):
         spark, catalog = base.newSession(), read.get("name") or CATALOG
         spark.conf.set(f"spark.sql.catalog.{catalog}", "org.apache.iceberg.spark.SparkCatalog")
         for key, value in read["catalog"].items():
