@@ -15,9 +15,10 @@ table's columns under their own names, as Spark's reader finds them.  Not read h
 reader instead, the reason logged): files whose names Spark would not give back as they
 are, two live files of one name, and more deleted rows than a broadcast holds well.
 
-Proven against Delta's reader, rows *and* places, at every version of tables written by
-Spark (appends, ``DELETE`` and ``MERGE`` with vectors, a checkpoint, a new column) and by
-the own commit: ``tests/integration/destinations/delta/test_live_rows.py``.
+Proven against Delta's reader, rows *and* places, at every version of a table written by
+Spark (appends, ``DELETE`` and ``MERGE`` with vectors, a checkpoint, a new column):
+``tests/integration/destinations/delta/test_live_rows.py``; on the own commit's tables (its
+vectors), through the tables ``test_history_commit.py`` holds equal to Spark's MERGE's.
 """
 
 from __future__ import annotations
