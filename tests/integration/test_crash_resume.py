@@ -413,7 +413,10 @@ def killed_after_a_state_release(spark: Any, tmp_path: Path, mode: str,
     conn = Connection(tmp_path, mode, in_process=in_process)
     run_id = crashed_run(conn, conn.sync(fault="after-release:2"))
     released = store(tmp_path).released_indices(run_id, STREAM)
-    assert len(released) == 2, f"two released checkpoints expected, got {sorted(released)}"
+    # Two at least; a third where the other lane released its checkpoint between the
+    # second release and the kill (a real SIGKILL can land there too); never all of them.
+    assert 2 <= len(released) < PLANNED_CHECKPOINTS, (
+        f"two or three released checkpoints expected, got {sorted(released)}")
     assert store(tmp_path).get_state(NAME, STREAM) is not None
 
     resume(spark, conn, run_id, attempt=2)
