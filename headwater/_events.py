@@ -4,8 +4,9 @@ The engine and the destinations announce moments (``spark-ready``,
 ``after-plan``; per checkpoint ``after-quarantine`` when its expectations
 quarantined rows (before its commit), ``after-commit``, a destination's
 ``commit-landed`` right after its commit is durable, ``after-release``; a
-Delta history checkpoint's ``history-closing-read`` once the versions it
-closes are read (before its MERGE); per
+Delta history checkpoint's ``history-closing-read`` once the table version it
+closes versions of is fixed, before its commit (the MERGE path has read them
+by then; Headwater's own commit reads them at that version in its writing job); per
 stream ``after-publish`` for a staged overwrite, ``after-state`` once its
 state is saved, ``stream-done``; ``run-recorded`` once the metadata store holds
 the run's end, ``summary-printed`` once the CLI has printed it; and
